@@ -1,0 +1,136 @@
+//! The I/O seam of sluice.
+//!
+//! Every byte that sluice reads from or writes to a disk goes through the [`Storage`] and
+//! [`FileHandle`] traits. Production code runs over [`OsStorage`] (real files); crash tests
+//! run the very same code over [`SimStorage`], a deterministic in-memory disk that loses,
+//! keeps or garbles unsynced writes on [`SimStorage::crash`]; [`DeviceModel`] wraps either
+//! and adds per-device latency and a bandwidth cap, so slow or several independent devices
+//! can be emulated on one real disk.
+//!
+//! Errors are plain [`std::io::Error`]s so that the layers above can tell ENOSPC
+//! ([`std::io::ErrorKind::StorageFull`]) from EIO and report them clearly.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+mod device;
+mod os;
+mod sim;
+
+pub use device::{DeviceModel, DeviceProfile};
+pub use os::OsStorage;
+pub use sim::{FaultKind, FaultOp, FaultPlan, SimStats, SimStorage};
+
+/// An open file. All offsets are absolute byte offsets; there is no cursor, so one handle
+/// can be shared between threads.
+pub trait FileHandle: Send + Sync {
+    /// Reads up to `buf.len()` bytes at `offset`; returns how many were read (0 at or past
+    /// the end of the file).
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+    /// Writes all of `buf` at `offset`, extending the file if needed. The data is volatile
+    /// until [`FileHandle::sync_data`] returns successfully.
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Makes every write and length change made so far durable (fdatasync).
+    fn sync_data(&self) -> io::Result<()>;
+    /// Truncates or extends (with zeros) the file to `len` bytes. Volatile until synced.
+    fn set_len(&self, len: u64) -> io::Result<()>;
+    /// The current length of the file, as reads see it.
+    fn len(&self) -> io::Result<u64>;
+    /// True if the file has no bytes.
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Reads exactly `buf.len()` bytes at `offset`, or fails with `UnexpectedEof`.
+    fn read_exact_at(&self, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+        while !buf.is_empty() {
+            let n = self.read_at(buf, offset)?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "read past the end of the file",
+                ));
+            }
+            buf = &mut buf[n..];
+            offset += n as u64;
+        }
+        Ok(())
+    }
+}
+
+/// How to open a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OpenOptions {
+    /// Create the file if it does not exist.
+    pub create: bool,
+    /// Fail if the file already exists (implies `create`).
+    pub create_new: bool,
+    /// Truncate the file to zero length on open.
+    pub truncate: bool,
+}
+
+impl OpenOptions {
+    /// Open an existing file; fail with `NotFound` if it does not exist.
+    pub const EXISTING: OpenOptions = OpenOptions {
+        create: false,
+        create_new: false,
+        truncate: false,
+    };
+    /// Open the file, creating it (empty) if it does not exist.
+    pub const CREATE: OpenOptions = OpenOptions {
+        create: true,
+        create_new: false,
+        truncate: false,
+    };
+    /// Create a new file; fail with `AlreadyExists` if it exists.
+    pub const CREATE_NEW: OpenOptions = OpenOptions {
+        create: true,
+        create_new: true,
+        truncate: false,
+    };
+}
+
+/// A held exclusive lock on a path (for example a database directory's `LOCK` file).
+/// The lock is released when the guard is dropped.
+pub trait LockGuard: Send + Sync {}
+
+/// A file system: the one place where sluice touches a disk.
+///
+/// Durability rules (the same for every implementation, and what [`SimStorage`] enforces):
+/// file contents and lengths are durable only after [`FileHandle::sync_data`]; a created,
+/// renamed or removed directory entry is durable only after [`Storage::sync_dir`] on its
+/// parent directory.
+pub trait Storage: Send + Sync + 'static {
+    /// Opens (and maybe creates) the file at `path`.
+    fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn FileHandle>>;
+    /// Creates `dir` and any missing parents. Directory creation is made durable by the
+    /// implementation before it returns (it is rare and always on a cold path).
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// The file names (not full paths) in `dir`, sorted.
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// True if a file or directory exists at `path`.
+    fn exists(&self, path: &Path) -> io::Result<bool>;
+    /// Removes the file at `path`. Durable after `sync_dir` of its parent.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Atomically renames `from` to `to`, replacing `to`. Durable after `sync_dir`.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Makes the directory entries of `dir` durable (fsync on the directory).
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Takes an exclusive lock on `path` (creating the file if needed). Fails with
+    /// `WouldBlock` if another holder (another process, or another open in this one) has
+    /// it.
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn LockGuard>>;
+}
+
+/// Joins a file name onto a directory; a small helper so callers need not import `Path`.
+pub fn join(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}
+
+/// The parent directory of `path`, or `.` if it has none.
+pub fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
