@@ -1,0 +1,167 @@
+//! The flush daemon: one thread that moves released bytes to disk.
+//!
+//! Each round: copy `[written, released)` out of the ring (freeing the space at once, so
+//! inserters keep going while the disk works), write it to the segment file(s), sync, then
+//! publish the new durable LSN and wake waiters. The daemon never holds an insertion lock,
+//! so no sync ever runs under one. The first failed write or sync poisons the log.
+//!
+//! Group commit (Aether §4.1): a round starts when `X` waits are outstanding, `L` bytes are
+//! pending, `T` has passed since bytes became pending, an inserter needs ring space, a sync
+//! was requested, or the log is closing — whichever comes first. With the defaults
+//! (`X = 1`) a waiter never waits for more than the sync in progress plus its own: the
+//! commits that arrive during one sync share the next.
+
+use crate::error::WalError;
+use crate::log::Shared;
+use crate::segment;
+use crate::sync::Ordering;
+use crate::Lsn;
+use sluice_storage::FileHandle;
+use std::time::{Duration, Instant};
+
+pub(crate) struct FlushDaemon {
+    shared: std::sync::Arc<Shared>,
+    staging: Vec<u8>,
+    /// The segment being appended to.
+    current: Option<(Lsn, Box<dyn FileHandle>)>,
+    /// A finished segment written this round that still needs its sync.
+    previous: Option<Box<dyn FileHandle>>,
+    pending_since: Option<Instant>,
+}
+
+impl FlushDaemon {
+    pub(crate) fn new(shared: std::sync::Arc<Shared>) -> Self {
+        FlushDaemon {
+            shared,
+            staging: Vec::with_capacity(1 << 20),
+            current: None,
+            previous: None,
+            pending_since: None,
+        }
+    }
+
+    pub(crate) fn run(mut self) {
+        loop {
+            let s = &*self.shared;
+            if s.is_poisoned() {
+                return;
+            }
+            let closing = s.closing.load(Ordering::Acquire);
+            let released = s.buffer.released();
+            let written = s.buffer.written();
+            let sync_wanted = s.sync_requested.load(Ordering::Acquire);
+            let sync_done = s.sync_done.load(Ordering::Acquire);
+            let pending = released > written;
+            if closing && !pending && sync_wanted == sync_done {
+                return;
+            }
+            let gc = &s.options.group_commit;
+            let now = Instant::now();
+            if pending && self.pending_since.is_none() {
+                self.pending_since = Some(now);
+            }
+            let due = sync_wanted != sync_done
+                || closing
+                || s.buffer.core.space_wanted()
+                || (pending
+                    && (s.waiters.outstanding.load(Ordering::SeqCst) >= gc.max_waiters.max(1)
+                        || released.0 - written.0 >= gc.max_bytes
+                        || now.duration_since(self.pending_since.unwrap()) >= gc.max_delay));
+            if !due {
+                if pending {
+                    let left = gc
+                        .max_delay
+                        .saturating_sub(now.duration_since(self.pending_since.unwrap()));
+                    s.buffer.core.flusher.park_timeout(left, || self.wanted());
+                } else {
+                    // Nothing pending: sleep until an insert, a wait or a request wakes us.
+                    s.buffer.core.flusher_idle.store(true, Ordering::SeqCst);
+                    s.buffer.core.flusher.park(|| {
+                        s.buffer.released() > written
+                            || s.sync_requested.load(Ordering::Acquire) != sync_done
+                            || s.closing.load(Ordering::Acquire)
+                    });
+                    s.buffer.core.flusher_idle.store(false, Ordering::SeqCst);
+                }
+                continue;
+            }
+            self.pending_since = None;
+            if let Err(e) = self.round(written, released) {
+                self.shared.poison(e);
+                return;
+            }
+            self.shared.sync_done.store(sync_wanted, Ordering::Release);
+            self.shared.sync_done_parker.notify_all();
+        }
+    }
+
+    /// True if a timed park should end early.
+    fn wanted(&self) -> bool {
+        let s = &*self.shared;
+        s.waiters.outstanding.load(Ordering::SeqCst) >= s.options.group_commit.max_waiters.max(1)
+            || s.buffer.core.space_wanted()
+            || s.closing.load(Ordering::Acquire)
+            || s.sync_requested.load(Ordering::Acquire) != s.sync_done.load(Ordering::Acquire)
+            || s.buffer.released().0 - s.buffer.written().0 >= s.options.group_commit.max_bytes
+    }
+
+    /// Writes and syncs `[from, to)`; syncs even when the range is empty (an explicit
+    /// sync must reach the disk whatever is buffered).
+    fn round(&mut self, from: Lsn, to: Lsn) -> Result<(), WalError> {
+        let s = self.shared.clone();
+        self.staging.clear();
+        s.buffer.copy_out(from, to, &mut self.staging);
+        s.buffer.mark_written(to);
+        let seg_bytes = s.segment_bytes;
+        let mut at = from;
+        let mut off = 0usize;
+        while at < to {
+            let seg = segment::segment_start(at, seg_bytes);
+            if self.current.as_ref().map(|c| c.0) != Some(seg) {
+                let next = if s.existing_segment(seg) {
+                    segment::open(&*s.storage, &s.dir, seg)?
+                } else {
+                    let f = segment::create(&*s.storage, &s.dir, seg, seg_bytes)?;
+                    s.note_segment(seg);
+                    f
+                };
+                if let Some((_, old)) = self.current.replace((seg, next)) {
+                    if let Some(unsynced) = self.previous.replace(old) {
+                        unsynced.sync_data()?;
+                    }
+                }
+            }
+            let piece = (seg.0 + seg_bytes).min(to.0) - at.0;
+            let file = &self.current.as_ref().unwrap().1;
+            file.write_at(
+                &self.staging[off..off + piece as usize],
+                segment::SEGMENT_HEADER_BYTES + (at.0 - seg.0),
+            )?;
+            s.stats.bytes_written.fetch_add(piece, Ordering::Relaxed);
+            at = at.add(piece);
+            off += piece as usize;
+        }
+        if let Some(prev) = self.previous.take() {
+            prev.sync_data()?;
+            s.stats.syncs.fetch_add(1, Ordering::Relaxed);
+        }
+        if self.current.is_none() {
+            // An explicit sync before anything was ever written: sync the newest segment
+            // if there is one, so the request still reaches the disk.
+            if let Some(seg) = s.newest_segment() {
+                self.current = Some((seg, segment::open(&*s.storage, &s.dir, seg)?));
+            }
+        }
+        if let Some((_, f)) = &self.current {
+            f.sync_data()?;
+            s.stats.syncs.fetch_add(1, Ordering::Relaxed);
+        }
+        s.stats.flushes.fetch_add(1, Ordering::Relaxed);
+        s.buffer.mark_durable(to);
+        s.waiters.on_durable(to);
+        Ok(())
+    }
+}
+
+/// How long the daemon may wait before flushing pending bytes nobody waits for.
+pub(crate) const DEFAULT_MAX_DELAY: Duration = Duration::from_millis(1);

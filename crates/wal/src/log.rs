@@ -1,0 +1,497 @@
+//! The log manager: a log buffer, a flush daemon, segment files and recovery.
+
+use crate::buffer::{BufferOptions, InsertVariant, LogBuffer};
+use crate::error::{Result, WalError};
+use crate::flush::{FlushDaemon, DEFAULT_MAX_DELAY};
+use crate::notify::{DurableCallback, DurableFuture, Waiters};
+use crate::reader::LogReader;
+use crate::recovery::{self, RecoveryInfo};
+use crate::segment;
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::wait::Parker;
+use crate::Lsn;
+use sluice_storage::{LockGuard, Storage};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// When the flush daemon starts a round (Aether §4.1): whichever threshold is met first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupCommit {
+    /// `X`: flush once this many waits (blocking or registered) are outstanding.
+    pub max_waiters: usize,
+    /// `L`: flush once this many bytes are pending.
+    pub max_bytes: u64,
+    /// `T`: flush once bytes have been pending this long.
+    pub max_delay: Duration,
+}
+
+impl Default for GroupCommit {
+    /// `X = 1`, `L = 1 MiB`, `T = 1 ms`: any waiter starts a round at once, and the
+    /// commits arriving during one sync share the next — a waiter never waits for more
+    /// than the sync in flight plus its own.
+    fn default() -> Self {
+        GroupCommit {
+            max_waiters: 1,
+            max_bytes: 1 << 20,
+            max_delay: DEFAULT_MAX_DELAY,
+        }
+    }
+}
+
+/// How a log is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogOptions {
+    /// LSN bytes per segment file (used when creating a new log; an existing log keeps
+    /// the size in its headers).
+    pub segment_bytes: u64,
+    /// Log-buffer bytes (rounded up to a power of two).
+    pub buffer_bytes: usize,
+    /// The insertion algorithm.
+    pub variant: InsertVariant,
+    /// Consolidation-array slots, for the variants that consolidate.
+    pub slots: usize,
+    /// When the daemon flushes.
+    pub group_commit: GroupCommit,
+}
+
+impl Default for LogOptions {
+    fn default() -> Self {
+        LogOptions {
+            segment_bytes: 16 << 20,
+            buffer_bytes: 4 << 20,
+            variant: InsertVariant::default(),
+            slots: 4,
+            group_commit: GroupCommit::default(),
+        }
+    }
+}
+
+/// Counters kept by the log.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    pub(crate) syncs: AtomicU64,
+    pub(crate) flushes: AtomicU64,
+    pub(crate) bytes_written: AtomicU64,
+}
+
+/// A snapshot of the log's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogStats {
+    /// `sync_data` calls issued.
+    pub syncs: u64,
+    /// Flush rounds completed.
+    pub flushes: u64,
+    /// Log bytes written to segment files.
+    pub bytes_written: u64,
+}
+
+pub(crate) struct Shared {
+    pub(crate) storage: Arc<dyn Storage>,
+    pub(crate) dir: PathBuf,
+    pub(crate) options: LogOptions,
+    pub(crate) segment_bytes: u64,
+    pub(crate) buffer: LogBuffer,
+    pub(crate) waiters: Waiters,
+    pub(crate) closing: AtomicBool,
+    pub(crate) sync_requested: AtomicU64,
+    pub(crate) sync_done: AtomicU64,
+    pub(crate) sync_done_parker: Parker,
+    pub(crate) stats: Stats,
+    poisoned: AtomicBool,
+    poison: crate::sync::Mutex<Option<Arc<io::Error>>>,
+    /// Segment starts that exist on disk, ascending.
+    segments: crate::sync::Mutex<Vec<Lsn>>,
+    /// The first LSN still in the log.
+    start: AtomicU64,
+    _lock: Box<dyn LockGuard>,
+}
+
+impl Shared {
+    pub(crate) fn is_poisoned(&self) -> bool {
+        self.poisoned.load(Ordering::Acquire)
+    }
+
+    fn poison_error(&self) -> Option<WalError> {
+        if self.is_poisoned() {
+            self.poison.lock().clone().map(WalError::Poisoned)
+        } else {
+            None
+        }
+    }
+
+    /// Records the first failure and stops everything. Later failures are ignored: the
+    /// first one is the cause.
+    pub(crate) fn poison(&self, e: WalError) {
+        let err = match e {
+            WalError::Io(e) | WalError::Poisoned(e) => e,
+            other => Arc::new(io::Error::other(other.to_string())),
+        };
+        {
+            let mut p = self.poison.lock();
+            if p.is_none() {
+                *p = Some(err.clone());
+            }
+        }
+        self.poisoned.store(true, Ordering::Release);
+        self.buffer.stop();
+        self.waiters.fail_all(&WalError::Poisoned(err));
+        self.sync_done_parker.notify_all();
+    }
+
+    pub(crate) fn existing_segment(&self, start: Lsn) -> bool {
+        self.segments.lock().binary_search(&start).is_ok()
+    }
+
+    pub(crate) fn note_segment(&self, start: Lsn) {
+        let mut s = self.segments.lock();
+        if let Err(i) = s.binary_search(&start) {
+            s.insert(i, start);
+        }
+    }
+
+    pub(crate) fn newest_segment(&self) -> Option<Lsn> {
+        self.segments.lock().last().copied()
+    }
+
+    /// The error a call should return if the log cannot take work.
+    fn check(&self) -> Result<()> {
+        if let Some(e) = self.poison_error() {
+            return Err(e);
+        }
+        if self.closing.load(Ordering::Acquire) {
+            return Err(WalError::Closed);
+        }
+        Ok(())
+    }
+}
+
+/// Where an appended record lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Appended {
+    /// The record's LSN (its frame's first byte).
+    pub lsn: Lsn,
+    /// The position just past its frame: the record is durable once the durable LSN
+    /// reaches this.
+    pub end: Lsn,
+}
+
+/// A write-ahead log in a directory.
+///
+/// ```
+/// use std::sync::Arc;
+/// use sluice_storage::SimStorage;
+/// use sluice_wal::{Log, LogOptions};
+///
+/// let storage = Arc::new(SimStorage::new(7));
+/// let log = Log::open(storage.clone(), "/db/log", LogOptions::default()).unwrap();
+/// let rec = log.append(b"hello").unwrap();
+/// log.wait_durable(rec.end).unwrap();          // blocks until synced
+/// let last = log.close().unwrap();
+/// assert_eq!(last, rec.end);
+///
+/// let log = Log::open(storage, "/db/log", LogOptions::default()).unwrap();
+/// let records: Vec<_> = log.read_from(log.start_lsn()).unwrap()
+///     .map(|r| r.unwrap().1).collect();
+/// assert_eq!(records, vec![b"hello".to_vec()]);
+/// ```
+pub struct Log {
+    shared: Arc<Shared>,
+    daemon: crate::sync::Mutex<Option<JoinHandle<()>>>,
+    recovery: RecoveryInfo,
+}
+
+impl Log {
+    /// Opens the log in `dir` (creating it if needed), recovers its end, and starts the
+    /// flush daemon. Fails with [`WalError::Locked`] if another process or another open
+    /// `Log` holds the directory, and with [`WalError::Corruption`] if the durable log is
+    /// damaged.
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        dir: impl AsRef<Path>,
+        options: LogOptions,
+    ) -> Result<Log> {
+        let dir = dir.as_ref().to_path_buf();
+        if options.segment_bytes < 4096 || options.segment_bytes % crate::frame::ALIGN != 0 {
+            return Err(WalError::InvalidArgument(format!(
+                "segment size {} must be at least 4096 and a multiple of 8",
+                options.segment_bytes
+            )));
+        }
+        storage.create_dir_all(&dir)?;
+        let lock = storage.lock(&dir.join("LOCK")).map_err(|e| {
+            if e.kind() == io::ErrorKind::WouldBlock {
+                WalError::Locked(dir.display().to_string())
+            } else {
+                WalError::from(e)
+            }
+        })?;
+        let rec = recovery::recover(&storage, &dir, options.segment_bytes)?;
+        let buffer = LogBuffer::new(
+            &BufferOptions {
+                capacity: options.buffer_bytes,
+                segment_bytes: rec.segment_bytes,
+                variant: options.variant,
+                slots: options.slots,
+            },
+            rec.info.end,
+        )?;
+        buffer
+            .core
+            .wake_bytes
+            .store(options.group_commit.max_bytes, Ordering::Relaxed);
+        let shared = Arc::new(Shared {
+            storage,
+            dir,
+            options,
+            segment_bytes: rec.segment_bytes,
+            buffer,
+            waiters: Waiters::new(),
+            closing: AtomicBool::new(false),
+            sync_requested: AtomicU64::new(0),
+            sync_done: AtomicU64::new(0),
+            sync_done_parker: Parker::new(),
+            stats: Stats::default(),
+            poisoned: AtomicBool::new(false),
+            poison: crate::sync::Mutex::new(None),
+            segments: crate::sync::Mutex::new(rec.list.starts.clone()),
+            start: AtomicU64::new(rec.info.start.0),
+            _lock: lock,
+        });
+        let d = FlushDaemon::new(shared.clone());
+        let handle = std::thread::Builder::new()
+            .name("sluice-flush".into())
+            .spawn(move || d.run())
+            .map_err(WalError::from)?;
+        Ok(Log {
+            shared,
+            daemon: crate::sync::Mutex::new(Some(handle)),
+            recovery: rec.info,
+        })
+    }
+
+    /// What recovery found when this log was opened.
+    pub fn recovery(&self) -> &RecoveryInfo {
+        &self.recovery
+    }
+
+    /// The largest payload [`Log::append`] takes.
+    pub fn max_record_bytes(&self) -> usize {
+        self.shared.buffer.max_payload()
+    }
+
+    /// Appends a record. Returns once it is in the log buffer (not yet durable): wait for
+    /// `end` with [`Log::wait_durable`] or register with [`Log::on_durable`].
+    pub fn append(&self, payload: &[u8]) -> Result<Appended> {
+        self.shared.check()?;
+        let lsn = self.shared.buffer.insert(payload).map_err(|e| match e {
+            WalError::Closed => self.shared.poison_error().unwrap_or(WalError::Closed),
+            e => e,
+        })?;
+        Ok(Appended {
+            lsn,
+            end: lsn.add(crate::frame::frame_len(payload.len())),
+        })
+    }
+
+    /// Blocks until everything below `lsn` is durable; returns the durable LSN then.
+    pub fn wait_durable(&self, lsn: Lsn) -> Result<Lsn> {
+        let s = &*self.shared;
+        let durable = s.buffer.durable();
+        if durable >= lsn {
+            return Ok(durable);
+        }
+        s.check_wait()?;
+        s.waiters.outstanding.fetch_add(1, Ordering::SeqCst);
+        s.buffer.core.flusher.notify_all();
+        s.waiters.parker.wait_until(|| {
+            s.buffer.durable() >= lsn || s.is_poisoned() || s.daemon_gone()
+        });
+        s.waiters.outstanding.fetch_sub(1, Ordering::SeqCst);
+        let durable = s.buffer.durable();
+        if durable >= lsn {
+            Ok(durable)
+        } else {
+            Err(s.poison_error().unwrap_or(WalError::Closed))
+        }
+    }
+
+    /// Calls `callback` once everything below `lsn` is durable (or with the error that
+    /// poisoned the log). Never blocks. If `lsn` is already durable the callback runs
+    /// now, on this thread; otherwise it runs on the flush daemon's thread and must be
+    /// short.
+    pub fn on_durable(&self, lsn: Lsn, callback: DurableCallback) {
+        let s = &*self.shared;
+        let durable = s.buffer.durable();
+        if durable >= lsn {
+            return callback(Ok(durable));
+        }
+        if let Err(e) = s.check_wait() {
+            return callback(Err(e));
+        }
+        s.waiters.register(lsn, callback);
+        s.buffer.core.flusher.notify_all();
+        // The daemon may have published past `lsn`, or failed, between the check and the
+        // registration; sweep so the callback is not stranded.
+        let durable = s.buffer.durable();
+        if durable >= lsn {
+            s.waiters.on_durable(durable);
+        } else if let Err(e) = s.check_wait() {
+            s.waiters.fail_all(&e);
+        }
+    }
+
+    /// A future resolving once everything below `lsn` is durable.
+    pub fn durable_future(&self, lsn: Lsn) -> DurableFuture {
+        let s = &*self.shared;
+        let durable = s.buffer.durable();
+        if durable >= lsn {
+            return DurableFuture::ready(Ok(durable));
+        }
+        let (f, cb) = DurableFuture::pending();
+        self.on_durable(lsn, cb);
+        f
+    }
+
+    /// Writes and syncs everything released so far — and issues a sync even if nothing
+    /// new is buffered. Returns the durable LSN.
+    pub fn sync(&self) -> Result<Lsn> {
+        let s = &*self.shared;
+        s.check()?;
+        let ticket = s.sync_requested.fetch_add(1, Ordering::AcqRel) + 1;
+        s.buffer.core.flusher.notify_all();
+        s.sync_done_parker.wait_until(|| {
+            s.sync_done.load(Ordering::Acquire) >= ticket || s.is_poisoned() || s.daemon_gone()
+        });
+        if s.sync_done.load(Ordering::Acquire) >= ticket {
+            Ok(s.buffer.durable())
+        } else {
+            Err(s.poison_error().unwrap_or(WalError::Closed))
+        }
+    }
+
+    /// Everything below this is durable.
+    pub fn durable_lsn(&self) -> Lsn {
+        self.shared.buffer.durable()
+    }
+
+    /// Everything below this is in the log buffer, filled.
+    pub fn released_lsn(&self) -> Lsn {
+        self.shared.buffer.released()
+    }
+
+    /// The first LSN still in the log.
+    pub fn start_lsn(&self) -> Lsn {
+        Lsn(self.shared.start.load(Ordering::Acquire))
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> LogStats {
+        let s = &self.shared.stats;
+        LogStats {
+            syncs: s.syncs.load(Ordering::Relaxed),
+            flushes: s.flushes.load(Ordering::Relaxed),
+            bytes_written: s.bytes_written.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The error that poisoned the log, if any.
+    pub fn poisoned(&self) -> Option<WalError> {
+        self.shared.poison_error()
+    }
+
+    /// Reads the durable records from `from` (a record boundary, at or above
+    /// [`Log::start_lsn`]) to the durable end, in LSN order.
+    pub fn read_from(&self, from: Lsn) -> Result<LogReader> {
+        let s = &*self.shared;
+        if from < self.start_lsn() || from > s.buffer.durable() || from.0 % 8 != 0 {
+            return Err(WalError::InvalidArgument(format!(
+                "cannot read from LSN {from}: the log holds [{}, {})",
+                self.start_lsn(),
+                s.buffer.durable()
+            )));
+        }
+        Ok(LogReader::new(
+            s.storage.clone(),
+            s.dir.clone(),
+            s.segment_bytes,
+            from,
+            s.buffer.durable(),
+        ))
+    }
+
+    /// Removes the segments that lie wholly below `lsn` (the caller no longer needs their
+    /// records for recovery or archiving). The segment holding the durable end is kept.
+    /// Returns how many segments were removed.
+    pub fn truncate_below(&self, lsn: Lsn) -> Result<usize> {
+        let s = &*self.shared;
+        s.check()?;
+        let limit = lsn.min(segment::segment_start(s.buffer.durable(), s.segment_bytes));
+        let victims: Vec<Lsn> = s
+            .segments
+            .lock()
+            .iter()
+            .copied()
+            .filter(|&st| st.0 + s.segment_bytes <= limit.0)
+            .collect();
+        if victims.is_empty() {
+            return Ok(0);
+        }
+        // Raise the start first so no reader is handed a segment being removed.
+        let new_start = victims.last().unwrap().0 + s.segment_bytes;
+        s.start.store(new_start, Ordering::Release);
+        for &v in &victims {
+            s.storage.remove(&s.dir.join(segment::segment_name(v)))?;
+        }
+        s.storage.sync_dir(&s.dir)?;
+        s.segments.lock().retain(|st| !victims.contains(st));
+        Ok(victims.len())
+    }
+
+    /// Flushes and syncs everything appended, stops the daemon, and returns the final
+    /// durable LSN. Later calls (and every other method) return [`WalError::Closed`].
+    pub fn close(&self) -> Result<Lsn> {
+        let handle = self.daemon.lock().take();
+        let Some(handle) = handle else {
+            return Err(WalError::Closed);
+        };
+        let s = &*self.shared;
+        s.closing.store(true, Ordering::Release);
+        s.buffer.core.flusher.notify_all();
+        let _ = handle.join();
+        s.buffer.stop();
+        s.waiters.fail_all(&WalError::Closed);
+        s.waiters.parker.notify_all();
+        s.sync_done_parker.notify_all();
+        if let Some(e) = s.poison_error() {
+            return Err(e);
+        }
+        Ok(s.buffer.durable())
+    }
+}
+
+impl Shared {
+    fn check_wait(&self) -> Result<()> {
+        if let Some(e) = self.poison_error() {
+            return Err(e);
+        }
+        if self.daemon_gone() {
+            return Err(WalError::Closed);
+        }
+        Ok(())
+    }
+
+    /// True once the daemon has stopped for good (closing and drained).
+    pub(crate) fn daemon_gone(&self) -> bool {
+        self.closing.load(Ordering::Acquire) && self.buffer.core.check_running().is_err()
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        // Best effort: flush what was appended. Errors are visible through `close`.
+        let _ = self.close();
+    }
+}

@@ -1,0 +1,154 @@
+//! Finding the end of the log on open.
+//!
+//! Frames are scanned from the first segment. At the first frame that does not verify
+//! (position `x`), the scan does not simply stop: it searches everything after `x` for
+//! frames that do verify and takes the largest durable hint among them. A hint `h > x`
+//! proves that the bytes at `x` had been synced, so `x` is damage inside the durable log
+//! and is reported as corruption. Otherwise `x` lies in the region written after the last
+//! sync before the crash — a torn or garbage tail — and the log ends at `x`: the rest is
+//! zeroed (so no stale frame can ever be mistaken for a new one) and made durable before
+//! the log accepts appends.
+
+use crate::error::{Result, WalError};
+use crate::frame::{self, Decoded};
+use crate::reader::SegmentWindow;
+use crate::segment::{self, SegmentList, SEGMENT_HEADER_BYTES};
+use crate::Lsn;
+use sluice_storage::Storage;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What opening the log found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryInfo {
+    /// The first LSN still in the log (the start of the oldest segment).
+    pub start: Lsn,
+    /// The end of the log: the next record goes here.
+    pub end: Lsn,
+    /// Records found between `start` and `end`.
+    pub records: u64,
+    /// Bytes of torn or garbage tail that were cut (zeroed) after `end`.
+    pub cut_bytes: u64,
+    /// Segment files found.
+    pub segments: usize,
+}
+
+pub(crate) struct Recovered {
+    pub(crate) info: RecoveryInfo,
+    pub(crate) segment_bytes: u64,
+    pub(crate) list: SegmentList,
+}
+
+pub(crate) fn recover(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    default_segment_bytes: u64,
+) -> Result<Recovered> {
+    let list = segment::scan_dir(&**storage, dir)?;
+    let segment_bytes = list.segment_bytes.unwrap_or(default_segment_bytes);
+    let Some(&first) = list.starts.first() else {
+        return Ok(Recovered {
+            info: RecoveryInfo::default(),
+            segment_bytes,
+            list,
+        });
+    };
+    let last_end = Lsn(list.starts.last().unwrap().0 + segment_bytes);
+    let mut window = SegmentWindow::new(storage.clone(), dir.to_path_buf(), segment_bytes);
+    let mut pos = first;
+    let mut records = 0u64;
+    let mut bad = None;
+    while pos < last_end {
+        match window.decode(pos, last_end)? {
+            Decoded::Record { frame_len, .. } => {
+                records += 1;
+                pos = pos.add(frame_len);
+            }
+            Decoded::Padding { frame_len } => pos = pos.add(frame_len),
+            Decoded::Invalid(why) => {
+                bad = Some(why);
+                break;
+            }
+        }
+    }
+    let mut info = RecoveryInfo {
+        start: first,
+        end: pos,
+        records,
+        cut_bytes: 0,
+        segments: list.starts.len(),
+    };
+    let Some(why) = bad else {
+        return Ok(Recovered {
+            info,
+            segment_bytes,
+            list,
+        });
+    };
+
+    // Evidence scan: every aligned position after `pos`.
+    let x = pos;
+    let mut max_hint = Lsn(0);
+    let mut last_nonzero_end = x;
+    let mut p = x;
+    while p < last_end {
+        let word = window.bytes(p, frame::ALIGN, last_end)?;
+        if word.iter().any(|&b| b != 0) {
+            last_nonzero_end = p.add(frame::ALIGN);
+            if p > x {
+                if let Decoded::Record { hint, .. } = window.decode(p, last_end)? {
+                    max_hint = max_hint.max(hint);
+                }
+            }
+        }
+        p = p.add(frame::ALIGN);
+    }
+    if max_hint > x {
+        return Err(WalError::Corruption {
+            lsn: x,
+            reason: format!(
+                "{}, but a later record proves the log was durable up to LSN {max_hint}",
+                why.describe()
+            ),
+        });
+    }
+
+    // A tail: zero it, drop whole segments past it, and make that durable.
+    info.cut_bytes = last_nonzero_end.0 - x.0;
+    let keep_through = segment::segment_start(x, segment_bytes);
+    let mut zero_from = x;
+    while zero_from < last_nonzero_end {
+        let seg = segment::segment_start(zero_from, segment_bytes);
+        if seg > keep_through {
+            break;
+        }
+        let seg_end = (seg.0 + segment_bytes).min(last_nonzero_end.0);
+        let f = segment::open(&**storage, dir, seg)?;
+        let zeros = vec![0u8; (seg_end - zero_from.0) as usize];
+        f.write_at(&zeros, SEGMENT_HEADER_BYTES + (zero_from.0 - seg.0))?;
+        f.sync_data()?;
+        zero_from = Lsn(seg_end);
+    }
+    let mut removed = false;
+    let mut kept = Vec::new();
+    for &s in &list.starts {
+        if s > keep_through {
+            storage.remove(&dir.join(segment::segment_name(s)))?;
+            removed = true;
+        } else {
+            kept.push(s);
+        }
+    }
+    if removed {
+        storage.sync_dir(dir)?;
+    }
+    info.segments = kept.len();
+    Ok(Recovered {
+        info,
+        segment_bytes,
+        list: SegmentList {
+            starts: kept,
+            segment_bytes: Some(segment_bytes),
+        },
+    })
+}

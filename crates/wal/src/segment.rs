@@ -1,0 +1,236 @@
+//! Segment files.
+//!
+//! The log stream is cut into segments of `segment_bytes` LSN bytes each; segment `k`
+//! holds LSNs `[k·S, (k+1)·S)` and is named by its start LSN (`{start:016x}.wal`). A file
+//! is a 4 KiB header block followed by the segment's bytes, preallocated to full size so
+//! that `fdatasync` never has to persist a size change.
+//!
+//! Creation is atomic: the header is written to `{name}.tmp`, the file is extended and
+//! synced, renamed to its final name, and the directory synced. A file with a final name
+//! therefore always carries a valid, durable header; a bad header is corruption, never a
+//! crash artefact. Leftover `.tmp` files are removed on open.
+
+use crate::error::{Result, WalError};
+use crate::Lsn;
+use sluice_storage::{FileHandle, OpenOptions, Storage};
+use std::path::{Path, PathBuf};
+
+/// Bytes of the header block in front of each segment's data.
+pub const SEGMENT_HEADER_BYTES: u64 = 4096;
+const MAGIC: &[u8; 8] = b"SLUICEWL";
+const VERSION: u32 = 1;
+/// Bytes of the header that carry data (the rest of the block is zero).
+const HEADER_USED: usize = 36;
+const SUFFIX: &str = ".wal";
+const TMP_SUFFIX: &str = ".wal.tmp";
+
+/// A segment's file name.
+pub fn segment_name(start: Lsn) -> String {
+    format!("{:016x}{SUFFIX}", start.0)
+}
+
+/// Parses a segment file name back to its start LSN.
+pub fn parse_segment_name(name: &str) -> Option<Lsn> {
+    let hex = name.strip_suffix(SUFFIX)?;
+    if hex.len() != 16 {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok().map(Lsn)
+}
+
+/// Encodes a segment header.
+pub fn encode_header(start: Lsn, segment_bytes: u64) -> [u8; HEADER_USED] {
+    let mut h = [0u8; HEADER_USED];
+    h[..8].copy_from_slice(MAGIC);
+    h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    h[16..24].copy_from_slice(&start.0.to_le_bytes());
+    h[24..32].copy_from_slice(&segment_bytes.to_le_bytes());
+    let crc = crc32c::crc32c(&h[..32]);
+    h[32..36].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+/// Decodes a segment header, checking it against the start its name gives. Returns the
+/// segment size it records. Never panics on any input.
+pub fn decode_header(bytes: &[u8], named_start: Lsn) -> Result<u64> {
+    let bad = |reason: String| WalError::Corruption {
+        lsn: named_start,
+        reason,
+    };
+    if bytes.len() < HEADER_USED {
+        return Err(bad("segment header is truncated".into()));
+    }
+    if &bytes[..8] != MAGIC {
+        return Err(bad("segment header has a bad magic number".into()));
+    }
+    let crc = u32::from_le_bytes(bytes[32..36].try_into().unwrap());
+    if crc32c::crc32c(&bytes[..32]) != crc {
+        return Err(bad("segment header checksum mismatch".into()));
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
+    if version != VERSION {
+        return Err(bad(format!(
+            "segment format version {version} is not supported (expected {VERSION})"
+        )));
+    }
+    let start = u64::from_le_bytes(bytes[16..24].try_into().unwrap());
+    if start != named_start.0 {
+        return Err(bad(format!(
+            "segment header says it starts at LSN {start}, its name says {named_start}"
+        )));
+    }
+    let segment_bytes = u64::from_le_bytes(bytes[24..32].try_into().unwrap());
+    if segment_bytes < 4096 || segment_bytes % crate::frame::ALIGN != 0 || start % segment_bytes != 0
+    {
+        return Err(bad(format!("segment header has an impossible size {segment_bytes}")));
+    }
+    Ok(segment_bytes)
+}
+
+/// The segments found in a log directory.
+#[derive(Debug, Clone, Default)]
+pub struct SegmentList {
+    /// Start LSNs, ascending, contiguous.
+    pub starts: Vec<Lsn>,
+    /// LSN bytes per segment (from their headers).
+    pub segment_bytes: Option<u64>,
+}
+
+/// Lists, validates and orders the segments in `dir`, removing leftover temporary files.
+/// Fails on a bad header or a gap between segments.
+pub fn scan_dir(storage: &dyn Storage, dir: &Path) -> Result<SegmentList> {
+    let mut starts = Vec::new();
+    let mut removed_tmp = false;
+    for name in storage.list(dir)? {
+        if name.ends_with(TMP_SUFFIX) {
+            // A creation that crashed before its rename: it never held acknowledged data.
+            storage.remove(&dir.join(&name))?;
+            removed_tmp = true;
+        } else if let Some(start) = parse_segment_name(&name) {
+            starts.push(start);
+        }
+    }
+    if removed_tmp {
+        storage.sync_dir(dir)?;
+    }
+    starts.sort();
+    let mut size: Option<u64> = None;
+    for &start in &starts {
+        let f = storage.open(&dir.join(segment_name(start)), OpenOptions::EXISTING)?;
+        let mut h = [0u8; HEADER_USED];
+        let n = f.read_at(&mut h, 0)?;
+        let s = decode_header(&h[..n], start)?;
+        match size {
+            None => size = Some(s),
+            Some(prev) if prev != s => {
+                return Err(WalError::Corruption {
+                    lsn: start,
+                    reason: format!("segment size {s} differs from earlier segments' {prev}"),
+                })
+            }
+            _ => {}
+        }
+        let len = f.len()?;
+        if len < SEGMENT_HEADER_BYTES + s {
+            return Err(WalError::Corruption {
+                lsn: start,
+                reason: format!(
+                    "segment file is {len} bytes, shorter than its preallocated {}",
+                    SEGMENT_HEADER_BYTES + s
+                ),
+            });
+        }
+    }
+    if let Some(s) = size {
+        for w in starts.windows(2) {
+            if w[1].0 != w[0].0 + s {
+                return Err(WalError::Corruption {
+                    lsn: Lsn(w[0].0 + s),
+                    reason: format!("segment starting at LSN {} is missing", w[0].0 + s),
+                });
+            }
+        }
+    }
+    Ok(SegmentList {
+        starts,
+        segment_bytes: size,
+    })
+}
+
+/// Creates segment `start` atomically (see the module docs) and returns it open.
+pub fn create(
+    storage: &dyn Storage,
+    dir: &Path,
+    start: Lsn,
+    segment_bytes: u64,
+) -> Result<Box<dyn FileHandle>> {
+    assert_eq!(start.0 % segment_bytes, 0, "segment start {start} not on a boundary");
+    let name = segment_name(start);
+    let tmp: PathBuf = dir.join(format!("{name}.tmp"));
+    let path = dir.join(&name);
+    {
+        let f = storage.open(&tmp, OpenOptions::CREATE)?;
+        f.set_len(0)?;
+        f.set_len(SEGMENT_HEADER_BYTES + segment_bytes)?;
+        f.write_at(&encode_header(start, segment_bytes), 0)?;
+        f.sync_data()?;
+    }
+    storage.rename(&tmp, &path)?;
+    storage.sync_dir(dir)?;
+    Ok(storage.open(&path, OpenOptions::EXISTING)?)
+}
+
+/// Opens existing segment `start`.
+pub fn open(storage: &dyn Storage, dir: &Path, start: Lsn) -> Result<Box<dyn FileHandle>> {
+    Ok(storage.open(&dir.join(segment_name(start)), OpenOptions::EXISTING)?)
+}
+
+/// The start of the segment holding `lsn`.
+pub fn segment_start(lsn: Lsn, segment_bytes: u64) -> Lsn {
+    Lsn(lsn.0 - lsn.0 % segment_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn names_round_trip() {
+        assert_eq!(segment_name(Lsn(0x1000)), "0000000000001000.wal");
+        assert_eq!(parse_segment_name("0000000000001000.wal"), Some(Lsn(0x1000)));
+        assert_eq!(parse_segment_name("1000.wal"), None);
+        assert_eq!(parse_segment_name("0000000000001000.wal.tmp"), None);
+    }
+
+    #[test]
+    fn each_bad_header_is_reported() {
+        let good = encode_header(Lsn(8192), 4096);
+        assert_eq!(decode_header(&good, Lsn(8192)).unwrap(), 4096);
+        let expect = |bytes: &[u8], start: Lsn, words: &str| {
+            let e = decode_header(bytes, start).unwrap_err().to_string();
+            assert!(e.contains(words), "{e:?} lacks {words:?}");
+        };
+        expect(&good[..10], Lsn(8192), "truncated");
+        let mut m = good;
+        m[0] = b'X';
+        expect(&m, Lsn(8192), "magic");
+        let mut c = good;
+        c[20] ^= 0xff;
+        expect(&c, Lsn(8192), "checksum");
+        expect(&good, Lsn(4096), "name says");
+        let mut v = encode_header(Lsn(0), 4096);
+        v[8] = 9;
+        let crc = crc32c::crc32c(&v[..32]);
+        v[32..36].copy_from_slice(&crc.to_le_bytes());
+        expect(&v, Lsn(0), "version");
+        expect(&encode_header(Lsn(0), 100), Lsn(0), "impossible size");
+    }
+
+    proptest! {
+        #[test]
+        fn decode_header_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64), start in any::<u64>()) {
+            let _ = decode_header(&bytes, Lsn(start));
+        }
+    }
+}
