@@ -1,1 +1,85 @@
-fn main(){}
+//! `sluice`: benchmarks, crash tests and planning tools for the sluice storage engine.
+//!
+//! Every command validates its flags up front; a bad argument prints one line on stderr
+//! and exits with code 2. Runtime failures (an I/O error during a benchmark) exit 1.
+
+mod bench_wal;
+mod progress;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(name = "sluice", version, about = "sluice: a transactional storage engine whose log stays off the critical path", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a benchmark.
+    Bench {
+        #[command(subcommand)]
+        which: Bench,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum Bench {
+    /// Threads append a record and wait for it to be durable, in a loop (group commit).
+    Wal(bench_wal::Args),
+}
+
+/// A failure of a command: bad input (exit 2) or a runtime error (exit 1).
+#[derive(Debug)]
+pub enum Failure {
+    /// The user asked for something impossible.
+    Usage(String),
+    /// The command failed while running.
+    Runtime(String),
+}
+
+impl<E: std::error::Error> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure::Runtime(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                print!("{e}");
+                return ExitCode::SUCCESS;
+            }
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                eprint!("{e}");
+                return ExitCode::from(2);
+            }
+            // One line: clap's first line names the problem; its usage block follows.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("error: invalid arguments");
+            eprintln!("{first} (see 'sluice --help')");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match cli.command {
+        Command::Bench { which } => match which {
+            Bench::Wal(a) => bench_wal::run(a),
+        },
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(m)) => {
+            eprintln!("error: {m}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Runtime(m)) => {
+            eprintln!("error: {m}");
+            ExitCode::from(1)
+        }
+    }
+}

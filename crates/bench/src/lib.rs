@@ -1,0 +1,10 @@
+//! Workloads and experiments for sluice. Each experiment is a function that takes a
+//! config and returns a serialisable result; the `sluice` CLI parses flags, shows
+//! progress and prints. Keeping them here (not in the CLI) lets tests and other tools run
+//! the same experiments.
+
+#![warn(missing_docs)]
+
+pub mod report;
+pub mod sys;
+pub mod wal;

@@ -1,0 +1,86 @@
+//! `sluice bench wal`.
+
+use crate::progress;
+use crate::Failure;
+use sluice_bench::report::{json_line, thousands, Table};
+use sluice_bench::wal::{self, WalBenchConfig};
+use sluice_wal::InsertVariant;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Flags of `sluice bench wal`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Appending threads.
+    #[arg(long, default_value_t = 16)]
+    threads: usize,
+    /// Payload bytes per record.
+    #[arg(long, default_value_t = 120)]
+    record_size: usize,
+    /// Seconds to run.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Log directory (default: a fresh temporary directory in the current directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Log-buffer insertion algorithm.
+    #[arg(long, default_value = "mutex")]
+    log_buffer: InsertVariant,
+    /// Print one JSON object at the end of stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: Args) -> Result<(), Failure> {
+    if a.threads == 0 || a.threads > 4096 {
+        return Err(Failure::Usage(format!(
+            "--threads must be between 1 and 4096, got {}",
+            a.threads
+        )));
+    }
+    if a.record_size == 0 || a.record_size > 1 << 20 {
+        return Err(Failure::Usage(format!(
+            "--record-size must be between 1 and 1048576 bytes, got {}",
+            a.record_size
+        )));
+    }
+    if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 86_400.0) {
+        return Err(Failure::Usage(format!(
+            "--seconds must be a positive number of seconds (at most a day), got {}",
+            a.seconds
+        )));
+    }
+    let cfg = WalBenchConfig {
+        threads: a.threads,
+        record_bytes: a.record_size,
+        duration: Duration::from_secs_f64(a.seconds),
+        dir: a.dir,
+        variant: a.log_buffer,
+    };
+    let pb = progress::bar(1000, "bench wal", a.json);
+    let r = wal::run(&cfg, |f| pb.set_position((f * 1000.0) as u64))?;
+    pb.finish_and_clear();
+    let mut t = Table::new([
+        "threads",
+        "record B",
+        "appends/s",
+        "syncs/s",
+        "appends/sync",
+        "p50 µs",
+        "p99 µs",
+    ]);
+    t.row([
+        r.threads.to_string(),
+        r.record_bytes.to_string(),
+        thousands(r.appends_per_sec),
+        thousands(r.syncs_per_sec),
+        format!("{:.1}", r.appends_per_sync),
+        r.p50_us.to_string(),
+        r.p99_us.to_string(),
+    ]);
+    println!("{}", t.render());
+    if a.json {
+        println!("{}", json_line(&r));
+    }
+    Ok(())
+}

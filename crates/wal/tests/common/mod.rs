@@ -1,0 +1,78 @@
+//! Helpers shared by the WAL scenario tests.
+#![allow(dead_code)]
+
+use sluice_storage::{OpenOptions, SimStorage, Storage};
+use sluice_wal::{segment, GroupCommit, Log, LogOptions, Lsn};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub const DIR: &str = "/db/log";
+
+/// Small segments and buffer so a few hundred records exercise rollover and wrap-around.
+pub fn small_options() -> LogOptions {
+    LogOptions {
+        segment_bytes: 8192,
+        buffer_bytes: 4096,
+        group_commit: GroupCommit {
+            max_delay: Duration::from_micros(200),
+            ..GroupCommit::default()
+        },
+        ..LogOptions::default()
+    }
+}
+
+pub fn sim(seed: u64) -> (SimStorage, Arc<dyn Storage>) {
+    let s = SimStorage::new(seed);
+    let a: Arc<dyn Storage> = Arc::new(s.clone());
+    (s, a)
+}
+
+/// A payload that proves its own identity: thread, sequence number, and bytes derived from
+/// them, so a reader can tell an intact record that was really written from anything else.
+pub fn payload(thread: u32, seq: u32, max_len: usize) -> Vec<u8> {
+    let mut x = (thread as u64) << 32 | seq as u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let len = 8 + (next() as usize % max_len.saturating_sub(8).max(1));
+    let mut v = Vec::with_capacity(len);
+    v.extend_from_slice(&thread.to_le_bytes());
+    v.extend_from_slice(&seq.to_le_bytes());
+    while v.len() < len {
+        v.push(next() as u8);
+    }
+    v
+}
+
+/// Decodes a payload made by [`payload`], checking every byte.
+pub fn check_payload(p: &[u8], max_len: usize) -> Option<(u32, u32)> {
+    if p.len() < 8 {
+        return None;
+    }
+    let thread = u32::from_le_bytes(p[..4].try_into().unwrap());
+    let seq = u32::from_le_bytes(p[4..8].try_into().unwrap());
+    (payload(thread, seq, max_len) == p).then_some((thread, seq))
+}
+
+/// All records from the start of the log.
+pub fn read_all(log: &Log) -> Vec<(Lsn, Vec<u8>)> {
+    log.read_from(log.start_lsn())
+        .unwrap()
+        .map(|r| r.expect("durable log reads back"))
+        .collect()
+}
+
+/// Overwrites bytes of the log stream at `lsn` directly on the disk and syncs them.
+pub fn poke(storage: &dyn Storage, dir: &Path, segment_bytes: u64, lsn: Lsn, bytes: &[u8]) {
+    let seg = segment::segment_start(lsn, segment_bytes);
+    let f = storage
+        .open(&dir.join(segment::segment_name(seg)), OpenOptions::EXISTING)
+        .unwrap();
+    f.write_at(bytes, segment::SEGMENT_HEADER_BYTES + (lsn.0 - seg.0))
+        .unwrap();
+    f.sync_data().unwrap();
+}
