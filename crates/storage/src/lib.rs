@@ -19,7 +19,7 @@ mod sim;
 
 pub use device::{DeviceModel, DeviceProfile};
 pub use os::OsStorage;
-pub use sim::{FaultKind, FaultOp, FaultPlan, SimStats, SimStorage};
+pub use sim::{FaultKind, FaultOp, FaultPlan, SimStats, SimStorage, TraceEvent};
 
 /// An open file. All offsets are absolute byte offsets; there is no cursor, so one handle
 /// can be shared between threads.

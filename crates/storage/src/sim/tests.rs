@@ -1,0 +1,657 @@
+//! Tests of the simulated disk through the public seam: what survives a crash, when, and
+//! how faults, locks and stale handles behave.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread;
+
+use super::{FaultKind, FaultOp, FaultPlan, SimStorage, TraceEvent};
+use crate::{parent_dir, FileHandle, OpenOptions, Storage};
+
+/// Enough seeds that every random fate shows up, few enough to stay fast.
+const SEEDS: u64 = 200;
+
+fn p(path: &str) -> PathBuf {
+    PathBuf::from(path)
+}
+
+/// Creates `path` with `contents`, syncs its data and its directory: fully durable.
+fn durable_file(sim: &SimStorage, path: &Path, contents: &[u8]) -> Box<dyn FileHandle> {
+    let file = sim.open(path, OpenOptions::CREATE_NEW).unwrap();
+    file.write_at(contents, 0).unwrap();
+    file.sync_data().unwrap();
+    sim.sync_dir(&parent_dir(path)).unwrap();
+    file
+}
+
+/// The whole contents of `path` as reads see them, or None if it does not exist.
+fn read_all(sim: &SimStorage, path: &Path) -> Option<Vec<u8>> {
+    let file = match sim.open(path, OpenOptions::EXISTING) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+        Err(e) => panic!("open {path:?}: {e}"),
+    };
+    let mut buf = vec![0u8; file.len().unwrap() as usize];
+    file.read_exact_at(&mut buf, 0).unwrap();
+    Some(buf)
+}
+
+fn assert_eio(result: io::Result<impl Sized>) -> io::Error {
+    let err = result.err().expect("expected EIO");
+    assert_eq!(err.kind(), io::Error::from_raw_os_error(5).kind(), "{err}");
+    err
+}
+
+#[test]
+fn unsynced_sector_is_kept_dropped_or_garbled_across_seeds() {
+    let (mut kept, mut dropped, mut garbled) = (0, 0, 0);
+    for seed in 0..SEEDS {
+        let sim = SimStorage::new(seed);
+        let file = durable_file(&sim, &p("f"), &[0xaa; 1024]);
+        file.write_at(&[0xbb; 512], 0).unwrap();
+        // A later write, so that the one under test is not the last (which may be torn).
+        file.write_at(&[0xcc; 512], 512).unwrap();
+        assert_eq!(
+            read_all(&sim, &p("f")).unwrap()[..512],
+            [0xbb; 512],
+            "reads see it"
+        );
+        assert_eq!(sim.read_durable(&p("f")).unwrap(), [0xaa; 1024]);
+        sim.crash();
+        let after = read_all(&sim, &p("f")).expect("the entry was durable");
+        assert_eq!(after.len(), 1024);
+        let sector = &after[..512];
+        if sector == [0xbb; 512] {
+            kept += 1;
+        } else if sector == [0xaa; 512] {
+            dropped += 1;
+        } else {
+            garbled += 1;
+        }
+    }
+    assert!(
+        kept > 0 && dropped > 0 && garbled > 0,
+        "{kept}/{dropped}/{garbled}"
+    );
+    // Roughly 50/35/15 of 200.
+    assert!(
+        kept > dropped && dropped > garbled,
+        "{kept}/{dropped}/{garbled}"
+    );
+}
+
+#[test]
+fn synced_data_always_survives_and_later_writes_never_disturb_it() {
+    for seed in 0..SEEDS {
+        let sim = SimStorage::new(seed);
+        let synced: Vec<u8> = (0..3000u32).map(|i| (i * 7 + seed as u32) as u8).collect();
+        let file = durable_file(&sim, &p("log"), &synced[..1000]);
+        file.write_at(&synced[1000..], 1000).unwrap();
+        file.sync_data().unwrap();
+        assert_eq!(sim.read_durable(&p("log")).unwrap(), synced);
+        // Unsynced appends past the synced end, of which any part may be lost.
+        file.write_at(&[0x55; 1500], 3000).unwrap();
+        file.write_at(&[0x66; 10], 4500).unwrap();
+        sim.crash();
+        let after = read_all(&sim, &p("log")).unwrap();
+        assert!(after.len() >= synced.len(), "seed {seed}");
+        assert_eq!(after[..synced.len()], synced[..], "seed {seed}");
+    }
+}
+
+#[test]
+fn crash_with_nothing_pending_changes_nothing() {
+    let sim = SimStorage::new(3);
+    sim.create_dir_all(&p("db/wal")).unwrap();
+    durable_file(&sim, &p("db/wal/1"), b"first");
+    durable_file(&sim, &p("db/wal/2"), &[9; 5000]);
+    sim.crash();
+    assert_eq!(sim.list(&p("db/wal")).unwrap(), ["1", "2"]);
+    assert_eq!(read_all(&sim, &p("db/wal/1")).unwrap(), b"first");
+    assert_eq!(read_all(&sim, &p("db/wal/2")).unwrap(), [9; 5000]);
+    assert_eq!(
+        sim.list(&p("db")).unwrap(),
+        ["wal"],
+        "directories are durable"
+    );
+}
+
+#[test]
+fn created_and_synced_file_needs_sync_dir_to_survive() {
+    let (mut vanished, mut survived) = (0, 0);
+    for seed in 0..SEEDS {
+        let sim = SimStorage::new(seed);
+        let file = sim.open(&p("seg"), OpenOptions::CREATE_NEW).unwrap();
+        file.write_at(b"payload", 0).unwrap();
+        file.sync_data().unwrap();
+        assert_eq!(sim.durable_len(&p("seg")), None, "entry not durable yet");
+        sim.crash();
+        match read_all(&sim, &p("seg")) {
+            None => vanished += 1,
+            Some(data) => {
+                assert_eq!(data, b"payload", "data was synced");
+                survived += 1;
+            }
+        }
+    }
+    assert!(vanished > 0 && survived > 0, "{vanished}/{survived}");
+
+    for seed in 0..SEEDS / 4 {
+        let sim = SimStorage::new(seed);
+        durable_file(&sim, &p("seg"), b"payload");
+        assert_eq!(sim.durable_len(&p("seg")), Some(7));
+        sim.crash();
+        assert_eq!(read_all(&sim, &p("seg")).unwrap(), b"payload");
+    }
+}
+
+#[test]
+fn rename_is_atomic_and_durable_only_after_sync_dir() {
+    let setup = |seed| {
+        let sim = SimStorage::new(seed);
+        durable_file(&sim, &p("CURRENT"), b"old");
+        durable_file(&sim, &p("CURRENT.tmp"), b"new");
+        sim.rename(&p("CURRENT.tmp"), &p("CURRENT")).unwrap();
+        assert_eq!(read_all(&sim, &p("CURRENT")).unwrap(), b"new");
+        assert_eq!(sim.list(&p(".")).unwrap(), ["CURRENT"]);
+        sim
+    };
+    let (mut old, mut new) = (0, 0);
+    for seed in 0..SEEDS {
+        let sim = setup(seed);
+        sim.crash();
+        let current = read_all(&sim, &p("CURRENT")).unwrap();
+        let tmp = read_all(&sim, &p("CURRENT.tmp"));
+        // Either the rename happened or it did not; never a mix.
+        if current == b"old" {
+            assert_eq!(tmp.as_deref(), Some(&b"new"[..]), "seed {seed}");
+            old += 1;
+        } else {
+            assert_eq!(current, b"new", "seed {seed}");
+            assert_eq!(tmp, None, "seed {seed}");
+            new += 1;
+        }
+    }
+    assert!(old > 0 && new > 0, "{old}/{new}");
+    for seed in 0..SEEDS / 4 {
+        let sim = setup(seed);
+        sim.sync_dir(&p(".")).unwrap();
+        sim.crash();
+        assert_eq!(read_all(&sim, &p("CURRENT")).unwrap(), b"new");
+        assert_eq!(sim.list(&p(".")).unwrap(), ["CURRENT"]);
+    }
+}
+
+#[test]
+fn removed_file_comes_back_unless_its_directory_is_synced() {
+    let mut came_back = 0;
+    for seed in 0..SEEDS / 2 {
+        let sim = SimStorage::new(seed);
+        durable_file(&sim, &p("old.seg"), b"x");
+        sim.remove(&p("old.seg")).unwrap();
+        assert!(!sim.exists(&p("old.seg")).unwrap());
+        sim.crash();
+        came_back += usize::from(sim.exists(&p("old.seg")).unwrap());
+
+        sim.remove(&p("old.seg")).ok();
+        sim.sync_dir(&p(".")).unwrap();
+        sim.crash();
+        assert!(!sim.exists(&p("old.seg")).unwrap(), "seed {seed}");
+    }
+    assert!(
+        came_back > 0 && came_back < SEEDS as usize / 2,
+        "{came_back}"
+    );
+}
+
+#[test]
+fn cross_directory_rename_is_durable_with_the_target_directory() {
+    let sim = SimStorage::new(11);
+    sim.create_dir_all(&p("a")).unwrap();
+    sim.create_dir_all(&p("b")).unwrap();
+    let file = sim.open(&p("a/x"), OpenOptions::CREATE_NEW).unwrap();
+    file.write_at(b"moved", 0).unwrap();
+    file.sync_data().unwrap();
+    sim.rename(&p("a/x"), &p("b/x")).unwrap();
+    // Syncing b must carry the create in a along: the rename depends on it.
+    sim.sync_dir(&p("b")).unwrap();
+    assert_eq!(sim.durable_len(&p("b/x")), Some(5));
+    assert_eq!(sim.durable_len(&p("a/x")), None);
+    sim.sync_dir(&p("a")).unwrap(); // nothing left to apply; must not resurrect a/x
+    sim.crash();
+    assert_eq!(sim.list(&p("a")).unwrap(), Vec::<String>::new());
+    assert_eq!(read_all(&sim, &p("b/x")).unwrap(), b"moved");
+}
+
+/// Classifies each 512-byte sector of `data` as old (0xaa), new (0xbb) or garbled.
+fn untouched_suffix_sectors(data: &[u8]) -> usize {
+    data.chunks(512)
+        .rev()
+        .take_while(|sector| sector.iter().all(|&b| b == 0xaa))
+        .count()
+}
+
+#[test]
+fn only_the_last_unsynced_write_is_torn() {
+    const SECTORS: usize = 16;
+    // Without tearing, 12 trailing sectors all dropped has odds of 0.35^12 (about 3e-6).
+    const LONG_SUFFIX: usize = 12;
+    let (mut torn_last, mut torn_earlier) = (0, 0);
+    for seed in 0..SEEDS {
+        let sim = SimStorage::new(seed);
+        let file = durable_file(&sim, &p("f"), &[0xaa; SECTORS * 512]);
+        file.write_at(&[0xbb; SECTORS * 512], 0).unwrap();
+        sim.crash();
+        let after = read_all(&sim, &p("f")).unwrap();
+        torn_last += usize::from(untouched_suffix_sectors(&after) >= LONG_SUFFIX);
+
+        // The same big write, followed by a small one elsewhere: now it is not the last.
+        let sim = SimStorage::new(seed);
+        let file = durable_file(&sim, &p("f"), &[0xaa; (SECTORS + 1) * 512]);
+        file.write_at(&[0xbb; SECTORS * 512], 0).unwrap();
+        file.write_at(&[0xcc; 512], SECTORS as u64 * 512).unwrap();
+        sim.crash();
+        let after = read_all(&sim, &p("f")).unwrap();
+        let big = &after[..SECTORS * 512];
+        torn_earlier += usize::from(untouched_suffix_sectors(big) >= LONG_SUFFIX);
+    }
+    // About 1 in 4 writes tear and 5 of 16 cut points leave 12+ sectors: ~15 of 200.
+    assert!(torn_last >= 5, "{torn_last}");
+    assert_eq!(torn_earlier, 0);
+}
+
+#[test]
+fn unsynced_set_len_is_kept_or_dropped() {
+    let (mut kept, mut dropped) = (0, 0);
+    for seed in 0..SEEDS / 2 {
+        let sim = SimStorage::new(seed);
+        let file = durable_file(&sim, &p("f"), &[1; 4096]);
+        file.set_len(100).unwrap();
+        assert_eq!(file.len().unwrap(), 100);
+        sim.crash();
+        match read_all(&sim, &p("f")).unwrap().len() {
+            100 => kept += 1,
+            4096 => dropped += 1,
+            other => panic!("seed {seed}: length {other}"),
+        }
+    }
+    assert!(kept > 0 && dropped > 0, "{kept}/{dropped}");
+}
+
+#[test]
+fn crash_at_op_fires_at_exactly_the_nth_op() {
+    let sim = SimStorage::new(5);
+    let file = durable_file(&sim, &p("f"), &[0; 16]);
+    file.sync_data().unwrap();
+    let before = sim.stats().ops;
+    sim.crash_at_op(3);
+    file.read_exact_at(&mut [0; 4], 0).unwrap(); // reads do not count
+    file.write_at(b"one", 0).unwrap(); // 1
+    file.sync_data().unwrap(); // 2
+    assert_eq!(sim.crashed_count(), 0);
+    let err = assert_eio(file.write_at(b"MARK", 8)); // 3: crashes, not applied
+    assert!(SimStorage::is_crash_error(&err));
+    assert!(err.to_string().contains("crashed"), "{err}");
+    assert_eq!(sim.crashed_count(), 1);
+    assert_eq!(sim.stats().ops, before + 3);
+    let after = read_all(&sim, &p("f")).unwrap();
+    assert_eq!(&after[..3], b"one", "synced before the crash");
+    assert_eq!(&after[8..12], [0; 4], "the crashing write never happened");
+    // It fires once: the disk is usable and unarmed afterwards.
+    let fresh = sim.open(&p("f"), OpenOptions::EXISTING).unwrap();
+    for _ in 0..10 {
+        fresh.write_at(b"x", 0).unwrap();
+    }
+    assert_eq!(sim.crashed_count(), 1);
+}
+
+#[test]
+fn crash_at_op_counts_directory_operations_and_can_be_disarmed() {
+    let sim = SimStorage::new(6);
+    sim.crash_at_op(2);
+    sim.open(&p("a"), OpenOptions::CREATE_NEW).unwrap(); // 1: create
+    let err = assert_eio(sim.rename(&p("a"), &p("b"))); // 2
+    assert!(SimStorage::is_crash_error(&err));
+    assert!(!sim.exists(&p("b")).unwrap());
+    sim.crash_at_op(1);
+    sim.disarm_crash();
+    sim.open(&p("c"), OpenOptions::CREATE_NEW).unwrap();
+    assert_eq!(sim.crashed_count(), 1);
+}
+
+#[test]
+fn crash_at_a_random_op_of_a_threaded_workload_keeps_every_acknowledged_record() {
+    const THREADS: usize = 4;
+    const RECORDS: u64 = 200;
+    const RECORD: u64 = 100; // not sector-aligned, so records share sectors
+    for seed in 0..10u64 {
+        let sim = SimStorage::new(seed);
+        for t in 0..THREADS {
+            durable_file(&sim, &p(&format!("log{t}")), b"");
+        }
+        // Each record is a write and a sync: 2 ops; crash somewhere in the middle.
+        sim.crash_at_op(1 + (seed * 97) % (THREADS as u64 * RECORDS));
+        let acked: Vec<u64> = thread::scope(|scope| {
+            let workers: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let sim = sim.clone();
+                    scope.spawn(move || {
+                        let path = p(&format!("log{t}"));
+                        let file = sim.open(&path, OpenOptions::EXISTING).unwrap();
+                        for n in 0..RECORDS {
+                            let record = [n as u8 + 1; RECORD as usize];
+                            let ok = file.write_at(&record, n * RECORD).is_ok()
+                                && file.sync_data().is_ok();
+                            if !ok {
+                                return n;
+                            }
+                        }
+                        RECORDS
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        assert_eq!(sim.crashed_count(), 1, "seed {seed}");
+        assert!(acked.iter().any(|&n| n < RECORDS), "someone saw the crash");
+        for (t, &count) in acked.iter().enumerate() {
+            let data = read_all(&sim, &p(&format!("log{t}"))).unwrap();
+            assert!(
+                data.len() as u64 >= count * RECORD,
+                "seed {seed} thread {t}"
+            );
+            for n in 0..count {
+                let record = &data[(n * RECORD) as usize..((n + 1) * RECORD) as usize];
+                assert!(
+                    record.iter().all(|&b| b == n as u8 + 1),
+                    "seed {seed} {t}/{n}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn transient_fault_fails_one_op_and_has_no_effect() {
+    let sim = SimStorage::new(7);
+    let file = durable_file(&sim, &p("f"), b"");
+    let writes_before = sim.stats().writes;
+    sim.inject(FaultPlan {
+        op: FaultOp::Write,
+        after: 2,
+        kind: FaultKind::Eio,
+        persistent: false,
+    });
+    file.sync_data().unwrap(); // syncs do not match Write
+    file.write_at(b"ab", 0).unwrap();
+    let err = file.write_at(b"cd", 2).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(5));
+    assert!(!SimStorage::is_crash_error(&err));
+    assert_eq!(file.len().unwrap(), 2, "the failed write had no effect");
+    file.write_at(b"ef", 2).unwrap();
+    file.set_len(4).unwrap();
+    file.sync_data().unwrap();
+    assert_eq!(sim.read_durable(&p("f")).unwrap(), b"abef");
+    assert_eq!(
+        sim.stats().writes,
+        writes_before + 2,
+        "failed writes do not count"
+    );
+}
+
+#[test]
+fn persistent_fault_fails_until_cleared_and_a_failed_sync_keeps_nothing() {
+    let sim = SimStorage::new(8);
+    let file = durable_file(&sim, &p("f"), b"durable");
+    sim.inject(FaultPlan {
+        op: FaultOp::Sync,
+        after: 1,
+        kind: FaultKind::Eio,
+        persistent: true,
+    });
+    file.write_at(b"DURABLE", 0).unwrap();
+    for _ in 0..3 {
+        assert_eq!(file.sync_data().unwrap_err().raw_os_error(), Some(5));
+        assert_eq!(sim.sync_dir(&p(".")).unwrap_err().raw_os_error(), Some(5));
+    }
+    assert_eq!(sim.read_durable(&p("f")).unwrap(), b"durable");
+    sim.clear_faults();
+    file.sync_data().unwrap();
+    assert_eq!(sim.read_durable(&p("f")).unwrap(), b"DURABLE");
+}
+
+#[test]
+fn enospc_is_storage_full_and_any_matches_directory_operations() {
+    let sim = SimStorage::new(9);
+    sim.inject(FaultPlan {
+        op: FaultOp::Any,
+        after: 2,
+        kind: FaultKind::Enospc,
+        persistent: true,
+    });
+    let file = sim.open(&p("f"), OpenOptions::CREATE_NEW).unwrap(); // 1: create
+    let err = file.write_at(b"x", 0).unwrap_err(); // 2
+    assert_eq!(err.kind(), io::ErrorKind::StorageFull);
+    assert_eq!(err.raw_os_error(), Some(28));
+    let err = sim.open(&p("g"), OpenOptions::CREATE_NEW).err().unwrap();
+    assert_eq!(err.kind(), io::ErrorKind::StorageFull);
+    assert!(
+        !sim.exists(&p("g")).unwrap(),
+        "a failed create has no effect"
+    );
+    assert_eq!(
+        sim.remove(&p("f")).unwrap_err().kind(),
+        io::ErrorKind::StorageFull
+    );
+    assert!(sim.exists(&p("f")).unwrap());
+    sim.clear_faults();
+    file.write_at(b"x", 0).unwrap();
+}
+
+#[test]
+fn handles_opened_before_a_crash_are_stale() {
+    let sim = SimStorage::new(10);
+    let file = durable_file(&sim, &p("f"), b"data");
+    sim.crash();
+    let err = assert_eio(file.read_at(&mut [0; 4], 0));
+    assert!(err.to_string().contains("crashed"), "{err}");
+    assert!(SimStorage::is_crash_error(&err));
+    assert_eio(file.write_at(b"x", 0));
+    assert_eio(file.sync_data());
+    assert_eio(file.set_len(0));
+    assert_eio(file.len());
+    // The disk itself stays usable: the reboot.
+    let fresh = sim.open(&p("f"), OpenOptions::EXISTING).unwrap();
+    fresh.write_at(b"DA", 0).unwrap();
+    assert_eq!(read_all(&sim, &p("f")).unwrap(), b"DAta");
+    drop(file); // dropping a stale handle must not disturb the fresh one
+    assert_eq!(fresh.len().unwrap(), 4);
+}
+
+#[test]
+fn lock_conflicts_until_dropped_or_crashed() {
+    let sim = SimStorage::new(12);
+    sim.create_dir_all(&p("db")).unwrap();
+    let guard = sim.lock(&p("db/LOCK")).unwrap();
+    assert!(
+        sim.exists(&p("db/LOCK")).unwrap(),
+        "the lock file is created"
+    );
+    let err = sim.clone().lock(&p("db/LOCK")).err().unwrap();
+    assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+    assert!(
+        err.to_string().contains("db/LOCK is locked by another"),
+        "{err}"
+    );
+    let other = sim.lock(&p("db/OTHER")).unwrap();
+    drop(guard);
+    let again = sim.lock(&p("db/LOCK")).unwrap();
+
+    sim.sync_dir(&p("db")).unwrap();
+    sim.crash();
+    let after_crash = sim.lock(&p("db/LOCK")).expect("a crash releases locks");
+    drop(again); // the stale guard must not release the new holder's lock
+    assert!(sim.lock(&p("db/LOCK")).is_err());
+    drop((other, after_crash));
+}
+
+#[test]
+fn same_seed_same_outcome_and_seeds_differ() {
+    fn run(seed: u64) -> Vec<Option<Vec<u8>>> {
+        let sim = SimStorage::new(seed);
+        sim.create_dir_all(&p("d")).unwrap();
+        let names: Vec<PathBuf> = (0..4).map(|i| p(&format!("d/{i}"))).collect();
+        for (i, name) in names.iter().enumerate() {
+            let file = sim.open(name, OpenOptions::CREATE_NEW).unwrap();
+            file.write_at(&vec![i as u8; 3000], 0).unwrap();
+            if i % 2 == 0 {
+                file.sync_data().unwrap();
+            }
+            file.write_at(&[0xee; 700], 1000).unwrap();
+        }
+        sim.crash();
+        sim.crash(); // a second crash draws from the same generator
+        names.iter().map(|name| read_all(&sim, name)).collect()
+    }
+    for seed in 0..20 {
+        assert_eq!(run(seed), run(seed), "seed {seed}");
+    }
+    let outcomes: Vec<_> = (0..20).map(run).collect();
+    assert!(outcomes.windows(2).any(|pair| pair[0] != pair[1]));
+}
+
+#[test]
+fn open_list_exists_and_errors_follow_posix() {
+    let sim = SimStorage::new(13);
+    let err = sim.open(&p("nodir/f"), OpenOptions::CREATE).err().unwrap();
+    assert_eq!(err.kind(), io::ErrorKind::NotFound);
+    assert_eq!(
+        sim.open(&p("f"), OpenOptions::EXISTING)
+            .err()
+            .unwrap()
+            .kind(),
+        io::ErrorKind::NotFound
+    );
+    sim.create_dir_all(&p("/db/wal")).unwrap();
+    assert!(sim.exists(&p("/db")).unwrap() && sim.exists(&p("/db/wal")).unwrap());
+    durable_file(&sim, &p("/db/wal/b"), b"12345");
+    durable_file(&sim, &p("/db/./wal/a"), b"");
+    assert_eq!(sim.list(&p("/db/wal")).unwrap(), ["a", "b"]);
+    assert_eq!(sim.list(&p("/db")).unwrap(), ["wal"]);
+    assert_eq!(
+        sim.list(&p("/nope")).unwrap_err().kind(),
+        io::ErrorKind::NotFound
+    );
+    let err = sim
+        .open(&p("/db/wal/b"), OpenOptions::CREATE_NEW)
+        .err()
+        .unwrap();
+    assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+    assert!(sim.create_dir_all(&p("/db/wal/b")).is_err());
+    assert!(sim.open(&p("/db/wal"), OpenOptions::CREATE).is_err());
+    let truncating = OpenOptions {
+        truncate: true,
+        ..OpenOptions::EXISTING
+    };
+    assert_eq!(
+        sim.open(&p("/db/wal/b"), truncating)
+            .unwrap()
+            .len()
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        sim.remove(&p("/db/wal/zz")).unwrap_err().kind(),
+        io::ErrorKind::NotFound
+    );
+    let err = sim.rename(&p("/db/wal/zz"), &p("/db/wal/a")).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::NotFound);
+    let err = sim.sync_dir(&p("/db/none")).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::NotFound);
+    let file = sim.open(&p("/db/wal/a"), OpenOptions::EXISTING).unwrap();
+    let err = file
+        .write_at(b"x", super::disk::MAX_FILE_BYTES)
+        .unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::FileTooLarge);
+}
+
+#[test]
+fn an_unlinked_open_file_keeps_working() {
+    let sim = SimStorage::new(14);
+    let file = durable_file(&sim, &p("f"), b"still here");
+    sim.remove(&p("f")).unwrap();
+    sim.sync_dir(&p(".")).unwrap();
+    let mut buf = [0; 10];
+    file.read_exact_at(&mut buf, 0).unwrap();
+    assert_eq!(&buf, b"still here");
+    file.write_at(b"S", 0).unwrap();
+    assert!(sim.list(&p(".")).unwrap().is_empty());
+    sim.crash();
+    assert!(sim.list(&p(".")).unwrap().is_empty());
+}
+
+#[test]
+fn stats_and_trace_record_successful_operations_in_order() {
+    let sim = SimStorage::new(15);
+    sim.set_trace(true);
+    let file = sim.open(&p("a"), OpenOptions::CREATE_NEW).unwrap();
+    file.write_at(b"hello", 3).unwrap();
+    file.set_len(4).unwrap();
+    file.sync_data().unwrap();
+    sim.rename(&p("a"), &p("b")).unwrap();
+    sim.sync_dir(&p(".")).unwrap();
+    sim.remove(&p("b")).unwrap();
+    assert!(sim.remove(&p("b")).is_err(), "failures are not traced");
+    let trace = sim.take_trace();
+    assert_eq!(
+        trace,
+        [
+            TraceEvent::Create(p("a")),
+            TraceEvent::Write {
+                path: p("a"),
+                offset: 3,
+                len: 5
+            },
+            TraceEvent::SetLen {
+                path: p("a"),
+                len: 4
+            },
+            TraceEvent::SyncData(p("a")),
+            TraceEvent::Rename {
+                from: p("a"),
+                to: p("b")
+            },
+            TraceEvent::SyncDir(p(".")),
+            TraceEvent::Remove(p("b")),
+        ]
+    );
+    assert!(sim.take_trace().is_empty(), "taking empties it");
+    sim.set_trace(false);
+    file.write_at(b"x", 0).unwrap();
+    assert!(sim.take_trace().is_empty(), "off records nothing");
+
+    let stats = sim.stats();
+    assert_eq!((stats.writes, stats.bytes_written), (2, 6));
+    assert_eq!((stats.syncs, stats.dir_syncs, stats.crashes), (1, 1, 0));
+    assert_eq!(
+        stats.ops, 8,
+        "create write set_len sync rename sync_dir remove write"
+    );
+}
+
+#[test]
+fn clones_and_threads_share_one_disk() {
+    let sim = SimStorage::new(16);
+    let file: Arc<dyn FileHandle> = Arc::from(durable_file(&sim, &p("f"), &[0; 800]));
+    thread::scope(|scope| {
+        for t in 0..8u64 {
+            let file = Arc::clone(&file);
+            scope.spawn(move || file.write_at(&[t as u8 + 1; 100], t * 100).unwrap());
+        }
+    });
+    let expected: Vec<u8> = (0..800).map(|i| (i / 100) as u8 + 1).collect();
+    assert_eq!(read_all(&sim.clone(), &p("f")).unwrap(), expected);
+    assert_eq!(sim.stats().writes, 9);
+    assert_eq!(format!("{sim:?}"), "SimStorage { seed: 16, .. }");
+}
