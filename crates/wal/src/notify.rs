@@ -41,7 +41,7 @@ impl Waiters {
     /// Blocks the calling thread until `done()` holds, spinning about a microsecond first.
     /// `done` must become true once the durable position reaches `lsn` or the log fails.
     pub(crate) fn block_until(&self, lsn: Lsn, mut done: impl FnMut() -> bool) {
-        for _ in 0..64 {
+        for _ in 0..crate::wait::SPINS {
             if done() {
                 return;
             }

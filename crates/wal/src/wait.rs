@@ -5,20 +5,25 @@
 //! microsecond (long enough to catch a predecessor that is mid-copy on another core) and
 //! then parks on a condition variable until a notifier advances the state.
 
-use crate::sync::{AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{fence, AtomicUsize, Condvar, Mutex, Ordering};
 use std::time::Duration;
 
 /// Spin iterations before parking. A `pause` instruction costs 10–140 cycles depending on
-/// the processor, so 64 of them are roughly a microsecond.
-const SPINS: u32 = 64;
+/// the processor, so 64 of them are roughly a microsecond. Under loom every spin is a
+/// scheduling point, so the models spin once: enough to cover the spin path, without
+/// multiplying the interleavings to explore.
+pub(crate) const SPINS: u32 = if cfg!(loom) { 1 } else { 64 };
 
 /// A place where threads wait for a condition that other threads make true.
 ///
-/// Protocol (no lost wake-ups): a waiter announces itself in `waiters`, then re-checks the
-/// condition under the mutex before sleeping; a notifier changes the state first, then, if
-/// anyone announced itself, takes and drops the mutex before `notify_all`. Either the
-/// waiter's re-check sees the new state or the waiter is already asleep and gets the
-/// notification.
+/// Protocol (no lost wake-ups): a waiter announces itself in `waiters`, issues a SeqCst
+/// fence, then re-checks the condition under the mutex before sleeping; a notifier changes
+/// the state first, issues a SeqCst fence, then, if anyone announced itself, takes and
+/// drops the mutex before `notify_all`. The two fences order the waiter's announcement
+/// and the notifier's state change (a store-buffering pattern that acquire/release alone
+/// does not order): either the notifier sees the waiter counted, or the waiter's re-check
+/// sees the new state. If it sees the waiter, the mutex makes sure the waiter is either
+/// before its re-check or already asleep when the notification comes.
 #[derive(Debug, Default)]
 pub(crate) struct Parker {
     waiters: AtomicUsize,
@@ -44,6 +49,7 @@ impl Parker {
             crate::sync::spin_hint();
         }
         self.waiters.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
         let mut g = self.lock.lock();
         while !ready() {
             g = self.cv.wait(g);
@@ -57,6 +63,7 @@ impl Parker {
     /// nothing better to do than sleep.
     pub(crate) fn park_timeout(&self, timeout: Duration, mut ready: impl FnMut() -> bool) -> bool {
         self.waiters.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
         let mut g = self.lock.lock();
         let mut ok = ready();
         if !ok {
@@ -71,6 +78,7 @@ impl Parker {
     /// Parks once until notified, unless `ready()` already holds.
     pub(crate) fn park(&self, mut ready: impl FnMut() -> bool) -> bool {
         self.waiters.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
         let mut g = self.lock.lock();
         let mut ok = ready();
         if !ok {
@@ -82,9 +90,11 @@ impl Parker {
         ok
     }
 
-    /// Wakes every parked waiter. Call after changing the state they wait on. Cheap (one
-    /// atomic load) when nobody is parked.
+    /// Wakes every parked waiter. Call after changing the state they wait on. Cheap (a
+    /// fence and one atomic load) when nobody is parked.
     pub(crate) fn notify_all(&self) {
+        // Pairs with the waiter's fence: see the type's protocol.
+        fence(Ordering::SeqCst);
         if self.waiters.load(Ordering::SeqCst) > 0 {
             drop(self.lock.lock());
             self.cv.notify_all();

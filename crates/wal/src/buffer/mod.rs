@@ -13,14 +13,29 @@
 //! boundary (see [`crate::frame`]).
 //!
 //! Each insertion algorithm (Aether §5, appendix A) is a module implementing
-//! [`InsertAlgorithm`] on top of the shared [`BufferCore`].
+//! [`InsertAlgorithm`] on top of the shared [`BufferCore`]:
+//!
+//! * `mutex` — one lock around everything (Algorithm 1);
+//! * `consolidated`, `hybrid`, `delegated` — the consolidation array (`carray`, Algorithms
+//!   2 and 5) with serial groups, with in-order release (`turns`), and with the delegated
+//!   release queue (`queue`, Algorithm 4);
+//! * `decoupled` — the lock covers only reservation; release in LSN order (Algorithm 3);
+//! * `atomic` — reservation by one fetch-add, release through the delegation queue.
 
+mod atomic;
+mod carray;
+mod consolidated;
+mod decoupled;
+mod delegated;
+mod hybrid;
 mod mutex;
+mod queue;
 mod ring;
+mod turns;
 
 use crate::error::{Result, WalError};
 use crate::frame;
-use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::{fence, AtomicBool, AtomicU64, Ordering};
 use crate::wait::Parker;
 use crate::Lsn;
 use ring::Ring;
@@ -33,17 +48,51 @@ pub enum InsertVariant {
     /// One mutex around reserve + copy + release (Aether Algorithm 1, the baseline).
     #[default]
     Mutex,
+    /// C: threads that find the lock busy combine their requests in a consolidation array;
+    /// one leader reserves for the group; groups run one after another (Algorithms 2, 5).
+    Consolidated,
+    /// D: the lock covers only reservation; copies run in parallel; releases happen in LSN
+    /// order (Algorithm 3).
+    Decoupled,
+    /// CD: consolidation for reservation, decoupled fill and in-order release (§5.3).
+    Hybrid,
+    /// CDME: hybrid, but a thread whose predecessor is still copying hands its release to
+    /// that predecessor and returns at once (Algorithm 4, appendix A.3).
+    Delegated,
+    /// Beyond the paper: reservation by one fetch-add on the reserved position, release
+    /// through the delegation queue, so no inserting thread ever waits for another.
+    Atomic,
 }
 
 impl InsertVariant {
     /// Every variant, in the order benchmarks list them.
-    pub const ALL: &'static [InsertVariant] = &[InsertVariant::Mutex];
+    pub const ALL: &'static [InsertVariant] = &[
+        InsertVariant::Mutex,
+        InsertVariant::Consolidated,
+        InsertVariant::Decoupled,
+        InsertVariant::Hybrid,
+        InsertVariant::Delegated,
+        InsertVariant::Atomic,
+    ];
 
     /// The variant's command-line name.
     pub fn name(self) -> &'static str {
         match self {
             InsertVariant::Mutex => "mutex",
+            InsertVariant::Consolidated => "consolidated",
+            InsertVariant::Decoupled => "decoupled",
+            InsertVariant::Hybrid => "hybrid",
+            InsertVariant::Delegated => "delegated",
+            InsertVariant::Atomic => "atomic",
         }
+    }
+
+    /// True for the variants that use the consolidation array (and so `slots`).
+    pub fn consolidates(self) -> bool {
+        matches!(
+            self,
+            InsertVariant::Consolidated | InsertVariant::Hybrid | InsertVariant::Delegated
+        )
     }
 }
 
@@ -79,7 +128,7 @@ pub struct BufferOptions {
     pub segment_bytes: u64,
     /// The insertion algorithm.
     pub variant: InsertVariant,
-    /// Slots in the consolidation array (variants that consolidate).
+    /// Slots in the consolidation array (variants that consolidate); at least 1.
     pub slots: usize,
 }
 
@@ -94,6 +143,14 @@ impl Default for BufferOptions {
     }
 }
 
+/// The smallest ring. Under loom the models use a tiny ring so that a few records wrap it
+/// and wait for space.
+const MIN_CAPACITY: usize = if cfg!(loom) { 256 } else { 4096 };
+/// The smallest segment, for the same reason.
+const MIN_SEGMENT_BYTES: u64 = if cfg!(loom) { 128 } else { 4096 };
+/// Most consolidation-array slots (each is a few cache lines; Aether found 3–4 best).
+pub(crate) const MAX_SLOTS: usize = 64;
+
 /// A record prepared for insertion: its checksum is computed before any lock is taken.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Record<'a> {
@@ -106,9 +163,24 @@ pub(crate) struct Record<'a> {
 /// An insertion algorithm: reserves space for a frame, fills it, and releases it so that
 /// `released` only ever covers filled bytes.
 pub(crate) trait InsertAlgorithm: Send + Sync {
-    /// Inserts `rec` and returns the LSN of its frame. On return the frame lies below
-    /// `core.released()` or some other thread has promised to release it (delegation).
+    /// Inserts `rec` and returns the LSN of its frame. On return the frame is filled, and
+    /// it lies below `core.released()` or some other thread is bound to release it
+    /// (delegation).
     fn insert(&self, core: &BufferCore, rec: &Record<'_>) -> Result<Lsn>;
+
+    /// Wakes every thread parked inside the algorithm's own structures (the buffer has
+    /// stopped; each re-checks and returns an error). Waits on the core's positions are
+    /// woken by [`BufferCore::stop`].
+    fn wake_all(&self);
+}
+
+/// A reservation placed in the stream: `[start, base)` is padding up to a segment end (empty
+/// if none is needed), `[base, end)` is the caller's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Placement {
+    pub(crate) start: Lsn,
+    pub(crate) base: Lsn,
+    pub(crate) end: Lsn,
 }
 
 /// The state every insertion algorithm shares: the ring, the positions the flush side
@@ -116,6 +188,9 @@ pub(crate) trait InsertAlgorithm: Send + Sync {
 pub(crate) struct BufferCore {
     ring: Ring,
     segment_bytes: u64,
+    /// The largest frame, and the largest consolidated group: small enough that padding
+    /// plus a frame never exceed the ring, and no larger than a segment.
+    max_frame: u64,
     /// Everything below is filled and may be copied out.
     released: AtomicU64,
     /// Everything below was copied out; the ring space below `written + capacity` is free.
@@ -126,6 +201,8 @@ pub(crate) struct BufferCore {
     stopped: AtomicBool,
     /// Inserters waiting for free ring space.
     space: Parker,
+    /// Threads parked until `released` reaches their turn (see `turns`).
+    turns: turns::Turns,
     /// The flush side waits here for work; inserters wake it when it is idle.
     pub(crate) flusher: Parker,
     /// True while the flush side sleeps without a deadline and must be woken by releases.
@@ -136,18 +213,24 @@ pub(crate) struct BufferCore {
 
 impl BufferCore {
     fn new(opts: &BufferOptions, start: Lsn) -> BufferCore {
-        let cap = opts.capacity.max(4096).next_power_of_two();
+        let cap = opts.capacity.max(MIN_CAPACITY).next_power_of_two();
         assert!(
             opts.segment_bytes.is_multiple_of(frame::ALIGN) && start.0.is_multiple_of(frame::ALIGN)
         );
+        let max_frame = (cap as u64 / 4).min(opts.segment_bytes);
+        // Padding before a frame is shorter than the frame, so a placed reservation never
+        // needs more than half the ring: the lowest unreleased one can always get space.
+        const _: () = assert!(MIN_CAPACITY >= 4 * frame::RECORD_HEADER);
         BufferCore {
             ring: Ring::new(cap),
             segment_bytes: opts.segment_bytes,
+            max_frame,
             released: AtomicU64::new(start.0),
             written: AtomicU64::new(start.0),
             durable: AtomicU64::new(start.0),
             stopped: AtomicBool::new(false),
             space: Parker::new(),
+            turns: turns::Turns::new(),
             flusher: Parker::new(),
             flusher_idle: AtomicBool::new(false),
             wake_bytes: AtomicU64::new(u64::MAX),
@@ -157,6 +240,11 @@ impl BufferCore {
     /// Ring bytes.
     pub(crate) fn capacity(&self) -> u64 {
         self.ring.capacity()
+    }
+
+    /// The largest frame (and consolidated group) in bytes.
+    pub(crate) fn max_frame(&self) -> u64 {
+        self.max_frame
     }
 
     /// The released position.
@@ -174,28 +262,51 @@ impl BufferCore {
         Lsn(self.durable.load(Ordering::Acquire))
     }
 
+    /// True once the buffer was stopped (poisoned or closed).
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
     /// Fails if the buffer was stopped (poisoned or closed); the caller maps this to the
     /// log's error.
     pub(crate) fn check_running(&self) -> Result<()> {
-        if self.stopped.load(Ordering::Acquire) {
+        if self.is_stopped() {
             Err(WalError::Closed)
         } else {
             Ok(())
         }
     }
 
-    /// Where a frame of `total` bytes reserved at `at` is placed: if it would cross a
-    /// segment end, `Some(pad)` bytes of padding fill up to the boundary first. Returns the
-    /// padding length (if any) and the reservation's end.
-    pub(crate) fn place(&self, at: Lsn, total: u64) -> (Option<u64>, Lsn) {
+    /// Where `total` bytes reserved at `at` are placed: if they would cross a segment end,
+    /// padding fills up to the boundary first (`base > start`).
+    pub(crate) fn place(&self, at: Lsn, total: u64) -> Placement {
+        assert!(total <= self.max_frame, "reservation of {total} bytes");
         let off = at.0 % self.segment_bytes;
-        debug_assert!(total <= self.segment_bytes);
-        if off + total > self.segment_bytes {
-            let pad = self.segment_bytes - off;
-            (Some(pad), Lsn(at.0 + pad + total))
+        let base = if off + total > self.segment_bytes {
+            at.add(self.segment_bytes - off)
         } else {
-            (None, Lsn(at.0 + total))
+            at
+        };
+        Placement {
+            start: at,
+            base,
+            end: base.add(total),
         }
+    }
+
+    /// Waits for the ring space of a placed reservation and writes its padding, if any.
+    ///
+    /// # Safety
+    /// The caller owns `[p.start, p.end)`: it reserved the range (holds the reservation
+    /// lock at `p.start`, or advanced the reserved position past `p.end`) and has not
+    /// released it.
+    pub(crate) unsafe fn prepare(&self, p: Placement) -> Result<()> {
+        self.wait_for_space(p.end)?;
+        if p.base > p.start {
+            // SAFETY: forwarded from the caller; the space was waited for above.
+            unsafe { self.fill_padding(p.start, p.base.0 - p.start.0) };
+        }
+        Ok(())
     }
 
     /// Blocks until the ring has room for every byte below `end` (the flush side has
@@ -208,8 +319,7 @@ impl BufferCore {
         }
         // The flush side may be asleep with nothing due; it must free space now.
         self.flusher.notify_all();
-        self.space
-            .wait_until(|| room() || self.stopped.load(Ordering::Acquire));
+        self.space.wait_until(|| room() || self.is_stopped());
         if room() {
             Ok(())
         } else {
@@ -232,7 +342,7 @@ impl BufferCore {
         // The durable position never passes `released`, which never passes an unreleased
         // reservation, so the hint is always below the frame's own LSN.
         let hint = self.durable();
-        debug_assert!(hint <= lsn);
+        assert!(hint <= lsn, "durable hint {hint} above the frame at {lsn}");
         let header = frame::record_header(rec.payload.len(), rec.crc, lsn, hint);
         let used = (frame::RECORD_HEADER + rec.payload.len()) as u64;
         // SAFETY: forwarded from the caller's ownership of the whole frame.
@@ -256,36 +366,42 @@ impl BufferCore {
         unsafe { self.ring.write(lsn, &frame::pad_header(total, lsn)) };
     }
 
-    /// Publishes `released = end`. The caller guarantees every byte below `end` is filled
-    /// and that releases happen in LSN order (each call's `end` ≥ the previous one).
-    pub(crate) fn publish_released(&self, end: Lsn) {
-        let prev = self.released.swap(end.0, Ordering::AcqRel);
-        debug_assert!(prev <= end.0, "released went backwards: {prev} -> {end}");
-        self.after_release(end);
-    }
-
-    /// Advances `released` from exactly `from` to `end`; fails (returns false) if another
-    /// thread moved it meanwhile. For lock-free variants.
-    #[allow(dead_code)]
-    pub(crate) fn try_advance_released(&self, from: Lsn, end: Lsn) -> bool {
-        debug_assert!(from <= end);
-        let ok = self
-            .released
-            .compare_exchange(from.0, end.0, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok();
-        if ok {
-            self.after_release(end);
+    /// Publishes `released = end`, advancing it from exactly `from`: the caller guarantees
+    /// every byte of `[from, end)` is filled and that it holds the release turn (`released`
+    /// is at `from` and nobody else may move it). Wakes whatever waits on the new position.
+    pub(crate) fn publish_released(&self, from: Lsn, end: Lsn) {
+        self.store_released(from, end);
+        // Pairs with the fences of parked threads (turn waiters, the idle flush side): either
+        // they see the new position or we see them registered. See `crate::wait::Parker`.
+        fence(Ordering::SeqCst);
+        if self.turns.anyone_parked() {
+            self.hand_over();
         }
-        ok
+        self.after_release();
     }
 
-    fn after_release(&self, end: Lsn) {
+    /// Moves `released` from `from` to `end` (the release turn is the caller's).
+    fn store_released(&self, from: Lsn, end: Lsn) {
+        let prev = self.released.load(Ordering::Relaxed);
+        // Releases are contiguous and monotone: whoever holds the turn starts exactly at
+        // the released position and never moves it back.
+        assert!(
+            prev == from.0 && from <= end,
+            "release of [{from}, {end}) while released is {prev}"
+        );
+        assert!(end.0 <= self.written.load(Ordering::Relaxed) + self.capacity());
+        self.released.store(end.0, Ordering::Release);
+    }
+
+    fn after_release(&self) {
         // Wake the flush side only when it sleeps with nothing due, or when enough bytes
         // are pending to meet the group-commit byte threshold; otherwise it finds the new
-        // bytes on its own schedule and the insert path stays one atomic load cheaper.
-        if self.flusher_idle.load(Ordering::Acquire)
-            || end.0 - self.durable.load(Ordering::Relaxed)
-                >= self.wake_bytes.load(Ordering::Relaxed)
+        // bytes on its own schedule and the insert path stays cheaper. (The caller issued
+        // the fence that orders this check after the new position: a flush side that set
+        // `flusher_idle` and then found nothing released is seen here.)
+        let end = self.released.load(Ordering::Relaxed);
+        if self.flusher_idle.load(Ordering::SeqCst)
+            || end - self.durable.load(Ordering::Relaxed) >= self.wake_bytes.load(Ordering::Relaxed)
         {
             self.flusher.notify_all();
         }
@@ -319,9 +435,10 @@ impl BufferCore {
 
     /// Stops the buffer: every waiter returns, every later insert fails.
     pub(crate) fn stop(&self) {
-        self.stopped.store(true, Ordering::Release);
+        self.stopped.store(true, Ordering::SeqCst);
         self.space.notify_all();
         self.flusher.notify_all();
+        self.turns.wake_all();
     }
 }
 
@@ -337,9 +454,11 @@ pub struct LogBuffer {
 impl LogBuffer {
     /// A buffer whose first record goes at `start`.
     pub fn new(opts: &BufferOptions, start: Lsn) -> Result<LogBuffer> {
-        if opts.segment_bytes < 4096 || !opts.segment_bytes.is_multiple_of(frame::ALIGN) {
+        if opts.segment_bytes < MIN_SEGMENT_BYTES
+            || !opts.segment_bytes.is_multiple_of(frame::ALIGN)
+        {
             return Err(WalError::InvalidArgument(format!(
-                "segment size {} must be at least 4096 and a multiple of {}",
+                "segment size {} must be at least {MIN_SEGMENT_BYTES} and a multiple of {}",
                 opts.segment_bytes,
                 frame::ALIGN
             )));
@@ -349,13 +468,24 @@ impl LogBuffer {
                 "start LSN {start} is not aligned"
             )));
         }
+        if opts.variant.consolidates() && !(1..=MAX_SLOTS).contains(&opts.slots) {
+            return Err(WalError::InvalidArgument(format!(
+                "consolidation slots must be between 1 and {MAX_SLOTS}, got {}",
+                opts.slots
+            )));
+        }
         let core = BufferCore::new(opts, start);
         // A frame must fit a segment, and at most a quarter of the ring so that a few
         // large records cannot wedge each other waiting for space.
-        let max_frame = (core.capacity() / 4).min(opts.segment_bytes);
-        let max_payload = (max_frame as usize - frame::RECORD_HEADER).min(frame::MAX_FRAME_PAYLOAD);
+        let max_payload =
+            (core.max_frame() as usize - frame::RECORD_HEADER).min(frame::MAX_FRAME_PAYLOAD);
         let algo: Box<dyn InsertAlgorithm> = match opts.variant {
             InsertVariant::Mutex => Box::new(mutex::MutexInsert::new(start)),
+            InsertVariant::Consolidated => Box::new(consolidated::new(&core, start, opts.slots)),
+            InsertVariant::Decoupled => Box::new(decoupled::DecoupledInsert::new(start)),
+            InsertVariant::Hybrid => Box::new(hybrid::new(&core, start, opts.slots)),
+            InsertVariant::Delegated => Box::new(delegated::new(&core, start, opts.slots)),
+            InsertVariant::Atomic => Box::new(atomic::AtomicInsert::new(&core, start)),
         };
         Ok(LogBuffer {
             core,
@@ -438,6 +568,7 @@ impl LogBuffer {
 
     /// Stops the buffer: waiters return and later inserts fail with `Closed`.
     pub fn stop(&self) {
-        self.core.stop()
+        self.core.stop();
+        self.algo.wake_all();
     }
 }

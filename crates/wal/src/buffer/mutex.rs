@@ -23,22 +23,20 @@ impl MutexInsert {
 impl InsertAlgorithm for MutexInsert {
     fn insert(&self, core: &BufferCore, rec: &Record<'_>) -> Result<Lsn> {
         let mut reserved = self.reserved.lock();
-        let at = *reserved;
-        let (pad, end) = core.place(at, rec.frame_len);
-        core.wait_for_space(end)?;
-        let lsn = match pad {
-            Some(p) => {
-                // SAFETY: we hold the lock, so `[at, end)` is ours alone, and the space was
-                // waited for above.
-                unsafe { core.fill_padding(at, p) };
-                at.add(p)
-            }
-            None => at,
-        };
-        // SAFETY: as above.
-        unsafe { core.fill_record(lsn, rec) };
-        *reserved = end;
-        core.publish_released(end);
-        Ok(lsn)
+        let p = core.place(*reserved, rec.frame_len);
+        // SAFETY: we hold the lock with the reserved position at `p.start`, so `[p.start,
+        // p.end)` is ours alone; `prepare` waits for its space before we fill it.
+        unsafe {
+            core.prepare(p)?;
+            core.fill_record(p.base, rec);
+        }
+        *reserved = p.end;
+        core.publish_released(p.start, p.end);
+        Ok(p.base)
+    }
+
+    fn wake_all(&self) {
+        // Nothing parks in this algorithm's own structures: lock waiters queue behind a
+        // holder whose waits the core's `stop` ends.
     }
 }

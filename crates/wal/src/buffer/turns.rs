@@ -1,0 +1,184 @@
+//! Release in LSN order: waiting for one's turn, and handing a parked thread's release to
+//! its predecessor.
+//!
+//! In the variants that release in order (decoupled, hybrid, and the serial groups of
+//! consolidated), a thread whose range is filled waits until `released` reaches its start
+//! (Aether Algorithm 3, "wait my turn"), then publishes its end. The wait spins about a
+//! microsecond and then parks. Parked waiters raise a problem the paper did not have (its
+//! machine had a hardware thread per software thread): if each parked thread had to be
+//! woken to publish its own end, a run of `n` parked successors would cost `n` wake-ups in
+//! series, each a trip through the scheduler — with more threads than cores that chain
+//! is the whole throughput. So a parked waiter leaves its range with its entry, and the
+//! thread that publishes `released = start` publishes that range's end too, then the
+//! next parked range's, and wakes them all at once. A woken thread finds its range
+//! released and returns. Nothing returns before its record is released, and releases stay
+//! in LSN order; only who performs the store changes.
+//!
+//! Who may publish a range is decided under the `parked` lock: the range's owner while its
+//! entry is not in the list (it is spinning, or it re-checks and takes its entry back), or
+//! the thread that finds the entry there with `released` at its start (the entry is
+//! removed in the same critical section). Exactly one of them does.
+
+use super::BufferCore;
+use crate::error::{Result, WalError};
+use crate::sync::{current, fence, park, spin_hint, AtomicUsize, Mutex, Ordering, Thread};
+use crate::wait::SPINS;
+use crate::Lsn;
+
+/// A parked thread waiting for `released` to reach `start`; `end > start` is its filled
+/// range, to be published on its behalf, `end == start` a plain wait for the turn.
+struct Entry {
+    start: Lsn,
+    end: Lsn,
+    thread: Thread,
+}
+
+/// Threads parked until their release turn.
+pub(crate) struct Turns {
+    /// Entries in `parked`, readable without the lock on every release.
+    count: AtomicUsize,
+    parked: Mutex<Vec<Entry>>,
+}
+
+impl Turns {
+    pub(crate) fn new() -> Turns {
+        Turns {
+            count: AtomicUsize::new(0),
+            parked: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// True if some thread is (or is about to be) parked. The caller has issued a SeqCst
+    /// fence after changing `released`.
+    pub(crate) fn anyone_parked(&self) -> bool {
+        self.count.load(Ordering::Relaxed) > 0
+    }
+
+    /// Wakes every parked thread (the buffer stopped); each re-checks and leaves.
+    pub(crate) fn wake_all(&self) {
+        let threads: Vec<Thread> = self
+            .parked
+            .lock()
+            .iter()
+            .map(|e| e.thread.clone())
+            .collect();
+        for t in threads {
+            t.unpark();
+        }
+    }
+}
+
+impl BufferCore {
+    /// Releases the filled range `[start, end)` in LSN order: waits until `released`
+    /// reaches `start`, then publishes `end` — or, once parked, lets the thread that
+    /// publishes `start` publish `end` on its behalf. Returns once `released ≥ end`.
+    /// Fails only if the buffer stopped first.
+    pub(crate) fn release_in_order(&self, start: Lsn, end: Lsn) -> Result<()> {
+        assert!(start < end, "empty release [{start}, {end})");
+        self.take_turn(start, end)
+    }
+
+    /// Waits until `released` reaches `at` (the turn of a range starting there), without
+    /// releasing anything. Fails only if the buffer stopped first.
+    pub(crate) fn wait_turn(&self, at: Lsn) -> Result<()> {
+        self.take_turn(at, at)
+    }
+
+    fn take_turn(&self, start: Lsn, end: Lsn) -> Result<()> {
+        let my_turn = || self.released.load(Ordering::Acquire) == start.0;
+        for _ in 0..SPINS {
+            if my_turn() {
+                return self.publish_own(start, end);
+            }
+            spin_hint();
+        }
+        {
+            let mut parked = self.turns.parked.lock();
+            if my_turn() {
+                drop(parked);
+                return self.publish_own(start, end);
+            }
+            assert!(
+                self.released.load(Ordering::Acquire) < start.0,
+                "turn at {start} already passed"
+            );
+            assert!(
+                parked.iter().all(|e| e.start != start),
+                "two threads parked for the turn at {start}"
+            );
+            parked.push(Entry {
+                start,
+                end,
+                thread: current(),
+            });
+            self.turns.count.store(parked.len(), Ordering::Relaxed);
+        }
+        // Pairs with the fence in `publish_released`: either the publisher of `start` sees
+        // us counted and takes our entry, or our re-check below sees `released == start`.
+        fence(Ordering::SeqCst);
+        loop {
+            {
+                let mut parked = self.turns.parked.lock();
+                // (start, end) names our entry: one range per start, one waiter per turn.
+                let mine = parked.iter().position(|e| e.start == start && e.end == end);
+                match mine {
+                    None => {
+                        // A predecessor published our range and removed our entry (under
+                        // this lock, after publishing).
+                        let released = self.released.load(Ordering::Acquire);
+                        assert!(released >= end.0, "entry taken but {end} not released");
+                        return Ok(());
+                    }
+                    Some(i) if my_turn() => {
+                        parked.swap_remove(i);
+                        self.turns.count.store(parked.len(), Ordering::Relaxed);
+                        drop(parked);
+                        return self.publish_own(start, end);
+                    }
+                    Some(i) if self.is_stopped() => {
+                        parked.swap_remove(i);
+                        self.turns.count.store(parked.len(), Ordering::Relaxed);
+                        return Err(WalError::Closed);
+                    }
+                    Some(_) => {}
+                }
+            }
+            park();
+        }
+    }
+
+    /// Our turn has come and nobody else will publish our range.
+    fn publish_own(&self, start: Lsn, end: Lsn) -> Result<()> {
+        if end > start {
+            self.publish_released(start, end);
+        }
+        Ok(())
+    }
+
+    /// Called after `released` moved (and a SeqCst fence) when threads are parked: takes
+    /// every parked entry whose turn has come, publishes its range, and wakes its thread.
+    pub(super) fn hand_over(&self) {
+        let mut woken = Vec::new();
+        {
+            let mut parked = self.turns.parked.lock();
+            loop {
+                let at = Lsn(self.released.load(Ordering::Acquire));
+                let Some(i) = parked.iter().position(|e| e.start == at) else {
+                    break;
+                };
+                let e = parked.swap_remove(i);
+                if e.end > e.start {
+                    // The entry's range is filled (it was parked after filling) and its
+                    // turn is ours to give: publish it, still under the lock, so its owner
+                    // finds the entry gone only once its range is released.
+                    self.store_released(e.start, e.end);
+                }
+                woken.push(e.thread);
+            }
+            self.turns.count.store(parked.len(), Ordering::Relaxed);
+        }
+        for t in woken {
+            t.unpark();
+        }
+    }
+}
