@@ -5,6 +5,8 @@
 
 #![warn(missing_docs)]
 
+pub mod log_insert;
+pub mod log_insert_sweep;
 pub mod plot;
 pub mod report;
 pub mod sys;

@@ -3,6 +3,7 @@
 //! Every command validates its flags up front; a bad argument prints one line on stderr
 //! and exits with code 2. Runtime failures (an I/O error during a benchmark) exit 1.
 
+mod bench_log_insert;
 mod bench_wal;
 mod progress;
 
@@ -29,6 +30,12 @@ enum Command {
 enum Bench {
     /// Threads append a record and wait for it to be durable, in a loop (group commit).
     Wal(bench_wal::Args),
+    /// Threads insert records into the log buffer as fast as they can (no disk); compares
+    /// with each thread copying the same records privately (Aether §6.3).
+    LogInsert(bench_log_insert::Args),
+    /// The log-insert benchmark swept for one of Aether's figures; writes CSV, JSON, PNG
+    /// and SVG.
+    LogInsertSweep(bench_log_insert::SweepArgs),
 }
 
 /// A failure of a command: bad input (exit 2) or a runtime error (exit 1).
@@ -69,6 +76,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench { which } => match which {
             Bench::Wal(a) => bench_wal::run(a),
+            Bench::LogInsert(a) => bench_log_insert::run(a),
+            Bench::LogInsertSweep(a) => bench_log_insert::sweep(a),
         },
     };
     match result {

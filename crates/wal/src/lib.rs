@@ -34,3 +34,34 @@ pub use lsn::Lsn;
 pub use notify::{DurableCallback, DurableFuture};
 pub use reader::LogReader;
 pub use recovery::RecoveryInfo;
+
+/// Internals the loom models (`tests/loom.rs`) check directly; absent from normal builds.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_model {
+    use crate::Lsn;
+
+    /// The durable-LSN waiters as [`crate::Log`] uses them: blocking waiters park with
+    /// their thread registered; the flush daemon publishes a durable position, then wakes
+    /// exactly the satisfied ones.
+    pub struct DurableWaiters(crate::notify::Waiters);
+
+    impl Default for DurableWaiters {
+        fn default() -> Self {
+            DurableWaiters(crate::notify::Waiters::new())
+        }
+    }
+
+    impl DurableWaiters {
+        /// Blocks until `done()` holds; `done` must become true once the durable position
+        /// reaches `lsn`.
+        pub fn block_until(&self, lsn: Lsn, done: impl FnMut() -> bool) {
+            self.0.block_until(lsn, done)
+        }
+
+        /// The daemon's side, after it published `durable`: wakes the satisfied waiters.
+        pub fn on_durable(&self, durable: Lsn) {
+            self.0.on_durable(durable)
+        }
+    }
+}

@@ -300,24 +300,32 @@ impl<R: GroupRelease> Consolidating<R> {
         }
     }
 
-    /// In serial mode, waits (holding the lock) until the previous reservation is
-    /// released: the lock then stands for "reserved and not yet released", as in the
-    /// paper, where the group's last member releases the lock itself.
-    fn serialise(&self, core: &BufferCore, reserved: &MutexGuard<'_, Lsn>) -> Result<()> {
-        if R::SERIAL {
-            core.wait_turn(**reserved)?;
+    /// Takes the reservation lock; in serial mode, also waits until the previous
+    /// reservation is released (the lock then stands for "reserved and not yet released",
+    /// as in the paper, where the group's last member releases the lock itself). The wait
+    /// happens without the lock: a thread that has to park for it must not keep running
+    /// threads from reserving once the turn comes (with more threads than cores, it may
+    /// not run again for a while).
+    fn lock_turn(&self, core: &BufferCore) -> Result<MutexGuard<'_, Lsn>> {
+        loop {
+            let g = self.reserved.lock();
+            let at = *g;
+            if !R::SERIAL || core.released() == at {
+                return Ok(g);
+            }
+            drop(g);
+            core.wait_turn(at)?;
         }
-        Ok(())
     }
 
-    /// Inserts alone: reserve, fill, release.
+    /// Inserts alone: reserve, fill, release. The caller holds the lock (and, in serial
+    /// mode, the turn).
     fn solo(
         &self,
         core: &BufferCore,
         rec: &Record<'_>,
         mut reserved: MutexGuard<'_, Lsn>,
     ) -> Result<Lsn> {
-        self.serialise(core, &reserved)?;
         let p = core.place(*reserved, rec.frame_len);
         *reserved = p.end;
         drop(reserved);
@@ -343,13 +351,12 @@ impl<R: GroupRelease> InsertAlgorithm for Consolidating<R> {
         }
         let Some(t) = self.array.join(rec.frame_len) else {
             // Every slot was closed or full: wait for the lock like the baseline.
-            return self.solo(core, rec, self.reserved.lock());
+            return self.solo(core, rec, self.lock_turn(core)?);
         };
         let group = if t.offset == 0 {
-            let mut g = self.reserved.lock();
             // Wait for the previous group before closing ours, so that arrivals during the
             // wait still join us.
-            self.serialise(core, &g)?;
+            let mut g = self.lock_turn(core)?;
             let bytes = self.array.close(t, core)?;
             let p = core.place(*g, bytes);
             *g = p.end;

@@ -38,6 +38,7 @@ use crate::frame;
 use crate::sync::{fence, AtomicBool, AtomicU64, Ordering};
 use crate::wait::Parker;
 use crate::Lsn;
+use crossbeam_utils::CachePadded;
 use ring::Ring;
 use std::fmt;
 use std::str::FromStr;
@@ -132,6 +133,11 @@ pub struct BufferOptions {
     pub slots: usize,
 }
 
+impl BufferOptions {
+    /// Most consolidation-array slots (each is a few cache lines; Aether found 3–4 best).
+    pub const MAX_SLOTS: usize = 64;
+}
+
 impl Default for BufferOptions {
     fn default() -> Self {
         BufferOptions {
@@ -148,8 +154,6 @@ impl Default for BufferOptions {
 const MIN_CAPACITY: usize = if cfg!(loom) { 256 } else { 4096 };
 /// The smallest segment, for the same reason.
 const MIN_SEGMENT_BYTES: u64 = if cfg!(loom) { 128 } else { 4096 };
-/// Most consolidation-array slots (each is a few cache lines; Aether found 3–4 best).
-pub(crate) const MAX_SLOTS: usize = 64;
 
 /// A record prepared for insertion: its checksum is computed before any lock is taken.
 #[derive(Debug, Clone, Copy)]
@@ -191,12 +195,14 @@ pub(crate) struct BufferCore {
     /// The largest frame, and the largest consolidated group: small enough that padding
     /// plus a frame never exceed the ring, and no larger than a segment.
     max_frame: u64,
+    // The positions sit on their own cache lines: inserters write `released`, the flush
+    // side writes `written` and `durable`, and neither should miss on the other's stores.
     /// Everything below is filled and may be copied out.
-    released: AtomicU64,
+    released: CachePadded<AtomicU64>,
     /// Everything below was copied out; the ring space below `written + capacity` is free.
-    written: AtomicU64,
+    written: CachePadded<AtomicU64>,
     /// Everything below is synced. Inserters stamp it into frames as the durable hint.
-    durable: AtomicU64,
+    durable: CachePadded<AtomicU64>,
     /// Set when the log is poisoned or closed, so waiters stop waiting.
     stopped: AtomicBool,
     /// Inserters waiting for free ring space.
@@ -206,7 +212,7 @@ pub(crate) struct BufferCore {
     /// The flush side waits here for work; inserters wake it when it is idle.
     pub(crate) flusher: Parker,
     /// True while the flush side sleeps without a deadline and must be woken by releases.
-    pub(crate) flusher_idle: AtomicBool,
+    pub(crate) flusher_idle: CachePadded<AtomicBool>,
     /// Release beyond this many pending bytes wakes the flush side (group-commit `L`).
     pub(crate) wake_bytes: AtomicU64,
 }
@@ -225,14 +231,14 @@ impl BufferCore {
             ring: Ring::new(cap),
             segment_bytes: opts.segment_bytes,
             max_frame,
-            released: AtomicU64::new(start.0),
-            written: AtomicU64::new(start.0),
-            durable: AtomicU64::new(start.0),
+            released: CachePadded::new(AtomicU64::new(start.0)),
+            written: CachePadded::new(AtomicU64::new(start.0)),
+            durable: CachePadded::new(AtomicU64::new(start.0)),
             stopped: AtomicBool::new(false),
             space: Parker::new(),
             turns: turns::Turns::new(),
             flusher: Parker::new(),
-            flusher_idle: AtomicBool::new(false),
+            flusher_idle: CachePadded::new(AtomicBool::new(false)),
             wake_bytes: AtomicU64::new(u64::MAX),
         }
     }
@@ -389,7 +395,8 @@ impl BufferCore {
             prev == from.0 && from <= end,
             "release of [{from}, {end}) while released is {prev}"
         );
-        assert!(end.0 <= self.written.load(Ordering::Relaxed) + self.capacity());
+        // (Debug only: `written` is the flush side's cache line.)
+        debug_assert!(end.0 <= self.written.load(Ordering::Relaxed) + self.capacity());
         self.released.store(end.0, Ordering::Release);
     }
 
@@ -400,8 +407,9 @@ impl BufferCore {
         // the fence that orders this check after the new position: a flush side that set
         // `flusher_idle` and then found nothing released is seen here.)
         let end = self.released.load(Ordering::Relaxed);
+        let wake_bytes = self.wake_bytes.load(Ordering::Relaxed);
         if self.flusher_idle.load(Ordering::SeqCst)
-            || end - self.durable.load(Ordering::Relaxed) >= self.wake_bytes.load(Ordering::Relaxed)
+            || (wake_bytes != u64::MAX && end - self.durable.load(Ordering::Relaxed) >= wake_bytes)
         {
             self.flusher.notify_all();
         }
@@ -468,9 +476,10 @@ impl LogBuffer {
                 "start LSN {start} is not aligned"
             )));
         }
-        if opts.variant.consolidates() && !(1..=MAX_SLOTS).contains(&opts.slots) {
+        if opts.variant.consolidates() && !(1..=BufferOptions::MAX_SLOTS).contains(&opts.slots) {
             return Err(WalError::InvalidArgument(format!(
-                "consolidation slots must be between 1 and {MAX_SLOTS}, got {}",
+                "consolidation slots must be between 1 and {}, got {}",
+                BufferOptions::MAX_SLOTS,
                 opts.slots
             )));
         }

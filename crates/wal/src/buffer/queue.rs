@@ -93,31 +93,51 @@ impl ReleaseQueue {
     }
 
     /// The caller holds the turn at `start` (it waited for `released == start`, or found
-    /// the head mark): publishes `[start, end)` and hands the turn on.
+    /// the head mark): publishes `[start, end)` together with the delegated ranges that
+    /// follow it, and hands the turn on.
     pub(crate) fn release_from(&self, core: &BufferCore, mut start: Lsn, mut end: Lsn) {
         loop {
+            // Collect the run of delegated successors first and publish once: one store
+            // and fence for the run instead of one per range. (They lie above `released`,
+            // so their entries cannot have been reused for a later lap.)
+            while let Some(next) = self.delegated_end(end) {
+                end = next;
+            }
             core.publish_released(start, end);
-            let at = end;
-            let entry = self.entry(at);
-            let mut cur = entry.load(Ordering::Acquire);
-            loop {
-                if self.is_delegated_at(cur, at) {
-                    // Its owner filled it and left: publish it for them.
-                    start = at;
-                    end = Lsn(cur & LSN_MASK);
-                    break;
-                }
-                if self.is_later_than(cur, at) {
-                    // The turn at `at` was taken and used without the mark (its owner kept
-                    // its release and the ring moved on): nothing is left for us.
-                    return;
-                }
-                match entry.compare_exchange(cur, HEAD | at.0, Ordering::AcqRel, Ordering::Acquire)
-                {
-                    // `at`'s owner will find the mark when it finishes.
-                    Ok(_) => return,
-                    Err(now) => cur = now,
-                }
+            match self.hand_off(end) {
+                None => return,
+                // Its owner delegated between our look and the hand-off: ours to publish.
+                Some(next) => (start, end) = (end, next),
+            }
+        }
+    }
+
+    /// The end of the range at `at` if its owner has delegated its release.
+    fn delegated_end(&self, at: Lsn) -> Option<Lsn> {
+        let v = self.entry(at).load(Ordering::Acquire);
+        self.is_delegated_at(v, at).then_some(Lsn(v & LSN_MASK))
+    }
+
+    /// Hands the turn to the range at `at` (whose start `released` has just reached):
+    /// marks its entry `HEAD` so its owner releases itself when it finishes. Returns the
+    /// range's end instead if its owner has already delegated it (the turn stays ours).
+    fn hand_off(&self, at: Lsn) -> Option<Lsn> {
+        let entry = self.entry(at);
+        let mut cur = entry.load(Ordering::Acquire);
+        loop {
+            if self.is_delegated_at(cur, at) {
+                return Some(Lsn(cur & LSN_MASK));
+            }
+            if self.is_later_than(cur, at) {
+                // The turn at `at` was taken and used without the mark (its owner kept its
+                // release and the ring moved on): nothing is left for us.
+                return None;
+            }
+            // Release ordering pairs with the owner's failed CAS: it must see `released`
+            // at `at` before it publishes its own end.
+            match entry.compare_exchange(cur, HEAD | at.0, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return None,
+                Err(now) => cur = now,
             }
         }
     }

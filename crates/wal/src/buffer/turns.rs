@@ -18,15 +18,20 @@
 //! entry is not in the list (it is spinning, or it re-checks and takes its entry back), or
 //! the thread that finds the entry there with `released` at its start (the entry is
 //! removed in the same critical section). Exactly one of them does.
+//!
+//! The same list holds plain waits for a position (`wait_turn`): the consolidated
+//! variant's next leader waiting for the previous group's release.
 
 use super::BufferCore;
 use crate::error::{Result, WalError};
 use crate::sync::{current, fence, park, spin_hint, AtomicUsize, Mutex, Ordering, Thread};
 use crate::wait::SPINS;
 use crate::Lsn;
+use crossbeam_utils::CachePadded;
 
-/// A parked thread waiting for `released` to reach `start`; `end > start` is its filled
-/// range, to be published on its behalf, `end == start` a plain wait for the turn.
+/// A parked thread waiting for `released` to reach `start`. `end > start`: its filled
+/// range, whose turn comes when `released == start`, to be published on its behalf.
+/// `end == start`: a plain wait, satisfied once `released ≥ start`.
 struct Entry {
     start: Lsn,
     end: Lsn,
@@ -35,15 +40,16 @@ struct Entry {
 
 /// Threads parked until their release turn.
 pub(crate) struct Turns {
-    /// Entries in `parked`, readable without the lock on every release.
-    count: AtomicUsize,
+    /// Entries in `parked`, read without the lock on every release (its own cache line:
+    /// it is read far more often than written).
+    count: CachePadded<AtomicUsize>,
     parked: Mutex<Vec<Entry>>,
 }
 
 impl Turns {
     pub(crate) fn new() -> Turns {
         Turns {
-            count: AtomicUsize::new(0),
+            count: CachePadded::new(AtomicUsize::new(0)),
             parked: Mutex::new(Vec::new()),
         }
     }
@@ -78,58 +84,78 @@ impl BufferCore {
         self.take_turn(start, end)
     }
 
-    /// Waits until `released` reaches `at` (the turn of a range starting there), without
-    /// releasing anything. Fails only if the buffer stopped first.
+    /// Waits until `released ≥ at`, without releasing anything. Fails only if the buffer
+    /// stopped first.
     pub(crate) fn wait_turn(&self, at: Lsn) -> Result<()> {
         self.take_turn(at, at)
     }
 
-    fn take_turn(&self, start: Lsn, end: Lsn) -> Result<()> {
-        let my_turn = || self.released.load(Ordering::Acquire) == start.0;
+    /// Spins about a microsecond for `released` to reach `start`; true if it did (the
+    /// release turn at `start` is then the caller's, if it owns the range there).
+    pub(crate) fn spin_for_turn(&self, start: Lsn) -> bool {
         for _ in 0..SPINS {
-            if my_turn() {
+            if self.released.load(Ordering::Acquire) == start.0 {
+                return true;
+            }
+            spin_hint();
+        }
+        false
+    }
+
+    fn take_turn(&self, start: Lsn, end: Lsn) -> Result<()> {
+        let plain = end == start;
+        let reached = |released: u64| {
+            if plain {
+                released >= start.0
+            } else {
+                // A range's turn: `released` cannot pass it before it is published.
+                assert!(
+                    released <= start.0,
+                    "turn at {start} passed: released is {released}"
+                );
+                released == start.0
+            }
+        };
+        for _ in 0..SPINS {
+            if reached(self.released.load(Ordering::Acquire)) {
                 return self.publish_own(start, end);
             }
             spin_hint();
         }
+        let me = current();
         {
             let mut parked = self.turns.parked.lock();
-            if my_turn() {
+            // One load: `released` moves outside this lock.
+            if reached(self.released.load(Ordering::Acquire)) {
                 drop(parked);
                 return self.publish_own(start, end);
             }
             assert!(
-                self.released.load(Ordering::Acquire) < start.0,
-                "turn at {start} already passed"
-            );
-            assert!(
-                parked.iter().all(|e| e.start != start),
-                "two threads parked for the turn at {start}"
+                plain || parked.iter().all(|e| e.start != start || e.end == e.start),
+                "two ranges parked at {start}"
             );
             parked.push(Entry {
                 start,
                 end,
-                thread: current(),
+                thread: me.clone(),
             });
             self.turns.count.store(parked.len(), Ordering::Relaxed);
         }
         // Pairs with the fence in `publish_released`: either the publisher of `start` sees
-        // us counted and takes our entry, or our re-check below sees `released == start`.
+        // us counted and takes our entry, or our re-check below sees `released` there.
         fence(Ordering::SeqCst);
         loop {
             {
                 let mut parked = self.turns.parked.lock();
-                // (start, end) names our entry: one range per start, one waiter per turn.
-                let mine = parked.iter().position(|e| e.start == start && e.end == end);
-                match mine {
+                match parked.iter().position(|e| e.thread.id() == me.id()) {
                     None => {
-                        // A predecessor published our range and removed our entry (under
-                        // this lock, after publishing).
+                        // The publisher of `start` removed our entry (under this lock, after
+                        // publishing our range if we have one).
                         let released = self.released.load(Ordering::Acquire);
                         assert!(released >= end.0, "entry taken but {end} not released");
                         return Ok(());
                     }
-                    Some(i) if my_turn() => {
+                    Some(i) if reached(self.released.load(Ordering::Acquire)) => {
                         parked.swap_remove(i);
                         self.turns.count.store(parked.len(), Ordering::Relaxed);
                         drop(parked);
@@ -155,24 +181,30 @@ impl BufferCore {
         Ok(())
     }
 
-    /// Called after `released` moved (and a SeqCst fence) when threads are parked: takes
-    /// every parked entry whose turn has come, publishes its range, and wakes its thread.
+    /// Called after `released` moved (and a SeqCst fence) when threads are parked: wakes
+    /// the plain waits it satisfies, and takes every parked range whose turn has come,
+    /// publishing it and waking its thread.
     pub(super) fn hand_over(&self) {
         let mut woken = Vec::new();
         {
             let mut parked = self.turns.parked.lock();
             loop {
                 let at = Lsn(self.released.load(Ordering::Acquire));
-                let Some(i) = parked.iter().position(|e| e.start == at) else {
+                parked.retain(|e| {
+                    let satisfied = e.end == e.start && e.start <= at;
+                    if satisfied {
+                        woken.push(e.thread.clone());
+                    }
+                    !satisfied
+                });
+                let Some(i) = parked.iter().position(|e| e.start == at && e.end > e.start) else {
                     break;
                 };
                 let e = parked.swap_remove(i);
-                if e.end > e.start {
-                    // The entry's range is filled (it was parked after filling) and its
-                    // turn is ours to give: publish it, still under the lock, so its owner
-                    // finds the entry gone only once its range is released.
-                    self.store_released(e.start, e.end);
-                }
+                // The entry's range is filled (it was parked after filling) and its turn
+                // is ours to give: publish it, still under the lock, so its owner finds the
+                // entry gone only once its range is released.
+                self.store_released(e.start, e.end);
                 woken.push(e.thread);
             }
             self.turns.count.store(parked.len(), Ordering::Relaxed);

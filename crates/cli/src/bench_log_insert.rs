@@ -1,0 +1,140 @@
+//! `sluice bench log-insert` and `sluice bench log-insert-sweep`.
+
+use crate::progress;
+use crate::Failure;
+use sluice_bench::log_insert::{self, LogInsertConfig, RecordMix};
+use sluice_bench::log_insert_sweep::{self, Figure, SweepConfig};
+use sluice_bench::report::json_line;
+use sluice_wal::InsertVariant;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Flags of `sluice bench log-insert`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Insertion algorithm: mutex, consolidated, decoupled, hybrid, delegated or atomic.
+    #[arg(long)]
+    variant: InsertVariant,
+    /// Inserting threads.
+    #[arg(long)]
+    threads: usize,
+    /// Payload bytes of every record.
+    #[arg(long)]
+    record_size: Option<usize>,
+    /// The bimodal mix instead: 60 records of 48 bytes, then one of this many bytes.
+    #[arg(long)]
+    outlier: Option<usize>,
+    /// Consolidation-array slots (consolidated, hybrid, delegated).
+    #[arg(long, default_value_t = 4)]
+    slots: usize,
+    /// Seconds of inserting (the limit is then measured as long).
+    #[arg(long, default_value_t = 1.0)]
+    seconds: f64,
+    /// Print one JSON object at the end of stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Flags of `sluice bench log-insert-sweep`.
+#[derive(clap::Args, Debug)]
+pub struct SweepArgs {
+    /// Which figure: threads, size, outlier or slots.
+    #[arg(long)]
+    figure: FigureArg,
+    /// Directory for the CSV, JSON, PNG and SVG files.
+    #[arg(long)]
+    out: PathBuf,
+    /// Seconds per point.
+    #[arg(long, default_value_t = 0.5)]
+    seconds: f64,
+    /// Print one JSON object per point at the end of stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `--figure` values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum FigureArg {
+    Threads,
+    Size,
+    Outlier,
+    Slots,
+}
+
+impl From<FigureArg> for Figure {
+    fn from(f: FigureArg) -> Figure {
+        match f {
+            FigureArg::Threads => Figure::Threads,
+            FigureArg::Size => Figure::Size,
+            FigureArg::Outlier => Figure::Outlier,
+            FigureArg::Slots => Figure::Slots,
+        }
+    }
+}
+
+fn duration(seconds: f64) -> Result<Duration, Failure> {
+    if seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0 {
+        Ok(Duration::from_secs_f64(seconds))
+    } else {
+        Err(Failure::Usage(format!(
+            "--seconds must be a positive number of seconds (at most a day), got {seconds}"
+        )))
+    }
+}
+
+pub fn run(a: Args) -> Result<(), Failure> {
+    let mix = match (a.record_size, a.outlier) {
+        (Some(b), None) => RecordMix::Fixed(b),
+        (None, Some(b)) => RecordMix::Outlier(b),
+        (Some(_), Some(_)) => {
+            return Err(Failure::Usage(
+                "give either --record-size or --outlier, not both".into(),
+            ))
+        }
+        (None, None) => {
+            return Err(Failure::Usage(
+                "give --record-size B (fixed records) or --outlier B (the bimodal mix)".into(),
+            ))
+        }
+    };
+    let mut cfg = LogInsertConfig::new(a.variant, a.threads, mix);
+    cfg.slots = a.slots;
+    cfg.duration = duration(a.seconds)?;
+    cfg.validate().map_err(Failure::Usage)?;
+    let pb = progress::bar(1000, "bench log-insert", a.json);
+    let r = log_insert::run(&cfg, |f| pb.set_position((f * 1000.0) as u64))?;
+    pb.finish_and_clear();
+    println!(
+        "{}",
+        log_insert_sweep::table(std::slice::from_ref(&r)).render()
+    );
+    if a.json {
+        println!("{}", json_line(&r));
+    }
+    Ok(())
+}
+
+pub fn sweep(a: SweepArgs) -> Result<(), Failure> {
+    let mut cfg = SweepConfig::new(a.figure.into());
+    cfg.per_point = duration(a.seconds)?;
+    let total = cfg.plan().len() as u64;
+    let pb = progress::bar(total, &format!("sweep {}", cfg.figure.name()), a.json);
+    let results = log_insert_sweep::run(&cfg, |done, all| {
+        pb.set_length(all as u64);
+        pb.set_position(done as u64);
+    })?;
+    pb.finish_and_clear();
+    println!("{}", log_insert_sweep::table(&results).render());
+    log_insert_sweep::write_outputs(&a.out, cfg.figure, &results).map_err(Failure::Runtime)?;
+    let stem = a.out.join(cfg.figure.name());
+    eprintln!(
+        "wrote {0}.csv, {0}.json, {0}.png and {0}.svg",
+        stem.display()
+    );
+    if a.json {
+        for r in &results {
+            println!("{}", json_line(r));
+        }
+    }
+    Ok(())
+}
