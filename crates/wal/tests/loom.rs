@@ -39,6 +39,9 @@ struct Scenario {
     /// Whether the flush side runs alongside the inserters (needed once they wait for
     /// space) or only after they have all returned (a thread fewer to interleave).
     concurrent_drain: bool,
+    /// A preemption bound below the run's (`LOOM_MAX_PREEMPTIONS`), for models that would
+    /// otherwise take minutes.
+    max_preemptions: Option<usize>,
 }
 
 const SMALL: Scenario = Scenario {
@@ -49,6 +52,7 @@ const SMALL: Scenario = Scenario {
     capacity: 256,
     slots: 1,
     concurrent_drain: true,
+    max_preemptions: None,
 };
 
 /// The payload of record `seq` of thread `t`: identifiable and checkable.
@@ -61,7 +65,11 @@ fn payload(t: usize, seq: usize, len: usize) -> Vec<u8> {
 }
 
 fn run(variant: InsertVariant, s: &'static Scenario) {
-    loom::model(move || {
+    let mut builder = loom::model::Builder::new();
+    if let Some(bound) = s.max_preemptions {
+        builder.preemption_bound = Some(builder.preemption_bound.map_or(bound, |b| b.min(bound)));
+    }
+    builder.check(move || {
         let opts = BufferOptions {
             capacity: s.capacity,
             segment_bytes: s.segment_bytes,
@@ -198,15 +206,29 @@ macro_rules! models {
                 run($variant, &S);
             }
 
-            /// More bytes than the ring holds: with the ring three-quarters full, the
-            /// second of two inserts waits for the flush side to free space, and the ring's
-            /// end wraps.
+            /// The ring is full: an insert waits for the flush side to free space, and the
+            /// ring's end wraps.
             #[test]
-            fn inserts_wait_for_ring_space() {
+            fn an_insert_waits_for_ring_space() {
+                static S: Scenario = Scenario {
+                    threads: &[&[48]],
+                    prefill: &[48, 48, 48, 48],
+                    start: 200,
+                    ..SMALL
+                };
+                run($variant, &S);
+            }
+
+            /// With the ring three-quarters full, the second of two racing inserts waits
+            /// for space (while, in some variants, the first waits for its turn or
+            /// delegates to it). One preemption: two take about a minute per variant.
+            #[test]
+            fn racing_inserts_wait_for_ring_space() {
                 static S: Scenario = Scenario {
                     threads: &[&[48], &[48]],
                     prefill: &[48, 48, 48],
                     start: 200,
+                    max_preemptions: Some(1),
                     ..SMALL
                 };
                 run($variant, &S);
