@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 cargo test --workspace
 
 # Loom models of every log-buffer insertion algorithm and of durable notification
-# (crates/wal/tests/loom.rs): about three minutes on 2 cores, build included. `--cfg loom`
+# (crates/wal/tests/loom.rs): about a minute on 2 cores, plus the build. `--cfg loom`
 # rebuilds every dependency, so the models get a target directory of their own.
 RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 \
   CARGO_TARGET_DIR="${LOOM_TARGET_DIR:-${CARGO_TARGET_DIR:-target}/loom}" \

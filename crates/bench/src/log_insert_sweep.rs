@@ -265,6 +265,7 @@ pub fn chart(figure: Figure, results: &[LogInsertResult]) -> Chart {
     let mut series: Vec<Series> = Vec::new();
     for r in results {
         let label = match figure {
+            Figure::Slots if r.threads == 1 => "1 thread".to_string(),
             Figure::Slots => format!("{} threads", r.threads),
             _ => r.variant.clone(),
         };

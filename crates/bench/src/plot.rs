@@ -111,6 +111,8 @@ impl Chart {
                     .configure_mesh()
                     .x_desc(self.x_label.as_str())
                     .y_desc(self.y_label.as_str())
+                    .x_label_formatter(&|v| tick(*v))
+                    .y_label_formatter(&|v| tick(*v))
                     .label_style(("sans-serif", 16))
                     .draw()
                     .map_err(|e| e.to_string())?;
@@ -162,9 +164,27 @@ impl Chart {
     }
 }
 
+/// A tick label: whole numbers (and anything from 10 up) without decimals — "8", not
+/// "8.0" — so that the crowded ticks of a log axis stay legible.
+fn tick(v: f64) -> String {
+    if v.fract() == 0.0 || v.abs() >= 10.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ticks_drop_needless_decimals() {
+        assert_eq!(tick(8.0), "8");
+        assert_eq!(tick(12288.0), "12288");
+        assert_eq!(tick(2.5), "2.5");
+        assert_eq!(tick(1234.5), "1234");
+    }
 
     #[test]
     fn writes_png_and_svg_with_text() {
