@@ -1,0 +1,321 @@
+//! The lock manager: shared/exclusive key locks with FIFO queues, timeouts as deadlock
+//! handling, and parking waits.
+//!
+//! A lock names a key of a table. Requests are granted in arrival order: a request is
+//! granted when it is compatible with every granted lock of other transactions and no
+//! earlier request is still waiting (an upgrade S→X by a holder goes to the front of the
+//! queue, because it cannot be granted later than the locks it already holds). A waiter
+//! parks on its shard's condition variable; a request that waits longer than the timeout
+//! fails with [`Error::LockTimeout`] — the victim of a (possible) deadlock.
+
+use crate::error::{Error, Result};
+use crate::ids::{PageId, TxnId};
+use parking_lot::{Condvar, Mutex};
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::time::{Duration, Instant};
+
+const SHARDS: usize = 64;
+/// A queue longer than this means runaway contention or a leak; refuse rather than grow.
+const MAX_WAITERS: usize = 1 << 16;
+
+/// What a lock names: a key of a table (its root page).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LockKey {
+    /// The table.
+    pub table: PageId,
+    /// The key.
+    pub key: Vec<u8>,
+}
+
+/// Lock modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LockMode {
+    /// Read.
+    Shared,
+    /// Write.
+    Exclusive,
+}
+
+impl LockMode {
+    fn compatible(self, other: LockMode) -> bool {
+        self == LockMode::Shared && other == LockMode::Shared
+    }
+}
+
+/// What a granted request changed (so the transaction knows whether to remember it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Granted {
+    /// A new lock.
+    New,
+    /// The transaction already held it in a mode at least as strong.
+    AlreadyHeld,
+    /// An S lock became X.
+    Upgraded,
+}
+
+#[derive(Default)]
+struct Entry {
+    granted: Vec<(TxnId, LockMode)>,
+    waiting: VecDeque<(TxnId, LockMode)>,
+}
+
+impl Entry {
+    fn held_by(&self, txn: TxnId) -> Option<LockMode> {
+        self.granted.iter().find(|g| g.0 == txn).map(|g| g.1)
+    }
+    fn compatible_with_others(&self, txn: TxnId, mode: LockMode) -> bool {
+        self.granted
+            .iter()
+            .all(|&(t, m)| t == txn || mode.compatible(m))
+    }
+    fn grant(&mut self, txn: TxnId, mode: LockMode) -> Granted {
+        match self.granted.iter_mut().find(|g| g.0 == txn) {
+            Some(g) => {
+                assert!(g.1 == LockMode::Shared && mode == LockMode::Exclusive);
+                g.1 = mode;
+                Granted::Upgraded
+            }
+            None => {
+                self.granted.push((txn, mode));
+                Granted::New
+            }
+        }
+    }
+}
+
+struct Shard {
+    map: Mutex<HashMap<LockKey, Entry>>,
+    cv: Condvar,
+}
+
+/// The lock table.
+pub struct LockManager {
+    shards: Box<[Shard]>,
+    timeout: Duration,
+}
+
+impl LockManager {
+    /// A lock manager whose requests wait at most `timeout`.
+    pub fn new(timeout: Duration) -> LockManager {
+        LockManager {
+            shards: (0..SHARDS)
+                .map(|_| Shard {
+                    map: Mutex::new(HashMap::new()),
+                    cv: Condvar::new(),
+                })
+                .collect(),
+            timeout,
+        }
+    }
+
+    fn shard(&self, key: &LockKey) -> &Shard {
+        let mut h = DefaultHasher::new();
+        key.hash(&mut h);
+        &self.shards[(h.finish() as usize) % SHARDS]
+    }
+
+    /// Grants `mode` on `key` to `txn` if that is possible without waiting.
+    pub fn try_lock(&self, txn: TxnId, key: &LockKey, mode: LockMode) -> Option<Granted> {
+        let shard = self.shard(key);
+        let mut map = shard.map.lock();
+        let e = map.entry(key.clone()).or_default();
+        if e.held_by(txn).is_some_and(|m| m >= mode) {
+            return Some(Granted::AlreadyHeld);
+        }
+        let upgrade = e.held_by(txn).is_some();
+        if e.compatible_with_others(txn, mode) && (upgrade || e.waiting.is_empty()) {
+            return Some(e.grant(txn, mode));
+        }
+        if e.granted.is_empty() && e.waiting.is_empty() {
+            map.remove(key);
+        }
+        None
+    }
+
+    /// Grants `mode` on `key` to `txn`, parking until it can (FIFO) or the timeout
+    /// passes. Must not be called while holding a page or tree latch.
+    pub fn lock(&self, txn: TxnId, key: &LockKey, mode: LockMode) -> Result<Granted> {
+        let shard = self.shard(key);
+        let mut map = shard.map.lock();
+        let e = map.entry(key.clone()).or_default();
+        if e.held_by(txn).is_some_and(|m| m >= mode) {
+            return Ok(Granted::AlreadyHeld);
+        }
+        let upgrade = e.held_by(txn).is_some();
+        if e.compatible_with_others(txn, mode) && (upgrade || e.waiting.is_empty()) {
+            return Ok(e.grant(txn, mode));
+        }
+        if e.waiting.len() >= MAX_WAITERS {
+            return Err(Error::InvalidArgument(format!(
+                "more than {MAX_WAITERS} waiters on one key"
+            )));
+        }
+        if upgrade {
+            e.waiting.push_front((txn, mode));
+        } else {
+            e.waiting.push_back((txn, mode));
+        }
+        let start = Instant::now();
+        let deadline = start + self.timeout;
+        loop {
+            let e = map.get_mut(key).expect("an entry with waiters stays");
+            let first = e.waiting.front().map(|w| w.0) == Some(txn);
+            if first && e.compatible_with_others(txn, mode) {
+                e.waiting.pop_front();
+                let g = e.grant(txn, mode);
+                // The next waiter may be compatible too (S after S).
+                shard.cv.notify_all();
+                return Ok(g);
+            }
+            if shard.cv.wait_until(&mut map, deadline).timed_out() {
+                let e = map.get_mut(key).expect("an entry with waiters stays");
+                let first = e.waiting.front().map(|w| w.0) == Some(txn);
+                if first && e.compatible_with_others(txn, mode) {
+                    e.waiting.pop_front();
+                    shard.cv.notify_all();
+                    return Ok(e.grant(txn, mode));
+                }
+                e.waiting.retain(|w| w.0 != txn);
+                if e.granted.is_empty() && e.waiting.is_empty() {
+                    map.remove(key);
+                }
+                // Our leaving may unblock whoever queued behind us.
+                shard.cv.notify_all();
+                return Err(Error::LockTimeout {
+                    table: key.table,
+                    waited_ms: start.elapsed().as_millis() as u64,
+                });
+            }
+        }
+    }
+
+    /// Releases `txn`'s locks on `keys` and wakes the waiters behind them.
+    pub fn unlock_all<'a>(&self, txn: TxnId, keys: impl IntoIterator<Item = &'a LockKey>) {
+        for key in keys {
+            let shard = self.shard(key);
+            let mut map = shard.map.lock();
+            let Some(e) = map.get_mut(key) else {
+                panic!("{txn} releases a lock it does not hold");
+            };
+            let before = e.granted.len();
+            e.granted.retain(|g| g.0 != txn);
+            assert_eq!(e.granted.len() + 1, before, "{txn} did not hold the lock");
+            let wake = !e.waiting.is_empty();
+            if e.granted.is_empty() && e.waiting.is_empty() {
+                map.remove(key);
+            }
+            if wake {
+                shard.cv.notify_all();
+            }
+        }
+    }
+
+    /// Keys with granted or waiting locks (for tests and leak checks).
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.map.lock().len()).sum()
+    }
+
+    /// True if no lock is held or awaited.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn k(s: &str) -> LockKey {
+        LockKey {
+            table: PageId(2),
+            key: s.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn shared_locks_share_and_exclusive_excludes() {
+        let lm = LockManager::new(Duration::from_millis(30));
+        assert_eq!(
+            lm.lock(TxnId(1), &k("a"), LockMode::Shared).unwrap(),
+            Granted::New
+        );
+        assert_eq!(
+            lm.lock(TxnId(2), &k("a"), LockMode::Shared).unwrap(),
+            Granted::New
+        );
+        assert!(matches!(
+            lm.lock(TxnId(3), &k("a"), LockMode::Exclusive),
+            Err(Error::LockTimeout { .. })
+        ));
+        assert_eq!(
+            lm.lock(TxnId(1), &k("a"), LockMode::Shared).unwrap(),
+            Granted::AlreadyHeld
+        );
+        lm.unlock_all(TxnId(1), [&k("a")]);
+        lm.unlock_all(TxnId(2), [&k("a")]);
+        assert_eq!(
+            lm.lock(TxnId(3), &k("a"), LockMode::Exclusive).unwrap(),
+            Granted::New
+        );
+        assert!(lm.try_lock(TxnId(4), &k("a"), LockMode::Shared).is_none());
+        lm.unlock_all(TxnId(3), [&k("a")]);
+        assert!(lm.is_empty(), "lock table leaked entries");
+    }
+
+    #[test]
+    fn waiter_is_granted_when_the_holder_releases() {
+        let lm = Arc::new(LockManager::new(Duration::from_secs(5)));
+        lm.lock(TxnId(1), &k("x"), LockMode::Exclusive).unwrap();
+        let lm2 = lm.clone();
+        let h = std::thread::spawn(move || {
+            let g = lm2.lock(TxnId(2), &k("x"), LockMode::Exclusive).unwrap();
+            lm2.unlock_all(TxnId(2), [&k("x")]);
+            g
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        lm.unlock_all(TxnId(1), [&k("x")]);
+        assert_eq!(h.join().unwrap(), Granted::New);
+        assert!(lm.is_empty());
+    }
+
+    #[test]
+    fn upgrade_deadlock_times_out_one_victim() {
+        let lm = Arc::new(LockManager::new(Duration::from_millis(50)));
+        lm.lock(TxnId(1), &k("u"), LockMode::Shared).unwrap();
+        lm.lock(TxnId(2), &k("u"), LockMode::Shared).unwrap();
+        let lm2 = lm.clone();
+        let h = std::thread::spawn(move || lm2.lock(TxnId(2), &k("u"), LockMode::Exclusive));
+        let r1 = lm.lock(TxnId(1), &k("u"), LockMode::Exclusive);
+        let r2 = h.join().unwrap();
+        assert!(
+            r1.is_err() || r2.is_err(),
+            "an upgrade deadlock must time out"
+        );
+    }
+
+    #[test]
+    fn fifo_order_is_kept_for_exclusive_waiters() {
+        let lm = Arc::new(LockManager::new(Duration::from_secs(5)));
+        lm.lock(TxnId(1), &k("f"), LockMode::Exclusive).unwrap();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut hs = Vec::new();
+        for t in 2..5u64 {
+            let (lm, order) = (lm.clone(), order.clone());
+            hs.push(std::thread::spawn(move || {
+                lm.lock(TxnId(t), &k("f"), LockMode::Exclusive).unwrap();
+                order.lock().push(t);
+                lm.unlock_all(TxnId(t), [&k("f")]);
+            }));
+            // Let each queue before the next arrives.
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        lm.unlock_all(TxnId(1), [&k("f")]);
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(*order.lock(), vec![2, 3, 4]);
+    }
+}
