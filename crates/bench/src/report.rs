@@ -21,11 +21,7 @@ impl Table {
     /// Adds a row (as many cells as columns).
     pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
         let r: Vec<String> = cells.into_iter().map(Into::into).collect();
-        assert_eq!(
-            r.len(),
-            self.header.len(),
-            "row width differs from the header"
-        );
+        assert_eq!(r.len(), self.header.len(), "row width differs from the header");
         self.rows.push(r);
     }
 
@@ -91,10 +87,7 @@ mod tests {
         let mut t = Table::new(["name", "value"]);
         t.row(["a", "1"]);
         t.row(["long", "12345"]);
-        assert_eq!(
-            t.render(),
-            "name  value\n-----------\na         1\nlong  12345"
-        );
+        assert_eq!(t.render(), "name  value\n-----------\na         1\nlong  12345");
     }
 
     #[test]

@@ -71,10 +71,7 @@ pub fn record_header(
     hint: Lsn,
 ) -> [u8; RECORD_HEADER] {
     debug_assert!(payload_len <= MAX_FRAME_PAYLOAD);
-    debug_assert!(
-        hint <= lsn,
-        "durable hint {hint} above the record's LSN {lsn}"
-    );
+    debug_assert!(hint <= lsn, "durable hint {hint} above the record's LSN {lsn}");
     let len_kind = payload_len as u32;
     let mut h = [0u8; RECORD_HEADER];
     h[..4].copy_from_slice(&len_kind.to_le_bytes());
@@ -218,7 +215,10 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // The same bytes at another position do not verify.
-        assert_eq!(decode(&f, Lsn(72)), Decoded::Invalid(InvalidFrame::BadCrc));
+        assert_eq!(
+            decode(&f, Lsn(72)),
+            Decoded::Invalid(InvalidFrame::BadCrc)
+        );
     }
 
     #[test]

@@ -16,8 +16,8 @@
 
 mod buffer;
 mod error;
-mod flush;
 pub mod frame;
+mod flush;
 mod log;
 mod lsn;
 mod notify;

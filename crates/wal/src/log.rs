@@ -306,9 +306,9 @@ impl Log {
         s.check_wait()?;
         s.waiters.outstanding.fetch_add(1, Ordering::SeqCst);
         s.buffer.core.flusher.notify_all();
-        s.waiters
-            .parker
-            .wait_until(|| s.buffer.durable() >= lsn || s.is_poisoned() || s.daemon_gone());
+        s.waiters.parker.wait_until(|| {
+            s.buffer.durable() >= lsn || s.is_poisoned() || s.daemon_gone()
+        });
         s.waiters.outstanding.fetch_sub(1, Ordering::SeqCst);
         let durable = s.buffer.durable();
         if durable >= lsn {

@@ -36,10 +36,7 @@ impl SegmentWindow {
     /// end of `lsn`'s segment.
     pub(crate) fn bytes(&mut self, lsn: Lsn, want: u64, limit: Lsn) -> Result<&[u8]> {
         let seg = segment::segment_start(lsn, self.segment_bytes);
-        let end = limit
-            .0
-            .min(seg.0 + self.segment_bytes)
-            .min(lsn.0 + want.max(1));
+        let end = limit.0.min(seg.0 + self.segment_bytes).min(lsn.0 + want.max(1));
         let buf_end = self.buf_start.0 + self.buf.len() as u64;
         if !(lsn >= self.buf_start && end <= buf_end && self.buf_start >= seg) {
             if self.file.as_ref().map(|f| f.0) != Some(seg) {

@@ -65,10 +65,7 @@ fn run_seed(seed: u64, totals: &mut Totals) {
             }
             drop(log);
         } else {
-            assert!(
-                sim.stats().crashes > round as u64,
-                "seed {seed}: open failed without a crash"
-            );
+            assert!(sim.stats().crashes > round as u64, "seed {seed}: open failed without a crash");
         }
         sim.clear_crash();
         round_base += threads;
@@ -99,10 +96,7 @@ fn run_seed(seed: u64, totals: &mut Totals) {
         }
         let lost: Vec<_> = acked_all.iter().filter(|k| !seen.contains(k)).collect();
         totals.lost += lost.len() as u64;
-        assert!(
-            lost.is_empty(),
-            "seed {seed}: acknowledged records lost: {lost:?}"
-        );
+        assert!(lost.is_empty(), "seed {seed}: acknowledged records lost: {lost:?}");
         totals.recovered += recs.len() as u64;
 
         // The recovered log takes new appends and keeps them.
@@ -131,12 +125,6 @@ fn acknowledged_records_survive_crashes() {
         totals.crashes_mid_run, totals.acknowledged, totals.recovered, totals.lost
     );
     assert_eq!(totals.lost, 0);
-    assert!(
-        totals.acknowledged > SEEDS,
-        "the sweep acknowledged too little to mean much"
-    );
-    assert!(
-        totals.crashes_mid_run > SEEDS / 2,
-        "most crashes must hit a running workload"
-    );
+    assert!(totals.acknowledged > SEEDS, "the sweep acknowledged too little to mean much");
+    assert!(totals.crashes_mid_run > SEEDS / 2, "most crashes must hit a running workload");
 }

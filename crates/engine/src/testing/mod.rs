@@ -2,4 +2,5 @@
 //! crash sweep ([`crash::crash_test`]) and the bulk load ([`load::load_verify`]).
 
 pub mod crash;
+pub mod fence;
 pub mod load;

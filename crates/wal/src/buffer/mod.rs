@@ -351,7 +351,8 @@ impl LogBuffer {
         // A frame must fit a segment, and at most a quarter of the ring so that a few
         // large records cannot wedge each other waiting for space.
         let max_frame = (core.capacity() / 4).min(opts.segment_bytes);
-        let max_payload = (max_frame as usize - frame::RECORD_HEADER).min(frame::MAX_FRAME_PAYLOAD);
+        let max_payload =
+            (max_frame as usize - frame::RECORD_HEADER).min(frame::MAX_FRAME_PAYLOAD);
         let algo: Box<dyn InsertAlgorithm> = match opts.variant {
             InsertVariant::Mutex => Box::new(mutex::MutexInsert::new(start)),
         };
