@@ -85,13 +85,20 @@ impl Chart {
         if x0 == x1 {
             x1 = x0 + 1.0;
         }
-        let y0 = if self.log_y { (y0 * 0.8).max(1e-9) } else { 0.0f64.min(y0) };
+        let y0 = if self.log_y {
+            (y0 * 0.8).max(1e-9)
+        } else {
+            0.0f64.min(y0)
+        };
         let y1 = if y1 <= y0 { y0 + 1.0 } else { y1 * 1.1 };
         let x0 = if self.log_x { x0.max(1e-9) } else { x0 };
         ((x0, x1), (y0, y1))
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, plotters::coord::Shift>) -> Result<(), PlotError>
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, plotters::coord::Shift>,
+    ) -> Result<(), PlotError>
     where
         DB::ErrorType: 'static,
     {
@@ -110,10 +117,15 @@ impl Chart {
                 for (i, s) in self.series.iter().enumerate() {
                     let color = Palette99::pick(i).to_rgba();
                     chart
-                        .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))
+                        .draw_series(LineSeries::new(
+                            s.points.iter().copied(),
+                            color.stroke_width(2),
+                        ))
                         .map_err(|e| e.to_string())?
                         .label(s.label.clone())
-                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+                        .legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                        });
                     chart
                         .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
                         .map_err(|e| e.to_string())?;
@@ -133,9 +145,15 @@ impl Chart {
             .x_label_area_size(48)
             .y_label_area_size(80);
         match (self.log_x, self.log_y) {
-            (false, false) => body!(b.build_cartesian_2d(x0..x1, y0..y1).map_err(|e| e.to_string())?),
-            (true, false) => body!(b.build_cartesian_2d((x0..x1).log_scale(), y0..y1).map_err(|e| e.to_string())?),
-            (false, true) => body!(b.build_cartesian_2d(x0..x1, (y0..y1).log_scale()).map_err(|e| e.to_string())?),
+            (false, false) => body!(b
+                .build_cartesian_2d(x0..x1, y0..y1)
+                .map_err(|e| e.to_string())?),
+            (true, false) => body!(b
+                .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
+                .map_err(|e| e.to_string())?),
+            (false, true) => body!(b
+                .build_cartesian_2d(x0..x1, (y0..y1).log_scale())
+                .map_err(|e| e.to_string())?),
             (true, true) => body!(b
                 .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
                 .map_err(|e| e.to_string())?),
@@ -159,15 +177,24 @@ mod tests {
             log_x: true,
             log_y: false,
             series: vec![
-                Series { label: "mutex".into(), points: vec![(1.0, 10.0), (2.0, 12.0), (4.0, 11.0)] },
-                Series { label: "atomic".into(), points: vec![(1.0, 11.0), (2.0, 20.0), (4.0, 25.0)] },
+                Series {
+                    label: "mutex".into(),
+                    points: vec![(1.0, 10.0), (2.0, 12.0), (4.0, 11.0)],
+                },
+                Series {
+                    label: "atomic".into(),
+                    points: vec![(1.0, 11.0), (2.0, 20.0), (4.0, 25.0)],
+                },
             ],
         };
         c.write(dir.path(), "fig").unwrap();
         let png = std::fs::read(dir.path().join("fig.png")).unwrap();
         assert_eq!(&png[1..4], b"PNG");
         let svg = std::fs::read_to_string(dir.path().join("fig.svg")).unwrap();
-        assert!(svg.contains("throughput vs threads") && svg.contains("atomic"), "labels drawn");
+        assert!(
+            svg.contains("throughput vs threads") && svg.contains("atomic"),
+            "labels drawn"
+        );
         if let Some(k) = keep {
             std::fs::copy(dir.path().join("fig.png"), k).unwrap();
         }
