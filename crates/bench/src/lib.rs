@@ -5,6 +5,7 @@
 
 #![warn(missing_docs)]
 
+pub mod plot;
 pub mod report;
 pub mod sys;
 pub mod wal;

@@ -21,7 +21,11 @@ impl Table {
     /// Adds a row (as many cells as columns).
     pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
         let r: Vec<String> = cells.into_iter().map(Into::into).collect();
-        assert_eq!(r.len(), self.header.len(), "row width differs from the header");
+        assert_eq!(
+            r.len(),
+            self.header.len(),
+            "row width differs from the header"
+        );
         self.rows.push(r);
     }
 
@@ -61,7 +65,7 @@ pub fn thousands(v: f64) -> String {
     let s = n.abs().to_string();
     let mut out = String::new();
     for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);
@@ -87,7 +91,10 @@ mod tests {
         let mut t = Table::new(["name", "value"]);
         t.row(["a", "1"]);
         t.row(["long", "12345"]);
-        assert_eq!(t.render(), "name  value\n-----------\na         1\nlong  12345");
+        assert_eq!(
+            t.render(),
+            "name  value\n-----------\na         1\nlong  12345"
+        );
     }
 
     #[test]

@@ -16,8 +16,8 @@
 
 mod buffer;
 mod error;
-pub mod frame;
 mod flush;
+pub mod frame;
 mod log;
 mod lsn;
 mod notify;

@@ -106,7 +106,8 @@ pub(crate) struct Shared {
     segments: crate::sync::Mutex<Vec<Lsn>>,
     /// The first LSN still in the log.
     start: AtomicU64,
-    _lock: Box<dyn LockGuard>,
+    /// The directory lock; released by `close` so the directory can be reopened at once.
+    lock: crate::sync::Mutex<Option<Box<dyn LockGuard>>>,
 }
 
 impl Shared {
@@ -214,13 +215,17 @@ impl Log {
         options: LogOptions,
     ) -> Result<Log> {
         let dir = dir.as_ref().to_path_buf();
-        if options.segment_bytes < 4096 || options.segment_bytes % crate::frame::ALIGN != 0 {
+        if options.segment_bytes < 4096
+            || !options.segment_bytes.is_multiple_of(crate::frame::ALIGN)
+        {
             return Err(WalError::InvalidArgument(format!(
                 "segment size {} must be at least 4096 and a multiple of 8",
                 options.segment_bytes
             )));
         }
-        storage.create_dir_all(&dir)?;
+        storage
+            .create_dir_all(&dir)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
         let lock = storage.lock(&dir.join("LOCK")).map_err(|e| {
             if e.kind() == io::ErrorKind::WouldBlock {
                 WalError::Locked(dir.display().to_string())
@@ -258,7 +263,7 @@ impl Log {
             poison: crate::sync::Mutex::new(None),
             segments: crate::sync::Mutex::new(rec.list.starts.clone()),
             start: AtomicU64::new(rec.info.start.0),
-            _lock: lock,
+            lock: crate::sync::Mutex::new(Some(lock)),
         });
         let d = FlushDaemon::new(shared.clone());
         let handle = std::thread::Builder::new()
@@ -306,7 +311,7 @@ impl Log {
         s.check_wait()?;
         s.waiters.outstanding.fetch_add(1, Ordering::SeqCst);
         s.buffer.core.flusher.notify_all();
-        s.waiters.parker.wait_until(|| {
+        s.waiters.block_until(lsn, || {
             s.buffer.durable() >= lsn || s.is_poisoned() || s.daemon_gone()
         });
         s.waiters.outstanding.fetch_sub(1, Ordering::SeqCst);
@@ -406,7 +411,7 @@ impl Log {
     /// [`Log::start_lsn`]) to the durable end, in LSN order.
     pub fn read_from(&self, from: Lsn) -> Result<LogReader> {
         let s = &*self.shared;
-        if from < self.start_lsn() || from > s.buffer.durable() || from.0 % 8 != 0 {
+        if from < self.start_lsn() || from > s.buffer.durable() || !from.0.is_multiple_of(8) {
             return Err(WalError::InvalidArgument(format!(
                 "cannot read from LSN {from}: the log holds [{}, {})",
                 self.start_lsn(),
@@ -463,8 +468,8 @@ impl Log {
         let _ = handle.join();
         s.buffer.stop();
         s.waiters.fail_all(&WalError::Closed);
-        s.waiters.parker.notify_all();
         s.sync_done_parker.notify_all();
+        drop(s.lock.lock().take());
         if let Some(e) = s.poison_error() {
             return Err(e);
         }

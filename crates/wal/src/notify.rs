@@ -1,8 +1,8 @@
 //! Durable-LSN notification: blocking waits, callbacks and futures.
 
 use crate::error::{Result, WalError};
+use crate::sync::{current, park, Thread};
 use crate::sync::{AtomicUsize, Mutex, Ordering};
-use crate::wait::Parker;
 use crate::Lsn;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -15,9 +15,14 @@ use std::task::{Context, Poll, Waker};
 pub type DurableCallback = Box<dyn FnOnce(Result<Lsn>) + Send + 'static>;
 
 /// Threads and callbacks waiting for the durable position.
+///
+/// Blocking waiters register their thread and park; after each sync the daemon unparks
+/// exactly the satisfied ones. (A shared condition variable would make every woken thread
+/// queue for its mutex and run one after another — on a 2-core machine that serialised
+/// wake-up alone cost a group commit half its group.)
 pub(crate) struct Waiters {
-    /// Blocking waiters park here; the daemon notifies after each sync.
-    pub(crate) parker: Parker,
+    /// Parked threads and the position each waits for.
+    blocked: Mutex<Vec<(Lsn, Thread)>>,
     /// Registered callbacks by the position they wait for.
     callbacks: Mutex<BTreeMap<Lsn, Vec<DurableCallback>>>,
     /// Waits outstanding (blocking and registered): the group-commit policy's `X`.
@@ -27,9 +32,55 @@ pub(crate) struct Waiters {
 impl Waiters {
     pub(crate) fn new() -> Self {
         Waiters {
-            parker: Parker::new(),
+            blocked: Mutex::new(Vec::new()),
             callbacks: Mutex::new(BTreeMap::new()),
             outstanding: AtomicUsize::new(0),
+        }
+    }
+
+    /// Blocks the calling thread until `done()` holds, spinning about a microsecond first.
+    /// `done` must become true once the durable position reaches `lsn` or the log fails.
+    pub(crate) fn block_until(&self, lsn: Lsn, mut done: impl FnMut() -> bool) {
+        for _ in 0..64 {
+            if done() {
+                return;
+            }
+            crate::sync::spin_hint();
+        }
+        self.blocked.lock().push((lsn, current()));
+        // Registered before the re-check: a daemon that publishes after this point sees
+        // the entry and unparks us; one that published before is caught by `done()`.
+        while !done() {
+            park();
+        }
+    }
+
+    /// Threads that are (or are about to be) parked.
+    pub(crate) fn parked(&self) -> usize {
+        self.blocked.lock().len()
+    }
+
+    fn wake(&self, durable: Option<Lsn>) {
+        let ready: Vec<Thread> = {
+            let mut b = self.blocked.lock();
+            match durable {
+                Some(d) => {
+                    let mut ready = Vec::new();
+                    b.retain(|(lsn, t)| {
+                        if *lsn <= d {
+                            ready.push(t.clone());
+                            false
+                        } else {
+                            true
+                        }
+                    });
+                    ready
+                }
+                None => b.drain(..).map(|(_, t)| t).collect(),
+            }
+        };
+        for t in ready {
+            t.unpark();
         }
     }
 
@@ -57,15 +108,16 @@ impl Waiters {
 
     /// Notifies blocking waiters and runs due callbacks.
     pub(crate) fn on_durable(&self, durable: Lsn) {
-        self.parker.notify_all();
+        self.wake(Some(durable));
         for cb in self.take_due(Some(durable)) {
             cb(Ok(durable));
         }
     }
 
-    /// Fails every callback with `err` and wakes blocking waiters (who see the poison).
+    /// Fails every callback with `err` and wakes every blocking waiter (each re-checks and
+    /// sees the poison or the closed log).
     pub(crate) fn fail_all(&self, err: &WalError) {
-        self.parker.notify_all();
+        self.wake(None);
         for cb in self.take_due(None) {
             cb(Err(err.clone()));
         }

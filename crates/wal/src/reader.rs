@@ -36,7 +36,10 @@ impl SegmentWindow {
     /// end of `lsn`'s segment.
     pub(crate) fn bytes(&mut self, lsn: Lsn, want: u64, limit: Lsn) -> Result<&[u8]> {
         let seg = segment::segment_start(lsn, self.segment_bytes);
-        let end = limit.0.min(seg.0 + self.segment_bytes).min(lsn.0 + want.max(1));
+        let end = limit
+            .0
+            .min(seg.0 + self.segment_bytes)
+            .min(lsn.0 + want.max(1));
         let buf_end = self.buf_start.0 + self.buf.len() as u64;
         if !(lsn >= self.buf_start && end <= buf_end && self.buf_start >= seg) {
             if self.file.as_ref().map(|f| f.0) != Some(seg) {
@@ -63,7 +66,8 @@ impl SegmentWindow {
         let want = if head.len() >= 4 {
             let len_kind = u32::from_le_bytes(head[..4].try_into().unwrap());
             if len_kind & frame::PAD_FLAG != 0 {
-                frame::PAD_HEADER as u64
+                // A padding frame's length covers the whole frame; decode checks it fits.
+                ((len_kind & !frame::PAD_FLAG) as u64).max(frame::PAD_HEADER as u64)
             } else {
                 frame::frame_len(len_kind as usize)
             }
@@ -133,7 +137,7 @@ impl LogReader {
                     });
                 }
             }
-            debug_assert!(self.pos.0 % frame::ALIGN == 0);
+            debug_assert!(self.pos.0.is_multiple_of(frame::ALIGN));
             let _ = self.segment_bytes;
         }
     }

@@ -80,9 +80,13 @@ pub fn decode_header(bytes: &[u8], named_start: Lsn) -> Result<u64> {
         )));
     }
     let segment_bytes = u64::from_le_bytes(bytes[24..32].try_into().unwrap());
-    if segment_bytes < 4096 || segment_bytes % crate::frame::ALIGN != 0 || start % segment_bytes != 0
+    if segment_bytes < 4096
+        || segment_bytes % crate::frame::ALIGN != 0
+        || start % segment_bytes != 0
     {
-        return Err(bad(format!("segment header has an impossible size {segment_bytes}")));
+        return Err(bad(format!(
+            "segment header has an impossible size {segment_bytes}"
+        )));
     }
     Ok(segment_bytes)
 }
@@ -164,7 +168,11 @@ pub fn create(
     start: Lsn,
     segment_bytes: u64,
 ) -> Result<Box<dyn FileHandle>> {
-    assert_eq!(start.0 % segment_bytes, 0, "segment start {start} not on a boundary");
+    assert_eq!(
+        start.0 % segment_bytes,
+        0,
+        "segment start {start} not on a boundary"
+    );
     let name = segment_name(start);
     let tmp: PathBuf = dir.join(format!("{name}.tmp"));
     let path = dir.join(&name);
@@ -198,7 +206,10 @@ mod tests {
     #[test]
     fn names_round_trip() {
         assert_eq!(segment_name(Lsn(0x1000)), "0000000000001000.wal");
-        assert_eq!(parse_segment_name("0000000000001000.wal"), Some(Lsn(0x1000)));
+        assert_eq!(
+            parse_segment_name("0000000000001000.wal"),
+            Some(Lsn(0x1000))
+        );
         assert_eq!(parse_segment_name("1000.wal"), None);
         assert_eq!(parse_segment_name("0000000000001000.wal.tmp"), None);
     }

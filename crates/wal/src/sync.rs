@@ -6,6 +6,11 @@ pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
+#[cfg(loom)]
+pub(crate) use loom::thread::{current, park, Thread};
+#[cfg(not(loom))]
+pub(crate) use std::thread::{current, park, Thread};
+
 /// A hint inside a spin loop. Under loom it yields so the model checker can schedule the
 /// thread being waited for.
 #[inline]

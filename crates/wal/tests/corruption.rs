@@ -45,10 +45,14 @@ fn garbage_tail_is_cut_and_zeroed() {
     // The cut bytes were zeroed on disk, so a later record ending exactly there cannot be
     // followed by the old garbage.
     let f = storage
-        .open(&Path::new(DIR).join(segment::segment_name(Lsn(0))), OpenOptions::EXISTING)
+        .open(
+            &Path::new(DIR).join(segment::segment_name(Lsn(0))),
+            OpenOptions::EXISTING,
+        )
         .unwrap();
     let mut b = [1u8; 200];
-    f.read_exact_at(&mut b, segment::SEGMENT_HEADER_BYTES + end.0).unwrap();
+    f.read_exact_at(&mut b, segment::SEGMENT_HEADER_BYTES + end.0)
+        .unwrap();
     assert!(b.iter().all(|&x| x == 0));
 }
 
@@ -58,7 +62,13 @@ fn torn_last_record_is_cut() {
     let recs = write_log(&storage, 5, 300);
     let (last_lsn, _) = *recs.last().unwrap();
     // Tear the last record: its second half never reached the disk.
-    poke(&*storage, Path::new(DIR), 8192, last_lsn.add(160), &[0u8; 160]);
+    poke(
+        &*storage,
+        Path::new(DIR),
+        8192,
+        last_lsn.add(160),
+        &[0u8; 160],
+    );
     let log = Log::open(storage.clone(), DIR, small_options()).unwrap();
     assert_eq!(log.recovery().end, last_lsn);
     assert_eq!(read_all(&log).len(), 4);
@@ -72,7 +82,9 @@ fn bad_crc_inside_the_durable_log_is_corruption() {
     // carry hints that prove it.
     let (lsn, _) = recs[5];
     poke(&*storage, Path::new(DIR), 8192, lsn.add(20), &[0xFF]);
-    let e = Log::open(storage.clone(), DIR, small_options()).err().unwrap();
+    let e = Log::open(storage.clone(), DIR, small_options())
+        .err()
+        .unwrap();
     assert_eq!(corruption_at(e.clone()), lsn);
     assert!(e.to_string().contains("checksum"), "{e}");
 }
@@ -83,7 +95,9 @@ fn zero_length_frame_inside_the_durable_log_is_corruption() {
     let recs = write_log(&storage, 20, 100);
     let (lsn, _) = recs[3];
     poke(&*storage, Path::new(DIR), 8192, lsn, &[0u8; 16]);
-    let e = Log::open(storage.clone(), DIR, small_options()).err().unwrap();
+    let e = Log::open(storage.clone(), DIR, small_options())
+        .err()
+        .unwrap();
     assert_eq!(corruption_at(e.clone()), lsn);
     assert!(e.to_string().contains("zero-length"), "{e}");
 }
@@ -93,8 +107,16 @@ fn impossible_length_inside_the_durable_log_is_corruption() {
     let (_sim, storage) = sim(5);
     let recs = write_log(&storage, 20, 100);
     let (lsn, _) = recs[2];
-    poke(&*storage, Path::new(DIR), 8192, lsn, &0x7FFF_0000u32.to_le_bytes());
-    let e = Log::open(storage.clone(), DIR, small_options()).err().unwrap();
+    poke(
+        &*storage,
+        Path::new(DIR),
+        8192,
+        lsn,
+        &0x7FFF_0000u32.to_le_bytes(),
+    );
+    let e = Log::open(storage.clone(), DIR, small_options())
+        .err()
+        .unwrap();
     assert_eq!(corruption_at(e.clone()), lsn);
     assert!(e.to_string().contains("runs past"), "{e}");
 }
@@ -121,7 +143,9 @@ fn record_crossing_a_segment_end_is_never_written_and_is_corruption_if_found() {
     let len = 2000usize;
     let header = frame::record_header(len, frame::payload_crc(&vec![0u8; len]), pad_at, Lsn(0));
     poke(&*storage, Path::new(DIR), 8192, pad_at, &header);
-    let e = Log::open(storage.clone(), DIR, small_options()).err().unwrap();
+    let e = Log::open(storage.clone(), DIR, small_options())
+        .err()
+        .unwrap();
     assert_eq!(corruption_at(e), pad_at);
 }
 
@@ -130,7 +154,9 @@ fn segment_path(start: Lsn) -> std::path::PathBuf {
 }
 
 fn rewrite_header(storage: &dyn Storage, start: Lsn, f: impl FnOnce(&mut [u8])) {
-    let file = storage.open(&segment_path(start), OpenOptions::EXISTING).unwrap();
+    let file = storage
+        .open(&segment_path(start), OpenOptions::EXISTING)
+        .unwrap();
     let mut h = [0u8; 64];
     file.read_exact_at(&mut h, 0).unwrap();
     f(&mut h);
@@ -147,7 +173,8 @@ fn open_err(storage: &std::sync::Arc<dyn Storage>) -> String {
 
 #[test]
 fn each_bad_segment_header_is_reported() {
-    let cases: Vec<(&str, Box<dyn Fn(&dyn Storage)>)> = vec![
+    type Damage = Box<dyn Fn(&dyn Storage)>;
+    let cases: Vec<(&str, Damage)> = vec![
         (
             "magic",
             Box::new(|s| rewrite_header(s, Lsn(8192), |h| h[0] = b'X')),
@@ -183,7 +210,9 @@ fn each_bad_segment_header_is_reported() {
         (
             "shorter than its preallocated",
             Box::new(|s| {
-                let f = s.open(&segment_path(Lsn(8192)), OpenOptions::EXISTING).unwrap();
+                let f = s
+                    .open(&segment_path(Lsn(8192)), OpenOptions::EXISTING)
+                    .unwrap();
                 f.set_len(5000).unwrap();
                 f.sync_data().unwrap();
             }),
@@ -203,7 +232,11 @@ fn leftover_temporary_segment_is_removed() {
     let (_sim, storage) = sim(8);
     write_log(&storage, 3, 100);
     let tmp = Path::new(DIR).join(format!("{}.tmp", segment::segment_name(Lsn(8192))));
-    storage.open(&tmp, OpenOptions::CREATE).unwrap().write_at(b"junk", 0).unwrap();
+    storage
+        .open(&tmp, OpenOptions::CREATE)
+        .unwrap()
+        .write_at(b"junk", 0)
+        .unwrap();
     let log = Log::open(storage.clone(), DIR, small_options()).unwrap();
     assert_eq!(read_all(&log).len(), 3);
     assert!(!storage.exists(&tmp).unwrap());

@@ -20,6 +20,7 @@ struct Totals {
     recovered: u64,
     lost: u64,
     crashes_mid_run: u64,
+    tails_cut: u64,
 }
 
 /// One seed: two crash rounds over the same disk, so recovery of a log that was itself
@@ -65,9 +66,12 @@ fn run_seed(seed: u64, totals: &mut Totals) {
             }
             drop(log);
         } else {
-            assert!(sim.stats().crashes > round as u64, "seed {seed}: open failed without a crash");
+            assert!(
+                sim.stats().crashes > round as u64,
+                "seed {seed}: open failed without a crash"
+            );
         }
-        sim.clear_crash();
+        sim.disarm_crash();
         round_base += threads;
         acked_all.extend(acked.lock().unwrap().iter().copied());
         attempted_all.extend(attempted.lock().unwrap().iter().copied());
@@ -75,6 +79,7 @@ fn run_seed(seed: u64, totals: &mut Totals) {
         // Reopen and check.
         let log = Log::open(storage.clone(), DIR, opts)
             .unwrap_or_else(|e| panic!("seed {seed} round {round}: reopen failed: {e}"));
+        totals.tails_cut += (log.recovery().cut_bytes > 0) as u64;
         let recs = read_all(&log);
         let mut seen = HashSet::new();
         let mut last_seq: HashMap<u32, u32> = HashMap::new();
@@ -96,7 +101,10 @@ fn run_seed(seed: u64, totals: &mut Totals) {
         }
         let lost: Vec<_> = acked_all.iter().filter(|k| !seen.contains(k)).collect();
         totals.lost += lost.len() as u64;
-        assert!(lost.is_empty(), "seed {seed}: acknowledged records lost: {lost:?}");
+        assert!(
+            lost.is_empty(),
+            "seed {seed}: acknowledged records lost: {lost:?}"
+        );
         totals.recovered += recs.len() as u64;
 
         // The recovered log takes new appends and keeps them.
@@ -121,10 +129,20 @@ fn acknowledged_records_survive_crashes() {
         run_seed(seed, &mut totals);
     }
     println!(
-        "wal crash sweep: {SEEDS} seeds, {} crashes mid-run, acknowledged {}, recovered {}, lost {}",
-        totals.crashes_mid_run, totals.acknowledged, totals.recovered, totals.lost
+        "wal crash sweep: {SEEDS} seeds, {} crashes mid-run, {} torn tails cut, acknowledged {}, recovered {}, lost {}",
+        totals.crashes_mid_run, totals.tails_cut, totals.acknowledged, totals.recovered, totals.lost
     );
     assert_eq!(totals.lost, 0);
-    assert!(totals.acknowledged > SEEDS, "the sweep acknowledged too little to mean much");
-    assert!(totals.crashes_mid_run > SEEDS / 2, "most crashes must hit a running workload");
+    assert!(
+        totals.acknowledged > SEEDS,
+        "the sweep acknowledged too little to mean much"
+    );
+    assert!(
+        totals.crashes_mid_run > SEEDS / 2,
+        "most crashes must hit a running workload"
+    );
+    assert!(
+        totals.tails_cut > SEEDS / 10,
+        "crashes must leave torn tails to recover from"
+    );
 }

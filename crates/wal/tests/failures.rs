@@ -7,7 +7,9 @@
 mod common;
 
 use common::*;
-use sluice_storage::{FaultKind, FaultOp, FaultPlan, FileHandle, LockGuard, OpenOptions, Storage, TraceEvent};
+use sluice_storage::{
+    FaultKind, FaultOp, FaultPlan, FileHandle, LockGuard, OpenOptions, Storage, TraceEvent,
+};
 use sluice_wal::{Log, WalError};
 use std::io;
 use std::path::Path;
@@ -29,13 +31,20 @@ fn first_failed_sync_poisons_the_log_for_good() {
     let b = log.append(b"doomed").unwrap();
     let e = log.wait_durable(b.end).unwrap_err();
     assert!(e.is_io(), "{e}");
-    assert_eq!(log.durable_lsn(), a.end, "nothing past the last good sync is durable");
+    assert_eq!(
+        log.durable_lsn(),
+        a.end,
+        "nothing past the last good sync is durable"
+    );
     // The fault was transient, but the log must not retry as if the sync had worked.
     for _ in 0..3 {
         let e = log.append(b"after").unwrap_err();
         assert!(matches!(e, WalError::Poisoned(_)), "{e}");
         assert!(matches!(log.sync().unwrap_err(), WalError::Poisoned(_)));
-        assert!(matches!(log.wait_durable(b.end).unwrap_err(), WalError::Poisoned(_)));
+        assert!(matches!(
+            log.wait_durable(b.end).unwrap_err(),
+            WalError::Poisoned(_)
+        ));
     }
     assert!(log.poisoned().is_some());
     assert!(log.close().is_err());
@@ -102,7 +111,10 @@ fn enospc_is_reported_clearly_and_the_log_recovers_when_space_returns() {
     sim.clear_faults();
     let log = Log::open(storage, DIR, small_options()).unwrap();
     let recs: Vec<_> = read_all(&log).into_iter().map(|r| r.1).collect();
-    assert_eq!(recs, acked, "exactly the acknowledged records, nothing garbled");
+    assert_eq!(
+        recs, acked,
+        "exactly the acknowledged records, nothing garbled"
+    );
     let a = log.append(b"space is back").unwrap();
     log.wait_durable(a.end).unwrap();
 }
@@ -129,11 +141,20 @@ fn new_segment_directory_entry_is_synced_before_acknowledging_into_it() {
             let first_write = trace[i..].iter().position(
                 |e| matches!(e, TraceEvent::Write { path, .. } if path.file_name() == Some(&name)),
             );
-            let (d, w) = (synced_dir.expect("directory synced"), first_write.expect("written"));
-            assert!(d < w, "segment {name:?} written before its directory entry was synced");
+            let (d, w) = (
+                synced_dir.expect("directory synced"),
+                first_write.expect("written"),
+            );
+            assert!(
+                d < w,
+                "segment {name:?} written before its directory entry was synced"
+            );
         }
     }
-    assert!(segments_seen >= 3, "expected rollovers, saw {segments_seen}");
+    assert!(
+        segments_seen >= 3,
+        "expected rollovers, saw {segments_seen}"
+    );
 }
 
 #[test]
@@ -155,7 +176,9 @@ fn sync_with_nothing_new_buffered_still_syncs() {
 fn a_held_log_directory_cannot_be_opened_twice() {
     let (_sim, storage) = sim(16);
     let log = Log::open(storage.clone(), DIR, small_options()).unwrap();
-    let e = Log::open(storage.clone(), DIR, small_options()).err().unwrap();
+    let e = Log::open(storage.clone(), DIR, small_options())
+        .err()
+        .unwrap();
     assert!(matches!(e, WalError::Locked(_)), "{e}");
     assert!(e.to_string().contains("in use"));
     drop(log);
@@ -167,7 +190,9 @@ fn a_held_log_directory_on_the_real_disk_cannot_be_opened_twice() {
     let dir = tempfile::tempdir().unwrap();
     let storage: Arc<dyn Storage> = Arc::new(sluice_storage::OsStorage);
     let log = Log::open(storage.clone(), dir.path(), small_options()).unwrap();
-    let e = Log::open(storage.clone(), dir.path(), small_options()).err().unwrap();
+    let e = Log::open(storage.clone(), dir.path(), small_options())
+        .err()
+        .unwrap();
     assert!(matches!(e, WalError::Locked(_)), "{e}");
     let a = log.append(b"real disk").unwrap();
     assert_eq!(log.close().unwrap(), a.end);

@@ -3,7 +3,6 @@
 mod common;
 
 use common::*;
-use sluice_storage::Storage;
 use sluice_wal::{segment, Log, LogOptions, Lsn};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -14,8 +13,11 @@ fn records_larger_than_the_free_ring_space_wait_for_the_flusher() {
     let opts = small_options(); // 4 KiB ring: records up to 1 KiB
     let log = Arc::new(Log::open(storage.clone(), DIR, opts).unwrap());
     let max = log.max_record_bytes();
-    assert!(max >= 1000 && max < 4096);
-    assert!(log.append(&vec![0u8; max + 1]).is_err(), "oversized record refused");
+    assert!((1000..4096).contains(&max));
+    assert!(
+        log.append(&vec![0u8; max + 1]).is_err(),
+        "oversized record refused"
+    );
     // Four threads appending near-maximal records without waiting: the ring wraps many
     // times and inserters block for space.
     std::thread::scope(|s| {
@@ -56,7 +58,10 @@ fn reader_starts_anywhere_on_a_record_boundary_and_crosses_segments() {
         assert_eq!((lsn, p), (&a.lsn, q));
     }
     assert!(log.read_from(Lsn(3)).is_err(), "unaligned start refused");
-    assert!(log.read_from(Lsn(1 << 40)).is_err(), "start past the end refused");
+    assert!(
+        log.read_from(Lsn(1 << 40)).is_err(),
+        "start past the end refused"
+    );
 }
 
 #[test]
@@ -75,9 +80,17 @@ fn truncation_removes_whole_segments_below_the_point() {
     assert_eq!(log.start_lsn(), segment::segment_start(cut, 8192));
     let after = storage.list(Path::new(DIR)).unwrap();
     assert_eq!(before.len() - after.len(), removed);
-    let first = log.read_from(log.start_lsn()).unwrap().next().unwrap().unwrap();
+    let first = log
+        .read_from(log.start_lsn())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
     assert!(first.0 >= log.start_lsn());
-    assert!(log.read_from(Lsn(0)).is_err(), "truncated range no longer readable");
+    assert!(
+        log.read_from(Lsn(0)).is_err(),
+        "truncated range no longer readable"
+    );
     drop(log);
     let log = Log::open(storage, DIR, small_options()).unwrap();
     assert_eq!(log.recovery().start, segment::segment_start(cut, 8192));
@@ -118,12 +131,19 @@ fn callbacks_and_futures_fire_once_durable_in_order_of_need() {
     let got = fired.lock().unwrap().clone();
     let mut sorted = got.clone();
     sorted.sort();
-    assert_eq!(sorted, (0..10).collect::<Vec<_>>(), "each callback exactly once");
+    assert_eq!(
+        sorted,
+        (0..10).collect::<Vec<_>>(),
+        "each callback exactly once"
+    );
     // Already durable: the callback runs at once, on this thread.
     let here = std::thread::current().id();
     let ran_on = Arc::new(Mutex::new(None));
     let r2 = ran_on.clone();
-    log.on_durable(ends[0], Box::new(move |_| *r2.lock().unwrap() = Some(std::thread::current().id())));
+    log.on_durable(
+        ends[0],
+        Box::new(move |_| *r2.lock().unwrap() = Some(std::thread::current().id())),
+    );
     assert_eq!(*ran_on.lock().unwrap(), Some(here));
 }
 
@@ -164,5 +184,8 @@ fn group_commit_shares_syncs_between_waiting_threads() {
     });
     let syncs = sim.stats().syncs - before;
     // 400 durable appends; without sharing there would be one sync each.
-    assert!(syncs < 400, "{syncs} syncs for 400 commits: no group commit");
+    assert!(
+        syncs < 400,
+        "{syncs} syncs for 400 commits: no group commit"
+    );
 }

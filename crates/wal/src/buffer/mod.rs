@@ -137,7 +137,9 @@ pub(crate) struct BufferCore {
 impl BufferCore {
     fn new(opts: &BufferOptions, start: Lsn) -> BufferCore {
         let cap = opts.capacity.max(4096).next_power_of_two();
-        assert!(opts.segment_bytes % frame::ALIGN == 0 && start.0 % frame::ALIGN == 0);
+        assert!(
+            opts.segment_bytes.is_multiple_of(frame::ALIGN) && start.0.is_multiple_of(frame::ALIGN)
+        );
         BufferCore {
             ring: Ring::new(cap),
             segment_bytes: opts.segment_bytes,
@@ -335,14 +337,14 @@ pub struct LogBuffer {
 impl LogBuffer {
     /// A buffer whose first record goes at `start`.
     pub fn new(opts: &BufferOptions, start: Lsn) -> Result<LogBuffer> {
-        if opts.segment_bytes < 4096 || opts.segment_bytes % frame::ALIGN != 0 {
+        if opts.segment_bytes < 4096 || !opts.segment_bytes.is_multiple_of(frame::ALIGN) {
             return Err(WalError::InvalidArgument(format!(
                 "segment size {} must be at least 4096 and a multiple of {}",
                 opts.segment_bytes,
                 frame::ALIGN
             )));
         }
-        if start.0 % frame::ALIGN != 0 {
+        if !start.0.is_multiple_of(frame::ALIGN) {
             return Err(WalError::InvalidArgument(format!(
                 "start LSN {start} is not aligned"
             )));
@@ -351,8 +353,7 @@ impl LogBuffer {
         // A frame must fit a segment, and at most a quarter of the ring so that a few
         // large records cannot wedge each other waiting for space.
         let max_frame = (core.capacity() / 4).min(opts.segment_bytes);
-        let max_payload =
-            (max_frame as usize - frame::RECORD_HEADER).min(frame::MAX_FRAME_PAYLOAD);
+        let max_payload = (max_frame as usize - frame::RECORD_HEADER).min(frame::MAX_FRAME_PAYLOAD);
         let algo: Box<dyn InsertAlgorithm> = match opts.variant {
             InsertVariant::Mutex => Box::new(mutex::MutexInsert::new(start)),
         };

@@ -23,7 +23,10 @@ unsafe impl Send for Ring {}
 impl Ring {
     /// A ring of `capacity` bytes (a power of two).
     pub(crate) fn new(capacity: usize) -> Ring {
-        assert!(capacity.is_power_of_two(), "ring capacity must be a power of two");
+        assert!(
+            capacity.is_power_of_two(),
+            "ring capacity must be a power of two"
+        );
         let mem: Box<[UnsafeCell<u8>]> = (0..capacity).map(|_| UnsafeCell::new(0)).collect();
         Ring {
             mem,

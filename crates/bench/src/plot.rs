@@ -1,0 +1,202 @@
+//! Drawing the experiments' figures as PNG and SVG.
+//!
+//! Text is rendered with a bundled font (DejaVu Sans, `assets/`), so figures come out the
+//! same on any machine without system font libraries.
+
+use plotters::prelude::*;
+use plotters::style::{register_font, FontStyle};
+use std::path::Path;
+use std::sync::Once;
+
+static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+static REGISTER: Once = Once::new();
+
+fn ensure_font() {
+    REGISTER.call_once(|| {
+        if register_font("sans-serif", FontStyle::Normal, FONT).is_err() {
+            // The bundled font is valid; failure here means a plotters bug. Figures then
+            // lack text but still draw, so carry on.
+            eprintln!("warning: could not register the bundled font");
+        }
+    });
+}
+
+/// One line of a chart.
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// Legend label.
+    pub label: String,
+    /// Points (x, y), drawn in order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A line chart.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    /// Title above the plot.
+    pub title: String,
+    /// X axis label.
+    pub x_label: String,
+    /// Y axis label.
+    pub y_label: String,
+    /// Log-scale X axis (for thread counts and sizes that double).
+    pub log_x: bool,
+    /// Log-scale Y axis.
+    pub log_y: bool,
+    /// The lines.
+    pub series: Vec<Series>,
+}
+
+/// Errors drawing a figure (as text: plotters' error types are generic per backend).
+pub type PlotError = String;
+
+impl Chart {
+    /// Writes `stem.png` and `stem.svg` under `dir`.
+    pub fn write(&self, dir: &Path, stem: &str) -> Result<(), PlotError> {
+        ensure_font();
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let png = dir.join(format!("{stem}.png"));
+        let svg = dir.join(format!("{stem}.svg"));
+        {
+            let root = BitMapBackend::new(&png, (1000, 640)).into_drawing_area();
+            self.draw(&root)?;
+            root.present().map_err(|e| e.to_string())?;
+        }
+        {
+            let root = SVGBackend::new(&svg, (1000, 640)).into_drawing_area();
+            self.draw(&root)?;
+            root.present().map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn bounds(&self) -> ((f64, f64), (f64, f64)) {
+        let pts = self.series.iter().flat_map(|s| s.points.iter().copied());
+        let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+        for (x, y) in pts {
+            x0 = x0.min(x);
+            x1 = x1.max(x);
+            y0 = y0.min(y);
+            y1 = y1.max(y);
+        }
+        if x0 > x1 {
+            return ((1.0, 2.0), (1.0, 2.0));
+        }
+        if x0 == x1 {
+            x1 = x0 + 1.0;
+        }
+        let y0 = if self.log_y {
+            (y0 * 0.8).max(1e-9)
+        } else {
+            0.0f64.min(y0)
+        };
+        let y1 = if y1 <= y0 { y0 + 1.0 } else { y1 * 1.1 };
+        let x0 = if self.log_x { x0.max(1e-9) } else { x0 };
+        ((x0, x1), (y0, y1))
+    }
+
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, plotters::coord::Shift>,
+    ) -> Result<(), PlotError>
+    where
+        DB::ErrorType: 'static,
+    {
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let ((x0, x1), (y0, y1)) = self.bounds();
+        macro_rules! body {
+            ($chart:expr) => {{
+                let mut chart = $chart;
+                chart
+                    .configure_mesh()
+                    .x_desc(self.x_label.as_str())
+                    .y_desc(self.y_label.as_str())
+                    .label_style(("sans-serif", 16))
+                    .draw()
+                    .map_err(|e| e.to_string())?;
+                for (i, s) in self.series.iter().enumerate() {
+                    let color = Palette99::pick(i).to_rgba();
+                    chart
+                        .draw_series(LineSeries::new(
+                            s.points.iter().copied(),
+                            color.stroke_width(2),
+                        ))
+                        .map_err(|e| e.to_string())?
+                        .label(s.label.clone())
+                        .legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                        });
+                    chart
+                        .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                        .map_err(|e| e.to_string())?;
+                }
+                chart
+                    .configure_series_labels()
+                    .background_style(WHITE.mix(0.8))
+                    .border_style(BLACK)
+                    .label_font(("sans-serif", 16))
+                    .draw()
+                    .map_err(|e| e.to_string())?;
+            }};
+        }
+        let mut b = ChartBuilder::on(root);
+        b.caption(self.title.as_str(), ("sans-serif", 24))
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(80);
+        match (self.log_x, self.log_y) {
+            (false, false) => body!(b
+                .build_cartesian_2d(x0..x1, y0..y1)
+                .map_err(|e| e.to_string())?),
+            (true, false) => body!(b
+                .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
+                .map_err(|e| e.to_string())?),
+            (false, true) => body!(b
+                .build_cartesian_2d(x0..x1, (y0..y1).log_scale())
+                .map_err(|e| e.to_string())?),
+            (true, true) => body!(b
+                .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
+                .map_err(|e| e.to_string())?),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_png_and_svg_with_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let keep = std::env::var_os("SLUICE_KEEP_PLOT");
+        let c = Chart {
+            title: "throughput vs threads".into(),
+            x_label: "threads".into(),
+            y_label: "MB/s".into(),
+            log_x: true,
+            log_y: false,
+            series: vec![
+                Series {
+                    label: "mutex".into(),
+                    points: vec![(1.0, 10.0), (2.0, 12.0), (4.0, 11.0)],
+                },
+                Series {
+                    label: "atomic".into(),
+                    points: vec![(1.0, 11.0), (2.0, 20.0), (4.0, 25.0)],
+                },
+            ],
+        };
+        c.write(dir.path(), "fig").unwrap();
+        let png = std::fs::read(dir.path().join("fig.png")).unwrap();
+        assert_eq!(&png[1..4], b"PNG");
+        let svg = std::fs::read_to_string(dir.path().join("fig.svg")).unwrap();
+        assert!(
+            svg.contains("throughput vs threads") && svg.contains("atomic"),
+            "labels drawn"
+        );
+        if let Some(k) = keep {
+            std::fs::copy(dir.path().join("fig.png"), k).unwrap();
+        }
+    }
+}
