@@ -12,10 +12,10 @@
 //! a missing acknowledged write is a loss. Finally every table must verify: key order,
 //! tree structure, and every page on disk with a valid checksum.
 
+use crate::testing::fence::FencedStorage;
 use crate::{Database, Error, Options, Table};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use crate::testing::fence::FencedStorage;
 use sluice_storage::SimStorage;
 use sluice_wal::Lsn;
 use std::collections::BTreeMap;
@@ -131,7 +131,9 @@ fn read_state(db: &Database) -> Result<State, Error> {
         for e in tx.scan_all(&t) {
             let (k, v) = e?;
             if prev.as_ref().is_some_and(|p| p >= &k) {
-                return Err(Error::Corruption(format!("table {name} scans out of order")));
+                return Err(Error::Corruption(format!(
+                    "table {name} scans out of order"
+                )));
             }
             prev = Some(k.clone());
             s.insert((i, k), v);
@@ -212,7 +214,7 @@ fn run_seed(seed: u64) -> SeedResult {
         problem: None,
     };
     let setup = (|| {
-        let db = Database::open(FencedStorage::new(&sim), DIR, options())?;
+        let db = Database::open(FencedStorage::for_incarnation(&sim), DIR, options())?;
         let tables: Vec<Table> = TABLES
             .iter()
             .map(|n| db.create_table(n))
@@ -243,9 +245,6 @@ fn run_seed(seed: u64) -> SeedResult {
         }
     });
     if sim.crashed_count() == 0 {
-        if std::env::var("SLUICE_CRASH_DEBUG").is_ok() {
-            eprintln!("seed {seed}: {} ops without a crash", sim.stats().ops);
-        }
         sim.crash();
     } else {
         res.mid_run = true;
@@ -253,7 +252,10 @@ fn run_seed(seed: u64) -> SeedResult {
     drop(tables);
     drop(db);
     let outcomes = outcomes.into_inner().expect("outcome log");
-    res.acknowledged = outcomes.iter().filter(|o| o.acked && o.commit.is_some()).count() as u64;
+    res.acknowledged = outcomes
+        .iter()
+        .filter(|o| o.acked && o.commit.is_some())
+        .count() as u64;
 
     // Recover, crashing during recovery up to twice.
     for _ in 0..2 {
@@ -262,7 +264,7 @@ fn run_seed(seed: u64) -> SeedResult {
         }
         let before = sim.crashed_count();
         sim.crash_at_op(rng.gen_range(1..=40));
-        let r = Database::open(FencedStorage::new(&sim), DIR, options());
+        let r = Database::open(FencedStorage::for_incarnation(&sim), DIR, options());
         sim.disarm_crash();
         drop(r);
         if sim.crashed_count() > before {
@@ -273,7 +275,7 @@ fn run_seed(seed: u64) -> SeedResult {
             sim.crash();
         }
     }
-    let db = match Database::open(FencedStorage::new(&sim), DIR, options()) {
+    let db = match Database::open(FencedStorage::for_incarnation(&sim), DIR, options()) {
         Ok(db) => db,
         Err(e) => {
             res.problem = Some(format!("recovery failed: {e}"));
