@@ -178,3 +178,57 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use crate::page::{expand, Node};
+    use proptest::prelude::*;
+
+    /// Reads everything a validated node offers; must not panic.
+    fn touch(b: &[u8]) {
+        let n = Node::new(b);
+        for i in 0..n.len() {
+            let _ = n.key(i);
+            if n.is_leaf() {
+                let _ = n.value(i);
+            } else {
+                let _ = n.child(i);
+            }
+        }
+        let _ = n.search(b"probe");
+        let _ = n.free_space();
+    }
+
+    proptest! {
+        #[test]
+        fn validate_never_panics_on_arbitrary_pages(
+            kind in 0u8..5, level in 0u8..3, nslots in 0u16..40,
+            body in proptest::collection::vec(any::<u8>(), 1024 - HEADER_LEN),
+            cell_start in 0u32..1100,
+        ) {
+            let mut b = vec![0u8; HEADER_LEN];
+            b[OFF_TYPE] = kind;
+            b[OFF_LEVEL] = level;
+            put_u16(&mut b, OFF_NSLOTS, nslots);
+            put_u64(&mut b, OFF_PAGE_ID, 5);
+            put_u64(&mut b, OFF_LINK, 9);
+            put_u32(&mut b, OFF_CELL_START, cell_start);
+            b.extend_from_slice(&body);
+            if let Ok(PageType::Leaf | PageType::Internal) = validate(&b, PageId(5)) {
+                touch(&b);
+            }
+            let _ = checksum_ok(&b);
+        }
+
+        #[test]
+        fn expand_never_panics(image in proptest::collection::vec(any::<u8>(), 0..1100)) {
+            if let Ok(p) = expand(&image, 1024) {
+                prop_assert_eq!(p.len(), 1024);
+                if let Ok(PageType::Leaf | PageType::Internal) = validate(&p, page_id(&p)) {
+                    touch(&p);
+                }
+            }
+        }
+    }
+}
