@@ -1,5 +1,5 @@
-//! Crash sweep over the simulated disk: 1,000 seeds of random multi-key transactions from
-//! three threads, a crash at a random operation during the work and (for about half the
+//! Crash sweep over the simulated disk: 4,000 seeds (`SLUICE_CRASH_SEEDS` overrides) of
+//! random multi-key transactions from four threads, a crash at a random operation during the work and (for about half the
 //! seeds) again during recovery. Every acknowledged commit must survive, nothing of a
 //! rolled-back or unfinished transaction may remain, and every table must verify.
 
@@ -10,7 +10,7 @@ fn crash_sweep_keeps_acknowledged_commits_and_nothing_else() {
     let seeds = std::env::var("SLUICE_CRASH_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(1000);
+        .unwrap_or(4000);
     let start = Instant::now();
     let r = sluice::testing::crash::crash_test(seeds, 0, |_| {});
     println!(

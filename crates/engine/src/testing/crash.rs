@@ -42,13 +42,13 @@ pub struct CrashReport {
 }
 
 const DIR: &str = "/db";
-const THREADS: usize = 3;
-const TXNS_PER_THREAD: usize = 20;
+const THREADS: usize = 4;
+const TXNS_PER_THREAD: usize = 40;
 const KEYS: u32 = 24;
 const TABLES: [&str; 2] = ["a", "b"];
-/// The workload does about 100-150 mutating disk operations; crashing uniformly in a range a
+/// The workload does about 300-400 mutating disk operations; crashing uniformly in a range a
 /// little wider lands most crashes in the middle of it.
-const CRASH_RANGE: u64 = 140;
+const CRASH_RANGE: u64 = 350;
 
 type State = BTreeMap<(usize, Vec<u8>), Vec<u8>>;
 
