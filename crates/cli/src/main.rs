@@ -4,6 +4,7 @@
 //! and exits with code 2. Runtime failures (an I/O error during a benchmark) exit 1.
 
 mod bench_wal;
+mod crash_test;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +24,18 @@ enum Command {
         #[command(subcommand)]
         which: Bench,
     },
+    /// Run a crash sweep over the simulated disk and check what recovery finds.
+    CrashTest {
+        #[command(subcommand)]
+        which: CrashTest,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum CrashTest {
+    /// Random multi-key transactions from several threads; crashes during work and
+    /// during recovery; every acknowledged commit must survive, nothing else may.
+    Engine(crash_test::EngineArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -69,6 +82,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench { which } => match which {
             Bench::Wal(a) => bench_wal::run(a),
+        },
+        Command::CrashTest { which } => match which {
+            CrashTest::Engine(a) => crash_test::engine(a),
         },
     };
     match result {

@@ -116,3 +116,27 @@ fn a_log_directory_in_use_is_a_clear_runtime_error() {
     assert!(err.contains("in use by another process"), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
+
+#[test]
+fn crash_test_engine_runs_and_reports_json() {
+    let out = sluice(&["crash-test", "engine", "--seeds", "5", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(stdout.trim_end().lines().last().unwrap()).unwrap();
+    assert_eq!(v["seeds"], 5);
+    assert_eq!(v["lost"], 0);
+    assert_eq!(v["violations"], 0);
+    assert!(v["acknowledged"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn crash_test_bad_arguments_exit_2() {
+    assert_usage_error(&["crash-test", "engine", "--seeds", "0"], "--seeds");
+    assert_usage_error(&["crash-test", "nothing"], "nothing");
+}
