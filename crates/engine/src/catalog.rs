@@ -93,7 +93,9 @@ fn decode_root(name: &str, v: &[u8]) -> Result<PageId> {
 }
 
 impl Database {
-    /// Creates a table (committed at once). [`Error::AlreadyExists`] if it exists.
+    /// Creates a table (committed and durable at once, whatever the commit protocol: a
+    /// table must not vanish in a crash even under `async`). [`Error::AlreadyExists`] if
+    /// it exists.
     pub fn create_table(&self, name: &str) -> Result<Table> {
         check_name(name)?;
         let inner = &self.inner;
@@ -106,6 +108,7 @@ impl Database {
         let root = inner.allocate_root()?;
         tx.put(&cat, name.as_bytes(), &root.0.to_le_bytes())?;
         tx.commit()?;
+        inner.log.sync()?;
         inner.catalog.lock().insert(name.to_string(), root);
         Ok(Table {
             name: Arc::from(name),

@@ -9,8 +9,8 @@
 //! 4. Append `EndCheckpoint` with the active transactions (first and last LSN) and the
 //!    dirty pages (recovery LSN), and make it durable.
 //! 5. Replace the control file (temp + sync + rename + sync dir) to point at R and at
-//!    the end record, then truncate the log below what recovery may still read: R and the
-//!    first record of every active transaction.
+//!    the end record, then truncate the log below what recovery may still read: R, the
+//!    first record of every active transaction, and the recovery LSN of every dirty page.
 //!
 //! Transactions keep running throughout; only one page latch is held at a time.
 
@@ -55,7 +55,15 @@ pub(crate) fn run(inner: &Inner, _held: &parking_lot::MutexGuard<'_, ()>) -> Res
         active: inner.txns.snapshot(),
         dirty: inner.pool.dirty_pages(),
     };
-    let keep = data.active.iter().map(|a| a.first).fold(r, Lsn::min);
+    // Recovery reads from the oldest of: the redo point, the first record of every active
+    // transaction (undo), and the recovery LSN of every page still dirty (redo) — a page
+    // the sweep could not pin (mid-eviction) keeps a recovery LSN below R.
+    let keep = data
+        .active
+        .iter()
+        .map(|a| a.first)
+        .chain(data.dirty.iter().map(|d| d.1))
+        .fold(r, Lsn::min);
     let end = inner.append(&Record::EndCheckpoint(data))?;
     inner.log.wait_durable(end.end)?;
     Control {

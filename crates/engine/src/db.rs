@@ -160,6 +160,18 @@ impl Database {
         dir: impl AsRef<Path>,
         options: Options,
     ) -> Result<Database> {
+        Database::open_with_log_storage(storage.clone(), storage, dir, options)
+    }
+
+    /// As [`Database::open`], with the log (in `dir/log`) on its own storage — for
+    /// example a [`sluice_storage::DeviceModel`] that emulates a log device with its own
+    /// latency, as the commit-protocol experiments do.
+    pub fn open_with_log_storage(
+        storage: Arc<dyn Storage>,
+        log_storage: Arc<dyn Storage>,
+        dir: impl AsRef<Path>,
+        options: Options,
+    ) -> Result<Database> {
         options.check()?;
         let dir = dir.as_ref().to_path_buf();
         storage.create_dir_all(&dir)?;
@@ -178,7 +190,7 @@ impl Database {
         }
         .check()
         .map_err(|e| Error::Corruption(format!("control file: {e}")))?;
-        let log = Arc::new(Log::open(storage.clone(), dir.join("log"), options.log)?);
+        let log = Arc::new(Log::open(log_storage, dir.join("log"), options.log)?);
         let file = DataFile::open(&*storage, &dir.join("data"), page_size)?;
         // The data file's directory entry must be durable before anything relies on it.
         storage.sync_dir(&dir)?;

@@ -43,6 +43,7 @@
 
 #![warn(missing_docs)]
 
+mod agents;
 mod btree;
 mod buffer_pool;
 mod catalog;
@@ -62,6 +63,9 @@ pub mod testing;
 mod txn;
 mod txn_table;
 
+pub use agents::{
+    AgentOptions, AgentStats, Agents, CommitHook, Completion, Finished, Outcome, Submitter,
+};
 pub use btree::TreeReport;
 pub use buffer_pool::PoolStats;
 pub use catalog::{Table, MAX_TABLE_NAME};
@@ -69,7 +73,7 @@ pub use db::{Database, Stats, VerifyReport};
 pub use error::{Error, Result};
 pub use ids::{PageId, TxnId};
 pub use lock::{Granted, LockKey, LockManager, LockMode};
-pub use options::{Limits, LockRelease, Options};
+pub use options::{CommitProtocol, Limits, Options};
 pub use recovery::RecoveryReport;
 pub use sluice_wal::{LogOptions, Lsn};
 pub use txn::{Scan, Transaction};

@@ -11,6 +11,7 @@
 use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
 use parking_lot::{Condvar, Mutex};
+use sluice_wal::Lsn;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
@@ -19,6 +20,8 @@ use std::time::{Duration, Instant};
 const SHARDS: usize = 64;
 /// A queue longer than this means runaway contention or a leak; refuse rather than grow.
 const MAX_WAITERS: usize = 1 << 16;
+/// A shard holding more entries than this drops the idle ones it kept for early releases.
+const PRUNE_AT: usize = 1024;
 
 /// What a lock names: a key of a table (its root page).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -59,9 +62,33 @@ pub enum Granted {
 struct Entry {
     granted: Vec<(TxnId, LockMode)>,
     waiting: VecDeque<(TxnId, LockMode)>,
+    /// Early lock release (Aether §3.1): the largest commit LSN of a transaction that
+    /// released an exclusive lock here before its commit was durable. Whoever locks the
+    /// key next depends on that commit and must not be acknowledged before it is durable.
+    /// The entry outlives its last holder while this is above the durable LSN.
+    early: Option<Lsn>,
 }
 
 impl Entry {
+    /// True if the entry can leave the table: nobody holds or awaits it, and any early
+    /// release it remembers is durable.
+    fn idle(&self, durable: Lsn) -> bool {
+        self.granted.is_empty()
+            && self.waiting.is_empty()
+            && self.early.is_none_or(|e| e <= durable)
+    }
+}
+
+impl Entry {
+    /// Grants and notes the dependency an early release left.
+    fn grant_noting(&mut self, txn: TxnId, mode: LockMode, dep: &mut Option<Lsn>) -> Granted {
+        if let Some(e) = self.early {
+            if dep.is_none_or(|d| d < e) {
+                *dep = Some(e);
+            }
+        }
+        self.grant(txn, mode)
+    }
     fn held_by(&self, txn: TxnId) -> Option<LockMode> {
         self.granted.iter().find(|g| g.0 == txn).map(|g| g.1)
     }
@@ -116,8 +143,15 @@ impl LockManager {
         &self.shards[(h.finish() as usize) % SHARDS]
     }
 
-    /// Grants `mode` on `key` to `txn` if that is possible without waiting.
-    pub fn try_lock(&self, txn: TxnId, key: &LockKey, mode: LockMode) -> Option<Granted> {
+    /// Grants `mode` on `key` to `txn` if that is possible without waiting. A dependency
+    /// on an early-released commit is folded into `dep`.
+    pub fn try_lock(
+        &self,
+        txn: TxnId,
+        key: &LockKey,
+        mode: LockMode,
+        dep: &mut Option<Lsn>,
+    ) -> Option<Granted> {
         let shard = self.shard(key);
         let mut map = shard.map.lock();
         let e = map.entry(key.clone()).or_default();
@@ -126,9 +160,9 @@ impl LockManager {
         }
         let upgrade = e.held_by(txn).is_some();
         if e.compatible_with_others(txn, mode) && (upgrade || e.waiting.is_empty()) {
-            return Some(e.grant(txn, mode));
+            return Some(e.grant_noting(txn, mode, dep));
         }
-        if e.granted.is_empty() && e.waiting.is_empty() {
+        if e.granted.is_empty() && e.waiting.is_empty() && e.early.is_none() {
             map.remove(key);
         }
         None
@@ -136,7 +170,14 @@ impl LockManager {
 
     /// Grants `mode` on `key` to `txn`, parking until it can (FIFO) or the timeout
     /// passes. Must not be called while holding a page or tree latch.
-    pub fn lock(&self, txn: TxnId, key: &LockKey, mode: LockMode) -> Result<Granted> {
+    /// A dependency on an early-released commit is folded into `dep`.
+    pub fn lock(
+        &self,
+        txn: TxnId,
+        key: &LockKey,
+        mode: LockMode,
+        dep: &mut Option<Lsn>,
+    ) -> Result<Granted> {
         let shard = self.shard(key);
         let mut map = shard.map.lock();
         let e = map.entry(key.clone()).or_default();
@@ -145,7 +186,7 @@ impl LockManager {
         }
         let upgrade = e.held_by(txn).is_some();
         if e.compatible_with_others(txn, mode) && (upgrade || e.waiting.is_empty()) {
-            return Ok(e.grant(txn, mode));
+            return Ok(e.grant_noting(txn, mode, dep));
         }
         if e.waiting.len() >= MAX_WAITERS {
             return Err(Error::InvalidArgument(format!(
@@ -164,7 +205,7 @@ impl LockManager {
             let first = e.waiting.front().map(|w| w.0) == Some(txn);
             if first && e.compatible_with_others(txn, mode) {
                 e.waiting.pop_front();
-                let g = e.grant(txn, mode);
+                let g = e.grant_noting(txn, mode, dep);
                 // The next waiter may be compatible too (S after S).
                 shard.cv.notify_all();
                 return Ok(g);
@@ -175,10 +216,10 @@ impl LockManager {
                 if first && e.compatible_with_others(txn, mode) {
                     e.waiting.pop_front();
                     shard.cv.notify_all();
-                    return Ok(e.grant(txn, mode));
+                    return Ok(e.grant_noting(txn, mode, dep));
                 }
                 e.waiting.retain(|w| w.0 != txn);
-                if e.granted.is_empty() && e.waiting.is_empty() {
+                if e.granted.is_empty() && e.waiting.is_empty() && e.early.is_none() {
                     map.remove(key);
                 }
                 // Our leaving may unblock whoever queued behind us.
@@ -193,18 +234,41 @@ impl LockManager {
 
     /// Releases `txn`'s locks on `keys` and wakes the waiters behind them.
     pub fn unlock_all<'a>(&self, txn: TxnId, keys: impl IntoIterator<Item = &'a LockKey>) {
+        self.release(txn, keys, None, Lsn(u64::MAX));
+    }
+
+    /// Releases `txn`'s locks on `keys`. With `early = Some(commit_end)` the commit is
+    /// not yet durable (early lock release): each exclusive lock leaves `commit_end` on
+    /// its key for the next holder to depend on. `durable` is the log's durable LSN now,
+    /// used to forget dependencies that no longer matter.
+    pub fn release<'a>(
+        &self,
+        txn: TxnId,
+        keys: impl IntoIterator<Item = &'a LockKey>,
+        early: Option<Lsn>,
+        durable: Lsn,
+    ) {
         for key in keys {
             let shard = self.shard(key);
             let mut map = shard.map.lock();
             let Some(e) = map.get_mut(key) else {
                 panic!("{txn} releases a lock it does not hold");
             };
-            let before = e.granted.len();
-            e.granted.retain(|g| g.0 != txn);
-            assert_eq!(e.granted.len() + 1, before, "{txn} did not hold the lock");
+            let Some(i) = e.granted.iter().position(|g| g.0 == txn) else {
+                panic!("{txn} did not hold the lock");
+            };
+            let (_, mode) = e.granted.swap_remove(i);
+            if let (Some(end), LockMode::Exclusive) = (early, mode) {
+                if end > durable && e.early.is_none_or(|x| x < end) {
+                    e.early = Some(end);
+                }
+            }
             let wake = !e.waiting.is_empty();
-            if e.granted.is_empty() && e.waiting.is_empty() {
+            if e.idle(durable) {
                 map.remove(key);
+            }
+            if map.len() > PRUNE_AT {
+                map.retain(|_, e| !e.idle(durable));
             }
             if wake {
                 shard.cv.notify_all();
@@ -214,7 +278,16 @@ impl LockManager {
 
     /// Keys with granted or waiting locks (for tests and leak checks).
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.map.lock().len()).sum()
+        self.shards
+            .iter()
+            .map(|s| {
+                s.map
+                    .lock()
+                    .values()
+                    .filter(|e| !e.granted.is_empty() || !e.waiting.is_empty())
+                    .count()
+            })
+            .sum()
     }
 
     /// True if no lock is held or awaited.
@@ -239,28 +312,34 @@ mod tests {
     fn shared_locks_share_and_exclusive_excludes() {
         let lm = LockManager::new(Duration::from_millis(30));
         assert_eq!(
-            lm.lock(TxnId(1), &k("a"), LockMode::Shared).unwrap(),
+            lm.lock(TxnId(1), &k("a"), LockMode::Shared, &mut None)
+                .unwrap(),
             Granted::New
         );
         assert_eq!(
-            lm.lock(TxnId(2), &k("a"), LockMode::Shared).unwrap(),
+            lm.lock(TxnId(2), &k("a"), LockMode::Shared, &mut None)
+                .unwrap(),
             Granted::New
         );
         assert!(matches!(
-            lm.lock(TxnId(3), &k("a"), LockMode::Exclusive),
+            lm.lock(TxnId(3), &k("a"), LockMode::Exclusive, &mut None),
             Err(Error::LockTimeout { .. })
         ));
         assert_eq!(
-            lm.lock(TxnId(1), &k("a"), LockMode::Shared).unwrap(),
+            lm.lock(TxnId(1), &k("a"), LockMode::Shared, &mut None)
+                .unwrap(),
             Granted::AlreadyHeld
         );
         lm.unlock_all(TxnId(1), [&k("a")]);
         lm.unlock_all(TxnId(2), [&k("a")]);
         assert_eq!(
-            lm.lock(TxnId(3), &k("a"), LockMode::Exclusive).unwrap(),
+            lm.lock(TxnId(3), &k("a"), LockMode::Exclusive, &mut None)
+                .unwrap(),
             Granted::New
         );
-        assert!(lm.try_lock(TxnId(4), &k("a"), LockMode::Shared).is_none());
+        assert!(lm
+            .try_lock(TxnId(4), &k("a"), LockMode::Shared, &mut None)
+            .is_none());
         lm.unlock_all(TxnId(3), [&k("a")]);
         assert!(lm.is_empty(), "lock table leaked entries");
     }
@@ -268,10 +347,13 @@ mod tests {
     #[test]
     fn waiter_is_granted_when_the_holder_releases() {
         let lm = Arc::new(LockManager::new(Duration::from_secs(5)));
-        lm.lock(TxnId(1), &k("x"), LockMode::Exclusive).unwrap();
+        lm.lock(TxnId(1), &k("x"), LockMode::Exclusive, &mut None)
+            .unwrap();
         let lm2 = lm.clone();
         let h = std::thread::spawn(move || {
-            let g = lm2.lock(TxnId(2), &k("x"), LockMode::Exclusive).unwrap();
+            let g = lm2
+                .lock(TxnId(2), &k("x"), LockMode::Exclusive, &mut None)
+                .unwrap();
             lm2.unlock_all(TxnId(2), [&k("x")]);
             g
         });
@@ -284,11 +366,14 @@ mod tests {
     #[test]
     fn upgrade_deadlock_times_out_one_victim() {
         let lm = Arc::new(LockManager::new(Duration::from_millis(50)));
-        lm.lock(TxnId(1), &k("u"), LockMode::Shared).unwrap();
-        lm.lock(TxnId(2), &k("u"), LockMode::Shared).unwrap();
+        lm.lock(TxnId(1), &k("u"), LockMode::Shared, &mut None)
+            .unwrap();
+        lm.lock(TxnId(2), &k("u"), LockMode::Shared, &mut None)
+            .unwrap();
         let lm2 = lm.clone();
-        let h = std::thread::spawn(move || lm2.lock(TxnId(2), &k("u"), LockMode::Exclusive));
-        let r1 = lm.lock(TxnId(1), &k("u"), LockMode::Exclusive);
+        let h =
+            std::thread::spawn(move || lm2.lock(TxnId(2), &k("u"), LockMode::Exclusive, &mut None));
+        let r1 = lm.lock(TxnId(1), &k("u"), LockMode::Exclusive, &mut None);
         let r2 = h.join().unwrap();
         assert!(
             r1.is_err() || r2.is_err(),
@@ -299,13 +384,15 @@ mod tests {
     #[test]
     fn fifo_order_is_kept_for_exclusive_waiters() {
         let lm = Arc::new(LockManager::new(Duration::from_secs(5)));
-        lm.lock(TxnId(1), &k("f"), LockMode::Exclusive).unwrap();
+        lm.lock(TxnId(1), &k("f"), LockMode::Exclusive, &mut None)
+            .unwrap();
         let order = Arc::new(Mutex::new(Vec::new()));
         let mut hs = Vec::new();
         for t in 2..5u64 {
             let (lm, order) = (lm.clone(), order.clone());
             hs.push(std::thread::spawn(move || {
-                lm.lock(TxnId(t), &k("f"), LockMode::Exclusive).unwrap();
+                lm.lock(TxnId(t), &k("f"), LockMode::Exclusive, &mut None)
+                    .unwrap();
                 order.lock().push(t);
                 lm.unlock_all(TxnId(t), [&k("f")]);
             }));
@@ -317,5 +404,38 @@ mod tests {
             h.join().unwrap();
         }
         assert_eq!(*order.lock(), vec![2, 3, 4]);
+    }
+
+    #[test]
+    fn early_release_leaves_a_dependency_for_the_next_holder() {
+        let lm = LockManager::new(Duration::from_millis(30));
+        let (x, y) = (k("x"), k("y"));
+        lm.lock(TxnId(1), &x, LockMode::Exclusive, &mut None)
+            .unwrap();
+        lm.lock(TxnId(1), &y, LockMode::Shared, &mut None).unwrap();
+        // Commit record ends at 100, durable is 50: released early.
+        lm.release(TxnId(1), [&x, &y], Some(Lsn(100)), Lsn(50));
+        assert!(lm.is_empty(), "no lock is held any more");
+        let mut dep = None;
+        lm.lock(TxnId(2), &x, LockMode::Shared, &mut dep).unwrap();
+        assert_eq!(dep, Some(Lsn(100)), "reader of x depends on txn 1's commit");
+        let mut dep = None;
+        lm.lock(TxnId(3), &y, LockMode::Exclusive, &mut dep)
+            .unwrap();
+        assert_eq!(dep, None, "a shared lock released early exposes no data");
+        // Once durable, a release leaves nothing behind.
+        lm.release(TxnId(3), [&y], Some(Lsn(200)), Lsn(300));
+        let mut dep = None;
+        lm.lock(TxnId(4), &y, LockMode::Shared, &mut dep).unwrap();
+        assert_eq!(dep, None);
+        // The largest early commit wins.
+        lm.release(TxnId(2), [&x], None, Lsn(50));
+        lm.lock(TxnId(5), &x, LockMode::Exclusive, &mut None)
+            .unwrap();
+        lm.release(TxnId(5), [&x], Some(Lsn(90)), Lsn(50));
+        let mut dep = None;
+        lm.try_lock(TxnId(6), &x, LockMode::Shared, &mut dep)
+            .unwrap();
+        assert_eq!(dep, Some(Lsn(100)));
     }
 }

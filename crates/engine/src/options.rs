@@ -5,17 +5,96 @@ use crate::page::{HEADER_LEN, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 use sluice_wal::LogOptions;
 use std::time::Duration;
 
-/// When a committing transaction releases its locks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum LockRelease {
-    /// After the commit record is durable: strict two-phase locking (the default).
+/// How transactions commit (Aether §3–4): when locks are released, and whether the
+/// committing thread waits for the log flush.
+///
+/// Under every protocol but [`CommitProtocol::Async`] a commit is acknowledged only once
+/// its commit record is durable, and a transaction that read data released early is
+/// acknowledged only once the transaction it read from is durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CommitProtocol {
+    /// Locks are held until the commit record is durable; the committing thread blocks.
+    Classic,
+    /// Early lock release: locks are released as soon as the commit record is in the log
+    /// buffer; the committing thread still blocks until it is durable.
+    Elr,
+    /// Flush pipelining: locks are held until durable, but an agent thread detaches the
+    /// transaction and runs other work; the log daemon hands it back once hardened.
+    /// (A direct [`Transaction::commit`](crate::Transaction::commit) has no agent to
+    /// detach from and behaves as `Classic`.)
+    Pipelined,
+    /// Early lock release and flush pipelining together — the Aether configuration.
+    /// (A direct commit behaves as `Elr`.)
     #[default]
-    AfterDurable,
-    /// As soon as the commit record is in the log buffer (early lock release, Aether §3).
-    /// Safe for update transactions because a dependent's commit record lies later in the
-    /// same log; a reader that only read must still wait for durability before it
-    /// reports what it saw (the commit path does).
-    Early,
+    ElrPipelined,
+    /// Asynchronous commit: acknowledged without waiting for the log. **Unsafe**: a crash
+    /// loses acknowledged commits. Offered only as the comparison point the papers use.
+    Async,
+}
+
+impl CommitProtocol {
+    /// Every protocol, in the order reports list them.
+    pub const ALL: [CommitProtocol; 5] = [
+        CommitProtocol::Classic,
+        CommitProtocol::Elr,
+        CommitProtocol::Pipelined,
+        CommitProtocol::ElrPipelined,
+        CommitProtocol::Async,
+    ];
+
+    /// The protocol's command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CommitProtocol::Classic => "classic",
+            CommitProtocol::Elr => "elr",
+            CommitProtocol::Pipelined => "pipelined",
+            CommitProtocol::ElrPipelined => "elr-pipelined",
+            CommitProtocol::Async => "async",
+        }
+    }
+
+    /// Locks are released before the commit is durable.
+    pub fn early_release(self) -> bool {
+        matches!(
+            self,
+            CommitProtocol::Elr | CommitProtocol::ElrPipelined | CommitProtocol::Async
+        )
+    }
+
+    /// Agents detach committing transactions instead of blocking on the log.
+    pub fn pipelined(self) -> bool {
+        matches!(
+            self,
+            CommitProtocol::Pipelined | CommitProtocol::ElrPipelined
+        )
+    }
+
+    /// Acknowledgement waits for durability.
+    pub fn durable(self) -> bool {
+        self != CommitProtocol::Async
+    }
+}
+
+impl std::fmt::Display for CommitProtocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for CommitProtocol {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        CommitProtocol::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = CommitProtocol::ALL.iter().map(|p| p.name()).collect();
+                format!(
+                    "unknown commit protocol '{s}' (expected one of: {})",
+                    names.join(", ")
+                )
+            })
+    }
 }
 
 /// Options of a database.
@@ -34,8 +113,8 @@ pub struct Options {
     /// Take a checkpoint after this many log bytes since the last one (0: only on
     /// request and at close).
     pub checkpoint_log_bytes: u64,
-    /// When commit releases locks.
-    pub lock_release: LockRelease,
+    /// How transactions commit.
+    pub commit: CommitProtocol,
 }
 
 impl Default for Options {
@@ -46,7 +125,7 @@ impl Default for Options {
             log: LogOptions::default(),
             lock_timeout: Duration::from_secs(2),
             checkpoint_log_bytes: 64 << 20,
-            lock_release: LockRelease::AfterDurable,
+            commit: CommitProtocol::default(),
         }
     }
 }
@@ -69,7 +148,7 @@ impl Options {
             },
             lock_timeout: Duration::from_millis(200),
             checkpoint_log_bytes: 128 << 10,
-            lock_release: LockRelease::AfterDurable,
+            commit: CommitProtocol::default(),
         }
     }
 

@@ -3,7 +3,7 @@
 //!
 //! Life of a transaction: `begin` → changes (each an X-locked key, a log record chained
 //! by prevLSN, an undo entry in memory) → commit record in the log buffer → durable →
-//! locks released (strict 2PL; with [`LockRelease::Early`] the release comes before
+//! locks released (strict 2PL; with early lock release — see [`CommitProtocol`] — the release comes before
 //! durability). The three commit steps are separate methods
 //! ([`Transaction::commit_record`], [`Database::wait_durable`](crate::Database::wait_durable),
 //! [`Transaction::release_locks`]) so other commit protocols can reorder or pipeline them.
@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
 use crate::lock::{Granted, LockKey, LockMode};
 use crate::log_record::{Change, Record};
-use crate::options::LockRelease;
+use crate::options::CommitProtocol;
 use crate::txn_table::TxnShared;
 use sluice_wal::{Appended, Lsn};
 use std::collections::VecDeque;
@@ -53,6 +53,9 @@ pub struct Transaction {
     held: Vec<LockKey>,
     state: State,
     commit_end: Option<Lsn>,
+    /// The largest commit LSN of an early-released transaction whose data this one
+    /// locked (read or overwrote): it must be durable before this one is acknowledged.
+    dep: Option<Lsn>,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -123,6 +126,7 @@ impl Transaction {
             held: Vec::new(),
             state: State::Active,
             commit_end: None,
+            dep: None,
         }
     }
 
@@ -146,7 +150,12 @@ impl Transaction {
             table: table.root,
             key: key.to_vec(),
         };
-        if self.db.locks.lock(self.shared.id, &k, mode)? == Granted::New {
+        if self
+            .db
+            .locks
+            .lock(self.shared.id, &k, mode, &mut self.dep)?
+            == Granted::New
+        {
             self.held.push(k);
         }
         Ok(())
@@ -255,31 +264,61 @@ impl Transaction {
     }
 
     /// Releases every lock the transaction holds (commit step 2 or 3, depending on the
-    /// protocol; also the last step of rollback).
+    /// protocol; also the last step of rollback). After [`Transaction::commit_record`]
+    /// and before that record is durable, this is an *early* release: every exclusive
+    /// lock leaves the commit LSN behind, so whoever takes the key next depends on this
+    /// commit and is not acknowledged before it is durable.
     pub fn release_locks(&mut self) {
         let held = std::mem::take(&mut self.held);
-        self.db.locks.unlock_all(self.shared.id, &held);
+        let early = match self.state {
+            State::Committed => self.commit_end,
+            _ => None,
+        };
+        self.db
+            .locks
+            .release(self.shared.id, &held, early, self.db.log.durable_lsn());
     }
 
-    /// Commits: commit record, then (by the database's [`LockRelease`]) durability and
-    /// lock release in the configured order. Returns once the commit is durable.
+    /// The LSN the log must be durable up to before this committed transaction may be
+    /// acknowledged: its own commit record's end or the commit of a transaction it
+    /// depends on through early lock release, whichever is later. `None`: nothing to wait
+    /// for (a read-only transaction that read only durable data).
+    pub fn ack_lsn(&self) -> Option<Lsn> {
+        self.commit_end.max(self.dep)
+    }
+
+    /// The end of the transaction's last log record, if it logged any.
+    pub fn last_lsn(&self) -> Option<Lsn> {
+        self.shared.chain().last_end
+    }
+
+    /// True if the transaction has written log records.
+    pub fn has_logged(&self) -> bool {
+        self.shared.chain().last.is_some()
+    }
+
+    /// Commits by the database's [`CommitProtocol`]: commit record, then durability and
+    /// lock release in the protocol's order. Returns once the commit is durable (at once
+    /// under `Async`). Without an agent to detach from, the pipelined protocols behave as
+    /// their blocking counterparts; see [`crate::Agents`] for flush pipelining.
     pub fn commit(mut self) -> Result<()> {
-        let end = self.commit_record()?;
+        self.commit_record()?;
+        let protocol: CommitProtocol = self.db.options.commit;
         let log = self.db.log.clone();
-        let r = match self.db.options.lock_release {
-            LockRelease::AfterDurable => {
-                let r = end.map_or(Ok(Lsn(0)), |e| log.wait_durable(e));
-                self.release_locks();
-                r
+        let r = if protocol.early_release() {
+            self.release_locks();
+            match (protocol.durable(), self.ack_lsn()) {
+                (true, Some(lsn)) => log.wait_durable(lsn).map(drop),
+                _ => Ok(()),
             }
-            LockRelease::Early => {
-                self.release_locks();
-                // A read-only transaction may have read data whose commit is not yet
-                // durable: wait for everything released so far.
-                log.wait_durable(end.unwrap_or_else(|| log.released_lsn()))
-            }
+        } else {
+            let r = self
+                .ack_lsn()
+                .map_or(Ok(()), |lsn| log.wait_durable(lsn).map(drop));
+            self.release_locks();
+            r
         };
-        r?;
+        r.map_err(crate::Error::from)?;
         self.db.maybe_checkpoint();
         Ok(())
     }
@@ -350,14 +389,14 @@ impl Scan<'_> {
         self.txn.check_active()?;
         while self.buf.is_empty() && !self.done {
             let t = &mut *self.txn;
-            let (locks, id, held) = (&t.db.locks, t.shared.id, &mut t.held);
+            let (locks, id, held, dep) = (&t.db.locks, t.shared.id, &mut t.held, &mut t.dep);
             let table = self.table.root;
             let mut try_lock = |key: &[u8]| {
                 let k = LockKey {
                     table,
                     key: key.to_vec(),
                 };
-                match locks.try_lock(id, &k, LockMode::Shared) {
+                match locks.try_lock(id, &k, LockMode::Shared, dep) {
                     Some(Granted::New) => {
                         held.push(k);
                         true

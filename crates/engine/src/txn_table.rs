@@ -14,6 +14,8 @@ use std::sync::Arc;
 pub(crate) struct Chain {
     pub(crate) first: Option<Lsn>,
     pub(crate) last: Option<Lsn>,
+    /// The end of the last record (what must be durable for it to be on disk).
+    pub(crate) last_end: Option<Lsn>,
 }
 
 /// What the checkpoint and the transaction share.
@@ -39,6 +41,7 @@ impl TxnShared {
         assert!(c.last.is_none_or(|l| l < a.lsn), "log chain must grow");
         c.first.get_or_insert(a.lsn);
         c.last = Some(a.lsn);
+        c.last_end = Some(a.end);
         Ok(a)
     }
 

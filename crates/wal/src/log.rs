@@ -465,6 +465,12 @@ impl Log {
         let s = &*self.shared;
         s.closing.store(true, Ordering::Release);
         s.buffer.core.flusher.notify_all();
+        if handle.thread().id() == std::thread::current().id() {
+            // Closed from a durable callback running on the daemon (it dropped the last
+            // owner of this log): the daemon cannot join itself. It sees `closing` and
+            // exits once the callback returns; everything durable stays durable.
+            return Ok(s.buffer.durable());
+        }
         let _ = handle.join();
         s.buffer.stop();
         s.waiters.fail_all(&WalError::Closed);

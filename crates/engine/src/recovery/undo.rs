@@ -17,6 +17,7 @@ pub(crate) fn run(inner: &Inner, losers: HashMap<TxnId, Loser>) -> Result<u64> {
         let s = inner.txns.register(
             id,
             Chain {
+                last_end: None,
                 first: Some(l.first),
                 last: Some(l.last),
             },

@@ -13,14 +13,17 @@
 //! tree structure, and every page on disk with a valid checksum.
 
 use crate::testing::fence::FencedStorage;
-use crate::{Database, Error, Options, Table};
+use crate::{
+    AgentOptions, Agents, CommitProtocol, Database, Error, Finished, Options,
+    Outcome as TxnOutcome, Submitter, Table, TxnId,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sluice_storage::SimStorage;
 use sluice_wal::Lsn;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex};
 
 /// What a crash sweep found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -31,6 +34,9 @@ pub struct CrashReport {
     pub acknowledged: u64,
     /// Acknowledged transactions missing after recovery (must be 0).
     pub lost: u64,
+    /// Under the `async` protocol only: acknowledged transactions a crash took away, as
+    /// that protocol allows (the state must still be a commit prefix).
+    pub lost_async: u64,
     /// Seeds whose recovered state broke a rule (must be 0).
     pub violations: u64,
     /// Seeds where the armed crash hit the running workload (not its end).
@@ -144,10 +150,13 @@ fn read_state(db: &Database) -> Result<State, Error> {
 }
 
 /// Checks the recovered state against the candidates; returns (lost, problem).
-fn judge(outcomes: &[Outcome], got: &State) -> (u64, Option<String>) {
+/// `durable`: acknowledged commits must survive (every protocol but `async`, whose lost
+/// acknowledgements are counted but are not a violation).
+fn judge(outcomes: &[Outcome], got: &State, durable: bool) -> (u64, Option<String>) {
     let mut cands: Vec<&Outcome> = outcomes.iter().filter(|o| o.commit.is_some()).collect();
     cands.sort_by_key(|o| o.commit);
-    let must = cands.iter().rposition(|o| o.acked).map_or(0, |i| i + 1);
+    let acked_prefix = cands.iter().rposition(|o| o.acked).map_or(0, |i| i + 1);
+    let must = if durable { acked_prefix } else { 0 };
     let mut state = State::new();
     let apply = |state: &mut State, o: &Outcome| {
         for (t, k, v) in &o.writes {
@@ -166,7 +175,11 @@ fn judge(outcomes: &[Outcome], got: &State) -> (u64, Option<String>) {
             apply(&mut state, cands[p - 1]);
         }
         if &state == got {
-            return (0, None);
+            let lost = cands[p.min(acked_prefix)..acked_prefix]
+                .iter()
+                .filter(|o| o.acked)
+                .count() as u64;
+            return (lost, None);
         }
     }
     // No prefix matches. Count acknowledged transactions with a write not visible.
@@ -198,21 +211,176 @@ fn judge(outcomes: &[Outcome], got: &State) -> (u64, Option<String>) {
 struct SeedResult {
     acknowledged: u64,
     lost: u64,
+    lost_async: u64,
     mid_run: bool,
     in_recovery: u64,
     problem: Option<String>,
 }
 
-fn run_seed(seed: u64) -> SeedResult {
+/// How the sweep's transactions commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashMode {
+    /// Each thread runs its transactions and commits them step by step itself (strict
+    /// two-phase locking, blocking on the log).
+    Direct,
+    /// Logical clients submit to an agent pool committing by this protocol (two agents
+    /// for the pipelined protocols, one per client otherwise).
+    Agents(CommitProtocol),
+}
+
+/// Candidates and acknowledgements collected from an agent-pool run.
+/// A transaction's writes: (table index, key, new value or `None` for a delete).
+type Writes = Vec<(usize, Vec<u8>, Option<Vec<u8>>)>;
+
+#[derive(Default)]
+struct AgentLog {
+    writes: HashMap<TxnId, Writes>,
+    commits: HashMap<TxnId, Option<Lsn>>,
+    acked: HashSet<TxnId>,
+    clients_done: usize,
+}
+
+struct Client {
+    tables: Vec<Table>,
+    rng: Mutex<StdRng>,
+    tag: String,
+    log: Arc<(Mutex<AgentLog>, Condvar)>,
+}
+
+/// One client's `i`-th transaction: the same shape as [`run_txn`], submitted to agents;
+/// the completion submits the next one.
+fn client_step(sub: Submitter, c: Arc<Client>, i: usize) {
+    if i == TXNS_PER_THREAD {
+        let (l, cv) = &*c.log;
+        l.lock().expect("agent log").clients_done += 1;
+        cv.notify_all();
+        return;
+    }
+    let (picks, deletes, pads, rollback) = {
+        let mut rng = c.rng.lock().expect("client rng");
+        let n = rng.gen_range(1..=4);
+        let mut picks: Vec<(usize, u32)> = (0..n)
+            .map(|_| (rng.gen_range(0..c.tables.len()), rng.gen_range(0..KEYS)))
+            .collect();
+        picks.sort_unstable();
+        picks.dedup();
+        let deletes: Vec<bool> = picks.iter().map(|_| rng.gen_bool(0.25)).collect();
+        let pads: Vec<usize> = picks.iter().map(|_| rng.gen_range(0..120)).collect();
+        (picks, deletes, pads, rng.gen_bool(0.15))
+    };
+    let body_c = c.clone();
+    let tag = format!("{}.{i}", c.tag);
+    let body = move |tx: &mut crate::Transaction| {
+        let mut writes = Vec::new();
+        for (j, &(t, k)) in picks.iter().enumerate() {
+            let kb = key(k);
+            if deletes[j] {
+                tx.delete(&body_c.tables[t], &kb)?;
+                writes.push((t, kb, None));
+            } else {
+                let v = format!("{tag}:{k}:{}", "x".repeat(pads[j])).into_bytes();
+                tx.put(&body_c.tables[t], &kb, &v)?;
+                writes.push((t, kb, Some(v)));
+            }
+        }
+        if rollback {
+            return Ok(TxnOutcome::Rollback(tx.id()));
+        }
+        body_c
+            .log
+            .0
+            .lock()
+            .expect("agent log")
+            .writes
+            .insert(tx.id(), writes);
+        Ok(TxnOutcome::Commit(tx.id()))
+    };
+    let next = sub.clone();
+    let done = move |r: Result<Finished<TxnId>, Error>| match r {
+        Ok(f) => {
+            if f.committed {
+                c.log.0.lock().expect("agent log").acked.insert(f.value);
+            }
+            client_step(next, c, i + 1);
+        }
+        Err(_) => {
+            // The crash (or a lock timeout) ends this client.
+            let (l, cv) = &*c.log;
+            l.lock().expect("agent log").clients_done += 1;
+            cv.notify_all();
+        }
+    };
+    sub.submit(body, done);
+}
+
+fn run_agents(
+    db: &Database,
+    tables: &[Table],
+    protocol: CommitProtocol,
+    seeds: &[u64],
+    seed: u64,
+) -> Vec<Outcome> {
+    let log = Arc::new((Mutex::new(AgentLog::default()), Condvar::new()));
+    let hook_log = log.clone();
+    let agents = Agents::start_with(
+        db,
+        AgentOptions {
+            agents: if protocol.pipelined() { 2 } else { THREADS },
+            on_commit_record: Some(Arc::new(move |id, lsn| {
+                hook_log
+                    .0
+                    .lock()
+                    .expect("agent log")
+                    .commits
+                    .insert(id, lsn);
+            })),
+        },
+    );
+    for (t, &ts) in seeds.iter().enumerate() {
+        let c = Arc::new(Client {
+            tables: tables.to_vec(),
+            rng: Mutex::new(StdRng::seed_from_u64(ts)),
+            tag: format!("{seed}.{t}"),
+            log: log.clone(),
+        });
+        client_step(agents.submitter(), c, 0);
+    }
+    {
+        let (l, cv) = &*log;
+        let mut g = l.lock().expect("agent log");
+        while g.clients_done < seeds.len() {
+            g = cv.wait(g).expect("agent log");
+        }
+    }
+    agents.shutdown();
+    let mut g = log.0.lock().expect("agent log");
+    let commits = std::mem::take(&mut g.commits);
+    commits
+        .into_iter()
+        .map(|(id, commit)| Outcome {
+            writes: g.writes.remove(&id).unwrap_or_default(),
+            commit,
+            acked: g.acked.contains(&id),
+        })
+        .collect()
+}
+
+fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
     let mut rng = StdRng::seed_from_u64(seed);
     let sim = SimStorage::new(seed);
     let mut res = SeedResult {
         acknowledged: 0,
         lost: 0,
+        lost_async: 0,
         mid_run: false,
         in_recovery: 0,
         problem: None,
     };
+    let mut opts = options();
+    if let CrashMode::Agents(p) = mode {
+        opts.commit = p;
+    }
+    let options = || opts;
     let setup = (|| {
         let db = Database::open(FencedStorage::for_incarnation(&sim), DIR, options())?;
         let tables: Vec<Table> = TABLES
@@ -231,19 +399,25 @@ fn run_seed(seed: u64) -> SeedResult {
     let outcomes = Mutex::new(Vec::new());
     sim.crash_at_op(rng.gen_range(1..=CRASH_RANGE));
     let seeds: Vec<u64> = (0..THREADS).map(|_| rng.gen()).collect();
-    std::thread::scope(|s| {
-        for (t, &ts) in seeds.iter().enumerate() {
-            let (db, tables, outcomes) = (&db, &tables, &outcomes);
-            s.spawn(move || {
-                let mut rng = StdRng::seed_from_u64(ts);
-                for i in 0..TXNS_PER_THREAD {
-                    if run_txn(db, tables, &mut rng, format!("{seed}.{t}.{i}"), outcomes).is_err() {
-                        return;
+    if let CrashMode::Agents(p) = mode {
+        *outcomes.lock().expect("outcome log") = run_agents(&db, &tables, p, &seeds, seed);
+    } else {
+        std::thread::scope(|s| {
+            for (t, &ts) in seeds.iter().enumerate() {
+                let (db, tables, outcomes) = (&db, &tables, &outcomes);
+                s.spawn(move || {
+                    let mut rng = StdRng::seed_from_u64(ts);
+                    for i in 0..TXNS_PER_THREAD {
+                        if run_txn(db, tables, &mut rng, format!("{seed}.{t}.{i}"), outcomes)
+                            .is_err()
+                        {
+                            return;
+                        }
                     }
-                }
-            });
-        }
-    });
+                });
+            }
+        });
+    }
     if sim.crashed_count() == 0 {
         sim.crash();
     } else {
@@ -289,8 +463,13 @@ fn run_seed(seed: u64) -> SeedResult {
             return res;
         }
     };
-    let (lost, problem) = judge(&outcomes, &got);
-    res.lost = lost;
+    let durable = !matches!(mode, CrashMode::Agents(CommitProtocol::Async));
+    let (lost, problem) = judge(&outcomes, &got, durable);
+    if durable {
+        res.lost = lost;
+    } else {
+        res.lost_async = lost;
+    }
     if problem.is_some() {
         res.problem = problem;
         return res;
@@ -315,10 +494,20 @@ fn run_seed(seed: u64) -> SeedResult {
 
 /// Runs `seeds` seeds starting at `first_seed`, calling `progress` with each seed
 /// finished. Panics inside a seed are caught and reported as violations.
-pub fn crash_test(seeds: u64, first_seed: u64, mut progress: impl FnMut(u64)) -> CrashReport {
+pub fn crash_test(seeds: u64, first_seed: u64, progress: impl FnMut(u64)) -> CrashReport {
+    crash_test_mode(CrashMode::Direct, seeds, first_seed, progress)
+}
+
+/// As [`crash_test`], committing as `mode` says.
+pub fn crash_test_mode(
+    mode: CrashMode,
+    seeds: u64,
+    first_seed: u64,
+    mut progress: impl FnMut(u64),
+) -> CrashReport {
     let mut report = CrashReport::default();
     for seed in first_seed..first_seed + seeds {
-        let r = catch_unwind(AssertUnwindSafe(|| run_seed(seed))).unwrap_or_else(|p| {
+        let r = catch_unwind(AssertUnwindSafe(|| run_seed(seed, mode))).unwrap_or_else(|p| {
             let msg = p
                 .downcast_ref::<String>()
                 .cloned()
@@ -327,6 +516,7 @@ pub fn crash_test(seeds: u64, first_seed: u64, mut progress: impl FnMut(u64)) ->
             SeedResult {
                 acknowledged: 0,
                 lost: 0,
+                lost_async: 0,
                 mid_run: false,
                 in_recovery: 0,
                 problem: Some(format!("panic: {msg}")),
@@ -335,6 +525,7 @@ pub fn crash_test(seeds: u64, first_seed: u64, mut progress: impl FnMut(u64)) ->
         report.seeds += 1;
         report.acknowledged += r.acknowledged;
         report.lost += r.lost;
+        report.lost_async += r.lost_async;
         report.crashes_mid_run += r.mid_run as u64;
         report.crashes_in_recovery += r.in_recovery;
         if let Some(p) = r.problem {
