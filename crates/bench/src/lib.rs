@@ -5,7 +5,12 @@
 
 #![warn(missing_docs)]
 
+pub mod driver;
 pub mod plot;
 pub mod report;
+pub mod session;
+pub mod setup;
 pub mod sys;
+pub mod tatp;
+pub mod tpcb;
 pub mod wal;

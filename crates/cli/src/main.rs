@@ -3,6 +3,7 @@
 //! Every command validates its flags up front; a bad argument prints one line on stderr
 //! and exits with code 2. Runtime failures (an I/O error during a benchmark) exit 1.
 
+mod bench_txn;
 mod bench_wal;
 mod crash_test;
 mod progress;
@@ -42,6 +43,10 @@ enum CrashTest {
 enum Bench {
     /// Threads append a record and wait for it to be durable, in a loop (group commit).
     Wal(bench_wal::Args),
+    /// TPC-B under one or more commit protocols on one loaded database.
+    Tpcb(bench_txn::TpcbArgs),
+    /// TATP under one or more commit protocols on one loaded database.
+    Tatp(bench_txn::TatpArgs),
 }
 
 /// A failure of a command: bad input (exit 2) or a runtime error (exit 1).
@@ -82,6 +87,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench { which } => match which {
             Bench::Wal(a) => bench_wal::run(a),
+            Bench::Tpcb(a) => bench_txn::tpcb(a),
+            Bench::Tatp(a) => bench_txn::tatp(a),
         },
         Command::CrashTest { which } => match which {
             CrashTest::Engine(a) => crash_test::engine(a),

@@ -96,6 +96,10 @@ pub struct AgentOptions {
     /// Observes every commit record (for auditing, replication, or crash tests that must
     /// know what might have committed).
     pub on_commit_record: Option<CommitHook>,
+    /// The commit protocol; `None`: the database's ([`crate::Options::commit`]). Pools
+    /// with different protocols may run over one database one after another (as the
+    /// benchmarks do), not at the same time.
+    pub protocol: Option<CommitProtocol>,
 }
 
 struct Shared {
@@ -286,7 +290,7 @@ impl Agents {
             db,
             AgentOptions {
                 agents,
-                on_commit_record: None,
+                ..AgentOptions::default()
             },
         )
     }
@@ -296,7 +300,7 @@ impl Agents {
         let agents = options.agents;
         let shared = Arc::new(Shared {
             hook: options.on_commit_record,
-            protocol: db.inner.options.commit,
+            protocol: options.protocol.unwrap_or(db.inner.options.commit),
             db: db.clone(),
             q: Mutex::new(Queues::default()),
             cv: Condvar::new(),

@@ -160,16 +160,19 @@ impl Database {
         dir: impl AsRef<Path>,
         options: Options,
     ) -> Result<Database> {
-        Database::open_with_log_storage(storage.clone(), storage, dir, options)
+        let log_dir = dir.as_ref().join("log");
+        Database::open_with_log(storage.clone(), dir, storage, log_dir, options)
     }
 
-    /// As [`Database::open`], with the log (in `dir/log`) on its own storage — for
-    /// example a [`sluice_storage::DeviceModel`] that emulates a log device with its own
-    /// latency, as the commit-protocol experiments do.
-    pub fn open_with_log_storage(
+    /// As [`Database::open`], with the log in `log_dir` on its own storage — for example
+    /// on another device, or behind a [`sluice_storage::DeviceModel`] that emulates a log
+    /// device with a given latency, as the commit-protocol experiments do. The same
+    /// `log_dir` must be given every time the database is opened.
+    pub fn open_with_log(
         storage: Arc<dyn Storage>,
-        log_storage: Arc<dyn Storage>,
         dir: impl AsRef<Path>,
+        log_storage: Arc<dyn Storage>,
+        log_dir: impl AsRef<Path>,
         options: Options,
     ) -> Result<Database> {
         options.check()?;
@@ -190,7 +193,7 @@ impl Database {
         }
         .check()
         .map_err(|e| Error::Corruption(format!("control file: {e}")))?;
-        let log = Arc::new(Log::open(log_storage, dir.join("log"), options.log)?);
+        let log = Arc::new(Log::open(log_storage, log_dir.as_ref(), options.log)?);
         let file = DataFile::open(&*storage, &dir.join("data"), page_size)?;
         // The data file's directory entry must be durable before anything relies on it.
         storage.sync_dir(&dir)?;
@@ -228,6 +231,11 @@ impl Database {
     /// system with default options.
     pub fn open_path(path: impl AsRef<Path>) -> Result<Database> {
         Database::open(Arc::new(OsStorage::new()), path, Options::default())
+    }
+
+    /// The options the database was opened with.
+    pub fn options(&self) -> &Options {
+        &self.inner.options
     }
 
     /// Starts a transaction.

@@ -15,7 +15,7 @@ fn open(protocol: CommitProtocol, seed: u64) -> (Database, GatedStorage) {
     o.commit = protocol;
     o.lock_timeout = Duration::from_millis(100);
     o.checkpoint_log_bytes = 0; // no checkpoint may need the held log
-    let db = Database::open_with_log_storage(sim, Arc::new(gate.clone()), "/db", o).unwrap();
+    let db = Database::open_with_log(sim, "/db", Arc::new(gate.clone()), "/db/log", o).unwrap();
     (db, gate)
 }
 
@@ -154,7 +154,7 @@ fn pipelined_agents_keep_working_while_the_log_is_held() {
             &db,
             AgentOptions {
                 agents: 1,
-                on_commit_record: None,
+                ..AgentOptions::default()
             },
         );
         gate.close();

@@ -150,13 +150,8 @@ impl FlushDaemon {
         while at < to {
             let seg = segment::segment_start(at, seg_bytes);
             if self.current.as_ref().map(|c| c.0) != Some(seg) {
-                let next = if s.existing_segment(seg) {
-                    segment::open(&*s.storage, &s.dir, seg)?
-                } else {
-                    let f = segment::create(&*s.storage, &s.dir, seg, seg_bytes)?;
-                    s.note_segment(seg);
-                    f
-                };
+                let next = s.preparer.obtain(&s, seg)?;
+                s.preparer.request(seg.add(seg_bytes));
                 if let Some((_, old)) = self.current.replace((seg, next)) {
                     if let Some(unsynced) = self.previous.replace(old) {
                         unsynced.sync_data()?;

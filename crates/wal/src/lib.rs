@@ -21,6 +21,7 @@ pub mod frame;
 mod log;
 mod lsn;
 mod notify;
+mod prepare;
 mod reader;
 mod recovery;
 pub mod segment;

@@ -100,6 +100,7 @@ pub(crate) struct Shared {
     pub(crate) sync_done: AtomicU64,
     pub(crate) sync_done_parker: Parker,
     pub(crate) stats: Stats,
+    pub(crate) preparer: crate::prepare::Preparer,
     poisoned: AtomicBool,
     poison: crate::sync::Mutex<Option<Arc<io::Error>>>,
     /// Segment starts that exist on disk, ascending.
@@ -201,6 +202,7 @@ pub struct Appended {
 pub struct Log {
     shared: Arc<Shared>,
     daemon: crate::sync::Mutex<Option<JoinHandle<()>>>,
+    preparer: crate::sync::Mutex<Option<JoinHandle<()>>>,
     recovery: RecoveryInfo,
 }
 
@@ -259,12 +261,18 @@ impl Log {
             sync_done: AtomicU64::new(0),
             sync_done_parker: Parker::new(),
             stats: Stats::default(),
+            preparer: crate::prepare::Preparer::default(),
             poisoned: AtomicBool::new(false),
             poison: crate::sync::Mutex::new(None),
             segments: crate::sync::Mutex::new(rec.list.starts.clone()),
             start: AtomicU64::new(rec.info.start.0),
             lock: crate::sync::Mutex::new(Some(lock)),
         });
+        let p = shared.clone();
+        let preparer = std::thread::Builder::new()
+            .name("sluice-prepare".into())
+            .spawn(move || crate::prepare::Preparer::run(p))
+            .map_err(WalError::from)?;
         let d = FlushDaemon::new(shared.clone());
         let handle = std::thread::Builder::new()
             .name("sluice-flush".into())
@@ -273,6 +281,7 @@ impl Log {
         Ok(Log {
             shared,
             daemon: crate::sync::Mutex::new(Some(handle)),
+            preparer: crate::sync::Mutex::new(Some(preparer)),
             recovery: rec.info,
         })
     }
@@ -387,6 +396,12 @@ impl Log {
         self.shared.buffer.released()
     }
 
+    /// The start LSNs of the segment files on disk, ascending (the newest may be
+    /// prepared ahead and still empty).
+    pub fn segments(&self) -> Vec<Lsn> {
+        self.shared.segments.lock().clone()
+    }
+
     /// The first LSN still in the log.
     pub fn start_lsn(&self) -> Lsn {
         Lsn(self.shared.start.load(Ordering::Acquire))
@@ -469,9 +484,14 @@ impl Log {
             // Closed from a durable callback running on the daemon (it dropped the last
             // owner of this log): the daemon cannot join itself. It sees `closing` and
             // exits once the callback returns; everything durable stays durable.
+            s.preparer.stop();
             return Ok(s.buffer.durable());
         }
         let _ = handle.join();
+        s.preparer.stop();
+        if let Some(p) = self.preparer.lock().take() {
+            let _ = p.join();
+        }
         s.buffer.stop();
         s.waiters.fail_all(&WalError::Closed);
         s.sync_done_parker.notify_all();

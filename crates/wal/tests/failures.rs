@@ -19,6 +19,11 @@ fn first_failed_sync_poisons_the_log_for_good() {
     let log = Log::open(storage.clone(), DIR, small_options()).unwrap();
     let a = log.append(b"before").unwrap();
     log.wait_durable(a.end).unwrap();
+    // Let the background preparer finish the next segment, so the fault below hits the
+    // daemon's sync of the record.
+    while log.segments().len() < 2 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     sim.inject(FaultPlan {
         op: FaultOp::Sync,
         after: 1,
@@ -130,7 +135,6 @@ fn new_segment_directory_entry_is_synced_before_acknowledging_into_it() {
     let mut segments_seen = 0;
     for (i, ev) in trace.iter().enumerate() {
         if let TraceEvent::Rename { to, .. } = ev {
-            segments_seen += 1;
             let name = to.file_name().unwrap().to_owned();
             let synced_dir = trace[i..]
                 .iter()
@@ -138,10 +142,11 @@ fn new_segment_directory_entry_is_synced_before_acknowledging_into_it() {
             let first_write = trace[i..].iter().position(
                 |e| matches!(e, TraceEvent::Write { path, .. } if path.file_name() == Some(&name)),
             );
-            let (d, w) = (
-                synced_dir.expect("directory synced"),
-                first_write.expect("written"),
-            );
+            // The newest segment may be prepared ahead and not written yet: nothing in it
+            // is acknowledged, so there is nothing to check.
+            let Some(w) = first_write else { continue };
+            segments_seen += 1;
+            let d = synced_dir.expect("directory synced");
             assert!(
                 d < w,
                 "segment {name:?} written before its directory entry was synced"

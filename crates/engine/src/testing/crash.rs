@@ -326,6 +326,7 @@ fn run_agents(
         db,
         AgentOptions {
             agents: if protocol.pipelined() { 2 } else { THREADS },
+            protocol: None,
             on_commit_record: Some(Arc::new(move |id, lsn| {
                 hook_log
                     .0
