@@ -15,6 +15,7 @@ use sluice_wal::Lsn;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 const SHARDS: usize = 64;
@@ -115,6 +116,10 @@ impl Entry {
 struct Shard {
     map: Mutex<HashMap<LockKey, Entry>>,
     cv: Condvar,
+    /// Prune the idle entries kept for early releases once the map grows past this; it
+    /// doubles with what survives a prune, so a transaction holding a million locks does
+    /// not rescan the map on every release (amortised O(1) per release).
+    prune_at: AtomicUsize,
 }
 
 /// The lock table.
@@ -130,6 +135,7 @@ impl LockManager {
             shards: (0..SHARDS)
                 .map(|_| Shard {
                     map: Mutex::new(HashMap::new()),
+                    prune_at: AtomicUsize::new(PRUNE_AT),
                     cv: Condvar::new(),
                 })
                 .collect(),
@@ -267,8 +273,11 @@ impl LockManager {
             if e.idle(durable) {
                 map.remove(key);
             }
-            if map.len() > PRUNE_AT {
+            if map.len() > shard.prune_at.load(Ordering::Relaxed) {
                 map.retain(|_, e| !e.idle(durable));
+                shard
+                    .prune_at
+                    .store(PRUNE_AT.max(2 * map.len()), Ordering::Relaxed);
             }
             if wake {
                 shard.cv.notify_all();
