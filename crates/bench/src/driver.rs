@@ -98,6 +98,11 @@ pub struct DriverResult {
     /// Voluntary + involuntary context switches of the process per completed
     /// transaction.
     pub ctx_switches_per_txn: f64,
+    /// Of those, voluntary (a thread blocked: the protocol's own cost).
+    pub voluntary_ctx_per_txn: f64,
+    /// Of those, involuntary (a thread was preempted — on a shared machine, partly by
+    /// other processes).
+    pub involuntary_ctx_per_txn: f64,
     /// CPU time used ÷ (wall time × cores).
     pub cpu_util: f64,
     /// Per type.
@@ -282,6 +287,8 @@ pub fn run<W: Workload>(
         p99_us: all.value_at_quantile(0.99),
         ctx_switches_per_txn: (usage.voluntary_ctx + usage.involuntary_ctx) as f64
             / completed.max(1) as f64,
+        voluntary_ctx_per_txn: usage.voluntary_ctx as f64 / completed.max(1) as f64,
+        involuntary_ctx_per_txn: usage.involuntary_ctx as f64 / completed.max(1) as f64,
         cpu_util: usage.cpu.as_secs_f64() / (seconds * sys::cores() as f64),
         kinds: per_kind,
         committed_total: run.committed_total.load(Ordering::Relaxed),

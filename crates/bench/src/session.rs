@@ -68,6 +68,10 @@ pub struct Row {
     pub p99_us: u64,
     /// Context switches per transaction (voluntary + involuntary, whole process).
     pub ctx_switches_per_txn: f64,
+    /// Voluntary context switches per transaction (threads blocking).
+    pub voluntary_ctx_per_txn: f64,
+    /// Involuntary ones (preemption, partly by other processes).
+    pub involuntary_ctx_per_txn: f64,
     /// CPU used ÷ (wall × cores).
     pub cpu_util: f64,
     /// The workload's consistency checks passed after the run.
@@ -107,6 +111,8 @@ fn row(workload: &'static str, b: &BenchDb, spec: &RunSpec, agents: usize, r: Dr
         p50_us: r.p50_us,
         p99_us: r.p99_us,
         ctx_switches_per_txn: r.ctx_switches_per_txn,
+        voluntary_ctx_per_txn: r.voluntary_ctx_per_txn,
+        involuntary_ctx_per_txn: r.involuntary_ctx_per_txn,
         cpu_util: r.cpu_util,
         consistent: true,
         violations: Vec::new(),

@@ -27,8 +27,8 @@ pub(crate) struct FlushDaemon {
     /// A finished segment written this round that still needs its sync.
     previous: Option<Box<dyn FileHandle>>,
     pending_since: Option<Instant>,
-    /// Blocking waiters woken by the last round: most of them come straight back with
-    /// their next commit.
+    /// Waiters (blocked threads and callbacks) the last round completed: most of them come
+    /// straight back with their next commit.
     woken_last_round: usize,
 }
 
@@ -185,8 +185,10 @@ impl FlushDaemon {
         }
         s.stats.flushes.fetch_add(1, Ordering::Relaxed);
         s.buffer.mark_durable(to);
-        self.woken_last_round = s.waiters.parked();
-        s.waiters.on_durable(to);
+        let parked = s.waiters.parked();
+        // Blocked committers and completed callbacks alike tend to come straight back
+        // (a pipelined agent registers its next commit soon after the hand-back).
+        self.woken_last_round = parked + s.waiters.on_durable(to);
         Ok(())
     }
 }

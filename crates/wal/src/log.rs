@@ -351,7 +351,7 @@ impl Log {
         // registration; sweep so the callback is not stranded.
         let durable = s.buffer.durable();
         if durable >= lsn {
-            s.waiters.on_durable(durable);
+            let _ = s.waiters.on_durable(durable);
         } else if let Err(e) = s.check_wait() {
             s.waiters.fail_all(&e);
         }
