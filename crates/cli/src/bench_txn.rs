@@ -36,7 +36,7 @@ pub struct Common {
     #[arg(long)]
     log_latency: Option<String>,
     /// Measured seconds per run.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 4.0)]
     seconds: f64,
     /// Unmeasured warm-up seconds per run.
     #[arg(long, default_value_t = 1.0)]
