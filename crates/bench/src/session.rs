@@ -121,6 +121,17 @@ fn row(workload: &'static str, b: &BenchDb, spec: &RunSpec, agents: usize, r: Dr
     }
 }
 
+fn driver_config(spec: &RunSpec, agents: usize, seed: u64) -> DriverConfig {
+    DriverConfig {
+        clients: spec.clients,
+        agents,
+        protocol: spec.protocol,
+        warmup: spec.warmup,
+        measure: spec.seconds,
+        seed,
+    }
+}
+
 fn check_spec(b: &BenchDb, spec: &RunSpec) -> Result<usize, Error> {
     if spec.clients == 0 {
         return Err(Error::InvalidArgument(
@@ -191,14 +202,7 @@ impl TpcbSession {
         };
         let w = TpcbWorkload::new(self.tables.clone(), shape, self.runs)
             .map_err(Error::InvalidArgument)?;
-        let cfg = DriverConfig {
-            clients: spec.clients,
-            agents,
-            protocol: spec.protocol,
-            warmup: spec.warmup,
-            measure: spec.seconds,
-            seed: self.runs,
-        };
+        let cfg = driver_config(spec, agents, self.runs);
         let r = driver::run(&self.bench.db, Arc::new(w), &cfg, tick)?;
         self.committed += r.committed_total;
         let mut out = row("tpcb", &self.bench, spec, agents, r.clone());
@@ -264,14 +268,7 @@ impl TatpSession {
         let gen =
             TatpGenerator::new(self.subscribers, keys, only).map_err(Error::InvalidArgument)?;
         let w = TatpWorkload::new(self.tables.clone(), gen);
-        let cfg = DriverConfig {
-            clients: spec.clients,
-            agents,
-            protocol: spec.protocol,
-            warmup: spec.warmup,
-            measure: spec.seconds,
-            seed: self.runs,
-        };
+        let cfg = driver_config(spec, agents, self.runs);
         let r = driver::run(&self.bench.db, Arc::new(w), &cfg, tick)?;
         let mut out = row("tatp", &self.bench, spec, agents, r.clone());
         out.mqth = Some(r.completed_per_sec);

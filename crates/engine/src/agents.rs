@@ -344,9 +344,7 @@ impl Agents {
         B: FnOnce(&mut Transaction) -> Result<Outcome<R>> + Send + 'static,
         D: FnOnce(Result<Finished<R>>) + Send + 'static,
     {
-        let s = self.shared.clone();
-        let job: Job = Box::new(move || s.execute(body, done));
-        self.shared.push(job, false);
+        self.submitter().submit(body, done)
     }
 
     /// A cheap handle that can submit from anywhere (for example from inside a
