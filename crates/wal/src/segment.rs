@@ -152,9 +152,14 @@ pub fn scan_dir(storage: &dyn Storage, dir: &Path) -> Result<SegmentList> {
     if let Some(s) = size {
         for w in starts.windows(2) {
             if w[1].0 != w[0].0 + s {
+                let found: Vec<String> = starts.iter().map(|l| l.0.to_string()).collect();
                 return Err(WalError::Corruption {
                     lsn: Lsn(w[0].0 + s),
-                    reason: format!("segment starting at LSN {} is missing", w[0].0 + s),
+                    reason: format!(
+                        "segment starting at LSN {} is missing (segments found start at {})",
+                        w[0].0 + s,
+                        found.join(", ")
+                    ),
                 });
             }
         }
