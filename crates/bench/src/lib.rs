@@ -5,6 +5,7 @@
 
 #![warn(missing_docs)]
 
+pub mod commit_sweep;
 pub mod driver;
 pub mod plot;
 pub mod report;

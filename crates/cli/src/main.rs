@@ -3,6 +3,7 @@
 //! Every command validates its flags up front; a bad argument prints one line on stderr
 //! and exits with code 2. Runtime failures (an I/O error during a benchmark) exit 1.
 
+mod bench_sweep;
 mod bench_txn;
 mod bench_wal;
 mod crash_test;
@@ -47,6 +48,8 @@ enum Bench {
     Tpcb(bench_txn::TpcbArgs),
     /// TATP under one or more commit protocols on one loaded database.
     Tatp(bench_txn::TatpArgs),
+    /// Commit-protocol sweeps that draw Aether's figures (CSV, JSON, PNG, SVG).
+    CommitSweep(bench_sweep::Args),
 }
 
 /// A failure of a command: bad input (exit 2) or a runtime error (exit 1).
@@ -89,6 +92,7 @@ fn main() -> ExitCode {
             Bench::Wal(a) => bench_wal::run(a),
             Bench::Tpcb(a) => bench_txn::tpcb(a),
             Bench::Tatp(a) => bench_txn::tatp(a),
+            Bench::CommitSweep(a) => bench_sweep::run(a),
         },
         Command::CrashTest { which } => match which {
             CrashTest::Engine(a) => crash_test::engine(a),
