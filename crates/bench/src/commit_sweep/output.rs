@@ -322,7 +322,7 @@ fn charts(
         Figure::ElrSkew => {
             let sp = speedup.expect("elr-skew has a speedup table");
             let skews = distinct(rows.iter().map(|r| r.row.skew));
-            let series = sp
+            let mut series: Vec<Series> = sp
                 .rows
                 .iter()
                 .map(|(latency, vals)| Series {
@@ -334,6 +334,14 @@ fn charts(
                         .collect(),
                 })
                 .collect();
+            // The no-gain line: what a speedup is read against, and it keeps 1 on the log
+            // axis (whose labels plotters leaves out below 10 when the range starts at 1.3).
+            if let (Some(&first), Some(&last)) = (skews.first(), skews.last()) {
+                series.push(Series {
+                    label: "1× (no gain)".into(),
+                    points: vec![(first, 1.0), (last, 1.0)],
+                });
+            }
             vec![(
                 stem.to_string(),
                 Chart {
