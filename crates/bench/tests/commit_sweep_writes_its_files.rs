@@ -81,6 +81,7 @@ fn elr_skew_sweep_writes_rows_speedups_and_figure() {
         "log_latency",
         "tps",
         "ctx_switches_per_txn",
+        "voluntary_ctx_per_txn",
         "cpu_util",
         "consistent",
     ] {
