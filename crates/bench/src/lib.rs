@@ -5,9 +5,15 @@
 
 #![warn(missing_docs)]
 
+pub mod commit_sweep;
+pub mod driver;
 pub mod log_insert;
 pub mod log_insert_sweep;
 pub mod plot;
 pub mod report;
+pub mod session;
+pub mod setup;
 pub mod sys;
+pub mod tatp;
+pub mod tpcb;
 pub mod wal;

@@ -3,6 +3,7 @@
 //! Text is rendered with a bundled font (DejaVu Sans, `assets/`), so figures come out the
 //! same on any machine without system font libraries.
 
+use plotters::chart::SeriesLabelPosition;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 use std::path::Path;
@@ -95,6 +96,67 @@ impl Chart {
         ((x0, x1), (y0, y1))
     }
 
+    /// The corner where the legend covers the least of the lines: each line is sampled
+    /// along its segments in plot coordinates (0..1 on both axes, log axes in log space)
+    /// and the corner box a legend of this many entries needs that holds the fewest
+    /// samples wins; ties go to the first in the order upper right, upper left, lower
+    /// right, lower left.
+    fn legend_position(&self, (x0, x1): (f64, f64), (y0, y1): (f64, f64)) -> SeriesLabelPosition {
+        let unit = |v: f64, lo: f64, hi: f64, log: bool| {
+            if log {
+                (v.max(1e-300).ln() - lo.ln()) / (hi.ln() - lo.ln())
+            } else {
+                (v - lo) / (hi - lo)
+            }
+        };
+        let samples: Vec<(f64, f64)> = self
+            .series
+            .iter()
+            .flat_map(|s| {
+                let pts: Vec<(f64, f64)> = s
+                    .points
+                    .iter()
+                    .map(|&(x, y)| (unit(x, x0, x1, self.log_x), unit(y, y0, y1, self.log_y)))
+                    .collect();
+                let mut out = pts.clone();
+                for w in pts.windows(2) {
+                    for i in 1..16 {
+                        let t = i as f64 / 16.0;
+                        out.push((
+                            w[0].0 + t * (w[1].0 - w[0].0),
+                            w[0].1 + t * (w[1].1 - w[0].1),
+                        ));
+                    }
+                }
+                out
+            })
+            .collect();
+        // The legend's size as a share of the plot area (about 240 px wide, 22 px per
+        // entry plus padding, in a plot area of about 880 × 520 px).
+        let w = 0.3;
+        let h = (0.06 + 0.045 * self.series.len() as f64).min(0.6);
+        let corners = [
+            (SeriesLabelPosition::UpperRight, true, true),
+            (SeriesLabelPosition::UpperLeft, false, true),
+            (SeriesLabelPosition::LowerRight, true, false),
+            (SeriesLabelPosition::LowerLeft, false, false),
+        ];
+        let covered = |right: bool, upper: bool| {
+            samples
+                .iter()
+                .filter(|&&(x, y)| {
+                    (if right { x >= 1.0 - w } else { x <= w })
+                        && (if upper { y >= 1.0 - h } else { y <= h })
+                })
+                .count()
+        };
+        corners
+            .into_iter()
+            .min_by_key(|&(_, right, upper)| covered(right, upper))
+            .map(|(p, _, _)| p)
+            .expect("four corners")
+    }
+
     fn draw<DB: DrawingBackend>(
         &self,
         root: &DrawingArea<DB, plotters::coord::Shift>,
@@ -104,6 +166,7 @@ impl Chart {
     {
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         let ((x0, x1), (y0, y1)) = self.bounds();
+        let legend_at = self.legend_position((x0, x1), (y0, y1));
         macro_rules! body {
             ($chart:expr) => {{
                 let mut chart = $chart;
@@ -134,6 +197,7 @@ impl Chart {
                 }
                 chart
                     .configure_series_labels()
+                    .position(legend_at.clone())
                     .background_style(WHITE.mix(0.8))
                     .border_style(BLACK)
                     .label_font(("sans-serif", 16))
@@ -218,5 +282,39 @@ mod tests {
         if let Some(k) = keep {
             std::fs::copy(dir.path().join("fig.png"), k).unwrap();
         }
+    }
+
+    fn chart(series: Vec<Vec<(f64, f64)>>) -> Chart {
+        Chart {
+            title: String::new(),
+            x_label: String::new(),
+            y_label: String::new(),
+            log_x: false,
+            log_y: false,
+            series: series
+                .into_iter()
+                .map(|points| Series {
+                    label: "s".into(),
+                    points,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_legend_goes_where_the_lines_are_not() {
+        let pos = |c: &Chart| {
+            let (x, y) = c.bounds();
+            format!("{:?}", c.legend_position(x, y))
+        };
+        // Rising lines leave the upper left empty.
+        let rising = chart(vec![
+            vec![(0.0, 0.0), (10.0, 100.0)],
+            vec![(0.0, 0.0), (10.0, 80.0)],
+        ]);
+        assert_eq!(pos(&rising), "UpperLeft");
+        // Falling lines leave the upper right empty.
+        let falling = chart(vec![vec![(0.0, 100.0), (10.0, 1.0)]]);
+        assert_eq!(pos(&falling), "UpperRight");
     }
 }

@@ -4,7 +4,10 @@
 //! and exits with code 2. Runtime failures (an I/O error during a benchmark) exit 1.
 
 mod bench_log_insert;
+mod bench_sweep;
+mod bench_txn;
 mod bench_wal;
+mod crash_test;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -24,6 +27,18 @@ enum Command {
         #[command(subcommand)]
         which: Bench,
     },
+    /// Run a crash sweep over the simulated disk and check what recovery finds.
+    CrashTest {
+        #[command(subcommand)]
+        which: CrashTest,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum CrashTest {
+    /// Random multi-key transactions from several threads; crashes during work and
+    /// during recovery; every acknowledged commit must survive, nothing else may.
+    Engine(crash_test::EngineArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -36,6 +51,12 @@ enum Bench {
     /// The log-insert benchmark swept for one of Aether's figures; writes CSV, JSON, PNG
     /// and SVG.
     LogInsertSweep(bench_log_insert::SweepArgs),
+    /// TPC-B under one or more commit protocols on one loaded database.
+    Tpcb(bench_txn::TpcbArgs),
+    /// TATP under one or more commit protocols on one loaded database.
+    Tatp(bench_txn::TatpArgs),
+    /// Commit-protocol sweeps that draw Aether's figures (CSV, JSON, PNG, SVG).
+    CommitSweep(bench_sweep::Args),
 }
 
 /// A failure of a command: bad input (exit 2) or a runtime error (exit 1).
@@ -78,6 +99,12 @@ fn main() -> ExitCode {
             Bench::Wal(a) => bench_wal::run(a),
             Bench::LogInsert(a) => bench_log_insert::run(a),
             Bench::LogInsertSweep(a) => bench_log_insert::sweep(a),
+            Bench::Tpcb(a) => bench_txn::tpcb(a),
+            Bench::Tatp(a) => bench_txn::tatp(a),
+            Bench::CommitSweep(a) => bench_sweep::run(a),
+        },
+        Command::CrashTest { which } => match which {
+            CrashTest::Engine(a) => crash_test::engine(a),
         },
     };
     match result {

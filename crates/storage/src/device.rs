@@ -110,7 +110,9 @@ impl DeviceProfile {
 
 /// The shared state of one device: its costs and when its queue drains.
 struct Device {
-    profile: DeviceProfile,
+    /// Changeable while running ([`DeviceModel::set_profile`]), so an experiment can sweep
+    /// latencies over one database.
+    profile: Mutex<DeviceProfile>,
     /// When the last reserved operation completes; the next one starts no earlier.
     busy_until: Mutex<Instant>,
 }
@@ -158,7 +160,7 @@ impl<S: fmt::Debug> fmt::Debug for DeviceModel<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DeviceModel")
             .field("inner", &self.inner)
-            .field("profile", &self.device.profile)
+            .field("profile", &*self.device.profile.lock())
             .finish()
     }
 }
@@ -172,7 +174,7 @@ impl<S: Storage> DeviceModel<S> {
             "a zero bandwidth never completes a write"
         );
         let device = Device {
-            profile,
+            profile: Mutex::new(profile),
             busy_until: Mutex::new(Instant::now()),
         };
         DeviceModel {
@@ -188,7 +190,14 @@ impl<S: Storage> DeviceModel<S> {
 
     /// The device's profile.
     pub fn profile(&self) -> DeviceProfile {
-        self.device.profile
+        *self.device.profile.lock()
+    }
+
+    /// Changes the device's costs from the next operation on (for every clone and
+    /// handle). Panics if the bandwidth is zero.
+    pub fn set_profile(&self, profile: DeviceProfile) {
+        assert_ne!(profile.bandwidth_bytes_per_sec, Some(0), "zero bandwidth");
+        *self.device.profile.lock() = profile;
     }
 }
 
@@ -204,12 +213,12 @@ impl FileHandle for DeviceFile {
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        let cost = self.device.profile.write_cost(buf.len());
+        let cost = self.device.profile.lock().write_cost(buf.len());
         self.device.run(cost, || self.inner.write_at(buf, offset))
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        let cost = self.device.profile.sync_latency;
+        let cost = self.device.profile.lock().sync_latency;
         self.device.run(cost, || self.inner.sync_data())
     }
 
@@ -252,7 +261,7 @@ impl<S: Storage> Storage for DeviceModel<S> {
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        let cost = self.device.profile.sync_latency;
+        let cost = self.device.profile.lock().sync_latency;
         self.device.run(cost, || self.inner.sync_dir(dir))
     }
 

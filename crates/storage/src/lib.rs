@@ -14,10 +14,12 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 mod device;
+mod gate;
 mod os;
 mod sim;
 
 pub use device::{DeviceModel, DeviceProfile};
+pub use gate::GatedStorage;
 pub use os::OsStorage;
 pub use sim::{FaultKind, FaultOp, FaultPlan, SimStats, SimStorage, TraceEvent};
 

@@ -27,8 +27,8 @@ pub(crate) struct FlushDaemon {
     /// A finished segment written this round that still needs its sync.
     previous: Option<Box<dyn FileHandle>>,
     pending_since: Option<Instant>,
-    /// Blocking waiters woken by the last round: most of them come straight back with
-    /// their next commit.
+    /// Waiters (blocked threads and callbacks) the last round completed: most of them come
+    /// straight back with their next commit.
     woken_last_round: usize,
 }
 
@@ -150,13 +150,8 @@ impl FlushDaemon {
         while at < to {
             let seg = segment::segment_start(at, seg_bytes);
             if self.current.as_ref().map(|c| c.0) != Some(seg) {
-                let next = if s.existing_segment(seg) {
-                    segment::open(&*s.storage, &s.dir, seg)?
-                } else {
-                    let f = segment::create(&*s.storage, &s.dir, seg, seg_bytes)?;
-                    s.note_segment(seg);
-                    f
-                };
+                let next = s.preparer.obtain(&s, seg)?;
+                s.preparer.request(seg.add(seg_bytes));
                 if let Some((_, old)) = self.current.replace((seg, next)) {
                     if let Some(unsynced) = self.previous.replace(old) {
                         unsynced.sync_data()?;
@@ -190,8 +185,10 @@ impl FlushDaemon {
         }
         s.stats.flushes.fetch_add(1, Ordering::Relaxed);
         s.buffer.mark_durable(to);
-        self.woken_last_round = s.waiters.parked();
-        s.waiters.on_durable(to);
+        let parked = s.waiters.parked();
+        // Blocked committers and completed callbacks alike tend to come straight back
+        // (a pipelined agent registers its next commit soon after the hand-back).
+        self.woken_last_round = parked + s.waiters.on_durable(to);
         Ok(())
     }
 }

@@ -21,6 +21,7 @@ pub mod frame;
 mod log;
 mod lsn;
 mod notify;
+mod prepare;
 mod reader;
 mod recovery;
 pub mod segment;
@@ -59,8 +60,9 @@ pub mod loom_model {
             self.0.block_until(lsn, done)
         }
 
-        /// The daemon's side, after it published `durable`: wakes the satisfied waiters.
-        pub fn on_durable(&self, durable: Lsn) {
+        /// The daemon's side, after it published `durable`: wakes the satisfied waiters
+        /// (and runs due callbacks, returning how many ran).
+        pub fn on_durable(&self, durable: Lsn) -> usize {
             self.0.on_durable(durable)
         }
     }

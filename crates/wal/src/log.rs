@@ -100,6 +100,7 @@ pub(crate) struct Shared {
     pub(crate) sync_done: AtomicU64,
     pub(crate) sync_done_parker: Parker,
     pub(crate) stats: Stats,
+    pub(crate) preparer: crate::prepare::Preparer,
     poisoned: AtomicBool,
     poison: crate::sync::Mutex<Option<Arc<io::Error>>>,
     /// Segment starts that exist on disk, ascending.
@@ -201,6 +202,7 @@ pub struct Appended {
 pub struct Log {
     shared: Arc<Shared>,
     daemon: crate::sync::Mutex<Option<JoinHandle<()>>>,
+    preparer: crate::sync::Mutex<Option<JoinHandle<()>>>,
     recovery: RecoveryInfo,
 }
 
@@ -223,7 +225,9 @@ impl Log {
                 options.segment_bytes
             )));
         }
-        storage.create_dir_all(&dir)?;
+        storage
+            .create_dir_all(&dir)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
         let lock = storage.lock(&dir.join("LOCK")).map_err(|e| {
             if e.kind() == io::ErrorKind::WouldBlock {
                 WalError::Locked(dir.display().to_string())
@@ -257,12 +261,18 @@ impl Log {
             sync_done: AtomicU64::new(0),
             sync_done_parker: Parker::new(),
             stats: Stats::default(),
+            preparer: crate::prepare::Preparer::default(),
             poisoned: AtomicBool::new(false),
             poison: crate::sync::Mutex::new(None),
             segments: crate::sync::Mutex::new(rec.list.starts.clone()),
             start: AtomicU64::new(rec.info.start.0),
             lock: crate::sync::Mutex::new(Some(lock)),
         });
+        let p = shared.clone();
+        let preparer = std::thread::Builder::new()
+            .name("sluice-prepare".into())
+            .spawn(move || crate::prepare::Preparer::run(p))
+            .map_err(WalError::from)?;
         let d = FlushDaemon::new(shared.clone());
         let handle = std::thread::Builder::new()
             .name("sluice-flush".into())
@@ -271,6 +281,7 @@ impl Log {
         Ok(Log {
             shared,
             daemon: crate::sync::Mutex::new(Some(handle)),
+            preparer: crate::sync::Mutex::new(Some(preparer)),
             recovery: rec.info,
         })
     }
@@ -340,7 +351,7 @@ impl Log {
         // registration; sweep so the callback is not stranded.
         let durable = s.buffer.durable();
         if durable >= lsn {
-            s.waiters.on_durable(durable);
+            let _ = s.waiters.on_durable(durable);
         } else if let Err(e) = s.check_wait() {
             s.waiters.fail_all(&e);
         }
@@ -383,6 +394,12 @@ impl Log {
     /// Everything below this is in the log buffer, filled.
     pub fn released_lsn(&self) -> Lsn {
         self.shared.buffer.released()
+    }
+
+    /// The start LSNs of the segment files on disk, ascending (the newest may be
+    /// prepared ahead and still empty).
+    pub fn segments(&self) -> Vec<Lsn> {
+        self.shared.segments.lock().clone()
     }
 
     /// The first LSN still in the log.
@@ -463,7 +480,18 @@ impl Log {
         let s = &*self.shared;
         s.closing.store(true, Ordering::Release);
         s.buffer.core.flusher.notify_all();
+        if handle.thread().id() == std::thread::current().id() {
+            // Closed from a durable callback running on the daemon (it dropped the last
+            // owner of this log): the daemon cannot join itself. It sees `closing` and
+            // exits once the callback returns; everything durable stays durable.
+            s.preparer.stop();
+            return Ok(s.buffer.durable());
+        }
         let _ = handle.join();
+        s.preparer.stop();
+        if let Some(p) = self.preparer.lock().take() {
+            let _ = p.join();
+        }
         s.buffer.stop();
         s.waiters.fail_all(&WalError::Closed);
         s.sync_done_parker.notify_all();

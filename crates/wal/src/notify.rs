@@ -106,12 +106,15 @@ impl Waiters {
         due
     }
 
-    /// Notifies blocking waiters and runs due callbacks.
-    pub(crate) fn on_durable(&self, durable: Lsn) {
+    /// Notifies blocking waiters and runs due callbacks; returns how many callbacks ran.
+    pub(crate) fn on_durable(&self, durable: Lsn) -> usize {
         self.wake(Some(durable));
-        for cb in self.take_due(Some(durable)) {
+        let due = self.take_due(Some(durable));
+        let n = due.len();
+        for cb in due {
             cb(Ok(durable));
         }
+        n
     }
 
     /// Fails every callback with `err` and wakes every blocking waiter (each re-checks and

@@ -129,16 +129,22 @@ pub(crate) fn recover(
         f.sync_data()?;
         zero_from = Lsn(seg_end);
     }
+    // Newest first: a crash keeps a prefix of the directory changes, and removing from
+    // the end means any prefix still leaves the segments contiguous. (Oldest first, a
+    // crash during this recovery could keep a later segment and lose an earlier one:
+    // the next open then finds a gap. The crash sweep found that once a segment was
+    // always prepared ahead.)
     let mut removed = false;
-    let mut kept = Vec::new();
-    for &s in &list.starts {
-        if s > keep_through {
-            storage.remove(&dir.join(segment::segment_name(s)))?;
-            removed = true;
-        } else {
-            kept.push(s);
-        }
+    for &s in list.starts.iter().rev().filter(|&&s| s > keep_through) {
+        storage.remove(&dir.join(segment::segment_name(s)))?;
+        removed = true;
     }
+    let kept: Vec<Lsn> = list
+        .starts
+        .iter()
+        .copied()
+        .filter(|&s| s <= keep_through)
+        .collect();
     if removed {
         storage.sync_dir(dir)?;
     }

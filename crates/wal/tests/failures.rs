@@ -7,14 +7,11 @@
 mod common;
 
 use common::*;
-use sluice_storage::{
-    FaultKind, FaultOp, FaultPlan, FileHandle, LockGuard, OpenOptions, Storage, TraceEvent,
-};
+use sluice_storage::{FaultKind, FaultOp, FaultPlan, GatedStorage, Storage, TraceEvent};
 use sluice_wal::{Log, WalError};
 use std::io;
 use std::path::Path;
-use std::sync::{Arc, Barrier, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
 #[test]
 fn first_failed_sync_poisons_the_log_for_good() {
@@ -22,6 +19,11 @@ fn first_failed_sync_poisons_the_log_for_good() {
     let log = Log::open(storage.clone(), DIR, small_options()).unwrap();
     let a = log.append(b"before").unwrap();
     log.wait_durable(a.end).unwrap();
+    // Let the background preparer finish the next segment, so the fault below hits the
+    // daemon's sync of the record.
+    while log.segments().len() < 2 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     sim.inject(FaultPlan {
         op: FaultOp::Sync,
         after: 1,
@@ -133,7 +135,6 @@ fn new_segment_directory_entry_is_synced_before_acknowledging_into_it() {
     let mut segments_seen = 0;
     for (i, ev) in trace.iter().enumerate() {
         if let TraceEvent::Rename { to, .. } = ev {
-            segments_seen += 1;
             let name = to.file_name().unwrap().to_owned();
             let synced_dir = trace[i..]
                 .iter()
@@ -141,10 +142,11 @@ fn new_segment_directory_entry_is_synced_before_acknowledging_into_it() {
             let first_write = trace[i..].iter().position(
                 |e| matches!(e, TraceEvent::Write { path, .. } if path.file_name() == Some(&name)),
             );
-            let (d, w) = (
-                synced_dir.expect("directory synced"),
-                first_write.expect("written"),
-            );
+            // The newest segment may be prepared ahead and not written yet: nothing in it
+            // is acknowledged, so there is nothing to check.
+            let Some(w) = first_write else { continue };
+            segments_seen += 1;
+            let d = synced_dir.expect("directory synced");
             assert!(
                 d < w,
                 "segment {name:?} written before its directory entry was synced"
@@ -214,116 +216,34 @@ fn close_returns_the_final_durable_lsn_and_later_calls_fail() {
     assert!(matches!(log.close().unwrap_err(), WalError::Closed));
 }
 
-/// Storage whose `sync_data` blocks until the test lets it go: while a sync is held, the
-/// insert path must keep working — proof that no sync runs under the insertion lock.
-struct GatedSync {
-    inner: Arc<dyn Storage>,
-    gate: Arc<Mutex<Option<Arc<Barrier>>>>,
-}
-struct GatedFile {
-    inner: Box<dyn FileHandle>,
-    gate: Arc<Mutex<Option<Arc<Barrier>>>>,
-}
-impl FileHandle for GatedFile {
-    fn read_at(&self, b: &mut [u8], o: u64) -> io::Result<usize> {
-        self.inner.read_at(b, o)
-    }
-    fn write_at(&self, b: &[u8], o: u64) -> io::Result<()> {
-        self.inner.write_at(b, o)
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        let g = self.gate.lock().unwrap().clone();
-        if let Some(b) = g {
-            b.wait(); // the test sees the sync start...
-            b.wait(); // ...and lets it finish
-        }
-        self.inner.sync_data()
-    }
-    fn set_len(&self, l: u64) -> io::Result<()> {
-        self.inner.set_len(l)
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-}
-impl Storage for GatedSync {
-    fn open(&self, p: &Path, o: OpenOptions) -> io::Result<Box<dyn FileHandle>> {
-        Ok(Box::new(GatedFile {
-            inner: self.inner.open(p, o)?,
-            gate: self.gate.clone(),
-        }))
-    }
-    fn create_dir_all(&self, d: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(d)
-    }
-    fn list(&self, d: &Path) -> io::Result<Vec<String>> {
-        self.inner.list(d)
-    }
-    fn exists(&self, p: &Path) -> io::Result<bool> {
-        self.inner.exists(p)
-    }
-    fn remove(&self, p: &Path) -> io::Result<()> {
-        self.inner.remove(p)
-    }
-    fn rename(&self, f: &Path, t: &Path) -> io::Result<()> {
-        self.inner.rename(f, t)
-    }
-    fn sync_dir(&self, d: &Path) -> io::Result<()> {
-        self.inner.sync_dir(d)
-    }
-    fn lock(&self, p: &Path) -> io::Result<Box<dyn LockGuard>> {
-        self.inner.lock(p)
-    }
-}
-
+/// While a sync is held, the insert path must keep working — proof that no sync runs
+/// under the insertion lock.
 #[test]
 fn no_sync_runs_under_the_insertion_lock() {
     let (_sim, inner) = sim(18);
-    let gate = Arc::new(Mutex::new(None));
-    let storage: Arc<dyn Storage> = Arc::new(GatedSync {
-        inner,
-        gate: gate.clone(),
-    });
+    let gated = GatedStorage::new(inner);
+    let storage: Arc<dyn Storage> = Arc::new(gated.clone());
     let log = Arc::new(Log::open(storage, DIR, small_options()).unwrap());
     let first = log.append(b"first").unwrap();
     log.wait_durable(first.end).unwrap(); // segment created outside the gate
-    let barrier = Arc::new(Barrier::new(2));
-    *gate.lock().unwrap() = Some(barrier.clone());
+    gated.close();
     let l2 = log.clone();
     let waiter = std::thread::spawn(move || {
         let a = l2.append(b"second").unwrap();
         l2.wait_durable(a.end).unwrap()
     });
-    barrier.wait(); // the daemon is now inside sync_data
-    *gate.lock().unwrap() = None;
-    // With the sync held, inserts from this thread still complete and are released.
+    gated.wait_held(1); // the daemon is now inside sync_data
+                        // With the sync held, inserts from this thread still complete and are released.
     for i in 0..20u8 {
         let a = log.append(&[i; 64]).unwrap();
         assert!(log.released_lsn() >= a.end);
     }
-    barrier.wait(); // let the sync finish
+    assert!(
+        log.durable_lsn() < log.released_lsn(),
+        "the held sync has not finished"
+    );
+    gated.open();
     waiter.join().unwrap();
     let last = log.append(b"last").unwrap();
     log.wait_durable(last.end).unwrap();
-    // Give the daemon a moment in case of a regression that re-enters the gate.
-    std::thread::sleep(Duration::from_millis(1));
-}
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    use std::task::{Context, Poll, Wake, Waker};
-    struct ThreadWaker(std::thread::Thread);
-    impl Wake for ThreadWaker {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut f = std::pin::pin!(f);
-    loop {
-        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
-    }
 }

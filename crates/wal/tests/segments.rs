@@ -125,7 +125,7 @@ fn callbacks_and_futures_fire_once_durable_in_order_of_need() {
         ends.push(a.end);
     }
     let fut = log.durable_future(*ends.last().unwrap());
-    let d = futures_lite_block_on(fut).unwrap();
+    let d = block_on(fut).unwrap();
     assert!(d >= *ends.last().unwrap());
     log.sync().unwrap();
     let got = fired.lock().unwrap().clone();
@@ -145,25 +145,6 @@ fn callbacks_and_futures_fire_once_durable_in_order_of_need() {
         Box::new(move |_| *r2.lock().unwrap() = Some(std::thread::current().id())),
     );
     assert_eq!(*ran_on.lock().unwrap(), Some(here));
-}
-
-fn futures_lite_block_on<F: std::future::Future>(f: F) -> F::Output {
-    use std::task::{Context, Poll, Wake, Waker};
-    struct W(std::thread::Thread);
-    impl Wake for W {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(W(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut f = std::pin::pin!(f);
-    loop {
-        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
-    }
 }
 
 #[test]

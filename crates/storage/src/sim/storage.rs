@@ -104,6 +104,9 @@ struct Shared {
 #[derive(Clone)]
 pub struct SimStorage {
     shared: Arc<Shared>,
+    /// `Some(n)`: a view pinned to the machine's incarnation after `n` crashes (see
+    /// [`SimStorage::pinned`]).
+    epoch: Option<u64>,
 }
 
 impl fmt::Debug for SimStorage {
@@ -133,6 +136,32 @@ impl SimStorage {
                 seed,
                 state: Mutex::new(state),
             }),
+            epoch: None,
+        }
+    }
+
+    /// A view of this disk for the machine's current incarnation: after the next crash,
+    /// every operation through it fails with EIO, as a handle opened before the crash
+    /// does. The check happens under the disk's lock, atomically with the crash, so a
+    /// thread of the crashed incarnation can never change the rebooted disk (a zombie
+    /// `remove` or `rename` landing after the crash). Give each incarnation of the
+    /// system under test its own pinned view.
+    pub fn pinned(&self) -> SimStorage {
+        SimStorage {
+            shared: Arc::clone(&self.shared),
+            epoch: Some(self.state().stats.crashes),
+        }
+    }
+
+    /// The state, if this view's incarnation is still alive.
+    fn live(&self) -> io::Result<MutexGuard<'_, State>> {
+        let state = self.shared.state.lock();
+        match self.epoch {
+            Some(e) if state.stats.crashes != e => Err(crash_error(
+                state.stats.crashes,
+                "the view belongs to an incarnation before a crash",
+            )),
+            _ => Ok(state),
         }
     }
 
@@ -246,7 +275,7 @@ impl SimStorage {
 impl Storage for SimStorage {
     fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn FileHandle>> {
         let path = normalize(path);
-        let mut state = self.state();
+        let mut state = self.live()?;
         state.disk.check_file_path(&path)?;
         let inode = match state.disk.lookup(&path) {
             Some(_) if options.create_new => {
@@ -278,22 +307,22 @@ impl Storage for SimStorage {
     }
 
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.state().disk.create_dir_all(&normalize(dir))
+        self.live()?.disk.create_dir_all(&normalize(dir))
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.state().disk.list(&normalize(dir))
+        self.live()?.disk.list(&normalize(dir))
     }
 
     fn exists(&self, path: &Path) -> io::Result<bool> {
         let path = normalize(path);
-        let state = self.state();
+        let state = self.live()?;
         Ok(state.disk.is_dir(&path) || state.disk.lookup(&path).is_some())
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
         let path = normalize(path);
-        let mut state = self.state();
+        let mut state = self.live()?;
         state.disk.check_remove(&path)?;
         state.begin(OpKind::Remove)?;
         state.disk.remove(&path);
@@ -303,7 +332,7 @@ impl Storage for SimStorage {
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let (from, to) = (normalize(from), normalize(to));
-        let mut state = self.state();
+        let mut state = self.live()?;
         state.disk.check_rename(&from, &to)?;
         state.begin(OpKind::Rename)?;
         state.disk.rename(&from, &to);
@@ -313,7 +342,7 @@ impl Storage for SimStorage {
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let dir = normalize(dir);
-        let mut state = self.state();
+        let mut state = self.live()?;
         if !state.disk.is_dir(&dir) {
             return Err(io::Error::new(
                 io::ErrorKind::NotFound,
@@ -329,7 +358,7 @@ impl Storage for SimStorage {
 
     fn lock(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
         let path = normalize(path);
-        let mut state = self.state();
+        let mut state = self.live()?;
         state.disk.check_file_path(&path)?;
         // Like the real backend: the lock file is created if needed, then locked.
         if state.disk.lookup(&path).is_none() {

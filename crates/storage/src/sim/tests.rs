@@ -655,3 +655,27 @@ fn clones_and_threads_share_one_disk() {
     assert_eq!(sim.stats().writes, 9);
     assert_eq!(format!("{sim:?}"), "SimStorage { seed: 16, .. }");
 }
+
+#[test]
+fn a_pinned_view_dies_with_the_next_crash() {
+    use crate::{OpenOptions, Storage};
+    use std::path::Path;
+    let sim = SimStorage::new(77);
+    sim.create_dir_all(Path::new("/d")).unwrap();
+    let old = sim.pinned();
+    let f = old.open(Path::new("/d/a"), OpenOptions::CREATE).unwrap();
+    f.write_at(b"x", 0).unwrap();
+    f.sync_data().unwrap();
+    old.sync_dir(Path::new("/d")).unwrap();
+    sim.crash();
+    // Every operation through the dead incarnation's view fails, directory ones included.
+    assert!(SimStorage::is_crash_error(
+        &old.remove(Path::new("/d/a")).unwrap_err()
+    ));
+    assert!(old.open(Path::new("/d/b"), OpenOptions::CREATE).is_err());
+    assert!(old.list(Path::new("/d")).is_err());
+    // The rebooted disk is untouched by it and usable through a new view.
+    let new = sim.pinned();
+    assert_eq!(new.list(Path::new("/d")).unwrap(), vec!["a".to_string()]);
+    new.open(Path::new("/d/b"), OpenOptions::CREATE).unwrap();
+}

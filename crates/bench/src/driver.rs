@@ -1,0 +1,296 @@
+//! The closed-loop driver for transactional benchmarks.
+//!
+//! A *client* is logical, not a thread: it has one transaction in the system at a time,
+//! and its completion (run by an agent) draws and submits its next one. So the threads
+//! that exist are the agents and the log daemon, and the context switches measured are
+//! the ones the commit protocol causes — agents blocking on the log — not an artefact
+//! of one OS thread per client.
+
+use crate::sys::{self, Usage};
+use hdrhistogram::Histogram;
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use sluice::{
+    AgentOptions, Agents, CommitProtocol, Database, Error, Finished, Outcome, Transaction,
+};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// A workload the driver can run.
+pub trait Workload: Send + Sync + 'static {
+    /// One transaction's inputs.
+    type Input: Send + 'static;
+    /// Names of the transaction types (for per-type counts).
+    fn kinds(&self) -> &'static [&'static str];
+    /// Draws the next input for `client`; `seq` is unique over the whole run.
+    fn input(&self, rng: &mut SmallRng, client: u32, seq: u64) -> Self::Input;
+    /// The type index of an input.
+    fn kind(&self, input: &Self::Input) -> usize;
+    /// Runs the transaction body. `Commit(true)` / `Rollback(false)` and so on: the
+    /// boolean says whether it found what it looked for (counted per type).
+    fn body(&self, tx: &mut Transaction, input: &Self::Input) -> Result<Outcome<bool>, Error>;
+}
+
+/// How to run.
+#[derive(Debug, Clone, Copy)]
+pub struct DriverConfig {
+    /// Logical clients (transactions in the system at once).
+    pub clients: usize,
+    /// Agent threads.
+    pub agents: usize,
+    /// Commit protocol.
+    pub protocol: CommitProtocol,
+    /// Unmeasured warm-up.
+    pub warmup: Duration,
+    /// Measured time.
+    pub measure: Duration,
+    /// Seed for the clients' random streams.
+    pub seed: u64,
+}
+
+impl DriverConfig {
+    /// The agent count a protocol gets by default (BENCHMARKS.md): one per client for the
+    /// blocking protocols, one per core for the ones that never block on the log.
+    pub fn default_agents(protocol: CommitProtocol, clients: usize) -> usize {
+        if protocol.pipelined() || protocol == CommitProtocol::Async {
+            sys::cores()
+        } else {
+            clients
+        }
+    }
+}
+
+/// Per transaction type.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct KindStats {
+    /// The type's name.
+    pub name: &'static str,
+    /// Completed in the measured window (committed or rolled back by decision).
+    pub completed: u64,
+    /// Of those, the ones that found what they looked for.
+    pub succeeded: u64,
+    /// Median latency, µs.
+    pub p50_us: u64,
+    /// 99th percentile latency, µs.
+    pub p99_us: u64,
+}
+
+/// What a run measured.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DriverResult {
+    /// Seconds measured.
+    pub seconds: f64,
+    /// Transactions committed in the window.
+    pub committed: u64,
+    /// Transactions rolled back by decision (e.g. TATP's failed inserts) in the window.
+    pub rolled_back: u64,
+    /// Transactions that failed (lock timeouts: deadlock victims) in the window.
+    pub aborted: u64,
+    /// Committed plus rolled-back-by-decision, per second.
+    pub completed_per_sec: f64,
+    /// Committed per second.
+    pub committed_per_sec: f64,
+    /// Median latency from submission to acknowledgement, µs.
+    pub p50_us: u64,
+    /// 99th percentile, µs.
+    pub p99_us: u64,
+    /// Voluntary + involuntary context switches of the process per completed
+    /// transaction.
+    pub ctx_switches_per_txn: f64,
+    /// Of those, voluntary (a thread blocked: the protocol's own cost).
+    pub voluntary_ctx_per_txn: f64,
+    /// Of those, involuntary (a thread was preempted — on a shared machine, partly by
+    /// other processes).
+    pub involuntary_ctx_per_txn: f64,
+    /// CPU time used ÷ (wall time × cores).
+    pub cpu_util: f64,
+    /// Per type.
+    pub kinds: Vec<KindStats>,
+    /// Transactions committed in total, warm-up included (for consistency checks).
+    pub committed_total: u64,
+}
+
+struct ClientState {
+    id: u32,
+    rng: SmallRng,
+    hist: Vec<Histogram<u64>>,
+    completed: Vec<u64>,
+    succeeded: Vec<u64>,
+    committed: u64,
+    rolled_back: u64,
+    aborted: u64,
+}
+
+struct Run<W: Workload> {
+    w: Arc<W>,
+    stop: AtomicBool,
+    measuring: AtomicBool,
+    seq: AtomicU64,
+    committed_total: AtomicU64,
+    fatal: Mutex<Option<Error>>,
+    finished: Mutex<Vec<ClientState>>,
+    all_done: Condvar,
+}
+
+fn step<W: Workload>(run: Arc<Run<W>>, sub: sluice::Submitter, mut c: ClientState) {
+    if run.stop.load(Ordering::Acquire) {
+        run.finished.lock().expect("driver").push(c);
+        run.all_done.notify_all();
+        return;
+    }
+    let seq = run.seq.fetch_add(1, Ordering::Relaxed);
+    let input = run.w.input(&mut c.rng, c.id, seq);
+    let kind = run.w.kind(&input);
+    let w = run.w.clone();
+    let start = Instant::now();
+    let next = sub.clone();
+    sub.submit(
+        move |tx| w.body(tx, &input),
+        move |r: Result<Finished<bool>, Error>| {
+            let measuring = run.measuring.load(Ordering::Acquire);
+            match r {
+                Ok(f) => {
+                    if f.committed {
+                        run.committed_total.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if measuring {
+                        if f.committed {
+                            c.committed += 1;
+                        } else {
+                            c.rolled_back += 1;
+                        }
+                        c.completed[kind] += 1;
+                        c.succeeded[kind] += f.value as u64;
+                        let us = start.elapsed().as_micros() as u64;
+                        c.hist[kind].record(us.max(1)).ok();
+                    }
+                }
+                Err(Error::LockTimeout { .. }) => c.aborted += measuring as u64,
+                Err(e) => {
+                    // Anything else (I/O, poisoning) ends the run.
+                    run.fatal.lock().expect("driver").get_or_insert(e);
+                    run.stop.store(true, Ordering::Release);
+                }
+            }
+            step(run, next, c);
+        },
+    );
+}
+
+/// Runs `workload` on `db` as `cfg` says. `tick` gets the fraction of time elapsed.
+pub fn run<W: Workload>(
+    db: &Database,
+    workload: Arc<W>,
+    cfg: &DriverConfig,
+    mut tick: impl FnMut(f64),
+) -> Result<DriverResult, Error> {
+    assert!(cfg.clients > 0 && cfg.agents > 0);
+    let kinds = workload.kinds();
+    let agents = Agents::start_with(
+        db,
+        AgentOptions {
+            agents: cfg.agents,
+            protocol: Some(cfg.protocol),
+            on_commit_record: None,
+        },
+    );
+    let run = Arc::new(Run {
+        w: workload,
+        stop: AtomicBool::new(false),
+        measuring: AtomicBool::new(false),
+        seq: AtomicU64::new(0),
+        committed_total: AtomicU64::new(0),
+        fatal: Mutex::new(None),
+        finished: Mutex::new(Vec::new()),
+        all_done: Condvar::new(),
+    });
+    let hist = || Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("valid bounds");
+    for id in 0..cfg.clients as u32 {
+        let c = ClientState {
+            id,
+            rng: SmallRng::seed_from_u64(
+                cfg.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            ),
+            hist: kinds.iter().map(|_| hist()).collect(),
+            completed: vec![0; kinds.len()],
+            succeeded: vec![0; kinds.len()],
+            committed: 0,
+            rolled_back: 0,
+            aborted: 0,
+        };
+        step(run.clone(), agents.submitter(), c);
+    }
+    let total = cfg.warmup + cfg.measure;
+    let t0 = Instant::now();
+    let tick_every = Duration::from_millis(100);
+    while t0.elapsed() < cfg.warmup && !run.stop.load(Ordering::Acquire) {
+        std::thread::sleep(tick_every.min(cfg.warmup));
+        tick(t0.elapsed().as_secs_f64() / total.as_secs_f64());
+    }
+    let u0 = Usage::now();
+    let m0 = Instant::now();
+    run.measuring.store(true, Ordering::Release);
+    while m0.elapsed() < cfg.measure && !run.stop.load(Ordering::Acquire) {
+        std::thread::sleep(tick_every.min(cfg.measure));
+        tick((t0.elapsed().as_secs_f64() / total.as_secs_f64()).min(1.0));
+    }
+    run.measuring.store(false, Ordering::Release);
+    let seconds = m0.elapsed().as_secs_f64();
+    let usage = Usage::now().since(&u0);
+    run.stop.store(true, Ordering::Release);
+    {
+        let mut f = run.finished.lock().expect("driver");
+        while f.len() < cfg.clients {
+            f = run.all_done.wait(f).expect("driver");
+        }
+    }
+    agents.shutdown();
+    if let Some(e) = run.fatal.lock().expect("driver").take() {
+        return Err(e);
+    }
+    let clients = std::mem::take(&mut *run.finished.lock().expect("driver"));
+    let mut all = hist();
+    let mut per_kind: Vec<KindStats> = kinds
+        .iter()
+        .map(|&name| KindStats {
+            name,
+            ..KindStats::default()
+        })
+        .collect();
+    let mut kind_hist: Vec<Histogram<u64>> = kinds.iter().map(|_| hist()).collect();
+    let (mut committed, mut rolled_back, mut aborted) = (0, 0, 0);
+    for c in &clients {
+        committed += c.committed;
+        rolled_back += c.rolled_back;
+        aborted += c.aborted;
+        for k in 0..kinds.len() {
+            per_kind[k].completed += c.completed[k];
+            per_kind[k].succeeded += c.succeeded[k];
+            kind_hist[k].add(&c.hist[k]).expect("same bounds");
+            all.add(&c.hist[k]).expect("same bounds");
+        }
+    }
+    for (k, h) in per_kind.iter_mut().zip(&kind_hist) {
+        k.p50_us = h.value_at_quantile(0.5);
+        k.p99_us = h.value_at_quantile(0.99);
+    }
+    let completed = committed + rolled_back;
+    Ok(DriverResult {
+        seconds,
+        committed,
+        rolled_back,
+        aborted,
+        completed_per_sec: completed as f64 / seconds,
+        committed_per_sec: committed as f64 / seconds,
+        p50_us: all.value_at_quantile(0.5),
+        p99_us: all.value_at_quantile(0.99),
+        ctx_switches_per_txn: (usage.voluntary_ctx + usage.involuntary_ctx) as f64
+            / completed.max(1) as f64,
+        voluntary_ctx_per_txn: usage.voluntary_ctx as f64 / completed.max(1) as f64,
+        involuntary_ctx_per_txn: usage.involuntary_ctx as f64 / completed.max(1) as f64,
+        cpu_util: usage.cpu.as_secs_f64() / (seconds * sys::cores() as f64),
+        kinds: per_kind,
+        committed_total: run.committed_total.load(Ordering::Relaxed),
+    })
+}

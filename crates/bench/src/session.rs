@@ -1,0 +1,299 @@
+//! Benchmark sessions: load a TPC-B or TATP database once, then run it under several
+//! protocols, client counts, skews and log latencies, checking consistency after each
+//! run. Comparisons within one session share the data, the machine state and the load,
+//! so their ratios are what to read.
+
+use crate::driver::{self, DriverConfig, DriverResult};
+use crate::setup::{self, BenchDb, Setup};
+use crate::tatp::{self, TatpGenerator, TatpKeys, TatpKind, TatpTables, TatpWorkload};
+use crate::tpcb::{self, TpcbShape, TpcbTables, TpcbWorkload};
+use rand::SeedableRng;
+use serde::Serialize;
+use sluice::{CommitProtocol, Error};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One run's knobs.
+#[derive(Debug, Clone, Copy)]
+pub struct RunSpec {
+    /// Commit protocol.
+    pub protocol: CommitProtocol,
+    /// Logical clients.
+    pub clients: usize,
+    /// Agents (`None`: the protocol's default shape).
+    pub agents: Option<usize>,
+    /// Zipf exponent for key choice (TPC-B: accounts, tellers, branches; TATP: replaces
+    /// NURand when > 0).
+    pub skew: f64,
+    /// Emulated log latency for this run (sessions opened with one only).
+    pub log_latency: Option<Duration>,
+    /// Unmeasured warm-up.
+    pub warmup: Duration,
+    /// Measured time.
+    pub seconds: Duration,
+}
+
+/// One result row (one JSON object).
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// "tpcb" or "tatp".
+    pub workload: &'static str,
+    /// Protocol name.
+    pub commit: String,
+    /// Log-buffer variant.
+    pub log_buffer: String,
+    /// Clients.
+    pub clients: usize,
+    /// Agents.
+    pub agents: usize,
+    /// Skew.
+    pub skew: f64,
+    /// Log latency ("disk" for the real disk).
+    pub log_latency: String,
+    /// TPC-B: committed transactions per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tps: Option<f64>,
+    /// TATP: completed transactions per second, "not found" included (MQTh).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mqth: Option<f64>,
+    /// Committed in the measured window.
+    pub committed: u64,
+    /// Failed (deadlock victims / lock timeouts) in the window.
+    pub aborted: u64,
+    /// Rolled back by decision (TATP failed updates) in the window.
+    pub rolled_back: u64,
+    /// Median latency, µs.
+    pub p50_us: u64,
+    /// 99th percentile latency, µs.
+    pub p99_us: u64,
+    /// Context switches per transaction (voluntary + involuntary, whole process).
+    pub ctx_switches_per_txn: f64,
+    /// Voluntary context switches per transaction (threads blocking).
+    pub voluntary_ctx_per_txn: f64,
+    /// Involuntary ones (preemption, partly by other processes).
+    pub involuntary_ctx_per_txn: f64,
+    /// CPU used ÷ (wall × cores).
+    pub cpu_util: f64,
+    /// The workload's consistency checks passed after the run.
+    pub consistent: bool,
+    /// What failed, if anything.
+    pub violations: Vec<String>,
+    /// Per transaction type (TATP).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<driver::KindStats>,
+    /// Seconds measured.
+    pub seconds: f64,
+}
+
+fn latency_name(l: Option<Duration>) -> String {
+    match l {
+        None => "disk".into(),
+        Some(d) if d.is_zero() => "0".into(),
+        Some(d) if d.as_micros() < 1000 => format!("{}us", d.as_micros()),
+        Some(d) => format!("{}ms", d.as_millis()),
+    }
+}
+
+fn row(workload: &'static str, b: &BenchDb, spec: &RunSpec, agents: usize, r: DriverResult) -> Row {
+    Row {
+        workload,
+        commit: spec.protocol.to_string(),
+        log_buffer: b.db.options().log.variant.to_string(),
+        clients: spec.clients,
+        agents,
+        skew: spec.skew,
+        log_latency: latency_name(spec.log_latency),
+        tps: None,
+        mqth: None,
+        committed: r.committed,
+        aborted: r.aborted,
+        rolled_back: r.rolled_back,
+        p50_us: r.p50_us,
+        p99_us: r.p99_us,
+        ctx_switches_per_txn: r.ctx_switches_per_txn,
+        voluntary_ctx_per_txn: r.voluntary_ctx_per_txn,
+        involuntary_ctx_per_txn: r.involuntary_ctx_per_txn,
+        cpu_util: r.cpu_util,
+        consistent: true,
+        violations: Vec::new(),
+        kinds: Vec::new(),
+        seconds: r.seconds,
+    }
+}
+
+fn driver_config(spec: &RunSpec, agents: usize, seed: u64) -> DriverConfig {
+    DriverConfig {
+        clients: spec.clients,
+        agents,
+        protocol: spec.protocol,
+        warmup: spec.warmup,
+        measure: spec.seconds,
+        seed,
+    }
+}
+
+fn check_spec(b: &BenchDb, spec: &RunSpec) -> Result<usize, Error> {
+    if spec.clients == 0 {
+        return Err(Error::InvalidArgument(
+            "at least one client is needed".into(),
+        ));
+    }
+    match (spec.log_latency, &b.log_device) {
+        (Some(l), Some(_)) => b.set_log_latency(l),
+        (Some(_), None) => {
+            return Err(Error::InvalidArgument(
+                "this session's log is on the real disk; open it with a log latency".into(),
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(Error::InvalidArgument(
+                "this session's log is emulated; give each run a log latency".into(),
+            ))
+        }
+        (None, None) => {}
+    }
+    Ok(spec
+        .agents
+        .unwrap_or_else(|| DriverConfig::default_agents(spec.protocol, spec.clients))
+        .max(1))
+}
+
+/// A loaded TPC-B database.
+pub struct TpcbSession {
+    /// The database.
+    pub bench: BenchDb,
+    tables: TpcbTables,
+    shape: TpcbShape,
+    committed: u64,
+    runs: u64,
+}
+
+impl TpcbSession {
+    /// Opens a database as `setup` says and loads TPC-B at `shape.scale`.
+    pub fn load(
+        setup: &Setup,
+        shape: TpcbShape,
+        progress: impl FnMut(f64),
+    ) -> Result<TpcbSession, Error> {
+        let bench = setup::open(setup)?;
+        let tables = tpcb::load(&bench.db, &shape, progress)?;
+        Ok(TpcbSession {
+            bench,
+            tables,
+            shape,
+            committed: 0,
+            runs: 0,
+        })
+    }
+
+    /// Buffer-pool pages a TPC-B database of `scale` branches fits in, with room for the
+    /// history a long run appends.
+    pub fn pool_pages(scale: u32) -> usize {
+        scale as usize * 2_500 + 16_384
+    }
+
+    /// Runs once and checks consistency afterwards.
+    pub fn run(&mut self, spec: &RunSpec, tick: impl FnMut(f64)) -> Result<Row, Error> {
+        let agents = check_spec(&self.bench, spec)?;
+        self.runs += 1;
+        let shape = TpcbShape {
+            skew: spec.skew,
+            ..self.shape
+        };
+        let w = TpcbWorkload::new(self.tables.clone(), shape, self.runs)
+            .map_err(Error::InvalidArgument)?;
+        let cfg = driver_config(spec, agents, self.runs);
+        let r = driver::run(&self.bench.db, Arc::new(w), &cfg, tick)?;
+        self.committed += r.committed_total;
+        let mut out = row("tpcb", &self.bench, spec, agents, r.clone());
+        out.tps = Some(r.committed_per_sec);
+        let c = tpcb::check(&self.bench.db, &self.tables, Some(self.committed))?;
+        out.consistent = c.ok();
+        out.violations = c.violations;
+        Ok(out)
+    }
+}
+
+/// A loaded TATP database.
+pub struct TatpSession {
+    /// The database.
+    pub bench: BenchDb,
+    tables: TatpTables,
+    subscribers: u32,
+    runs: u64,
+}
+
+impl TatpSession {
+    /// Opens a database as `setup` says and loads `subscribers` subscribers.
+    pub fn load(
+        setup: &Setup,
+        subscribers: u32,
+        progress: impl FnMut(f64),
+    ) -> Result<TatpSession, Error> {
+        let bench = setup::open(setup)?;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(subscribers as u64);
+        let tables = tatp::load(&bench.db, subscribers, &mut rng, progress)?;
+        Ok(TatpSession {
+            bench,
+            tables,
+            subscribers,
+            runs: 0,
+        })
+    }
+
+    /// Buffer-pool pages TATP with `subscribers` fits in.
+    pub fn pool_pages(subscribers: u32) -> usize {
+        subscribers as usize / 8 + 8_192
+    }
+
+    /// Runs once (`only`: a single transaction type) and checks the success rates.
+    /// `uniform`: uniform subscriber choice instead of NURand (a `skew` > 0 overrides
+    /// both with Zipf).
+    pub fn run(
+        &mut self,
+        spec: &RunSpec,
+        only: Option<TatpKind>,
+        uniform: bool,
+        tick: impl FnMut(f64),
+    ) -> Result<Row, Error> {
+        let agents = check_spec(&self.bench, spec)?;
+        self.runs += 1;
+        let keys = if spec.skew > 0.0 {
+            TatpKeys::Zipf(spec.skew)
+        } else if uniform {
+            TatpKeys::Uniform
+        } else {
+            TatpKeys::NuRand
+        };
+        let gen =
+            TatpGenerator::new(self.subscribers, keys, only).map_err(Error::InvalidArgument)?;
+        let w = TatpWorkload::new(self.tables.clone(), gen);
+        let cfg = driver_config(spec, agents, self.runs);
+        let r = driver::run(&self.bench.db, Arc::new(w), &cfg, tick)?;
+        let mut out = row("tatp", &self.bench, spec, agents, r.clone());
+        out.mqth = Some(r.completed_per_sec);
+        // The loader is right if the success rates match the population rules (checked
+        // only for types with enough samples to judge).
+        for (kind, expected, tol) in tatp::EXPECTED_SUCCESS {
+            let k = &r.kinds[TatpKind::ALL
+                .iter()
+                .position(|&x| x == kind)
+                .expect("known")];
+            if k.completed >= 2_000 {
+                let rate = k.succeeded as f64 / k.completed as f64;
+                if (rate - expected).abs() > tol {
+                    out.violations.push(format!(
+                        "{} succeeded {:.1} % of the time, expected {:.1} % ± {:.0}",
+                        kind.name(),
+                        rate * 100.0,
+                        expected * 100.0,
+                        tol * 100.0
+                    ));
+                }
+            }
+        }
+        out.consistent = out.violations.is_empty();
+        out.kinds = r.kinds;
+        Ok(out)
+    }
+}

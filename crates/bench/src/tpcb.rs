@@ -1,0 +1,396 @@
+//! TPC-B as BENCHMARKS.md defines it.
+//!
+//! Tables (SF = scale factor = branches): `branch` SF rows, `teller` 10·SF, `account`
+//! 100,000·SF, `history` append-only. Rows are padded to 100 bytes (history 50); balances
+//! are `i64`, starting at 0. Keys are big-endian ids so that key order is id order.
+//!
+//! One transaction: pick a teller, its branch, an account (85 % in that branch, 15 % in
+//! another when SF > 1), a delta in ±999,999; update the account (returning its balance),
+//! insert a history row, update the teller, update the branch, commit.
+
+use rand::Rng;
+use rand_distr::{Distribution, Zipf};
+use sluice::{Database, Error, Table, Transaction};
+
+/// Tellers per branch.
+pub const TELLERS_PER_BRANCH: u32 = 10;
+/// Accounts per branch.
+pub const ACCOUNTS_PER_BRANCH: u32 = 100_000;
+const ROW: usize = 100;
+const HISTORY_ROW: usize = 50;
+
+/// How the workload picks its rows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TpcbShape {
+    /// Branches.
+    pub scale: u32,
+    /// Zipf exponent for account, teller and branch choice (0 = uniform).
+    pub skew: f64,
+    /// Only accounts of the teller's own branch (the original experiments).
+    pub local_only: bool,
+    /// Accounts per branch (100,000 by the definition; smaller only in tests).
+    pub accounts_per_branch: u32,
+}
+
+impl TpcbShape {
+    /// The standard shape at `scale` branches, uniform.
+    pub fn standard(scale: u32) -> TpcbShape {
+        TpcbShape {
+            scale,
+            skew: 0.0,
+            local_only: false,
+            accounts_per_branch: ACCOUNTS_PER_BRANCH,
+        }
+    }
+    fn tellers(&self) -> u32 {
+        self.scale * TELLERS_PER_BRANCH
+    }
+    fn accounts(&self) -> u32 {
+        self.scale * self.accounts_per_branch
+    }
+}
+
+/// The four tables.
+#[derive(Clone)]
+pub struct TpcbTables {
+    /// `branch`.
+    pub branch: Table,
+    /// `teller`.
+    pub teller: Table,
+    /// `account`.
+    pub account: Table,
+    /// `history`.
+    pub history: Table,
+}
+
+impl TpcbTables {
+    /// Opens the tables of a loaded database.
+    pub fn open(db: &Database) -> Result<TpcbTables, Error> {
+        Ok(TpcbTables {
+            branch: db.table("branch")?,
+            teller: db.table("teller")?,
+            account: db.table("account")?,
+            history: db.table("history")?,
+        })
+    }
+}
+
+/// One transaction's inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TpcbInput {
+    /// Account id.
+    pub account: u32,
+    /// Teller id.
+    pub teller: u32,
+    /// Branch id (the teller's).
+    pub branch: u32,
+    /// Amount added to all three balances.
+    pub delta: i64,
+    /// Unique id of this transaction's history row.
+    pub history_id: u64,
+}
+
+/// Draws transaction inputs.
+pub struct TpcbGenerator {
+    shape: TpcbShape,
+    teller_zipf: Zipf<f64>,
+    account_zipf: Zipf<f64>,
+}
+
+impl TpcbGenerator {
+    /// A generator for `shape`. Fails on a negative or non-finite skew.
+    pub fn new(shape: TpcbShape) -> Result<TpcbGenerator, String> {
+        if !(shape.skew.is_finite() && shape.skew >= 0.0) {
+            return Err(format!("skew must be a number ≥ 0, got {}", shape.skew));
+        }
+        if shape.scale == 0 || shape.accounts_per_branch == 0 {
+            return Err("the scale factor must be at least 1".into());
+        }
+        let z = |n: u32| Zipf::new(n as u64, shape.skew).map_err(|e| format!("skew: {e}"));
+        Ok(TpcbGenerator {
+            shape,
+            teller_zipf: z(shape.tellers())?,
+            account_zipf: z(shape.accounts_per_branch)?,
+        })
+    }
+
+    /// The next input; `history_id` must be unique across all transactions of a run.
+    pub fn next(&self, rng: &mut impl Rng, history_id: u64) -> TpcbInput {
+        let s = &self.shape;
+        let teller = self.teller_zipf.sample(rng) as u32 - 1;
+        let branch = teller / TELLERS_PER_BRANCH;
+        let account_branch = if s.scale > 1 && !s.local_only && rng.gen_ratio(15, 100) {
+            let other = rng.gen_range(0..s.scale - 1);
+            if other >= branch {
+                other + 1
+            } else {
+                other
+            }
+        } else {
+            branch
+        };
+        let account =
+            account_branch * s.accounts_per_branch + self.account_zipf.sample(rng) as u32 - 1;
+        debug_assert!(account < s.accounts());
+        TpcbInput {
+            account,
+            teller,
+            branch,
+            delta: rng.gen_range(-999_999..=999_999),
+            history_id,
+        }
+    }
+}
+
+fn key(id: u32) -> [u8; 4] {
+    id.to_be_bytes()
+}
+
+/// A 100-byte row: owner id (branch of a teller/account), balance, padding.
+fn row(owner: u32, balance: i64) -> [u8; ROW] {
+    let mut r = [b' '; ROW];
+    r[..4].copy_from_slice(&owner.to_le_bytes());
+    r[4..12].copy_from_slice(&balance.to_le_bytes());
+    r
+}
+
+fn parse_row(v: &[u8]) -> Result<(u32, i64), Error> {
+    if v.len() != ROW {
+        return Err(Error::Corruption(format!("TPC-B row of {} bytes", v.len())));
+    }
+    Ok((
+        u32::from_le_bytes(v[..4].try_into().unwrap()),
+        i64::from_le_bytes(v[4..12].try_into().unwrap()),
+    ))
+}
+
+fn history_row(i: &TpcbInput) -> [u8; HISTORY_ROW] {
+    let mut r = [b' '; HISTORY_ROW];
+    r[..4].copy_from_slice(&i.account.to_le_bytes());
+    r[4..8].copy_from_slice(&i.teller.to_le_bytes());
+    r[8..12].copy_from_slice(&i.branch.to_le_bytes());
+    r[12..20].copy_from_slice(&i.delta.to_le_bytes());
+    r
+}
+
+/// Creates and fills the tables, `batch` rows per load transaction. `progress` gets the
+/// fraction loaded.
+pub fn load(
+    db: &Database,
+    shape: &TpcbShape,
+    mut progress: impl FnMut(f64),
+) -> Result<TpcbTables, Error> {
+    let t = TpcbTables {
+        branch: db.create_table("branch")?,
+        teller: db.create_table("teller")?,
+        account: db.create_table("account")?,
+        history: db.create_table("history")?,
+    };
+    const BATCH: u32 = 5_000;
+    let mut tx = db.begin();
+    for b in 0..shape.scale {
+        tx.put(&t.branch, &key(b), &row(b, 0))?;
+    }
+    for te in 0..shape.tellers() {
+        tx.put(&t.teller, &key(te), &row(te / TELLERS_PER_BRANCH, 0))?;
+    }
+    tx.commit()?;
+    let total = shape.accounts();
+    let mut a = 0;
+    while a < total {
+        let mut tx = db.begin();
+        let end = (a + BATCH).min(total);
+        for id in a..end {
+            tx.put(
+                &t.account,
+                &key(id),
+                &row(id / shape.accounts_per_branch, 0),
+            )?;
+        }
+        tx.commit()?;
+        a = end;
+        progress(a as f64 / total as f64);
+    }
+    // No checkpoint here: one would make the first change to every page in the
+    // measured runs log a full page image (torn-page protection), and the runs would
+    // measure that burst instead of the commit path.
+    Ok(t)
+}
+
+fn update_balance(tx: &mut Transaction, table: &Table, id: u32, delta: i64) -> Result<i64, Error> {
+    let k = key(id);
+    let v = tx
+        .get_for_update(table, &k)?
+        .ok_or_else(|| Error::NotFound(format!("TPC-B row {id} in {}", table.name())))?;
+    let (owner, bal) = parse_row(&v)?;
+    let new = bal + delta;
+    tx.put(table, &k, &row(owner, new))?;
+    Ok(new)
+}
+
+/// The transaction body (without commit): returns the account's new balance.
+pub fn run(tx: &mut Transaction, t: &TpcbTables, i: &TpcbInput) -> Result<i64, Error> {
+    let balance = update_balance(tx, &t.account, i.account, i.delta)?;
+    tx.put(&t.history, &i.history_id.to_be_bytes(), &history_row(i))?;
+    update_balance(tx, &t.teller, i.teller, i.delta)?;
+    update_balance(tx, &t.branch, i.branch, i.delta)?;
+    Ok(balance)
+}
+
+/// What the consistency check found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Consistency {
+    /// Σ account balances.
+    pub account_sum: i64,
+    /// Σ teller balances.
+    pub teller_sum: i64,
+    /// Σ branch balances.
+    pub branch_sum: i64,
+    /// Σ history deltas.
+    pub history_sum: i64,
+    /// History rows.
+    pub history_rows: u64,
+    /// Identities that failed, described.
+    pub violations: Vec<String>,
+}
+
+impl Consistency {
+    /// True if every identity held.
+    pub fn ok(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+/// Checks Σ account = Σ teller = Σ branch = Σ history.delta, the same per branch and per
+/// teller, and (if given) that the history holds exactly `expected_rows` rows.
+pub fn check(
+    db: &Database,
+    t: &TpcbTables,
+    expected_rows: Option<u64>,
+) -> Result<Consistency, Error> {
+    let mut c = Consistency::default();
+    let mut tx = db.begin();
+    let mut branch_bal = Vec::new();
+    for r in tx.scan_all(&t.branch) {
+        let (_, v) = r?;
+        branch_bal.push(parse_row(&v)?.1);
+    }
+    let mut teller_bal = Vec::new();
+    let mut per_branch_tellers = vec![0i64; branch_bal.len()];
+    for r in tx.scan_all(&t.teller) {
+        let (k, v) = r?;
+        let (b, bal) = parse_row(&v)?;
+        let id = u32::from_be_bytes(
+            k[..4]
+                .try_into()
+                .map_err(|_| Error::Corruption("teller key".into()))?,
+        );
+        teller_bal.push(bal);
+        match per_branch_tellers.get_mut(b as usize) {
+            Some(s) => *s += bal,
+            None => c
+                .violations
+                .push(format!("teller {id} names missing branch {b}")),
+        }
+    }
+    for r in tx.scan_all(&t.account) {
+        let (_, v) = r?;
+        c.account_sum += parse_row(&v)?.1;
+    }
+    let mut hist_branch = vec![0i64; branch_bal.len()];
+    let mut hist_teller = vec![0i64; teller_bal.len()];
+    for r in tx.scan_all(&t.history) {
+        let (_, v) = r?;
+        if v.len() != HISTORY_ROW {
+            c.violations
+                .push(format!("history row of {} bytes", v.len()));
+            continue;
+        }
+        let te = u32::from_le_bytes(v[4..8].try_into().unwrap()) as usize;
+        let b = u32::from_le_bytes(v[8..12].try_into().unwrap()) as usize;
+        let d = i64::from_le_bytes(v[12..20].try_into().unwrap());
+        c.history_sum += d;
+        c.history_rows += 1;
+        match (hist_branch.get_mut(b), hist_teller.get_mut(te)) {
+            (Some(hb), Some(ht)) => {
+                *hb += d;
+                *ht += d;
+            }
+            _ => c
+                .violations
+                .push(format!("history row names teller {te} / branch {b}")),
+        }
+    }
+    tx.commit()?;
+    c.branch_sum = branch_bal.iter().sum();
+    c.teller_sum = teller_bal.iter().sum();
+    let sums = [c.account_sum, c.teller_sum, c.branch_sum, c.history_sum];
+    if sums.iter().any(|&s| s != sums[0]) {
+        c.violations.push(format!(
+            "sums differ: account {} teller {} branch {} history {}",
+            c.account_sum, c.teller_sum, c.branch_sum, c.history_sum
+        ));
+    }
+    for (b, &bal) in branch_bal.iter().enumerate() {
+        if bal != per_branch_tellers[b] || bal != hist_branch[b] {
+            c.violations.push(format!(
+                "branch {b}: balance {bal}, its tellers {}, its history {}",
+                per_branch_tellers[b], hist_branch[b]
+            ));
+        }
+    }
+    for (te, &bal) in teller_bal.iter().enumerate() {
+        if bal != hist_teller[te] {
+            c.violations.push(format!(
+                "teller {te}: balance {bal}, its history {}",
+                hist_teller[te]
+            ));
+        }
+    }
+    if let Some(n) = expected_rows {
+        if n != c.history_rows {
+            c.violations.push(format!(
+                "{} history rows for {n} committed transactions",
+                c.history_rows
+            ));
+        }
+    }
+    Ok(c)
+}
+
+/// TPC-B as a [`crate::driver::Workload`].
+pub struct TpcbWorkload {
+    tables: TpcbTables,
+    gen: TpcbGenerator,
+    /// High bits of history ids, distinct per run so ids never repeat in one database.
+    run_tag: u64,
+}
+
+impl TpcbWorkload {
+    /// A workload over loaded `tables`; `run_tag` must differ between runs on one
+    /// database.
+    pub fn new(tables: TpcbTables, shape: TpcbShape, run_tag: u64) -> Result<TpcbWorkload, String> {
+        Ok(TpcbWorkload {
+            tables,
+            gen: TpcbGenerator::new(shape)?,
+            run_tag,
+        })
+    }
+}
+
+impl crate::driver::Workload for TpcbWorkload {
+    type Input = TpcbInput;
+    fn kinds(&self) -> &'static [&'static str] {
+        &["TPC-B"]
+    }
+    fn input(&self, rng: &mut rand::rngs::SmallRng, _client: u32, seq: u64) -> TpcbInput {
+        self.gen.next(rng, self.run_tag << 40 | seq)
+    }
+    fn kind(&self, _: &TpcbInput) -> usize {
+        0
+    }
+    fn body(&self, tx: &mut Transaction, i: &TpcbInput) -> Result<sluice::Outcome<bool>, Error> {
+        run(tx, &self.tables, i)?;
+        Ok(sluice::Outcome::Commit(true))
+    }
+}

@@ -1,0 +1,179 @@
+//! A tiny commit-protocol sweep writes its CSV, JSON and figures, with one row per
+//! planned run and the columns the figure's readers expect.
+
+use sluice_bench::commit_sweep::{self, Figure, SweepConfig};
+use std::path::Path;
+use std::time::Duration;
+
+fn tiny(figure: Figure, data: &Path) -> SweepConfig {
+    SweepConfig {
+        scale: 1,
+        subscribers: 1_000,
+        clients: vec![1, 2],
+        warmup: Duration::ZERO,
+        seconds: Duration::from_millis(200),
+        // Not the crate directory, which is where tests run.
+        dir: Some(data.to_path_buf()),
+        ..SweepConfig::new(figure)
+    }
+}
+
+fn csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().split(',').map(String::from).collect();
+    // No field of these sweeps needs quoting when the runs are consistent.
+    let rows = lines
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect();
+    (header, rows)
+}
+
+fn assert_files(out: &Path, names: &[&str]) {
+    for n in names {
+        let p = out.join(n);
+        let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+        assert!(len > 0, "{} missing or empty", p.display());
+    }
+    let png = std::fs::read(out.join(names.iter().find(|n| n.ends_with(".png")).unwrap())).unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+}
+
+#[test]
+fn elr_skew_sweep_writes_rows_speedups_and_figure() {
+    let data = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let cfg = SweepConfig {
+        clients: vec![4],
+        skews: vec![1.0, 0.0],
+        latencies: vec![Duration::ZERO],
+        ..tiny(Figure::ElrSkew, data.path())
+    };
+    let mut last = 0.0;
+    let r = commit_sweep::run(&cfg, out.path(), |p| {
+        assert!(
+            p.done >= last && p.done <= p.total as f64,
+            "progress moves forward"
+        );
+        last = p.done;
+    })
+    .unwrap();
+    assert!(r.consistent(), "{:?}", r.rows);
+    assert_eq!(last, 4.0, "2 skews × 2 protocols");
+    assert_files(
+        out.path(),
+        &[
+            "elr-skew.csv",
+            "elr-skew.json",
+            "elr-skew-speedup.csv",
+            "elr-skew.png",
+            "elr-skew.svg",
+        ],
+    );
+
+    let (header, rows) = csv(&out.path().join("elr-skew.csv"));
+    for col in [
+        "figure",
+        "commit",
+        "clients",
+        "agents",
+        "skew",
+        "log_latency",
+        "tps",
+        "ctx_switches_per_txn",
+        "voluntary_ctx_per_txn",
+        "cpu_util",
+        "consistent",
+    ] {
+        assert!(
+            header.iter().any(|h| h == col),
+            "no column {col}: {header:?}"
+        );
+    }
+    assert_eq!(rows.len(), 4);
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    // Sorted skews, classic before elr at each, all on 4 blocking agents.
+    let got: Vec<_> = rows
+        .iter()
+        .map(|r| (r[col("skew")].as_str(), r[col("commit")].as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("0", "classic"),
+            ("0", "elr"),
+            ("1", "classic"),
+            ("1", "elr")
+        ]
+    );
+    for r in &rows {
+        assert_eq!(r.len(), header.len());
+        assert_eq!(r[col("agents")], "4");
+        assert_eq!(r[col("consistent")], "true");
+        assert!(r[col("tps")].parse::<f64>().unwrap() > 0.0);
+    }
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("elr-skew.json")).unwrap())
+            .unwrap();
+    let objs = json.as_array().unwrap();
+    assert_eq!(objs.len(), 4);
+    assert_eq!(objs[0]["figure"], "elr-skew");
+    assert_eq!(objs[0]["consistent"], true);
+
+    let sp = r.speedup.unwrap();
+    assert_eq!(sp.columns, ["skew 0", "skew 1"]);
+    assert_eq!(sp.rows.len(), 1);
+    assert!(sp.rows[0].1.iter().all(|v| v.is_some_and(|x| x > 0.0)));
+}
+
+#[test]
+fn tatp_components_sweep_opens_a_session_per_log_buffer() {
+    let data = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let cfg = tiny(Figure::TatpComponents, data.path());
+    let steps = 3 + cfg.scalable_buffer.is_some() as usize;
+    let r = commit_sweep::run(&cfg, out.path(), |_| {}).unwrap();
+    assert!(r.consistent(), "{:?}", r.rows);
+    assert_files(
+        out.path(),
+        &[
+            "tatp-components.csv",
+            "tatp-components.json",
+            "tatp-components.png",
+            "tatp-components.svg",
+        ],
+    );
+    let (header, rows) = csv(&out.path().join("tatp-components.csv"));
+    assert_eq!(rows.len(), steps * 2);
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    assert!(header.iter().all(|h| h != "tps"), "TATP counts MQTh");
+    let first: Vec<_> = rows
+        .iter()
+        .step_by(2)
+        .map(|r| (r[col("step")].as_str(), r[col("commit")].as_str()))
+        .collect();
+    assert_eq!(
+        &first[..3],
+        [
+            ("baseline", "classic"),
+            ("+elr", "elr"),
+            ("+pipelining", "elr-pipelined")
+        ]
+    );
+    if let Some(v) = cfg.scalable_buffer {
+        assert_eq!(rows[6][col("log_buffer")], v.name());
+        assert_eq!(rows[6][col("commit")], "elr-pipelined");
+    }
+    for r in &rows[..6] {
+        assert_eq!(r[col("log_buffer")], "mutex");
+        assert!(r[col("mqth")].parse::<f64>().unwrap() > 0.0);
+    }
+    let sp = r.speedup.unwrap();
+    assert_eq!(sp.rows.len(), 2, "one row per client count");
+    assert_eq!(
+        sp.columns.len(),
+        steps,
+        "each step over the one before, and all over baseline"
+    );
+}

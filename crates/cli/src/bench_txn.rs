@@ -1,0 +1,279 @@
+//! `sluice bench tpcb` and `sluice bench tatp`.
+
+use crate::progress;
+use crate::Failure;
+use sluice::CommitProtocol;
+use sluice_bench::report::{json_line, thousands, Table};
+use sluice_bench::session::{Row, RunSpec, TatpSession, TpcbSession};
+use sluice_bench::setup::Setup;
+use sluice_bench::tatp::TatpKind;
+use sluice_bench::tpcb::TpcbShape;
+use sluice_storage::DeviceProfile;
+use sluice_wal::InsertVariant;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Flags both workloads share.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Common {
+    /// Logical clients (transactions in the system at once).
+    #[arg(long, default_value_t = 64)]
+    clients: usize,
+    /// Agent threads (default: one per client for classic/elr, one per core otherwise).
+    #[arg(long)]
+    agents: Option<usize>,
+    /// Commit protocols to run, comma-separated: classic, elr, pipelined,
+    /// elr-pipelined, async. Each runs on the same loaded database.
+    #[arg(long, default_value = "elr-pipelined,classic", value_delimiter = ',')]
+    commit: Vec<CommitProtocol>,
+    /// Log-buffer insertion algorithm.
+    #[arg(long, default_value = "mutex")]
+    log_buffer: InsertVariant,
+    /// Zipf skew of key choice (0 = uniform; TPC-B: accounts, tellers, branches).
+    #[arg(long, default_value_t = 0.0)]
+    skew: f64,
+    /// Emulated log-device latency: 0, 100us, 1ms, 10ms, … (absent: the real disk).
+    #[arg(long)]
+    log_latency: Option<String>,
+    /// Measured seconds per run.
+    #[arg(long, default_value_t = 4.0)]
+    seconds: f64,
+    /// Unmeasured warm-up seconds per run.
+    #[arg(long, default_value_t = 1.0)]
+    warmup: f64,
+    /// Data directory (default: a fresh temporary directory in the current directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Print one JSON object per result row at the end of stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Flags of `sluice bench tpcb`.
+#[derive(clap::Args, Debug)]
+pub struct TpcbArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Scale factor: branches (100,000 accounts each).
+    #[arg(long, default_value_t = 10)]
+    scale: u32,
+    /// Accounts only from the teller's own branch (the original experiments).
+    #[arg(long)]
+    local_only: bool,
+}
+
+/// Flags of `sluice bench tatp`.
+#[derive(clap::Args, Debug)]
+pub struct TatpArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Subscribers.
+    #[arg(long, default_value_t = 100_000)]
+    subscribers: u32,
+    /// Run only one transaction type (e.g. update-location).
+    #[arg(long, value_parser = TatpKind::parse)]
+    only: Option<TatpKind>,
+    /// Uniform subscriber choice instead of NURand.
+    #[arg(long)]
+    uniform: bool,
+}
+
+fn secs(name: &str, v: f64, min: f64) -> Result<Duration, Failure> {
+    if !(v.is_finite() && v >= min && v <= 86_400.0) {
+        return Err(Failure::Usage(format!(
+            "--{name} must be a number of seconds from {min} to 86400, got {v}"
+        )));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+struct Checked {
+    specs: Vec<RunSpec>,
+    latency: Option<Duration>,
+}
+
+fn check(c: &Common) -> Result<Checked, Failure> {
+    if c.clients == 0 || c.clients > 100_000 {
+        return Err(Failure::Usage(format!(
+            "--clients must be between 1 and 100000, got {}",
+            c.clients
+        )));
+    }
+    if matches!(c.agents, Some(a) if a == 0 || a > 4096) {
+        return Err(Failure::Usage("--agents must be between 1 and 4096".into()));
+    }
+    if !(c.skew.is_finite() && (0.0..=10.0).contains(&c.skew)) {
+        return Err(Failure::Usage(format!(
+            "--skew must be a number from 0 to 10, got {}",
+            c.skew
+        )));
+    }
+    if c.commit.is_empty() {
+        return Err(Failure::Usage(
+            "--commit needs at least one protocol".into(),
+        ));
+    }
+    let latency = match &c.log_latency {
+        None => None,
+        Some(s) => Some(
+            DeviceProfile::parse_latency(s)
+                .map_err(|e| Failure::Usage(format!("--log-latency: {e}")))?,
+        ),
+    };
+    let seconds = secs("seconds", c.seconds, 0.1)?;
+    let warmup = secs("warmup", c.warmup, 0.0)?;
+    let specs = c
+        .commit
+        .iter()
+        .map(|&protocol| RunSpec {
+            protocol,
+            clients: c.clients,
+            agents: c.agents,
+            skew: c.skew,
+            log_latency: latency,
+            warmup,
+            seconds,
+        })
+        .collect();
+    Ok(Checked { specs, latency })
+}
+
+fn setup(c: &Common, latency: Option<Duration>, pool_pages: usize) -> Setup {
+    Setup {
+        dir: c.dir.clone(),
+        log_latency: latency,
+        log_buffer: c.log_buffer,
+        pool_pages,
+    }
+}
+
+/// Prints the rows as a table (and JSON lines with `--json`).
+pub fn print_rows(rows: &[Row], json: bool) {
+    let mut t = Table::new([
+        "workload",
+        "commit",
+        "log buffer",
+        "clients",
+        "agents",
+        "skew",
+        "log",
+        "tps",
+        "p50 µs",
+        "p99 µs",
+        "ctx sw/txn",
+        "(vol)",
+        "cpu",
+        "aborted",
+        "consistent",
+    ]);
+    for r in rows {
+        t.row([
+            r.workload.to_string(),
+            r.commit.clone(),
+            r.log_buffer.clone(),
+            r.clients.to_string(),
+            r.agents.to_string(),
+            format!("{}", r.skew),
+            r.log_latency.clone(),
+            thousands(r.tps.or(r.mqth).unwrap_or(0.0)),
+            r.p50_us.to_string(),
+            r.p99_us.to_string(),
+            format!("{:.3}", r.ctx_switches_per_txn),
+            format!("{:.3}", r.voluntary_ctx_per_txn),
+            format!("{:.0} %", r.cpu_util * 100.0),
+            r.aborted.to_string(),
+            r.consistent.to_string(),
+        ]);
+    }
+    println!("{}", t.render());
+    for r in rows {
+        for v in &r.violations {
+            println!("INCONSISTENT ({} {}): {v}", r.workload, r.commit);
+        }
+    }
+    if rows.len() >= 2 {
+        let base = rows[rows.len() - 1]
+            .tps
+            .or(rows[rows.len() - 1].mqth)
+            .unwrap_or(0.0);
+        for r in &rows[..rows.len() - 1] {
+            let v = r.tps.or(r.mqth).unwrap_or(0.0);
+            if base > 0.0 {
+                println!(
+                    "{} / {}: {:.2}× (same run, same data: compare ratios, not absolutes)",
+                    r.commit,
+                    rows[rows.len() - 1].commit,
+                    v / base
+                );
+            }
+        }
+    }
+    if json {
+        for r in rows {
+            println!("{}", json_line(r));
+        }
+    }
+}
+
+fn finish(rows: Vec<Row>, json: bool) -> Result<(), Failure> {
+    print_rows(&rows, json);
+    if rows.iter().any(|r| !r.consistent) {
+        return Err(Failure::Runtime("a consistency check failed".into()));
+    }
+    Ok(())
+}
+
+pub fn tpcb(a: TpcbArgs) -> Result<(), Failure> {
+    let ck = check(&a.common)?;
+    if a.scale == 0 || a.scale > 10_000 {
+        return Err(Failure::Usage(format!(
+            "--scale must be between 1 and 10000, got {}",
+            a.scale
+        )));
+    }
+    let quiet = a.common.json;
+    let pb = progress::bar(1000, &format!("loading TPC-B SF {}", a.scale), quiet);
+    let shape = TpcbShape {
+        local_only: a.local_only,
+        ..TpcbShape::standard(a.scale)
+    };
+    let s = setup(&a.common, ck.latency, TpcbSession::pool_pages(a.scale));
+    let mut session = TpcbSession::load(&s, shape, |f| pb.set_position((f * 1000.0) as u64))?;
+    pb.finish_and_clear();
+    let mut rows = Vec::new();
+    for spec in &ck.specs {
+        let pb = progress::bar(1000, &format!("tpcb {}", spec.protocol), quiet);
+        rows.push(session.run(spec, |f| pb.set_position((f * 1000.0) as u64))?);
+        pb.finish_and_clear();
+    }
+    finish(rows, a.common.json)
+}
+
+pub fn tatp(a: TatpArgs) -> Result<(), Failure> {
+    let ck = check(&a.common)?;
+    if a.subscribers == 0 || a.subscribers > 100_000_000 {
+        return Err(Failure::Usage(format!(
+            "--subscribers must be between 1 and 100000000, got {}",
+            a.subscribers
+        )));
+    }
+    let quiet = a.common.json;
+    let pb = progress::bar(1000, &format!("loading TATP {}", a.subscribers), quiet);
+    let s = setup(
+        &a.common,
+        ck.latency,
+        TatpSession::pool_pages(a.subscribers),
+    );
+    let mut session =
+        TatpSession::load(&s, a.subscribers, |f| pb.set_position((f * 1000.0) as u64))?;
+    pb.finish_and_clear();
+    let mut rows = Vec::new();
+    for spec in &ck.specs {
+        let pb = progress::bar(1000, &format!("tatp {}", spec.protocol), quiet);
+        rows.push(session.run(spec, a.only, a.uniform, |f| {
+            pb.set_position((f * 1000.0) as u64)
+        })?);
+        pb.finish_and_clear();
+    }
+    finish(rows, a.common.json)
+}

@@ -1,0 +1,91 @@
+//! `sluice crash-test engine`.
+
+use crate::progress;
+use crate::Failure;
+use serde::Serialize;
+use sluice::testing::crash::crash_test;
+use sluice_bench::report::{json_line, thousands, Table};
+
+/// Flags of `sluice crash-test engine`.
+#[derive(clap::Args, Debug)]
+pub struct EngineArgs {
+    /// Seeds to run (each: a workload, a crash, recoveries, checks).
+    #[arg(long, default_value_t = 1000)]
+    seeds: u64,
+    /// The first seed (a failure prints its seed; rerun it with --first-seed S --seeds 1).
+    #[arg(long, default_value_t = 0)]
+    first_seed: u64,
+    /// Print one JSON object at the end of stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Report {
+    seeds: u64,
+    first_seed: u64,
+    acknowledged: u64,
+    lost: u64,
+    violations: u64,
+    crashes_mid_run: u64,
+    crashes_in_recovery: u64,
+    failures: Vec<String>,
+}
+
+pub fn engine(a: EngineArgs) -> Result<(), Failure> {
+    if a.seeds == 0 || a.seeds > 10_000_000 {
+        return Err(Failure::Usage(format!(
+            "--seeds must be between 1 and 10000000, got {}",
+            a.seeds
+        )));
+    }
+    if a.first_seed.checked_add(a.seeds).is_none() {
+        return Err(Failure::Usage("--first-seed + --seeds overflows".into()));
+    }
+    let pb = progress::bar(a.seeds, "crash-test engine", a.json);
+    let r = crash_test(a.seeds, a.first_seed, |done| pb.set_position(done));
+    pb.finish_and_clear();
+    let mut t = Table::new([
+        "seeds",
+        "acknowledged",
+        "lost",
+        "violations",
+        "crashes mid-run",
+        "crashes in recovery",
+    ]);
+    t.row([
+        thousands(r.seeds as f64),
+        thousands(r.acknowledged as f64),
+        r.lost.to_string(),
+        r.violations.to_string(),
+        thousands(r.crashes_mid_run as f64),
+        thousands(r.crashes_in_recovery as f64),
+    ]);
+    println!("{}", t.render());
+    for f in r.failures.iter().take(20) {
+        println!("FAILURE {f}");
+    }
+    let bad = r.lost + r.violations;
+    if a.json {
+        println!(
+            "{}",
+            json_line(&Report {
+                seeds: r.seeds,
+                first_seed: a.first_seed,
+                acknowledged: r.acknowledged,
+                lost: r.lost,
+                violations: r.violations,
+                crashes_mid_run: r.crashes_mid_run,
+                crashes_in_recovery: r.crashes_in_recovery,
+                failures: r.failures,
+            })
+        );
+    }
+    if bad > 0 {
+        return Err(Failure::Runtime(format!(
+            "{} lost commits and {} violating seeds",
+            r.lost, r.violations
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,226 @@
+//! Splits: redo-only structure changes, each logged as one record of page images.
+
+use crate::btree::page_op::fits;
+use crate::btree::MAX_DEPTH;
+use crate::buffer_pool::{PageRef, PageWrite};
+use crate::db::Inner;
+use crate::error::{Error, Result};
+use crate::ids::PageId;
+use crate::log_record::Record;
+use crate::page::node::{INTERNAL_CELL_HEADER, SLOT};
+use crate::page::{compress, Meta, Node, NodeMut};
+
+impl Inner {
+    /// With the tree latch held exclusively: splits nodes on the path to `key` until
+    /// its leaf can take `new`; returns that leaf, pinned.
+    pub(crate) fn make_room(
+        &self,
+        root: PageId,
+        key: &[u8],
+        new: Option<&[u8]>,
+    ) -> Result<PageRef<'_>> {
+        // A separator of the largest key must fit every internal node on the path, so
+        // that the split below it can always post its separator.
+        let need = INTERNAL_CELL_HEADER + self.limits.max_key + SLOT;
+        for _ in 0..2 * MAX_DEPTH + 2 {
+            let (path, leaf) = self.descend(root, key)?;
+            let mut split_at = None;
+            for (depth, &id) in path[..path.len() - 1].iter().enumerate() {
+                let p = self.pool.fetch(id)?;
+                let g = p.read_valid()?;
+                if Self::node_of(&g, id)?.free_space() < need {
+                    split_at = Some(depth);
+                    break;
+                }
+            }
+            let depth = match split_at {
+                Some(d) => d,
+                None => {
+                    let g = leaf.read_valid()?;
+                    let n = Self::node_of(&g, leaf.id())?;
+                    let old = n.search(key).ok().map(|i| n.value(i));
+                    if fits(&n, key, old, new) {
+                        drop(g);
+                        return Ok(leaf);
+                    }
+                    path.len() - 1
+                }
+            };
+            drop(leaf);
+            if depth == 0 {
+                self.split_root(root)?;
+            } else {
+                self.split_child(path[depth - 1], path[depth])?;
+            }
+        }
+        Err(Error::Corruption(format!(
+            "tree {root}: no room for a key after {} splits",
+            2 * MAX_DEPTH + 2
+        )))
+    }
+
+    /// Takes `n` new page ids from the meta page image `meta` (a copy; logged by the
+    /// caller with the pages that use them).
+    fn allocate(meta: &mut [u8], n: u64) -> Vec<PageId> {
+        let first = Meta::page_count(meta);
+        Meta::set_page_count(meta, first + n);
+        (first..first + n).map(PageId).collect()
+    }
+
+    /// Splits non-root node `child` of `parent`.
+    fn split_child(&self, parent: PageId, child: PageId) -> Result<()> {
+        let pp = self.pool.fetch(parent)?;
+        let cp = self.pool.fetch(child)?;
+        let mp = self.pool.fetch(PageId::META)?;
+        let mut pw = pp.write_valid()?;
+        let mut cw = cp.write_valid()?;
+        let mut mw = mp.write_valid()?;
+        let mut meta = mw.bytes().to_vec();
+        let sib_id = Self::allocate(&mut meta, 1)[0];
+        let sp = self.pool.fetch(sib_id)?;
+        let mut sw = sp.write();
+
+        let mut left = cw.bytes().to_vec();
+        let mut sib = vec![0u8; left.len()];
+        let sep = {
+            let n = Self::node_of(&left, child)?;
+            let m = split_index(&n, child)?;
+            let cells: Vec<Vec<u8>> = (0..n.len()).map(|i| n.cell(i).to_vec()).collect();
+            let sep = n.key(m).to_vec();
+            let mut s = NodeMut::format(&mut sib, sib_id, n.level());
+            let leaf = n.is_leaf();
+            if leaf {
+                s.set_link(n.link());
+                s.rebuild(&cells[m..]);
+            } else {
+                s.set_link(n.child(m));
+                s.rebuild(&cells[m + 1..]);
+            }
+            let mut l = NodeMut::new(&mut left);
+            l.truncate(m);
+            if leaf {
+                l.set_link(sib_id);
+            }
+            sep
+        };
+        let mut par = pw.bytes().to_vec();
+        {
+            let mut p = NodeMut::new(&mut par);
+            let Err(i) = p.view().search(&sep) else {
+                return Err(Error::Corruption(format!(
+                    "separator of {child} already in parent {parent}"
+                )));
+            };
+            assert!(
+                p.fits(INTERNAL_CELL_HEADER + sep.len()),
+                "parent {parent} was checked to have room"
+            );
+            p.insert_internal(i, &sep, sib_id);
+        }
+        self.log_split(&mut [
+            (&mut cw, left),
+            (&mut sw, sib),
+            (&mut pw, par),
+            (&mut mw, meta),
+        ])
+    }
+
+    /// Splits the root in place: its cells move to two new children and it becomes
+    /// their parent, one level higher, so a table's root page never changes.
+    fn split_root(&self, root: PageId) -> Result<()> {
+        let rp = self.pool.fetch(root)?;
+        let mp = self.pool.fetch(PageId::META)?;
+        let mut rw = rp.write_valid()?;
+        let mut mw = mp.write_valid()?;
+        let mut meta = mw.bytes().to_vec();
+        let ids = Self::allocate(&mut meta, 2);
+        let (lid, rid) = (ids[0], ids[1]);
+        let lp = self.pool.fetch(lid)?;
+        let qp = self.pool.fetch(rid)?;
+        let mut lw = lp.write();
+        let mut qw = qp.write();
+
+        let size = rw.bytes().len();
+        let (mut lbuf, mut rbuf, mut top) = (vec![0u8; size], vec![0u8; size], vec![0u8; size]);
+        {
+            let n = Self::node_of(rw.bytes(), root)?;
+            let level = n.level();
+            if level as usize + 1 >= MAX_DEPTH {
+                return Err(Error::Corruption(format!("tree {root} too deep to split")));
+            }
+            let m = split_index(&n, root)?;
+            let cells: Vec<Vec<u8>> = (0..n.len()).map(|i| n.cell(i).to_vec()).collect();
+            let sep = n.key(m).to_vec();
+            let mut l = NodeMut::format(&mut lbuf, lid, level);
+            let mut r = NodeMut::format(&mut rbuf, rid, level);
+            l.rebuild(&cells[..m]);
+            if n.is_leaf() {
+                l.set_link(rid);
+                r.set_link(n.link());
+                r.rebuild(&cells[m..]);
+            } else {
+                l.set_link(n.link());
+                r.set_link(n.child(m));
+                r.rebuild(&cells[m + 1..]);
+            }
+            let mut t = NodeMut::format(&mut top, root, level + 1);
+            t.set_link(lid);
+            t.insert_internal(0, &sep, rid);
+        }
+        self.log_split(&mut [
+            (&mut rw, top),
+            (&mut lw, lbuf),
+            (&mut qw, rbuf),
+            (&mut mw, meta),
+        ])
+    }
+
+    /// Logs the after-images of a split in one record, then installs and stamps them.
+    /// Nothing touches a frame before the record is in the log: if the append fails, the
+    /// pages are as they were.
+    fn log_split(&self, pages: &mut [(&mut PageWrite<'_>, Vec<u8>)]) -> Result<()> {
+        for (w, img) in pages.iter() {
+            debug_assert_eq!(crate::page::validate(img, w.id()).map(|_| ()), Ok(()));
+        }
+        let rec = Record::Images {
+            pages: pages
+                .iter()
+                .map(|(w, img)| (w.id(), compress(img)))
+                .collect(),
+        };
+        let a = self.append(&rec)?;
+        for (w, img) in pages.iter_mut() {
+            w.install(img);
+            w.mark_dirty(a.lsn, a.end);
+            w.set_fpi_lsn(a.lsn);
+        }
+        Ok(())
+    }
+}
+
+/// Where to split a node: the first cell at which the left part holds half the bytes.
+/// A leaf keeps at least one cell on each side; an internal node promotes cell `m`.
+fn split_index(n: &Node<'_>, id: PageId) -> Result<usize> {
+    let count = n.len();
+    let min = if n.is_leaf() { 2 } else { 1 };
+    if count < min {
+        return Err(Error::Corruption(format!(
+            "node {id} with {count} cells cannot split"
+        )));
+    }
+    let total: usize = (0..count).map(|i| n.cell(i).len()).sum();
+    let mut acc = 0;
+    let mut m = count / 2;
+    for i in 0..count {
+        acc += n.cell(i).len();
+        if 2 * acc >= total {
+            m = i + 1;
+            break;
+        }
+    }
+    Ok(if n.is_leaf() {
+        m.clamp(1, count - 1)
+    } else {
+        m.min(count - 1)
+    })
+}

@@ -1,0 +1,109 @@
+//! Checking a whole tree: levels, key order across pages, separators, the leaf chain.
+
+use crate::btree::{TreeLatch, MAX_DEPTH};
+use crate::db::Inner;
+use crate::error::{Error, Result};
+use crate::ids::PageId;
+
+/// What a verified tree holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TreeReport {
+    /// Entries (key/value pairs).
+    pub entries: u64,
+    /// Pages (leaves and internal nodes).
+    pub pages: u64,
+    /// Levels (1 for a lone leaf).
+    pub depth: u32,
+}
+
+struct Walk {
+    report: TreeReport,
+    leaves: Vec<(PageId, PageId)>,
+}
+
+/// Walks the tree at `root` under its shared latch and checks every invariant.
+pub(crate) fn verify_tree(inner: &Inner, latch: &TreeLatch, root: PageId) -> Result<TreeReport> {
+    let _shared = latch.read();
+    let mut w = Walk {
+        report: TreeReport::default(),
+        leaves: Vec::new(),
+    };
+    let depth = walk(inner, &mut w, root, None, None, None, 0)?;
+    w.report.depth = depth;
+    for pair in w.leaves.windows(2) {
+        if pair[0].1 != pair[1].0 {
+            return Err(Error::Corruption(format!(
+                "tree {root}: leaf {} links to {} but the next leaf is {}",
+                pair[0].0, pair[0].1, pair[1].0
+            )));
+        }
+    }
+    if let Some(last) = w.leaves.last() {
+        if last.1.is_some() {
+            return Err(Error::Corruption(format!(
+                "tree {root}: last leaf {} links to {}",
+                last.0, last.1
+            )));
+        }
+    }
+    Ok(w.report)
+}
+
+fn walk(
+    inner: &Inner,
+    w: &mut Walk,
+    id: PageId,
+    level: Option<u8>,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+    depth: usize,
+) -> Result<u32> {
+    if depth > MAX_DEPTH {
+        return Err(Error::Corruption(format!(
+            "page {id} deeper than {MAX_DEPTH}"
+        )));
+    }
+    let p = inner.pool.fetch(id)?;
+    let g = p.read_valid()?;
+    let n = Inner::node_of(&g, id)?;
+    if level.is_some_and(|l| l != n.level()) {
+        return Err(Error::Corruption(format!("page {id} at the wrong level")));
+    }
+    w.report.pages += 1;
+    for i in 0..n.len() {
+        let k = n.key(i);
+        if lo.is_some_and(|lo| k < lo) || hi.is_some_and(|hi| k >= hi) {
+            return Err(Error::Corruption(format!(
+                "page {id}: key {i} outside its parent's range"
+            )));
+        }
+    }
+    if n.is_leaf() {
+        w.report.entries += n.len() as u64;
+        w.leaves.push((id, n.link()));
+        return Ok(1);
+    }
+    let below = n.level() - 1;
+    let mut children = vec![(n.link(), lo.map(<[u8]>::to_vec), None)];
+    for i in 0..n.len() {
+        let k = n.key(i).to_vec();
+        children.last_mut().expect("one child at least").2 = Some(k.clone());
+        children.push((n.child(i), Some(k), None));
+    }
+    children.last_mut().expect("one child at least").2 = hi.map(<[u8]>::to_vec);
+    drop(g);
+    drop(p);
+    let mut d = 0;
+    for (child, clo, chi) in children {
+        d = walk(
+            inner,
+            w,
+            child,
+            Some(below),
+            clo.as_deref(),
+            chi.as_deref(),
+            depth + 1,
+        )?;
+    }
+    Ok(d + 1)
+}

@@ -1,0 +1,134 @@
+//! Pinned pages and their latch guards.
+
+use crate::buffer_pool::{BufferPool, Frame};
+use crate::error::{Error, Result};
+use crate::ids::PageId;
+use crate::page;
+use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
+use sluice_wal::Lsn;
+use std::sync::atomic::Ordering;
+
+/// A pinned page: it stays in its frame until this is dropped.
+pub(crate) struct PageRef<'a> {
+    pub(crate) pool: &'a BufferPool,
+    pub(crate) idx: usize,
+    pub(crate) id: PageId,
+}
+
+impl<'a> PageRef<'a> {
+    fn frame(&self) -> &'a Frame {
+        &self.pool.frames[self.idx]
+    }
+    pub(crate) fn id(&self) -> PageId {
+        self.id
+    }
+    /// False if the disk image did not verify (see [`Frame::valid`]).
+    pub(crate) fn is_valid(&self) -> bool {
+        self.frame().valid.load(Ordering::Acquire)
+    }
+    /// S-latches the page.
+    pub(crate) fn read(&self) -> RwLockReadGuard<'a, Box<[u8]>> {
+        let g = self.frame().latch.read();
+        debug_assert_eq!(self.frame().page_id(), self.id);
+        g
+    }
+    /// S-latches a page that must be valid.
+    pub(crate) fn read_valid(&self) -> Result<RwLockReadGuard<'a, Box<[u8]>>> {
+        let g = self.read();
+        self.check_valid()?;
+        Ok(g)
+    }
+    /// X-latches the page.
+    pub(crate) fn write(&self) -> PageWrite<'a> {
+        let guard = self.frame().latch.write();
+        debug_assert_eq!(self.frame().page_id(), self.id);
+        PageWrite {
+            frame: self.frame(),
+            guard,
+            id: self.id,
+        }
+    }
+    /// X-latches a page that must be valid.
+    pub(crate) fn write_valid(&self) -> Result<PageWrite<'a>> {
+        let g = self.write();
+        self.check_valid()?;
+        Ok(g)
+    }
+    fn check_valid(&self) -> Result<()> {
+        if self.is_valid() {
+            Ok(())
+        } else {
+            Err(Error::Corruption(format!(
+                "page {} failed its checksum or structure check",
+                self.id
+            )))
+        }
+    }
+}
+
+impl Drop for PageRef<'_> {
+    fn drop(&mut self) {
+        let before = self.frame().pin.fetch_sub(1, Ordering::AcqRel);
+        assert!(before >= 1, "unpinned frame {} twice", self.idx);
+    }
+}
+
+/// An X-latched page. Every change is stamped with the log record that made it
+/// ([`PageWrite::mark_dirty`]).
+pub(crate) struct PageWrite<'a> {
+    frame: &'a Frame,
+    guard: RwLockWriteGuard<'a, Box<[u8]>>,
+    id: PageId,
+}
+
+impl PageWrite<'_> {
+    pub(crate) fn id(&self) -> PageId {
+        self.id
+    }
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.guard
+    }
+    /// The bytes, for a change that [`PageWrite::mark_dirty`] will stamp.
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.guard
+    }
+    /// The PageLSN (0 for a page that did not verify).
+    pub(crate) fn page_lsn(&self) -> u64 {
+        self.frame.page_lsn.load(Ordering::Acquire)
+    }
+    pub(crate) fn is_valid(&self) -> bool {
+        self.frame.valid.load(Ordering::Acquire)
+    }
+    /// The last full-page image logged for the page while in this frame.
+    pub(crate) fn fpi_lsn(&self) -> u64 {
+        self.frame.fpi_lsn.load(Ordering::Acquire)
+    }
+    pub(crate) fn set_fpi_lsn(&self, lsn: Lsn) {
+        self.frame.fpi_lsn.store(lsn.0, Ordering::Release);
+    }
+    /// Replaces the whole page with `bytes` (a validated image from the log); the
+    /// caller stamps it with [`PageWrite::mark_dirty`].
+    pub(crate) fn install(&mut self, bytes: &[u8]) {
+        self.guard.copy_from_slice(bytes);
+        self.frame.valid.store(true, Ordering::Release);
+    }
+    /// Stamps the change made by the record `[lsn, end)`: PageLSN := end, and if the
+    /// page was clean, its recovery LSN := lsn.
+    pub(crate) fn mark_dirty(&mut self, lsn: Lsn, end: Lsn) {
+        let old = self.page_lsn();
+        assert!(
+            end.0 > old,
+            "page {} stamped with {end} at or below its PageLSN {old}",
+            self.id
+        );
+        assert!(lsn < end);
+        assert!(self.is_valid(), "stamping an invalid page {}", self.id);
+        if !self.frame.is_dirty() {
+            // Set before PageLSN so nobody sees the page dirty with a stale recovery LSN.
+            self.frame.rec_lsn.store(lsn.0, Ordering::SeqCst);
+        }
+        page::set_page_lsn(&mut self.guard, end.0);
+        self.frame.page_lsn.store(end.0, Ordering::SeqCst);
+        debug_assert!(self.frame.is_dirty());
+    }
+}

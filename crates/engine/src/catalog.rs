@@ -1,0 +1,171 @@
+//! The catalog: a B+tree at page 1 mapping table names to their root pages.
+//!
+//! A table's root page never moves (root splits happen in place), so the catalog entry
+//! is written once, by the transaction that creates the table. Creating a table
+//! allocates and formats its root (a redo-only action) and then inserts the catalog entry
+//! in an ordinary transaction that commits at once; if that transaction does not commit,
+//! the root page stays allocated but unused (pages are never freed).
+
+use crate::btree::TreeLatch;
+use crate::db::{Database, Inner};
+use crate::error::{Error, Result};
+use crate::ids::PageId;
+use crate::log_record::Record;
+use crate::page::{compress, Meta, NodeMut};
+use std::sync::Arc;
+
+/// The longest table name, in bytes.
+pub const MAX_TABLE_NAME: usize = 255;
+
+/// A table: a handle to a B+tree, used with a [`Transaction`](crate::Transaction).
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct Table {
+    pub(crate) name: Arc<str>,
+    pub(crate) root: PageId,
+    pub(crate) latch: Arc<TreeLatch>,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Table({:?} at {})", self.name, self.root)
+    }
+}
+
+impl Table {
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The table's root page, which also identifies it.
+    pub fn id(&self) -> PageId {
+        self.root
+    }
+}
+
+impl Inner {
+    pub(crate) fn catalog_table(&self) -> Table {
+        Table {
+            name: Arc::from(""),
+            root: PageId::CATALOG,
+            latch: self.tree_latch(PageId::CATALOG),
+        }
+    }
+
+    /// Allocates and formats an empty leaf as a new table's root.
+    fn allocate_root(&self) -> Result<PageId> {
+        let mp = self.pool.fetch(PageId::META)?;
+        let mut mw = mp.write_valid()?;
+        let mut meta = mw.bytes().to_vec();
+        let id = PageId(Meta::page_count(&meta));
+        Meta::set_page_count(&mut meta, id.0 + 1);
+        let rp = self.pool.fetch(id)?;
+        let mut rw = rp.write();
+        let mut root = vec![0u8; self.page_size];
+        NodeMut::format(&mut root, id, 0);
+        let a = self.append(&Record::Images {
+            pages: vec![(PageId::META, compress(&meta)), (id, compress(&root))],
+        })?;
+        for (w, img) in [(&mut mw, &meta), (&mut rw, &root)] {
+            w.install(img);
+            w.mark_dirty(a.lsn, a.end);
+            w.set_fpi_lsn(a.lsn);
+        }
+        Ok(id)
+    }
+}
+
+fn check_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > MAX_TABLE_NAME {
+        return Err(Error::InvalidArgument(format!(
+            "table name of {} bytes: must be 1..={MAX_TABLE_NAME}",
+            name.len()
+        )));
+    }
+    Ok(())
+}
+
+fn decode_root(name: &str, v: &[u8]) -> Result<PageId> {
+    let b: [u8; 8] = v
+        .try_into()
+        .map_err(|_| Error::Corruption(format!("catalog entry of {name:?} is malformed")))?;
+    Ok(PageId(u64::from_le_bytes(b)))
+}
+
+impl Database {
+    /// Creates a table (committed and durable at once, whatever the commit protocol: a
+    /// table must not vanish in a crash even under `async`). [`Error::AlreadyExists`] if
+    /// it exists.
+    pub fn create_table(&self, name: &str) -> Result<Table> {
+        check_name(name)?;
+        let inner = &self.inner;
+        inner.check()?;
+        let cat = inner.catalog_table();
+        let mut tx = self.begin();
+        if tx.get_for_update(&cat, name.as_bytes())?.is_some() {
+            return Err(Error::AlreadyExists(format!("table {name:?}")));
+        }
+        let root = inner.allocate_root()?;
+        tx.put(&cat, name.as_bytes(), &root.0.to_le_bytes())?;
+        tx.commit()?;
+        inner.log.sync()?;
+        inner.catalog.lock().insert(name.to_string(), root);
+        Ok(Table {
+            name: Arc::from(name),
+            root,
+            latch: inner.tree_latch(root),
+        })
+    }
+
+    /// Opens an existing table. [`Error::NotFound`] if there is none by that name.
+    pub fn table(&self, name: &str) -> Result<Table> {
+        check_name(name)?;
+        let inner = &self.inner;
+        let cached = inner.catalog.lock().get(name).copied();
+        let root = match cached {
+            Some(r) => r,
+            None => {
+                let mut tx = self.begin();
+                let v = tx.get(&inner.catalog_table(), name.as_bytes())?;
+                tx.commit()?;
+                let Some(v) = v else {
+                    return Err(Error::NotFound(format!("table {name:?}")));
+                };
+                let r = decode_root(name, &v)?;
+                inner.catalog.lock().insert(name.to_string(), r);
+                r
+            }
+        };
+        Ok(Table {
+            name: Arc::from(name),
+            root,
+            latch: inner.tree_latch(root),
+        })
+    }
+
+    /// Opens the table, creating it if it does not exist.
+    pub fn table_or_create(&self, name: &str) -> Result<Table> {
+        match self.table(name) {
+            Err(Error::NotFound(_)) => match self.create_table(name) {
+                Err(Error::AlreadyExists(_)) => self.table(name),
+                r => r,
+            },
+            r => r,
+        }
+    }
+
+    /// The names of all tables, in order.
+    pub fn table_names(&self) -> Result<Vec<String>> {
+        let cat = self.inner.catalog_table();
+        let mut tx = self.begin();
+        let mut names = Vec::new();
+        for e in tx.scan_all(&cat) {
+            let (k, _) = e?;
+            names.push(String::from_utf8(k).map_err(|_| {
+                Error::Corruption("catalog holds a table name that is not UTF-8".into())
+            })?);
+        }
+        tx.commit()?;
+        Ok(names)
+    }
+}

@@ -1,0 +1,80 @@
+//! The errors of the storage manager.
+
+use crate::ids::PageId;
+use sluice_wal::WalError;
+use std::io;
+use std::sync::Arc;
+
+/// Everything that can go wrong in a database.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Error {
+    /// A named thing (a table) does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// A table with this name already exists.
+    #[error("already exists: {0}")]
+    AlreadyExists(String),
+    /// A lock was not granted within the lock timeout. This is how deadlocks are broken:
+    /// the transaction that got this error is the victim and should be rolled back.
+    #[error("lock timeout after {waited_ms} ms on a key of table {table}: the transaction is a deadlock victim and must roll back")]
+    LockTimeout {
+        /// The table (its root page) of the contended key.
+        table: PageId,
+        /// How long the request waited.
+        waited_ms: u64,
+    },
+    /// A disk operation failed.
+    #[error("I/O error: {0}")]
+    Io(Arc<io::Error>),
+    /// An earlier I/O error stopped the database; nothing after the last successful sync
+    /// is acknowledged, and it refuses work until reopened.
+    #[error("database is poisoned by an earlier failure: {0}")]
+    Poisoned(String),
+    /// Stored data failed verification (a bad checksum outside what redo can repair, a
+    /// malformed page or log record).
+    #[error("corruption: {0}")]
+    Corruption(String),
+    /// A caller passed something the database cannot take (an oversized key, a bad option).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The database directory is held by another process or another open database.
+    #[error("database {0} is in use by another process or handle")]
+    Locked(String),
+    /// Every buffer-pool frame is pinned; the pool is too small for the concurrency.
+    #[error("buffer pool exhausted: all {0} frames are pinned")]
+    BufferPoolFull(usize),
+    /// The database (or the transaction) was closed.
+    #[error("closed: {0}")]
+    Closed(&'static str),
+}
+
+impl Error {
+    /// True for errors that come from the disk, directly or through poisoning.
+    pub fn is_io(&self) -> bool {
+        matches!(self, Error::Io(_) | Error::Poisoned(_))
+    }
+}
+
+impl From<io::Error> for Error {
+    fn from(e: io::Error) -> Self {
+        Error::Io(Arc::new(e))
+    }
+}
+
+impl From<WalError> for Error {
+    fn from(e: WalError) -> Self {
+        match e {
+            WalError::Io(e) => Error::Io(e),
+            WalError::Poisoned(e) => Error::Poisoned(format!("log: {e}")),
+            WalError::Corruption { lsn, reason } => {
+                Error::Corruption(format!("log at LSN {lsn}: {reason}"))
+            }
+            WalError::Locked(dir) => Error::Locked(dir),
+            WalError::InvalidArgument(s) => Error::InvalidArgument(format!("log: {s}")),
+            WalError::Closed => Error::Closed("log"),
+        }
+    }
+}
+
+/// Result with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,79 @@
+//! `sluice`: an embeddable, crash-safe transactional storage engine.
+//!
+//! A [`Database`] lives in a directory: a write-ahead log (`sluice-wal`), a data file of
+//! fixed-size pages, and a small control file pointing at the last checkpoint. Tables are
+//! B+trees with variable-length keys and values; [`Transaction`]s read and write them under
+//! strict two-phase key locking, commit once their commit record is durable, and roll back
+//! with compensation records. Restart recovery is ARIES (analysis, redo, undo); torn page
+//! writes are repaired from full page images logged after each checkpoint. Every disk
+//! access goes through [`sluice_storage::Storage`], so the same code runs on real files and
+//! on the crash-simulating disk the tests use.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use sluice::{Database, Options};
+//! use sluice_storage::SimStorage;
+//!
+//! let disk = Arc::new(SimStorage::new(1));
+//! let db = Database::open(disk.clone(), "/db", Options::default())?;
+//! let users = db.create_table("users")?;
+//!
+//! let mut tx = db.begin();
+//! tx.put(&users, b"ada", b"lovelace")?;
+//! tx.put(&users, b"alan", b"turing")?;
+//! tx.commit()?; // durable when this returns
+//!
+//! let mut tx = db.begin();
+//! tx.delete(&users, b"alan")?;
+//! tx.rollback()?; // as if it never happened
+//!
+//! db.close()?;
+//! let db = Database::open(disk, "/db", Options::default())?;
+//! let users = db.table("users")?;
+//! let mut tx = db.begin();
+//! let all: Vec<_> = tx.scan_all(&users).collect::<Result<_, _>>()?;
+//! assert_eq!(all.len(), 2);
+//! assert_eq!(tx.get(&users, b"alan")?.as_deref(), Some(&b"turing"[..]));
+//! tx.commit()?;
+//! # Ok::<(), sluice::Error>(())
+//! ```
+//!
+//! See `ARCHITECTURE.md` ("Storage manager") for the life of a page and of a transaction,
+//! the page format, the recovery passes and the torn-page strategy.
+
+#![warn(missing_docs)]
+
+mod agents;
+mod btree;
+mod buffer_pool;
+mod catalog;
+mod checkpoint;
+mod control;
+mod data_file;
+mod db;
+mod error;
+mod ids;
+mod lock;
+pub mod log_record;
+mod logging;
+mod options;
+pub mod page;
+mod recovery;
+pub mod testing;
+mod txn;
+mod txn_table;
+
+pub use agents::{
+    AgentOptions, AgentStats, Agents, CommitHook, Completion, Finished, Outcome, Submitter,
+};
+pub use btree::TreeReport;
+pub use buffer_pool::PoolStats;
+pub use catalog::{Table, MAX_TABLE_NAME};
+pub use db::{Database, Stats, VerifyReport};
+pub use error::{Error, Result};
+pub use ids::{PageId, TxnId};
+pub use lock::{Granted, LockKey, LockManager, LockMode};
+pub use options::{CommitProtocol, Limits, Options};
+pub use recovery::RecoveryReport;
+pub use sluice_wal::{LogOptions, Lsn};
+pub use txn::{Scan, Transaction};

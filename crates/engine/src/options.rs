@@ -1,0 +1,226 @@
+//! How a database is opened.
+
+use crate::error::{Error, Result};
+use crate::page::{HEADER_LEN, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+use sluice_wal::LogOptions;
+use std::time::Duration;
+
+/// How transactions commit (Aether §3–4): when locks are released, and whether the
+/// committing thread waits for the log flush.
+///
+/// Under every protocol but [`CommitProtocol::Async`] a commit is acknowledged only once
+/// its commit record is durable, and a transaction that read data released early is
+/// acknowledged only once the transaction it read from is durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CommitProtocol {
+    /// Locks are held until the commit record is durable; the committing thread blocks.
+    Classic,
+    /// Early lock release: locks are released as soon as the commit record is in the log
+    /// buffer; the committing thread still blocks until it is durable.
+    Elr,
+    /// Flush pipelining: locks are held until durable, but an agent thread detaches the
+    /// transaction and runs other work; the log daemon hands it back once hardened.
+    /// (A direct [`Transaction::commit`](crate::Transaction::commit) has no agent to
+    /// detach from and behaves as `Classic`.)
+    Pipelined,
+    /// Early lock release and flush pipelining together — the Aether configuration.
+    /// (A direct commit behaves as `Elr`.)
+    #[default]
+    ElrPipelined,
+    /// Asynchronous commit: acknowledged without waiting for the log. **Unsafe**: a crash
+    /// loses acknowledged commits. Offered only as the comparison point the papers use.
+    Async,
+}
+
+impl CommitProtocol {
+    /// Every protocol, in the order reports list them.
+    pub const ALL: [CommitProtocol; 5] = [
+        CommitProtocol::Classic,
+        CommitProtocol::Elr,
+        CommitProtocol::Pipelined,
+        CommitProtocol::ElrPipelined,
+        CommitProtocol::Async,
+    ];
+
+    /// The protocol's command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CommitProtocol::Classic => "classic",
+            CommitProtocol::Elr => "elr",
+            CommitProtocol::Pipelined => "pipelined",
+            CommitProtocol::ElrPipelined => "elr-pipelined",
+            CommitProtocol::Async => "async",
+        }
+    }
+
+    /// Locks are released before the commit is durable.
+    pub fn early_release(self) -> bool {
+        matches!(
+            self,
+            CommitProtocol::Elr | CommitProtocol::ElrPipelined | CommitProtocol::Async
+        )
+    }
+
+    /// Agents detach committing transactions instead of blocking on the log.
+    pub fn pipelined(self) -> bool {
+        matches!(
+            self,
+            CommitProtocol::Pipelined | CommitProtocol::ElrPipelined
+        )
+    }
+
+    /// Acknowledgement waits for durability.
+    pub fn durable(self) -> bool {
+        self != CommitProtocol::Async
+    }
+}
+
+impl std::fmt::Display for CommitProtocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for CommitProtocol {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        CommitProtocol::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = CommitProtocol::ALL.iter().map(|p| p.name()).collect();
+                format!(
+                    "unknown commit protocol '{s}' (expected one of: {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// Options of a database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Bytes per page: a power of two in 1 KiB..=32 KiB. Used when the database is
+    /// created; an existing database keeps the page size it was created with.
+    pub page_size: usize,
+    /// Buffer-pool frames (pages cached in memory). At least 16.
+    pub pool_pages: usize,
+    /// The write-ahead log's options.
+    pub log: LogOptions,
+    /// How long a lock request waits before it fails with
+    /// [`Error::LockTimeout`](crate::Error::LockTimeout) (deadlock handling).
+    pub lock_timeout: Duration,
+    /// Take a checkpoint after this many log bytes since the last one (0: only on
+    /// request and at close).
+    pub checkpoint_log_bytes: u64,
+    /// How transactions commit.
+    pub commit: CommitProtocol,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            page_size: 8192,
+            pool_pages: 4096,
+            log: LogOptions::default(),
+            lock_timeout: Duration::from_secs(2),
+            checkpoint_log_bytes: 64 << 20,
+            commit: CommitProtocol::default(),
+        }
+    }
+}
+
+impl Options {
+    /// Small pages, a small pool, small log segments and frequent checkpoints: makes a
+    /// few thousand operations split pages, evict, roll segments and checkpoint. For tests.
+    pub fn small() -> Options {
+        Options {
+            page_size: 1024,
+            pool_pages: 32,
+            log: LogOptions {
+                segment_bytes: 64 << 10,
+                buffer_bytes: 256 << 10,
+                group_commit: sluice_wal::GroupCommit {
+                    max_delay: Duration::from_micros(200),
+                    ..Default::default()
+                },
+                ..LogOptions::default()
+            },
+            lock_timeout: Duration::from_millis(200),
+            checkpoint_log_bytes: 128 << 10,
+            commit: CommitProtocol::default(),
+        }
+    }
+
+    pub(crate) fn check(&self) -> Result<()> {
+        if !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&self.page_size)
+            || !self.page_size.is_power_of_two()
+        {
+            return Err(Error::InvalidArgument(format!(
+                "page size {} must be a power of two from {MIN_PAGE_SIZE} to {MAX_PAGE_SIZE}",
+                self.page_size
+            )));
+        }
+        if self.pool_pages < 16 {
+            return Err(Error::InvalidArgument(format!(
+                "pool of {} pages is below the minimum of 16",
+                self.pool_pages
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Size limits of keys and values, derived from the page size so that every leaf holds
+/// at least four entries and every internal node at least four separators (which keeps
+/// splits simple: one split always makes room).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The longest key.
+    pub max_key: usize,
+    /// The longest key plus value.
+    pub max_entry: usize,
+}
+
+impl Limits {
+    /// The limits for pages of `page_size` bytes.
+    pub fn for_page_size(page_size: usize) -> Limits {
+        // Four cells of (cell header + slot + payload) must fit the page body; the
+        // larger cell header is the internal one (10 bytes), plus a 2-byte slot.
+        let max_entry = (page_size - HEADER_LEN) / 4 - 12;
+        Limits {
+            max_key: max_entry.min(1024),
+            max_entry,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_leave_room_for_four_cells() {
+        for size in [1024, 4096, 8192, 32768] {
+            let l = Limits::for_page_size(size);
+            assert!(4 * (l.max_entry + 12) <= size - HEADER_LEN);
+            assert!(l.max_key <= l.max_entry);
+        }
+        assert_eq!(Limits::for_page_size(8192).max_key, 1024);
+    }
+
+    #[test]
+    fn bad_options_are_rejected() {
+        let o = Options {
+            page_size: 3000,
+            ..Options::default()
+        };
+        assert!(matches!(o.check(), Err(Error::InvalidArgument(_))));
+        let o = Options {
+            pool_pages: 2,
+            ..Options::default()
+        };
+        assert!(o.check().is_err());
+        assert!(Options::small().check().is_ok());
+    }
+}

@@ -1,0 +1,28 @@
+//! Pages: the on-disk layout, slotted B+tree nodes, the meta page, and compact images.
+//!
+//! Every page starts with the same 40-byte header:
+//!
+//! | offset | size | field                                                         |
+//! |-------:|-----:|---------------------------------------------------------------|
+//! | 0      | 4    | CRC32C of bytes 4.. (written on every page write)             |
+//! | 4      | 1    | page type (0 unformatted, 1 meta, 2 leaf, 3 internal)         |
+//! | 5      | 1    | level (0 for leaves, height above the leaves otherwise)       |
+//! | 6      | 2    | slot count                                                    |
+//! | 8      | 8    | page id (a misdirected write is caught by it)                 |
+//! | 16     | 8    | page LSN: the page reflects the log up to here (a record end) |
+//! | 24     | 8    | link: next leaf (leaves) or leftmost child (internal nodes)   |
+//! | 32     | 4    | cell start: the lowest byte used by cells                     |
+//! | 36     | 4    | fragmented bytes: garbage between cells, reclaimed by compact |
+
+mod image;
+mod layout;
+mod meta;
+pub(crate) mod node;
+
+pub use image::{compress, expand};
+pub use layout::{
+    checksum_ok, page_id, page_lsn, page_type, seal, set_page_lsn, validate, PageType, HEADER_LEN,
+    MAX_PAGE_SIZE, MIN_PAGE_SIZE,
+};
+pub use meta::Meta;
+pub use node::{Node, NodeMut};

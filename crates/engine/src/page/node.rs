@@ -1,0 +1,384 @@
+//! Slotted B+tree nodes.
+//!
+//! After the header comes an array of `u16` slots, sorted by key, each the offset of a
+//! cell; cells grow down from the end of the page. A leaf cell is
+//! `[key_len u16][value_len u16][key][value]`; an internal cell is
+//! `[key_len u16][child u64][key]`, meaning "keys >= key live under child" (keys below
+//! the first separator live under the leftmost child, kept in the header's link field).
+//! Removing a cell leaves a hole counted in `frag`; inserts compact the page when the
+//! contiguous gap is too small but the total free space suffices.
+
+use crate::ids::PageId;
+use crate::page::layout::{
+    format, get_u16, get_u32, get_u64, page_type, put_u16, put_u32, put_u64, PageType, HEADER_LEN,
+    OFF_CELL_START, OFF_FRAG, OFF_LEVEL, OFF_LINK, OFF_NSLOTS,
+};
+use std::cmp::Ordering;
+
+/// Bytes of a leaf cell's fixed part.
+pub(crate) const LEAF_CELL_HEADER: usize = 4;
+/// Bytes of an internal cell's fixed part.
+pub(crate) const INTERNAL_CELL_HEADER: usize = 10;
+/// Bytes of one slot.
+pub(crate) const SLOT: usize = 2;
+
+/// A read-only view of a validated node page.
+#[derive(Clone, Copy)]
+pub struct Node<'a> {
+    b: &'a [u8],
+}
+
+impl<'a> Node<'a> {
+    /// Wraps bytes that passed [`crate::page::validate`] as a leaf or internal node.
+    pub fn new(b: &'a [u8]) -> Node<'a> {
+        debug_assert!(matches!(
+            page_type(b),
+            Some(PageType::Leaf | PageType::Internal)
+        ));
+        Node { b }
+    }
+    /// True for a leaf.
+    pub fn is_leaf(&self) -> bool {
+        page_type(self.b) == Some(PageType::Leaf)
+    }
+    /// 0 for leaves.
+    pub fn level(&self) -> u8 {
+        self.b[OFF_LEVEL]
+    }
+    /// The number of cells.
+    pub fn len(&self) -> usize {
+        get_u16(self.b, OFF_NSLOTS) as usize
+    }
+    /// True if the node has no cells.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Next leaf (leaves) or leftmost child (internal nodes).
+    pub fn link(&self) -> PageId {
+        PageId(get_u64(self.b, OFF_LINK))
+    }
+    fn cell_start(&self) -> usize {
+        get_u32(self.b, OFF_CELL_START) as usize
+    }
+    fn frag(&self) -> usize {
+        get_u32(self.b, OFF_FRAG) as usize
+    }
+    fn slot(&self, i: usize) -> usize {
+        get_u16(self.b, HEADER_LEN + SLOT * i) as usize
+    }
+    fn cell_len_at(&self, off: usize) -> usize {
+        let klen = get_u16(self.b, off) as usize;
+        if self.is_leaf() {
+            LEAF_CELL_HEADER + klen + get_u16(self.b, off + 2) as usize
+        } else {
+            INTERNAL_CELL_HEADER + klen
+        }
+    }
+    /// The raw bytes of cell `i` (for moving cells between pages in a split).
+    pub(crate) fn cell(&self, i: usize) -> &'a [u8] {
+        let off = self.slot(i);
+        &self.b[off..off + self.cell_len_at(off)]
+    }
+    /// The key of cell `i`.
+    pub fn key(&self, i: usize) -> &'a [u8] {
+        let off = self.slot(i);
+        let klen = get_u16(self.b, off) as usize;
+        let h = if self.is_leaf() {
+            LEAF_CELL_HEADER
+        } else {
+            INTERNAL_CELL_HEADER
+        };
+        &self.b[off + h..off + h + klen]
+    }
+    /// The value of leaf cell `i`.
+    pub fn value(&self, i: usize) -> &'a [u8] {
+        debug_assert!(self.is_leaf());
+        let off = self.slot(i);
+        let klen = get_u16(self.b, off) as usize;
+        let vlen = get_u16(self.b, off + 2) as usize;
+        let start = off + LEAF_CELL_HEADER + klen;
+        &self.b[start..start + vlen]
+    }
+    /// The child of internal cell `i`.
+    pub fn child(&self, i: usize) -> PageId {
+        debug_assert!(!self.is_leaf());
+        PageId(get_u64(self.b, self.slot(i) + 2))
+    }
+    /// Binary search: `Ok(i)` if cell `i` has `key`, else `Err(i)` where it would go.
+    pub fn search(&self, key: &[u8]) -> Result<usize, usize> {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.key(mid).cmp(key) {
+                Ordering::Less => lo = mid + 1,
+                Ordering::Greater => hi = mid,
+                Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+    /// The child of an internal node under which `key` lives.
+    pub fn child_for(&self, key: &[u8]) -> PageId {
+        match self.search(key) {
+            Ok(i) => self.child(i),
+            Err(0) => self.link(),
+            Err(i) => self.child(i - 1),
+        }
+    }
+    /// Free bytes, counting fragmentation (what compaction would give).
+    pub fn free_space(&self) -> usize {
+        self.cell_start() - (HEADER_LEN + SLOT * self.len()) + self.frag()
+    }
+    /// Bytes in use by slots and cells (what an image of the page must carry).
+    pub fn used_bytes(&self) -> usize {
+        self.b.len() - HEADER_LEN - self.free_space()
+    }
+    /// The end of the slot array (the start of the gap before the cells).
+    pub(crate) fn slots_end(&self) -> usize {
+        HEADER_LEN + SLOT * self.len()
+    }
+    /// The gap between the slot array and the cells, which holds no data.
+    pub(crate) fn hole(&self) -> (usize, usize) {
+        (self.slots_end(), self.cell_start())
+    }
+
+    /// Structural checks of a node page; see [`crate::page::validate`]. Never panics.
+    pub(crate) fn check(b: &[u8]) -> Result<(), String> {
+        let size = b.len();
+        let kind = page_type(b);
+        let level = b[OFF_LEVEL];
+        let leaf = kind == Some(PageType::Leaf);
+        if leaf != (level == 0) {
+            return Err(format!("node type {kind:?} at level {level}"));
+        }
+        let n = get_u16(b, OFF_NSLOTS) as usize;
+        let cell_start = get_u32(b, OFF_CELL_START) as usize;
+        let frag = get_u32(b, OFF_FRAG) as usize;
+        if HEADER_LEN + SLOT * n > cell_start || cell_start > size {
+            return Err(format!("{n} slots collide with cells at {cell_start}"));
+        }
+        if !leaf && !PageId(get_u64(b, OFF_LINK)).is_some() {
+            return Err("internal node without a leftmost child".into());
+        }
+        let hdr = if leaf {
+            LEAF_CELL_HEADER
+        } else {
+            INTERNAL_CELL_HEADER
+        };
+        let mut used = 0usize;
+        let mut prev: Option<&[u8]> = None;
+        for i in 0..n {
+            let off = get_u16(b, HEADER_LEN + SLOT * i) as usize;
+            if off < cell_start || off + hdr > size {
+                return Err(format!("slot {i} points at {off}, outside the cells"));
+            }
+            let klen = get_u16(b, off) as usize;
+            let len = if leaf {
+                hdr + klen + get_u16(b, off + 2) as usize
+            } else {
+                hdr + klen
+            };
+            if off + len > size {
+                return Err(format!("cell {i} at {off} runs past the page end"));
+            }
+            let key = &b[off + hdr..off + hdr + klen];
+            if prev.is_some_and(|p| p >= key) {
+                return Err(format!("keys out of order at slot {i}"));
+            }
+            prev = Some(key);
+            used += len;
+        }
+        if used + frag != size - cell_start {
+            return Err(format!(
+                "cells ({used} bytes) and fragments ({frag}) do not fill the cell area ({})",
+                size - cell_start
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A mutable view of a node page.
+pub struct NodeMut<'a> {
+    b: &'a mut [u8],
+}
+
+impl<'a> NodeMut<'a> {
+    /// Wraps a valid node page for modification.
+    pub fn new(b: &'a mut [u8]) -> NodeMut<'a> {
+        NodeMut { b }
+    }
+    /// Formats `b` as an empty leaf (`level` 0) or internal node.
+    pub fn format(b: &'a mut [u8], id: PageId, level: u8) -> NodeMut<'a> {
+        let kind = if level == 0 {
+            PageType::Leaf
+        } else {
+            PageType::Internal
+        };
+        format(b, id, kind, level);
+        NodeMut { b }
+    }
+    /// A read-only view.
+    pub fn view(&self) -> Node<'_> {
+        Node { b: self.b }
+    }
+    /// Sets the next leaf (leaves) or leftmost child (internal nodes).
+    pub fn set_link(&mut self, id: PageId) {
+        put_u64(self.b, OFF_LINK, id.0);
+    }
+    /// True if a cell of `cell_len` bytes (plus its slot) fits, compacting if needed.
+    pub fn fits(&self, cell_len: usize) -> bool {
+        self.view().free_space() >= cell_len + SLOT
+    }
+
+    /// Inserts a ready-made cell at slot `i`. The caller checked [`NodeMut::fits`].
+    pub(crate) fn insert_cell(&mut self, i: usize, cell: &[u8]) {
+        let n = self.view().len();
+        assert!(i <= n, "slot {i} beyond {n} cells");
+        assert!(
+            self.fits(cell.len()),
+            "cell of {} bytes does not fit",
+            cell.len()
+        );
+        if self.view().cell_start() - self.view().slots_end() < cell.len() + SLOT {
+            self.compact();
+        }
+        let start = self.view().cell_start() - cell.len();
+        self.b[start..start + cell.len()].copy_from_slice(cell);
+        let slots = HEADER_LEN + SLOT * i;
+        self.b
+            .copy_within(slots..HEADER_LEN + SLOT * n, slots + SLOT);
+        put_u16(self.b, slots, start as u16);
+        put_u16(self.b, OFF_NSLOTS, (n + 1) as u16);
+        put_u32(self.b, OFF_CELL_START, start as u32);
+        debug_assert!(self.view().slots_end() <= start);
+    }
+
+    /// Inserts `(key, value)` at slot `i` of a leaf.
+    pub fn insert_leaf(&mut self, i: usize, key: &[u8], value: &[u8]) {
+        self.insert_cell(i, &leaf_cell(key, value));
+    }
+
+    /// Inserts `(key, child)` at slot `i` of an internal node.
+    pub fn insert_internal(&mut self, i: usize, key: &[u8], child: PageId) {
+        self.insert_cell(i, &internal_cell(key, child));
+    }
+
+    /// Removes cell `i`; its bytes become fragmentation.
+    pub fn remove(&mut self, i: usize) {
+        let n = self.view().len();
+        assert!(i < n, "slot {i} beyond {n} cells");
+        let len = self.view().cell(i).len();
+        let frag = self.view().frag() + len;
+        let slots = HEADER_LEN + SLOT * i;
+        self.b
+            .copy_within(slots + SLOT..HEADER_LEN + SLOT * n, slots);
+        put_u16(self.b, OFF_NSLOTS, (n - 1) as u16);
+        put_u32(self.b, OFF_FRAG, frag as u32);
+        // Zero the freed slot so the hole holds no stale bytes (images omit it).
+        put_u16(self.b, HEADER_LEN + SLOT * (n - 1), 0);
+    }
+
+    /// Drops every cell from slot `from` on (the upper half moved away by a split).
+    pub fn truncate(&mut self, from: usize) {
+        let cells: Vec<Vec<u8>> = (0..from).map(|i| self.view().cell(i).to_vec()).collect();
+        self.rebuild(&cells);
+    }
+
+    /// Rewrites the cells contiguously at the end of the page, in slot order.
+    pub fn compact(&mut self) {
+        let n = self.view().len();
+        let cells: Vec<Vec<u8>> = (0..n).map(|i| self.view().cell(i).to_vec()).collect();
+        self.rebuild(&cells);
+    }
+
+    /// Replaces all cells with `cells` (already sorted).
+    pub(crate) fn rebuild(&mut self, cells: &[Vec<u8>]) {
+        let size = self.b.len();
+        self.b[HEADER_LEN..].fill(0);
+        let mut start = size;
+        for (i, c) in cells.iter().enumerate() {
+            start -= c.len();
+            self.b[start..start + c.len()].copy_from_slice(c);
+            put_u16(self.b, HEADER_LEN + SLOT * i, start as u16);
+        }
+        assert!(
+            HEADER_LEN + SLOT * cells.len() <= start,
+            "cells overflow the page"
+        );
+        put_u16(self.b, OFF_NSLOTS, cells.len() as u16);
+        put_u32(self.b, OFF_CELL_START, start as u32);
+        put_u32(self.b, OFF_FRAG, 0);
+    }
+}
+
+/// The bytes of a leaf cell.
+pub(crate) fn leaf_cell(key: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut c = Vec::with_capacity(LEAF_CELL_HEADER + key.len() + value.len());
+    c.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    c.extend_from_slice(&(value.len() as u16).to_le_bytes());
+    c.extend_from_slice(key);
+    c.extend_from_slice(value);
+    c
+}
+
+/// The bytes of an internal cell.
+pub(crate) fn internal_cell(key: &[u8], child: PageId) -> Vec<u8> {
+    let mut c = Vec::with_capacity(INTERNAL_CELL_HEADER + key.len());
+    c.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    c.extend_from_slice(&child.0.to_le_bytes());
+    c.extend_from_slice(key);
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::page::validate;
+
+    #[test]
+    fn insert_remove_compact_keep_the_page_valid() {
+        let mut b = vec![0u8; 1024];
+        let mut n = NodeMut::format(&mut b, PageId(3), 0);
+        let mut i = 0u32;
+        loop {
+            let key = format!("k{:05}", (i * 7919) % 10007);
+            let Err(at) = n.view().search(key.as_bytes()) else {
+                unreachable!()
+            };
+            if !n.fits(LEAF_CELL_HEADER + key.len() + 10) {
+                break;
+            }
+            n.insert_leaf(at, key.as_bytes(), b"0123456789");
+            i += 1;
+        }
+        assert!(i > 20, "only {i} cells fit in 1 KiB");
+        let before = n.view().len();
+        n.remove(before / 2);
+        n.remove(0);
+        assert_eq!(n.view().len(), before - 2);
+        // Fragmented space is reused through compaction.
+        n.insert_leaf(0, b"a", b"0123456789");
+        assert_eq!(n.view().key(0), b"a");
+        assert!(
+            validate(&b, PageId(3)).is_ok(),
+            "{:?}",
+            validate(&b, PageId(3))
+        );
+    }
+
+    #[test]
+    fn child_for_routes_by_separator() {
+        let mut b = vec![0u8; 1024];
+        let mut n = NodeMut::format(&mut b, PageId(2), 1);
+        n.set_link(PageId(10));
+        n.insert_internal(0, b"m", PageId(11));
+        n.insert_internal(1, b"t", PageId(12));
+        let v = n.view();
+        assert_eq!(v.child_for(b"a"), PageId(10));
+        assert_eq!(v.child_for(b"m"), PageId(11));
+        assert_eq!(v.child_for(b"s"), PageId(11));
+        assert_eq!(v.child_for(b"z"), PageId(12));
+        assert!(validate(&b, PageId(2)).is_ok());
+    }
+}

@@ -1,0 +1,132 @@
+//! The analysis pass.
+
+use crate::control::Control;
+use crate::db::Inner;
+use crate::error::{Error, Result};
+use crate::ids::{PageId, TxnId};
+use crate::log_record::Record;
+use sluice_wal::frame::frame_len;
+use sluice_wal::Lsn;
+use std::collections::{BTreeMap, HashMap};
+
+/// A transaction without an outcome in the log, and its records.
+pub(crate) struct Loser {
+    pub(crate) first: Lsn,
+    pub(crate) last: Lsn,
+    pub(crate) records: BTreeMap<Lsn, Record>,
+}
+
+pub(crate) struct Analysis {
+    pub(crate) scan_from: Lsn,
+    pub(crate) redo_from: Option<Lsn>,
+    pub(crate) dirty: HashMap<PageId, Lsn>,
+    pub(crate) losers: HashMap<TxnId, Loser>,
+    pub(crate) next_txn: u64,
+    pub(crate) records: u64,
+}
+
+pub(crate) fn decode(lsn: Lsn, payload: &[u8]) -> Result<Record> {
+    Record::decode(payload).map_err(|e| Error::Corruption(format!("log record at LSN {lsn}: {e}")))
+}
+
+pub(crate) fn run(inner: &Inner, control: Option<Control>) -> Result<Analysis> {
+    let log = &inner.log;
+    let mut att: HashMap<TxnId, Loser> = HashMap::new();
+    let mut dirty: HashMap<PageId, Lsn> = HashMap::new();
+    let mut next_txn = 1;
+    let scan_from = match control {
+        Some(c) => {
+            if c.end < log.start_lsn() || c.end >= log.durable_lsn() {
+                return Err(Error::Corruption(format!(
+                    "checkpoint record at {} is outside the log [{}, {})",
+                    c.end,
+                    log.start_lsn(),
+                    log.durable_lsn()
+                )));
+            }
+            let (lsn, payload) = log
+                .read_from(c.end)?
+                .next()
+                .ok_or_else(|| Error::Corruption(format!("no checkpoint record at {}", c.end)))??;
+            let Record::EndCheckpoint(d) = decode(lsn, &payload)? else {
+                return Err(Error::Corruption(format!(
+                    "record at {} is not the end of a checkpoint",
+                    c.end
+                )));
+            };
+            if d.begin != c.begin {
+                return Err(Error::Corruption(format!(
+                    "checkpoint at {} says it began at {}, the control file says {}",
+                    c.end, d.begin, c.begin
+                )));
+            }
+            next_txn = d.next_txn;
+            for a in &d.active {
+                att.insert(
+                    a.txn,
+                    Loser {
+                        first: a.first,
+                        last: a.last,
+                        records: BTreeMap::new(),
+                    },
+                );
+            }
+            for &(p, rec) in &d.dirty {
+                let e = dirty.entry(p).or_insert(rec);
+                *e = (*e).min(rec);
+            }
+            d.active.iter().map(|a| a.first).fold(c.begin, Lsn::min)
+        }
+        None => log.start_lsn(),
+    };
+    if scan_from < log.start_lsn() {
+        return Err(Error::Corruption(format!(
+            "recovery needs the log from {scan_from} but it starts at {}",
+            log.start_lsn()
+        )));
+    }
+    let mut records = 0;
+    for item in log.read_from(scan_from)? {
+        let (lsn, payload) = item?;
+        records += 1;
+        let rec = decode(lsn, &payload)?;
+        let _end = lsn.add(frame_len(payload.len()));
+        let mut touch = |p: PageId| {
+            let e = dirty.entry(p).or_insert(lsn);
+            *e = (*e).min(lsn);
+        };
+        match &rec {
+            Record::Update { txn, page, .. } | Record::Clr { txn, page, .. } => {
+                touch(*page);
+                next_txn = next_txn.max(txn.0 + 1);
+                let l = att.entry(*txn).or_insert(Loser {
+                    first: lsn,
+                    last: lsn,
+                    records: BTreeMap::new(),
+                });
+                l.first = l.first.min(lsn);
+                l.last = l.last.max(lsn);
+                l.records.insert(lsn, rec);
+            }
+            Record::Commit { txn, .. } | Record::End { txn, .. } => {
+                next_txn = next_txn.max(txn.0 + 1);
+                att.remove(txn);
+            }
+            Record::Images { pages } => {
+                for (p, _) in pages {
+                    touch(*p);
+                }
+            }
+            Record::BeginCheckpoint | Record::EndCheckpoint(_) => {}
+        }
+    }
+    let redo_from = dirty.values().min().copied();
+    Ok(Analysis {
+        scan_from,
+        redo_from,
+        dirty,
+        losers: att,
+        next_txn,
+        records,
+    })
+}

@@ -1,0 +1,74 @@
+//! The undo pass: rolling back the losers with compensation records.
+
+use crate::btree::ClrLogger;
+use crate::db::Inner;
+use crate::error::{Error, Result};
+use crate::ids::TxnId;
+use crate::log_record::Record;
+use crate::recovery::analysis::Loser;
+use crate::txn_table::Chain;
+use std::collections::{BinaryHeap, HashMap};
+
+/// Undoes every loser; returns the number of changes undone.
+pub(crate) fn run(inner: &Inner, losers: HashMap<TxnId, Loser>) -> Result<u64> {
+    let mut heap = BinaryHeap::new();
+    let mut shared = HashMap::new();
+    for (&id, l) in &losers {
+        let s = inner.txns.register(
+            id,
+            Chain {
+                last_end: None,
+                first: Some(l.first),
+                last: Some(l.last),
+            },
+        );
+        shared.insert(id, s);
+        heap.push((l.last, id));
+    }
+    let mut undone = 0;
+    while let Some((lsn, id)) = heap.pop() {
+        let rec = losers[&id].records.get(&lsn).ok_or_else(|| {
+            Error::Corruption(format!("{id}: record {lsn} on its undo chain is missing"))
+        })?;
+        let txn = &shared[&id];
+        let next = match rec {
+            Record::Update {
+                prev,
+                tree,
+                key,
+                change,
+                ..
+            } => {
+                let latch = inner.tree_latch(*tree);
+                let mut logger = ClrLogger {
+                    txn,
+                    undo_next: *prev,
+                };
+                inner.tree_set(&latch, *tree, key, change.before(), &mut logger)?;
+                undone += 1;
+                *prev
+            }
+            Record::Clr { undo_next, .. } => *undo_next,
+            other => {
+                return Err(Error::Corruption(format!(
+                    "{id}: {other:?} at {lsn} on an undo chain"
+                )))
+            }
+        };
+        match next {
+            Some(n) => {
+                if n >= lsn {
+                    return Err(Error::Corruption(format!(
+                        "{id}: undo chain goes forward from {lsn} to {n}"
+                    )));
+                }
+                heap.push((n, id));
+            }
+            None => {
+                txn.append(&inner.log, |prev| Record::End { txn: id, prev })?;
+                inner.txns.end(id);
+            }
+        }
+    }
+    Ok(undone)
+}

@@ -1,0 +1,539 @@
+//! The crash sweep: random multi-key transactions from several threads over the
+//! simulated disk, a crash at a seeded random operation (during normal work, and again
+//! during recovery), then a check of the recovered database.
+//!
+//! The check. Every transaction that reached its commit record is a *candidate*, ordered
+//! by the LSN of that record; those whose commit returned (durable) are *acknowledged*.
+//! Locks are released only after the commit is durable, so a candidate's writes can be
+//! overwritten only by a later candidate, and the recovered database must equal the
+//! result of applying, in LSN order, some prefix of the candidates that contains every
+//! acknowledged one (the prefix ends wherever the durable log ended). Rolled-back and
+//! unfinished transactions are never candidates, so any trace of them is a violation;
+//! a missing acknowledged write is a loss. Finally every table must verify: key order,
+//! tree structure, and every page on disk with a valid checksum.
+
+use crate::testing::fence::FencedStorage;
+use crate::{
+    AgentOptions, Agents, CommitProtocol, Database, Error, Finished, Options,
+    Outcome as TxnOutcome, Submitter, Table, TxnId,
+};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use sluice_storage::SimStorage;
+use sluice_wal::Lsn;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Condvar, Mutex};
+
+/// What a crash sweep found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CrashReport {
+    /// Seeds run.
+    pub seeds: u64,
+    /// Transactions whose commit was acknowledged, over all seeds.
+    pub acknowledged: u64,
+    /// Acknowledged transactions missing after recovery (must be 0).
+    pub lost: u64,
+    /// Under the `async` protocol only: acknowledged transactions a crash took away, as
+    /// that protocol allows (the state must still be a commit prefix).
+    pub lost_async: u64,
+    /// Seeds whose recovered state broke a rule (must be 0).
+    pub violations: u64,
+    /// Seeds where the armed crash hit the running workload (not its end).
+    pub crashes_mid_run: u64,
+    /// Recoveries that were themselves interrupted by a crash.
+    pub crashes_in_recovery: u64,
+    /// One line per violation, with its seed.
+    pub failures: Vec<String>,
+}
+
+const DIR: &str = "/db";
+const THREADS: usize = 4;
+const TXNS_PER_THREAD: usize = 40;
+const KEYS: u32 = 24;
+const TABLES: [&str; 2] = ["a", "b"];
+/// The workload does about 300-400 mutating disk operations; crashing uniformly in a range a
+/// little wider lands most crashes in the middle of it.
+const CRASH_RANGE: u64 = 350;
+
+type State = BTreeMap<(usize, Vec<u8>), Vec<u8>>;
+
+#[derive(Debug, Clone)]
+struct Outcome {
+    writes: Vec<(usize, Vec<u8>, Option<Vec<u8>>)>,
+    commit: Option<Lsn>,
+    acked: bool,
+}
+
+fn options() -> Options {
+    let mut o = Options::small();
+    o.pool_pages = 16;
+    o.checkpoint_log_bytes = 24 << 10;
+    o.log.segment_bytes = 16 << 10;
+    o
+}
+
+fn key(k: u32) -> Vec<u8> {
+    format!("key{k:03}").into_bytes()
+}
+
+/// One transaction of the workload: a few distinct keys in sorted order (so there are no
+/// deadlocks), each written or deleted; committed or rolled back.
+fn run_txn(
+    db: &Database,
+    tables: &[Table],
+    rng: &mut StdRng,
+    tag: String,
+    log: &Mutex<Vec<Outcome>>,
+) -> Result<(), Error> {
+    let n = rng.gen_range(1..=4);
+    let mut picks: Vec<(usize, u32)> = (0..n)
+        .map(|_| (rng.gen_range(0..tables.len()), rng.gen_range(0..KEYS)))
+        .collect();
+    picks.sort_unstable();
+    picks.dedup();
+    let mut tx = db.begin();
+    let mut writes = Vec::new();
+    for (t, k) in picks {
+        let kb = key(k);
+        if rng.gen_bool(0.25) {
+            tx.delete(&tables[t], &kb)?;
+            writes.push((t, kb, None));
+        } else {
+            // Values of varying length make pages fill and split unevenly.
+            let pad = "x".repeat(rng.gen_range(0..120));
+            let v = format!("{tag}:{k}:{pad}").into_bytes();
+            tx.put(&tables[t], &kb, &v)?;
+            writes.push((t, kb, Some(v)));
+        }
+    }
+    if rng.gen_bool(0.15) {
+        return tx.rollback();
+    }
+    let commit = tx.commit_record()?;
+    let idx = {
+        let mut l = log.lock().expect("outcome log");
+        l.push(Outcome {
+            writes,
+            commit,
+            acked: false,
+        });
+        l.len() - 1
+    };
+    if let Some(end) = commit {
+        db.wait_durable(end)?;
+    }
+    log.lock().expect("outcome log")[idx].acked = true;
+    tx.release_locks();
+    Ok(())
+}
+
+fn read_state(db: &Database) -> Result<State, Error> {
+    let mut s = State::new();
+    let mut tx = db.begin();
+    for (i, name) in TABLES.iter().enumerate() {
+        let t = db.table(name)?;
+        let mut prev: Option<Vec<u8>> = None;
+        for e in tx.scan_all(&t) {
+            let (k, v) = e?;
+            if prev.as_ref().is_some_and(|p| p >= &k) {
+                return Err(Error::Corruption(format!(
+                    "table {name} scans out of order"
+                )));
+            }
+            prev = Some(k.clone());
+            s.insert((i, k), v);
+        }
+    }
+    tx.commit()?;
+    Ok(s)
+}
+
+/// Checks the recovered state against the candidates; returns (lost, problem).
+/// `durable`: acknowledged commits must survive (every protocol but `async`, whose lost
+/// acknowledgements are counted but are not a violation).
+fn judge(outcomes: &[Outcome], got: &State, durable: bool) -> (u64, Option<String>) {
+    let mut cands: Vec<&Outcome> = outcomes.iter().filter(|o| o.commit.is_some()).collect();
+    cands.sort_by_key(|o| o.commit);
+    let acked_prefix = cands.iter().rposition(|o| o.acked).map_or(0, |i| i + 1);
+    let must = if durable { acked_prefix } else { 0 };
+    let mut state = State::new();
+    let apply = |state: &mut State, o: &Outcome| {
+        for (t, k, v) in &o.writes {
+            match v {
+                Some(v) => state.insert((*t, k.clone()), v.clone()),
+                None => state.remove(&(*t, k.clone())),
+            };
+        }
+    };
+    for o in &cands[..must] {
+        apply(&mut state, o);
+    }
+    let minimal = state.clone();
+    for p in must..=cands.len() {
+        if p > must {
+            apply(&mut state, cands[p - 1]);
+        }
+        if &state == got {
+            let lost = cands[p.min(acked_prefix)..acked_prefix]
+                .iter()
+                .filter(|o| o.acked)
+                .count() as u64;
+            return (lost, None);
+        }
+    }
+    // No prefix matches. Count acknowledged transactions with a write not visible.
+    let lost = cands[..must]
+        .iter()
+        .filter(|o| o.acked)
+        .filter(|o| {
+            o.writes
+                .iter()
+                .any(|(t, k, _)| minimal.get(&(*t, k.clone())) != got.get(&(*t, k.clone())))
+        })
+        .count() as u64;
+    let diff: Vec<String> = minimal
+        .keys()
+        .chain(got.keys())
+        .filter(|k| minimal.get(k) != got.get(k))
+        .take(3)
+        .map(|k| format!("{}:{}", k.0, String::from_utf8_lossy(&k.1)))
+        .collect();
+    (
+        lost,
+        Some(format!(
+            "recovered state matches no commit prefix ({} candidates, {must} acknowledged); differing keys {diff:?}",
+            cands.len()
+        )),
+    )
+}
+
+struct SeedResult {
+    acknowledged: u64,
+    lost: u64,
+    lost_async: u64,
+    mid_run: bool,
+    in_recovery: u64,
+    problem: Option<String>,
+}
+
+/// How the sweep's transactions commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashMode {
+    /// Each thread runs its transactions and commits them step by step itself (strict
+    /// two-phase locking, blocking on the log).
+    Direct,
+    /// Logical clients submit to an agent pool committing by this protocol (two agents
+    /// for the pipelined protocols, one per client otherwise).
+    Agents(CommitProtocol),
+}
+
+/// Candidates and acknowledgements collected from an agent-pool run.
+/// A transaction's writes: (table index, key, new value or `None` for a delete).
+type Writes = Vec<(usize, Vec<u8>, Option<Vec<u8>>)>;
+
+#[derive(Default)]
+struct AgentLog {
+    writes: HashMap<TxnId, Writes>,
+    commits: HashMap<TxnId, Option<Lsn>>,
+    acked: HashSet<TxnId>,
+    clients_done: usize,
+}
+
+struct Client {
+    tables: Vec<Table>,
+    rng: Mutex<StdRng>,
+    tag: String,
+    log: Arc<(Mutex<AgentLog>, Condvar)>,
+}
+
+/// One client's `i`-th transaction: the same shape as [`run_txn`], submitted to agents;
+/// the completion submits the next one.
+fn client_step(sub: Submitter, c: Arc<Client>, i: usize) {
+    if i == TXNS_PER_THREAD {
+        let (l, cv) = &*c.log;
+        l.lock().expect("agent log").clients_done += 1;
+        cv.notify_all();
+        return;
+    }
+    let (picks, deletes, pads, rollback) = {
+        let mut rng = c.rng.lock().expect("client rng");
+        let n = rng.gen_range(1..=4);
+        let mut picks: Vec<(usize, u32)> = (0..n)
+            .map(|_| (rng.gen_range(0..c.tables.len()), rng.gen_range(0..KEYS)))
+            .collect();
+        picks.sort_unstable();
+        picks.dedup();
+        let deletes: Vec<bool> = picks.iter().map(|_| rng.gen_bool(0.25)).collect();
+        let pads: Vec<usize> = picks.iter().map(|_| rng.gen_range(0..120)).collect();
+        (picks, deletes, pads, rng.gen_bool(0.15))
+    };
+    let body_c = c.clone();
+    let tag = format!("{}.{i}", c.tag);
+    let body = move |tx: &mut crate::Transaction| {
+        let mut writes = Vec::new();
+        for (j, &(t, k)) in picks.iter().enumerate() {
+            let kb = key(k);
+            if deletes[j] {
+                tx.delete(&body_c.tables[t], &kb)?;
+                writes.push((t, kb, None));
+            } else {
+                let v = format!("{tag}:{k}:{}", "x".repeat(pads[j])).into_bytes();
+                tx.put(&body_c.tables[t], &kb, &v)?;
+                writes.push((t, kb, Some(v)));
+            }
+        }
+        if rollback {
+            return Ok(TxnOutcome::Rollback(tx.id()));
+        }
+        body_c
+            .log
+            .0
+            .lock()
+            .expect("agent log")
+            .writes
+            .insert(tx.id(), writes);
+        Ok(TxnOutcome::Commit(tx.id()))
+    };
+    let next = sub.clone();
+    let done = move |r: Result<Finished<TxnId>, Error>| match r {
+        Ok(f) => {
+            if f.committed {
+                c.log.0.lock().expect("agent log").acked.insert(f.value);
+            }
+            client_step(next, c, i + 1);
+        }
+        Err(_) => {
+            // The crash (or a lock timeout) ends this client.
+            let (l, cv) = &*c.log;
+            l.lock().expect("agent log").clients_done += 1;
+            cv.notify_all();
+        }
+    };
+    sub.submit(body, done);
+}
+
+fn run_agents(
+    db: &Database,
+    tables: &[Table],
+    protocol: CommitProtocol,
+    seeds: &[u64],
+    seed: u64,
+) -> Vec<Outcome> {
+    let log = Arc::new((Mutex::new(AgentLog::default()), Condvar::new()));
+    let hook_log = log.clone();
+    let agents = Agents::start_with(
+        db,
+        AgentOptions {
+            agents: if protocol.pipelined() { 2 } else { THREADS },
+            protocol: None,
+            on_commit_record: Some(Arc::new(move |id, lsn| {
+                hook_log
+                    .0
+                    .lock()
+                    .expect("agent log")
+                    .commits
+                    .insert(id, lsn);
+            })),
+        },
+    );
+    for (t, &ts) in seeds.iter().enumerate() {
+        let c = Arc::new(Client {
+            tables: tables.to_vec(),
+            rng: Mutex::new(StdRng::seed_from_u64(ts)),
+            tag: format!("{seed}.{t}"),
+            log: log.clone(),
+        });
+        client_step(agents.submitter(), c, 0);
+    }
+    {
+        let (l, cv) = &*log;
+        let mut g = l.lock().expect("agent log");
+        while g.clients_done < seeds.len() {
+            g = cv.wait(g).expect("agent log");
+        }
+    }
+    agents.shutdown();
+    let mut g = log.0.lock().expect("agent log");
+    let commits = std::mem::take(&mut g.commits);
+    commits
+        .into_iter()
+        .map(|(id, commit)| Outcome {
+            writes: g.writes.remove(&id).unwrap_or_default(),
+            commit,
+            acked: g.acked.contains(&id),
+        })
+        .collect()
+}
+
+fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let sim = SimStorage::new(seed);
+    let mut res = SeedResult {
+        acknowledged: 0,
+        lost: 0,
+        lost_async: 0,
+        mid_run: false,
+        in_recovery: 0,
+        problem: None,
+    };
+    let mut opts = options();
+    if let CrashMode::Agents(p) = mode {
+        opts.commit = p;
+    }
+    let options = || opts;
+    let setup = (|| {
+        let db = Database::open(FencedStorage::for_incarnation(&sim), DIR, options())?;
+        let tables: Vec<Table> = TABLES
+            .iter()
+            .map(|n| db.create_table(n))
+            .collect::<Result<_, _>>()?;
+        Ok::<_, Error>((db, tables))
+    })();
+    let (db, tables) = match setup {
+        Ok(x) => x,
+        Err(e) => {
+            res.problem = Some(format!("setup failed: {e}"));
+            return res;
+        }
+    };
+    let outcomes = Mutex::new(Vec::new());
+    sim.crash_at_op(rng.gen_range(1..=CRASH_RANGE));
+    let seeds: Vec<u64> = (0..THREADS).map(|_| rng.gen()).collect();
+    if let CrashMode::Agents(p) = mode {
+        *outcomes.lock().expect("outcome log") = run_agents(&db, &tables, p, &seeds, seed);
+    } else {
+        std::thread::scope(|s| {
+            for (t, &ts) in seeds.iter().enumerate() {
+                let (db, tables, outcomes) = (&db, &tables, &outcomes);
+                s.spawn(move || {
+                    let mut rng = StdRng::seed_from_u64(ts);
+                    for i in 0..TXNS_PER_THREAD {
+                        if run_txn(db, tables, &mut rng, format!("{seed}.{t}.{i}"), outcomes)
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+    }
+    if sim.crashed_count() == 0 {
+        sim.crash();
+    } else {
+        res.mid_run = true;
+    }
+    drop(tables);
+    drop(db);
+    let outcomes = outcomes.into_inner().expect("outcome log");
+    res.acknowledged = outcomes
+        .iter()
+        .filter(|o| o.acked && o.commit.is_some())
+        .count() as u64;
+
+    // Recover, crashing during recovery up to twice.
+    for _ in 0..2 {
+        if !rng.gen_bool(0.5) {
+            break;
+        }
+        let before = sim.crashed_count();
+        sim.crash_at_op(rng.gen_range(1..=40));
+        let r = Database::open(FencedStorage::for_incarnation(&sim), DIR, options());
+        sim.disarm_crash();
+        drop(r);
+        if sim.crashed_count() > before {
+            res.in_recovery += 1;
+        } else {
+            // Recovery finished and the handle closed cleanly: crash anyway, so the next
+            // open recovers once more from whatever that close left.
+            sim.crash();
+        }
+    }
+    let db = match Database::open(FencedStorage::for_incarnation(&sim), DIR, options()) {
+        Ok(db) => db,
+        Err(e) => {
+            res.problem = Some(format!("recovery failed: {e}"));
+            return res;
+        }
+    };
+    let got = match read_state(&db) {
+        Ok(s) => s,
+        Err(e) => {
+            res.problem = Some(format!("reading the recovered state failed: {e}"));
+            return res;
+        }
+    };
+    let durable = !matches!(mode, CrashMode::Agents(CommitProtocol::Async));
+    let (lost, problem) = judge(&outcomes, &got, durable);
+    if durable {
+        res.lost = lost;
+    } else {
+        res.lost_async = lost;
+    }
+    if problem.is_some() {
+        res.problem = problem;
+        return res;
+    }
+    if let Err(e) = db.verify() {
+        res.problem = Some(format!("verify failed: {e}"));
+        return res;
+    }
+    // The recovered database takes new work.
+    let after = (|| {
+        let t = db.table(TABLES[0])?;
+        let mut tx = db.begin();
+        tx.put(&t, b"after", b"recovery")?;
+        tx.commit()?;
+        db.close()
+    })();
+    if let Err(e) = after {
+        res.problem = Some(format!("work after recovery failed: {e}"));
+    }
+    res
+}
+
+/// Runs `seeds` seeds starting at `first_seed`, calling `progress` with each seed
+/// finished. Panics inside a seed are caught and reported as violations.
+pub fn crash_test(seeds: u64, first_seed: u64, progress: impl FnMut(u64)) -> CrashReport {
+    crash_test_mode(CrashMode::Direct, seeds, first_seed, progress)
+}
+
+/// As [`crash_test`], committing as `mode` says.
+pub fn crash_test_mode(
+    mode: CrashMode,
+    seeds: u64,
+    first_seed: u64,
+    mut progress: impl FnMut(u64),
+) -> CrashReport {
+    let mut report = CrashReport::default();
+    for seed in first_seed..first_seed + seeds {
+        let r = catch_unwind(AssertUnwindSafe(|| run_seed(seed, mode))).unwrap_or_else(|p| {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panic".into());
+            SeedResult {
+                acknowledged: 0,
+                lost: 0,
+                lost_async: 0,
+                mid_run: false,
+                in_recovery: 0,
+                problem: Some(format!("panic: {msg}")),
+            }
+        });
+        report.seeds += 1;
+        report.acknowledged += r.acknowledged;
+        report.lost += r.lost;
+        report.lost_async += r.lost_async;
+        report.crashes_mid_run += r.mid_run as u64;
+        report.crashes_in_recovery += r.in_recovery;
+        if let Some(p) = r.problem {
+            report.violations += 1;
+            report.failures.push(format!("seed {seed}: {p}"));
+        }
+        progress(seed);
+    }
+    report
+}

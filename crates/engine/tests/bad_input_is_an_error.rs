@@ -1,0 +1,66 @@
+//! Bad input gets a clear error, never a panic: oversized keys and values, bad options,
+//! bad table names, a database opened twice, a finished transaction used again.
+
+use sluice::{Database, Error, Options};
+use sluice_storage::SimStorage;
+use std::sync::Arc;
+
+#[test]
+fn oversized_keys_and_values_are_invalid_arguments() {
+    let db = Database::open(Arc::new(SimStorage::new(1)), "/db", Options::default()).unwrap();
+    let t = db.create_table("t").unwrap();
+    let l = db.limits();
+    let mut tx = db.begin();
+    let e = tx.put(&t, &vec![1; l.max_key + 1], b"v").unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    let e = tx.put(&t, b"k", &vec![1; l.max_entry]).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    tx.put(&t, &vec![1; l.max_key], &vec![2; l.max_entry - l.max_key])
+        .unwrap();
+    tx.commit().unwrap();
+}
+
+#[test]
+fn bad_options_and_names_are_rejected() {
+    let sim = Arc::new(SimStorage::new(2));
+    let o = Options {
+        page_size: 1000,
+        ..Options::default()
+    };
+    assert!(matches!(
+        Database::open(sim.clone(), "/db", o),
+        Err(Error::InvalidArgument(_))
+    ));
+    let db = Database::open(sim, "/db", Options::default()).unwrap();
+    assert!(matches!(
+        db.create_table(""),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(db.table("missing"), Err(Error::NotFound(_))));
+    db.create_table("x").unwrap();
+    assert!(matches!(db.create_table("x"), Err(Error::AlreadyExists(_))));
+}
+
+#[test]
+fn a_database_opened_twice_is_locked() {
+    let sim = Arc::new(SimStorage::new(3));
+    let _db = Database::open(sim.clone(), "/db", Options::default()).unwrap();
+    let e = Database::open(sim, "/db", Options::default()).unwrap_err();
+    assert!(matches!(e, Error::Locked(_)), "{e}");
+}
+
+#[test]
+fn a_committed_transaction_takes_no_more_work() {
+    let db = Database::open(Arc::new(SimStorage::new(4)), "/db", Options::default()).unwrap();
+    let t = db.create_table("t").unwrap();
+    let mut tx = db.begin();
+    tx.put(&t, b"k", b"v").unwrap();
+    let end = tx.commit_record().unwrap();
+    assert!(end.is_some());
+    assert!(matches!(
+        tx.put(&t, b"k2", b"v"),
+        Err(Error::InvalidArgument(_))
+    ));
+    db.wait_durable(end.unwrap()).unwrap();
+    tx.release_locks();
+}
