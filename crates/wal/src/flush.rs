@@ -67,9 +67,12 @@ impl FlushDaemon {
             if pending && self.pending_since.is_none() {
                 self.pending_since = Some(now);
             }
+            // An inserter waiting for ring space is a reason to flush only if there are
+            // released bytes to free; otherwise the round would be an empty sync, repeated
+            // until someone releases (the release wakes the daemon).
             let due = sync_wanted != sync_done
                 || closing
-                || s.buffer.core.space_wanted()
+                || (pending && s.buffer.core.space_wanted())
                 || (pending
                     && (s.waiters.outstanding.load(Ordering::SeqCst) >= gc.max_waiters.max(1)
                         || released.0 - written.0 >= gc.max_bytes
