@@ -337,7 +337,7 @@ pub struct SweepRow {
 impl SweepRow {
     /// Committed (TPC-B) or completed (TATP MQTh) transactions per second.
     pub fn throughput(&self) -> f64 {
-        self.row.tps.or(self.row.mqth).unwrap_or(0.0)
+        self.row.throughput()
     }
 }
 

@@ -85,6 +85,51 @@ pub struct Row {
     pub seconds: f64,
 }
 
+impl Row {
+    /// Names of [`Row::cells`]' columns (TPC-B throughput is tps; TATP's is MQTh).
+    pub const COLUMNS: [&'static str; 14] = [
+        "commit",
+        "log buffer",
+        "clients",
+        "agents",
+        "skew",
+        "log",
+        "tps",
+        "p50 µs",
+        "p99 µs",
+        "ctx sw/txn",
+        "(vol)",
+        "cpu",
+        "aborted",
+        "consistent",
+    ];
+
+    /// Committed tps (TPC-B) or MQTh (TATP).
+    pub fn throughput(&self) -> f64 {
+        self.tps.or(self.mqth).unwrap_or(0.0)
+    }
+
+    /// The row as table cells, in [`Row::COLUMNS`] order.
+    pub fn cells(&self) -> Vec<String> {
+        vec![
+            self.commit.clone(),
+            self.log_buffer.clone(),
+            self.clients.to_string(),
+            self.agents.to_string(),
+            self.skew.to_string(),
+            self.log_latency.clone(),
+            crate::report::thousands(self.throughput()),
+            self.p50_us.to_string(),
+            self.p99_us.to_string(),
+            format!("{:.3}", self.ctx_switches_per_txn),
+            format!("{:.3}", self.voluntary_ctx_per_txn),
+            format!("{:.0} %", self.cpu_util * 100.0),
+            self.aborted.to_string(),
+            self.consistent.to_string(),
+        ]
+    }
+}
+
 fn latency_name(l: Option<Duration>) -> String {
     match l {
         None => "disk".into(),

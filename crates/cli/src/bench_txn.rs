@@ -3,7 +3,7 @@
 use crate::progress;
 use crate::Failure;
 use sluice::CommitProtocol;
-use sluice_bench::report::{json_line, thousands, Table};
+use sluice_bench::report::{json_line, Table};
 use sluice_bench::session::{Row, RunSpec, TatpSession, TpcbSession};
 use sluice_bench::setup::Setup;
 use sluice_bench::tatp::TatpKind;
@@ -149,41 +149,18 @@ fn setup(c: &Common, latency: Option<Duration>, pool_pages: usize) -> Setup {
 
 /// Prints the rows as a table (and JSON lines with `--json`).
 pub fn print_rows(rows: &[Row], json: bool) {
-    let mut t = Table::new([
-        "workload",
-        "commit",
-        "log buffer",
-        "clients",
-        "agents",
-        "skew",
-        "log",
-        "tps",
-        "p50 µs",
-        "p99 µs",
-        "ctx sw/txn",
-        "(vol)",
-        "cpu",
-        "aborted",
-        "consistent",
-    ]);
+    let tatp = rows.iter().all(|r| r.workload == "tatp");
+    let mut header = vec!["workload"];
+    header.extend(
+        Row::COLUMNS
+            .iter()
+            .map(|&c| if tatp && c == "tps" { "MQTh" } else { c }),
+    );
+    let mut t = Table::new(header);
     for r in rows {
-        t.row([
-            r.workload.to_string(),
-            r.commit.clone(),
-            r.log_buffer.clone(),
-            r.clients.to_string(),
-            r.agents.to_string(),
-            format!("{}", r.skew),
-            r.log_latency.clone(),
-            thousands(r.tps.or(r.mqth).unwrap_or(0.0)),
-            r.p50_us.to_string(),
-            r.p99_us.to_string(),
-            format!("{:.3}", r.ctx_switches_per_txn),
-            format!("{:.3}", r.voluntary_ctx_per_txn),
-            format!("{:.0} %", r.cpu_util * 100.0),
-            r.aborted.to_string(),
-            r.consistent.to_string(),
-        ]);
+        let mut cells = vec![r.workload.to_string()];
+        cells.extend(r.cells());
+        t.row(cells);
     }
     println!("{}", t.render());
     for r in rows {
@@ -197,7 +174,7 @@ pub fn print_rows(rows: &[Row], json: bool) {
             .or(rows[rows.len() - 1].mqth)
             .unwrap_or(0.0);
         for r in &rows[..rows.len() - 1] {
-            let v = r.tps.or(r.mqth).unwrap_or(0.0);
+            let v = r.throughput();
             if base > 0.0 {
                 println!(
                     "{} / {}: {:.2}× (same run, same data: compare ratios, not absolutes)",

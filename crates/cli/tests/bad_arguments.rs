@@ -1,31 +1,9 @@
 //! Every bad argument gets one line on stderr and exit code 2, never a panic
 //! (RELIABILITY.md §8).
 
-use std::process::Command;
+mod common;
 
-fn sluice(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn assert_usage_error(args: &[&str], mentions: &str) {
-    let out = sluice(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{args:?}: not one line: {err:?}"
-    );
-    assert!(
-        err.contains(mentions),
-        "{args:?}: {err:?} lacks {mentions:?}"
-    );
-    assert!(!err.contains("panicked"), "{args:?}: {err}");
-    assert!(out.stdout.is_empty(), "{args:?}: printed to stdout");
-}
+use common::{assert_usage_error, sluice};
 
 #[test]
 fn bad_arguments_print_one_line_and_exit_2() {

@@ -1,30 +1,14 @@
 //! `sluice bench commit-sweep` rejects bad flags with one line on stderr and exit code 2,
 //! before it loads anything or writes a file.
 
-use std::process::Command;
+mod common;
 
 fn assert_usage_error(args: &[&str], mentions: &str) {
     let out_dir = tempfile::tempdir().unwrap();
     let out = out_dir.path().join("out");
     let mut all = vec!["bench", "commit-sweep", "--out", out.to_str().unwrap()];
     all.extend_from_slice(args);
-    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(&all)
-        .output()
-        .expect("the binary runs");
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{args:?}: not one line: {err:?}"
-    );
-    assert!(
-        err.contains(mentions),
-        "{args:?}: {err:?} lacks {mentions:?}"
-    );
-    assert!(!err.contains("panicked"), "{args:?}: {err}");
-    assert!(o.stdout.is_empty(), "{args:?}: printed to stdout");
+    common::assert_usage_error(&all, mentions);
     assert!(!out.exists(), "{args:?}: created --out before failing");
 }
 
@@ -83,26 +67,15 @@ fn bad_commit_sweep_flags_print_one_line_and_exit_2() {
 
 #[test]
 fn a_missing_out_is_a_usage_error() {
-    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["bench", "commit-sweep", "--figure", "ctx"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err:?}");
-    assert!(err.contains("--out"), "{err}");
+    common::assert_usage_error(&["bench", "commit-sweep", "--figure", "ctx"], "--out");
 }
 
 #[test]
 fn an_out_path_that_is_a_file_is_a_usage_error() {
     let f = tempfile::NamedTempFile::new().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["bench", "commit-sweep", "--figure", "ctx", "--out"])
-        .arg(f.path())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err:?}");
-    assert!(err.contains("not a directory"), "{err}");
+    let path = f.path().to_str().unwrap();
+    common::assert_usage_error(
+        &["bench", "commit-sweep", "--figure", "ctx", "--out", path],
+        "not a directory",
+    );
 }

@@ -2,25 +2,12 @@
 //! is one line on stderr and exit code 2; a good run prints the table and a JSON object
 //! with the fields scripts rely on.
 
-use std::process::Command;
+mod common;
 
-fn sluice(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
+use common::sluice;
 
 fn assert_usage_error(args: &[&str]) {
-    let out = sluice(args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-    assert_eq!(
-        stderr.trim_end().lines().count(),
-        1,
-        "{args:?}: one line, got {stderr}"
-    );
-    assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+    common::assert_usage_error(args, "");
 }
 
 #[test]

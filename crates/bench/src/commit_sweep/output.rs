@@ -3,7 +3,8 @@
 
 use super::{Figure, SweepConfig, SweepRow, SCALABLE_STEP, TATP_STEPS};
 use crate::plot::{Chart, Series};
-use crate::report::{json_line, thousands, Table};
+use crate::report::{json_line, Table};
+use crate::session::Row;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -154,49 +155,22 @@ pub(super) fn speedup(figure: Figure, rows: &[SweepRow]) -> Option<SpeedupTable>
 /// The rows as a text table.
 pub fn rows_table(figure: Figure, rows: &[SweepRow]) -> Table {
     let tatp = figure == Figure::TatpComponents;
-    let mut header = Vec::new();
+    let mut header: Vec<&str> = Vec::new();
     if tatp {
         header.push("step");
     }
-    header.extend([
-        "commit",
-        "log buffer",
-        "clients",
-        "agents",
-        "skew",
-        "log",
-        if tatp { "MQTh" } else { "tps" },
-        "p50 µs",
-        "p99 µs",
-        "ctx sw/txn",
-        "(vol)",
-        "cpu",
-        "aborted",
-        "consistent",
-    ]);
+    header.extend(
+        Row::COLUMNS
+            .iter()
+            .map(|&c| if tatp && c == "tps" { "MQTh" } else { c }),
+    );
     let mut t = Table::new(header);
     for r in rows {
         let mut cells = Vec::new();
         if tatp {
             cells.push(r.step.unwrap_or("").to_string());
         }
-        let w = &r.row;
-        cells.extend([
-            w.commit.clone(),
-            w.log_buffer.clone(),
-            w.clients.to_string(),
-            w.agents.to_string(),
-            w.skew.to_string(),
-            w.log_latency.clone(),
-            thousands(r.throughput()),
-            w.p50_us.to_string(),
-            w.p99_us.to_string(),
-            format!("{:.3}", w.ctx_switches_per_txn),
-            format!("{:.3}", w.voluntary_ctx_per_txn),
-            format!("{:.0} %", w.cpu_util * 100.0),
-            w.aborted.to_string(),
-            w.consistent.to_string(),
-        ]);
+        cells.extend(r.row.cells());
         t.row(cells);
     }
     t
