@@ -104,6 +104,14 @@ impl Row {
         "consistent",
     ];
 
+    /// [`Row::COLUMNS`], with the throughput column named for the workload.
+    pub fn columns(tatp: bool) -> Vec<&'static str> {
+        Row::COLUMNS
+            .iter()
+            .map(|&c| if tatp && c == "tps" { "MQTh" } else { c })
+            .collect()
+    }
+
     /// Committed tps (TPC-B) or MQTh (TATP).
     pub fn throughput(&self) -> f64 {
         self.tps.or(self.mqth).unwrap_or(0.0)

@@ -326,6 +326,19 @@ pub struct TatpInput {
     pub value: u32,
 }
 
+/// Looks up a subscriber's id through the `sub_nbr` index, as the transactions that are
+/// given a number (not an id) must.
+fn s_id_by_number(tx: &mut Transaction, t: &TatpTables, s_id: u32) -> Result<Option<u32>, Error> {
+    let Some(id) = tx.get(&t.subscriber_nbr, &sub_nbr(s_id))? else {
+        return Ok(None);
+    };
+    let bytes: [u8; 4] = id
+        .get(..4)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| Error::Corruption(format!("sub_nbr index entry of {} bytes", id.len())))?;
+    Ok(Some(u32::from_be_bytes(bytes)))
+}
+
 /// Runs one transaction's body (without commit). `Ok(true)`: it found what it looked
 /// for; `Ok(false)`: "not found" (counted as completed; the caller rolls back the
 /// updating types that fail).
@@ -362,9 +375,10 @@ pub fn run(tx: &mut Transaction, t: &TatpTables, i: &TatpInput) -> Result<bool, 
             Ok(true)
         }
         TatpKind::UpdateLocation => {
-            let Some(id) = tx.get(&t.subscriber_nbr, &sub_nbr(i.s_id))? else {
+            let Some(s_id) = s_id_by_number(tx, t, i.s_id)? else {
                 return Ok(false);
             };
+            let id = k1(s_id);
             let Some(mut row) = tx.get_for_update(&t.subscriber, &id)? else {
                 return Ok(false);
             };
@@ -373,14 +387,9 @@ pub fn run(tx: &mut Transaction, t: &TatpTables, i: &TatpInput) -> Result<bool, 
             Ok(true)
         }
         TatpKind::InsertCallForwarding => {
-            let Some(id) = tx.get(&t.subscriber_nbr, &sub_nbr(i.s_id))? else {
+            let Some(s_id) = s_id_by_number(tx, t, i.s_id)? else {
                 return Ok(false);
             };
-            let s_id = u32::from_be_bytes(
-                id[..4]
-                    .try_into()
-                    .map_err(|_| Error::Corruption("sub_nbr index".into()))?,
-            );
             if tx.get(&t.special_facility, &k2(s_id, i.ty))?.is_none() {
                 return Ok(false);
             }
@@ -395,14 +404,9 @@ pub fn run(tx: &mut Transaction, t: &TatpTables, i: &TatpInput) -> Result<bool, 
             Ok(true)
         }
         TatpKind::DeleteCallForwarding => {
-            let Some(id) = tx.get(&t.subscriber_nbr, &sub_nbr(i.s_id))? else {
+            let Some(s_id) = s_id_by_number(tx, t, i.s_id)? else {
                 return Ok(false);
             };
-            let s_id = u32::from_be_bytes(
-                id[..4]
-                    .try_into()
-                    .map_err(|_| Error::Corruption("sub_nbr index".into()))?,
-            );
             Ok(tx
                 .delete(&t.call_forwarding, &k3(s_id, i.ty, i.start))?
                 .is_some())

@@ -151,11 +151,7 @@ fn setup(c: &Common, latency: Option<Duration>, pool_pages: usize) -> Setup {
 pub fn print_rows(rows: &[Row], json: bool) {
     let tatp = rows.iter().all(|r| r.workload == "tatp");
     let mut header = vec!["workload"];
-    header.extend(
-        Row::COLUMNS
-            .iter()
-            .map(|&c| if tatp && c == "tps" { "MQTh" } else { c }),
-    );
+    header.extend(Row::columns(tatp));
     let mut t = Table::new(header);
     for r in rows {
         let mut cells = vec![r.workload.to_string()];

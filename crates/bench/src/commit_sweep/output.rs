@@ -159,11 +159,7 @@ pub fn rows_table(figure: Figure, rows: &[SweepRow]) -> Table {
     if tatp {
         header.push("step");
     }
-    header.extend(
-        Row::COLUMNS
-            .iter()
-            .map(|&c| if tatp && c == "tps" { "MQTh" } else { c }),
-    );
+    header.extend(Row::columns(tatp));
     let mut t = Table::new(header);
     for r in rows {
         let mut cells = Vec::new();
