@@ -16,12 +16,7 @@ fn sync_failure_poisons_and_reopen_keeps_acknowledged_commits() {
     tx.put(&t, b"acked", b"1").unwrap();
     tx.commit().unwrap();
 
-    sim.inject(FaultPlan {
-        op: FaultOp::Sync,
-        after: 1,
-        kind: FaultKind::Eio,
-        persistent: true,
-    });
+    sim.inject(FaultPlan::new(FaultOp::Sync, 1, FaultKind::Eio).persistent());
     let mut tx = db.begin();
     tx.put(&t, b"failed", b"2").unwrap();
     let e = tx.commit().unwrap_err();

@@ -212,6 +212,10 @@ impl FileHandle for DeviceFile {
         self.inner.read_at(buf, offset)
     }
 
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.inner.read_exact_at(buf, offset)
+    }
+
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         let cost = self.device.profile.lock().write_cost(buf.len());
         self.device.run(cost, || self.inner.write_at(buf, offset))
@@ -228,6 +232,11 @@ impl FileHandle for DeviceFile {
 
     fn len(&self) -> io::Result<u64> {
         self.inner.len()
+    }
+
+    fn drop_cache(&self) -> io::Result<()> {
+        // Dropping the page cache is not device work: it costs nothing on the queue.
+        self.inner.drop_cache()
     }
 }
 

@@ -66,6 +66,9 @@ impl FileHandle for GatedFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         self.inner.read_at(buf, offset)
     }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.inner.read_exact_at(buf, offset)
+    }
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.inner.write_at(buf, offset)
     }
@@ -88,6 +91,9 @@ impl FileHandle for GatedFile {
     }
     fn len(&self) -> io::Result<u64> {
         self.inner.len()
+    }
+    fn drop_cache(&self) -> io::Result<()> {
+        self.inner.drop_cache()
     }
 }
 

@@ -2,26 +2,55 @@
 //!
 //! Every byte that sluice reads from or writes to a disk goes through the [`Storage`] and
 //! [`FileHandle`] traits. Production code runs over [`OsStorage`] (real files); crash tests
-//! run the very same code over [`SimStorage`], a deterministic in-memory disk that loses,
-//! keeps or garbles unsynced writes on [`SimStorage::crash`]; [`DeviceModel`] wraps either
-//! and adds per-device latency and a bandwidth cap, so slow or several independent devices
-//! can be emulated on one real disk.
+//! run the very same code over [`SimStorage`], a deterministic in-memory disk that models
+//! what real machines do: power loss (unsynced writes lost, kept, garbled or torn), a
+//! process kill that leaves the page cache behind, Linux's fsync-failure semantics, read
+//! and write errors, ENOSPC, and directory entries that need their parent's fsync.
+//! [`DeviceModel`] wraps either and adds per-device latency and a bandwidth cap, so slow
+//! or several independent devices can be emulated on one real disk.
 //!
-//! Errors are plain [`std::io::Error`]s so that the layers above can tell ENOSPC
-//! ([`std::io::ErrorKind::StorageFull`]) from EIO and report them clearly.
+//! Errors are [`std::io::Error`]s whose `kind()` is the operating system's (so the layers
+//! above can tell ENOSPC, [`std::io::ErrorKind::StorageFull`], from EIO) and whose message
+//! names the file or directory concerned ([`PathError`]); [`raw_os_error`] recovers the OS
+//! error number through that wrapping.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 mod device;
+mod error;
 mod gate;
 mod os;
 mod sim;
 
 pub use device::{DeviceModel, DeviceProfile};
+pub use error::{raw_os_error, PathError};
 pub use gate::GatedStorage;
 pub use os::OsStorage;
 pub use sim::{FaultKind, FaultOp, FaultPlan, SimStats, SimStorage, TraceEvent};
+
+/// Reads exactly `buf.len()` bytes at `offset` with `read_at`, or fails with
+/// `UnexpectedEof` (the body of [`FileHandle::read_exact_at`], shared with the backends
+/// that add their path to its errors).
+pub(crate) fn read_exact_with(
+    mut read_at: impl FnMut(&mut [u8], u64) -> io::Result<usize>,
+    mut buf: &mut [u8],
+    mut offset: u64,
+) -> io::Result<()> {
+    while !buf.is_empty() {
+        let n = read_at(buf, offset)?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("read past the end of the file (at offset {offset})"),
+            ));
+        }
+        assert!(n <= buf.len(), "read_at returned more than was asked");
+        buf = &mut buf[n..];
+        offset += n as u64;
+    }
+    Ok(())
+}
 
 /// An open file. All offsets are absolute byte offsets; there is no cursor, so one handle
 /// can be shared between threads.
@@ -33,30 +62,29 @@ pub trait FileHandle: Send + Sync {
     /// until [`FileHandle::sync_data`] returns successfully.
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
     /// Makes every write and length change made so far durable (fdatasync).
+    ///
+    /// After a failure, nothing may be assumed about the data written since the last
+    /// success: Linux marks the failed pages clean, so they may never reach the device
+    /// while reads keep returning them, and a later successful call does not write them.
     fn sync_data(&self) -> io::Result<()>;
     /// Truncates or extends (with zeros) the file to `len` bytes. Volatile until synced.
     fn set_len(&self, len: u64) -> io::Result<()>;
     /// The current length of the file, as reads see it.
     fn len(&self) -> io::Result<u64>;
+    /// Drops this file's clean cached pages, so later reads come from the device; pages
+    /// not yet written back stay cached. After a successful [`FileHandle::sync_data`],
+    /// reads then return exactly what the device holds — also after an earlier failed
+    /// sync left pages in the cache that the device never got.
+    fn drop_cache(&self) -> io::Result<()>;
     /// True if the file has no bytes.
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }
 
     /// Reads exactly `buf.len()` bytes at `offset`, or fails with `UnexpectedEof`.
-    fn read_exact_at(&self, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
-        while !buf.is_empty() {
-            let n = self.read_at(buf, offset)?;
-            if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "read past the end of the file",
-                ));
-            }
-            buf = &mut buf[n..];
-            offset += n as u64;
-        }
-        Ok(())
+    /// Wrappers forward it, so that the backend's error names the file.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        read_exact_with(|b, o| self.read_at(b, o), buf, offset)
     }
 }
 
@@ -101,12 +129,15 @@ pub trait LockGuard: Send + Sync {}
 /// Durability rules (the same for every implementation, and what [`SimStorage`] enforces):
 /// file contents and lengths are durable only after [`FileHandle::sync_data`]; a created,
 /// renamed or removed directory entry is durable only after [`Storage::sync_dir`] on its
-/// parent directory.
+/// parent directory. Every error names the path it concerns ([`PathError`]).
 pub trait Storage: Send + Sync + 'static {
     /// Opens (and maybe creates) the file at `path`.
     fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn FileHandle>>;
-    /// Creates `dir` and any missing parents. Directory creation is made durable by the
-    /// implementation before it returns (it is rare and always on a cold path).
+    /// Creates `dir` and any missing parents, and makes `dir` and every directory above it
+    /// durable before it returns (it is rare and always on a cold path): the parent of
+    /// each directory on the path is synced, top down, whether the directory is new or
+    /// not — one made by a process that was killed before it synced may exist without
+    /// being durable, and a power loss that loses a directory loses everything under it.
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
     /// The file names (not full paths) in `dir`, sorted.
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
@@ -127,6 +158,19 @@ pub trait Storage: Send + Sync + 'static {
 /// Joins a file name onto a directory; a small helper so callers need not import `Path`.
 pub fn join(dir: &Path, name: &str) -> PathBuf {
     dir.join(name)
+}
+
+/// The directories on the way to `dir`, top down, ending with `dir` itself; the roots
+/// (`/`, `.`), which have no parent to sync, are left out.
+pub(crate) fn dirs_top_down(dir: &Path) -> Vec<PathBuf> {
+    let mut chain: Vec<PathBuf> = dir
+        .ancestors()
+        .filter(|d| !d.as_os_str().is_empty() && d.parent().is_some())
+        .filter(|d| *d != Path::new("."))
+        .map(Path::to_path_buf)
+        .collect();
+    chain.reverse();
+    chain
 }
 
 /// The parent directory of `path`, or `.` if it has none.

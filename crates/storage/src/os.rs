@@ -1,16 +1,18 @@
 //! The real-file backend: [`OsStorage`] maps the seam one-to-one onto `std::fs`.
 //!
-//! Errors are the operating system's own, unwrapped, so that `raw_os_error()` and
-//! `kind()` (EIO, ENOSPC as `StorageFull`, ...) reach the layers above unchanged; callers
-//! add the path to their messages. The one exception is lock contention, whose message
-//! names the locked path because "would block" alone is a useless thing to tell a user.
+//! Every error names the path it concerns ([`crate::PathError`]) and keeps the operating
+//! system's `kind()` (EIO, ENOSPC as `StorageFull`, ...); [`crate::raw_os_error`] finds
+//! the OS error number through the wrapping.
 
 use std::fs::{self, File, TryLockError};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use crate::{parent_dir, FileHandle, LockGuard, OpenOptions, Storage};
+use crate::error::{with_path, with_paths};
+use crate::{
+    dirs_top_down, parent_dir, read_exact_with, FileHandle, LockGuard, OpenOptions, Storage,
+};
 
 /// Real files through `std::fs`: the storage that production code runs on.
 ///
@@ -30,10 +32,12 @@ impl OsStorage {
 #[derive(Debug)]
 struct OsFile {
     file: File,
+    /// The path it was opened with, for errors.
+    path: PathBuf,
 }
 
-impl FileHandle for OsFile {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+impl OsFile {
+    fn read(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         loop {
             match self.file.read_at(buf, offset) {
                 // A signal may interrupt pread before it transfers anything; that is not a
@@ -49,22 +53,65 @@ impl FileHandle for OsFile {
         }
     }
 
+    #[cfg(target_os = "linux")]
+    fn fadvise_dontneed(&self) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: the descriptor belongs to `self.file`, which outlives the call;
+        // posix_fadvise takes plain integers and touches no memory of ours.
+        let rc =
+            unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        // posix_fadvise returns the error number instead of setting errno.
+        match rc {
+            0 => Ok(()),
+            errno => Err(io::Error::from_raw_os_error(errno)),
+        }
+    }
+
+    /// Elsewhere there is no portable way to drop a file's pages; the kernels that keep
+    /// failed pages dirty (the BSDs) also make a retried fsync meaningful, so the cache
+    /// never holds what the device will not get.
+    #[cfg(not(target_os = "linux"))]
+    fn fadvise_dontneed(&self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl FileHandle for OsFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.read(buf, offset).map_err(|e| with_path(&self.path, e))
+    }
+
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        read_exact_with(|b, o| self.read_at(b, o), buf, offset)
+            .map_err(|e| with_path(&self.path, e))
+    }
+
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        self.file.write_all_at(buf, offset)
+        self.file
+            .write_all_at(buf, offset)
+            .map_err(|e| with_path(&self.path, e))
     }
 
     fn sync_data(&self) -> io::Result<()> {
         // fdatasync: the data and the length (metadata needed to read the data back) are
         // made durable; timestamps are not, which is what lets it be cheaper than fsync.
-        self.file.sync_data()
+        self.file.sync_data().map_err(|e| with_path(&self.path, e))
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
-        self.file.set_len(len)
+        self.file.set_len(len).map_err(|e| with_path(&self.path, e))
     }
 
     fn len(&self) -> io::Result<u64> {
-        Ok(self.file.metadata()?.len())
+        let metadata = self.file.metadata().map_err(|e| with_path(&self.path, e))?;
+        Ok(metadata.len())
+    }
+
+    fn drop_cache(&self) -> io::Result<()> {
+        // POSIX_FADV_DONTNEED starts write-back of dirty pages and drops the clean ones;
+        // pages still dirty or under write-back stay, as the trait promises.
+        self.fadvise_dontneed()
+            .map_err(|e| with_path(&self.path, e))
     }
 }
 
@@ -77,6 +124,39 @@ struct OsLock {
 
 impl LockGuard for OsLock {}
 
+fn list_dir(dir: &Path) -> io::Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let name = entry?.file_name();
+        let name = name.into_string().map_err(|raw| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("file name {raw:?} is not UTF-8"),
+            )
+        })?;
+        names.push(name);
+    }
+    names.sort_unstable();
+    Ok(names)
+}
+
+fn lock_file(path: &Path) -> io::Result<Box<dyn LockGuard>> {
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(Box::new(OsLock { _file: file })),
+        Err(TryLockError::WouldBlock) => Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            "locked by another process or handle",
+        )),
+        Err(TryLockError::Error(e)) => Err(e),
+    }
+}
+
 impl Storage for OsStorage {
     fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn FileHandle>> {
         let file = fs::OpenOptions::new()
@@ -85,92 +165,76 @@ impl Storage for OsStorage {
             .create(options.create || options.create_new)
             .create_new(options.create_new)
             .truncate(options.truncate)
-            .open(path)?;
-        Ok(Box::new(OsFile { file }))
+            .open(path)
+            .map_err(|e| with_path(path, e))?;
+        Ok(Box::new(OsFile {
+            file,
+            path: path.to_path_buf(),
+        }))
     }
 
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        // Find the missing ancestors first, so that each one can be created and made
-        // durable in turn, top down: a directory entry is only durable once its parent
-        // directory is fsynced, and a child is useless if its parent's entry is lost.
-        let mut missing: Vec<PathBuf> = Vec::new();
-        let mut cursor = Some(dir);
-        while let Some(current) = cursor {
-            if current.as_os_str().is_empty() || fs::exists(current)? {
-                break;
-            }
-            missing.push(current.to_path_buf());
-            cursor = current.parent();
-        }
-        for created in missing.iter().rev() {
-            match fs::create_dir(created) {
+        // Top down: a directory entry is only durable once its parent directory is
+        // fsynced, and a child is useless if its parent's entry is lost. Parents of
+        // directories that already exist are synced too: a process killed between its
+        // mkdir and the sync leaves a directory that exists but is not durable.
+        for step in dirs_top_down(dir) {
+            match fs::create_dir(&step) {
                 Ok(()) => {}
-                // Someone else created it between our check and now: fine if it is a
-                // directory, and we still sync its parent below (cheap, and that other
-                // creator may not have).
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && created.is_dir() => {}
-                Err(e) => return Err(e),
+                // It exists already (or someone else created it between our steps): fine
+                // if it is a directory; we still sync its parent below.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && step.is_dir() => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    return Err(with_path(
+                        &step,
+                        io::Error::new(
+                            io::ErrorKind::AlreadyExists,
+                            "exists and is not a directory",
+                        ),
+                    ));
+                }
+                Err(e) => return Err(with_path(&step, e)),
             }
-            self.sync_dir(&parent_dir(created))?;
+            self.sync_dir(&parent_dir(&step))?;
         }
         if !dir.is_dir() {
-            return Err(io::Error::new(
-                io::ErrorKind::AlreadyExists,
-                format!("{} exists and is not a directory", dir.display()),
+            return Err(with_path(
+                dir,
+                io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    "exists and is not a directory",
+                ),
             ));
         }
         Ok(())
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        let mut names = Vec::new();
-        for entry in fs::read_dir(dir)? {
-            let name = entry?.file_name();
-            let name = name.into_string().map_err(|raw| {
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("{}: file name {raw:?} is not UTF-8", dir.display()),
-                )
-            })?;
-            names.push(name);
-        }
-        names.sort_unstable();
-        Ok(names)
+        list_dir(dir).map_err(|e| with_path(dir, e))
     }
 
     fn exists(&self, path: &Path) -> io::Result<bool> {
-        fs::exists(path)
+        fs::exists(path).map_err(|e| with_path(path, e))
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
-        fs::remove_file(path)
+        fs::remove_file(path).map_err(|e| with_path(path, e))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        fs::rename(from, to)
+        fs::rename(from, to).map_err(|e| with_paths(from, to, e))
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         // On Linux a directory can be opened read-only and fsynced; that commits its
         // entries (creates, renames, removes) to the journal.
-        File::open(dir)?.sync_all()
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| with_path(dir, e))
     }
 
     fn lock(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
-        let file = fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
-        match file.try_lock() {
-            Ok(()) => Ok(Box::new(OsLock { _file: file })),
-            Err(TryLockError::WouldBlock) => Err(io::Error::new(
-                io::ErrorKind::WouldBlock,
-                format!("{} is locked by another process or handle", path.display()),
-            )),
-            Err(TryLockError::Error(e)) => Err(e),
-        }
+        lock_file(path).map_err(|e| with_path(path, e))
     }
 }
 
@@ -309,5 +373,76 @@ mod tests {
         let _again = storage
             .lock(&path)
             .expect("lock is free after the guard drops");
+    }
+
+    #[test]
+    fn errors_name_their_path_and_keep_kind_and_os_code() {
+        let dir = temp();
+        let storage = OsStorage::new();
+        let missing = dir.path().join("missing");
+        let err = storage.open(&missing, OpenOptions::EXISTING).err().unwrap();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert_eq!(crate::raw_os_error(&err), Some(libc::ENOENT));
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!("{}: ", missing.display())),
+            "{text}"
+        );
+        let inner = err.get_ref().unwrap().downcast_ref::<crate::PathError>();
+        assert_eq!(inner.unwrap().path(), missing);
+
+        for err in [
+            storage.list(&missing).unwrap_err(),
+            storage.remove(&missing).unwrap_err(),
+            storage.sync_dir(&missing).unwrap_err(),
+        ] {
+            assert!(err.to_string().contains("missing: "), "{err}");
+            assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        }
+        let err = storage
+            .rename(&missing, &dir.path().join("target"))
+            .unwrap_err();
+        assert!(err.to_string().contains("missing -> "), "{err}");
+        assert!(err.to_string().contains("target: "), "{err}");
+
+        let file = storage
+            .open(&dir.path().join("short"), OpenOptions::CREATE_NEW)
+            .unwrap();
+        file.write_at(b"abc", 0).unwrap();
+        let err = file.read_exact_at(&mut [0; 8], 0).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        assert!(err.to_string().contains("short: "), "{err}");
+        let blocker = dir.path().join("short");
+        let err = storage.create_dir_all(&blocker.join("sub")).unwrap_err();
+        assert!(err.to_string().contains("short"), "{err}");
+    }
+
+    #[test]
+    fn drop_cache_keeps_synced_and_unsynced_data_readable() {
+        let dir = temp();
+        let storage = OsStorage::new();
+        let file = storage
+            .open(&dir.path().join("f"), OpenOptions::CREATE_NEW)
+            .unwrap();
+        file.write_at(&[7u8; 8192], 0).unwrap();
+        file.sync_data().unwrap();
+        file.drop_cache().unwrap();
+        file.write_at(b"dirty", 100).unwrap();
+        file.drop_cache().unwrap();
+        let mut back = vec![0u8; 8192];
+        file.read_exact_at(&mut back, 0).unwrap();
+        assert_eq!(&back[100..105], b"dirty", "dirty pages are never dropped");
+        assert!(back[..100].iter().chain(&back[105..]).all(|&b| b == 7));
+    }
+
+    #[test]
+    fn create_dir_all_over_existing_directories_succeeds_and_syncs_again() {
+        let dir = temp();
+        let storage = OsStorage::new();
+        let nested = dir.path().join("x/y");
+        storage.create_dir_all(&nested).unwrap();
+        storage.create_dir_all(&nested).unwrap();
+        storage.create_dir_all(&dir.path().join("x")).unwrap();
+        assert!(nested.is_dir());
     }
 }

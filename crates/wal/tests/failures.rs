@@ -24,12 +24,7 @@ fn first_failed_sync_poisons_the_log_for_good() {
     while log.segments().len() < 2 {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
-    sim.inject(FaultPlan {
-        op: FaultOp::Sync,
-        after: 1,
-        kind: FaultKind::Eio,
-        persistent: false,
-    });
+    sim.inject(FaultPlan::new(FaultOp::Sync, 1, FaultKind::Eio));
     let b = log.append(b"doomed").unwrap();
     let e = log.wait_durable(b.end).unwrap_err();
     assert!(e.is_io(), "{e}");
@@ -61,12 +56,7 @@ fn first_failed_sync_poisons_the_log_for_good() {
 fn failed_write_poisons_callbacks_and_futures_too() {
     let (sim, storage) = sim(12);
     let log = Log::open(storage, DIR, small_options()).unwrap();
-    sim.inject(FaultPlan {
-        op: FaultOp::Write,
-        after: 1,
-        kind: FaultKind::Eio,
-        persistent: true,
-    });
+    sim.inject(FaultPlan::new(FaultOp::Write, 1, FaultKind::Eio).persistent());
     let a = log.append(b"x").unwrap();
     let got = Arc::new(Mutex::new(None));
     let g2 = got.clone();
@@ -90,12 +80,7 @@ fn enospc_is_reported_clearly_and_the_log_recovers_when_space_returns() {
         log.wait_durable(a.end).unwrap();
         acked.push(vec![i; 50]);
     }
-    sim.inject(FaultPlan {
-        op: FaultOp::Write,
-        after: 1,
-        kind: FaultKind::Enospc,
-        persistent: true,
-    });
+    sim.inject(FaultPlan::new(FaultOp::Write, 1, FaultKind::Enospc).persistent());
     // Enough to need the next segment (creating it writes) and to write records.
     let mut err = None;
     for i in 0..200u8 {

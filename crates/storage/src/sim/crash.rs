@@ -1,7 +1,8 @@
 //! Power loss: what of the unsynced state reaches the platter.
 //!
 //! Directory operations survive as a random *prefix* of the journal, because file systems
-//! journal metadata in order. File data survives sector by sector: each 512-byte sector
+//! journal metadata in order; a directory whose creation is lost takes everything under
+//! it along. File data survives sector by sector: each 512-byte sector
 //! (aligned to absolute file offsets) of each unsynced write is kept, dropped or garbled,
 //! the last unsynced write of a file may also be torn (only a prefix of its sectors
 //! reaches the disk at all), and each unsynced length change is kept or dropped. All of it
@@ -12,7 +13,8 @@ use std::mem;
 use rand::rngs::StdRng;
 use rand::Rng;
 
-use super::disk::{apply_write, DataOp, Disk, Inode};
+use super::disk::Disk;
+use super::inode::{apply_write, DataOp, Inode};
 
 /// The unit in which a disk writes: a write either reaches a sector or not, never half.
 pub(super) const SECTOR_BYTES: u64 = 512;
@@ -84,7 +86,8 @@ fn settle_write(image: &mut Vec<u8>, offset: u64, bytes: &[u8], may_tear: bool, 
 }
 
 /// Decides what of an inode's unsynced changes survive; afterwards the inode has nothing
-/// pending and its volatile image equals its durable one.
+/// pending and its volatile image equals its durable one. Orphaned writes (dropped from
+/// write-back by a failed sync) are not pending: they vanish with the cache.
 fn settle_inode(inode: &mut Inode, rng: &mut StdRng) {
     let last_write = inode
         .pending
@@ -106,20 +109,22 @@ fn settle_inode(inode: &mut Inode, rng: &mut StdRng) {
     }
     inode.volatile = image.clone();
     inode.durable = image;
+    inode.orphaned = false;
     inode.open_handles = 0;
 }
 
 impl Disk {
-    /// Power loss. Directory entries become the durable map plus a random prefix of the
-    /// journal; then unreferenced inodes are freed; then each surviving inode's unsynced
-    /// changes meet their fates. Inodes are visited in id order, so a seed replays.
+    /// Power loss. The name space becomes the durable one plus a random prefix of the
+    /// journal, less whatever lies under a lost directory; then unreferenced inodes are
+    /// freed; then each surviving inode's unsynced changes meet their fates. Inodes are
+    /// visited in id order, so a seed replays.
     pub(super) fn crash(&mut self, rng: &mut StdRng) {
         let journal = mem::take(&mut self.journal);
         let surviving = rng.gen_range(0..=journal.len());
         for op in &journal[..surviving] {
-            op.apply(&mut self.durable_entries);
+            op.apply(&mut self.durable);
         }
-        self.entries = self.durable_entries.clone();
+        self.settle_namespace();
         // No handle outlives a crash; the storage layer makes the old ones stale.
         for inode in self.inodes.values_mut() {
             inode.open_handles = 0;
@@ -130,6 +135,7 @@ impl Disk {
         }
         assert!(self.journal.is_empty());
         assert!(self
+            .live
             .entries
             .values()
             .all(|inode| self.inodes.contains_key(inode)));

@@ -1,15 +1,20 @@
-//! The model of the simulated disk: inodes with a durable and a volatile image, directory
-//! entries with a durable and a volatile map, and the journal of directory operations that
-//! are not durable yet. No locking and no fault logic here; `storage.rs` wraps this.
+//! The model of the simulated disk: inodes (see `inode.rs`) and a namespace of directory
+//! entries and directories, kept twice — as lookups see it and as it would survive a
+//! power loss — with the journal of directory operations between the two. No locking and
+//! no fault logic here; `storage.rs` wraps this.
 //!
-//! Paths are normalised by the caller (see [`normalize`]) and directories are a plain set:
-//! they are made durable when created and are never removed, which is all sluice needs.
+//! Paths are normalised by the caller (see [`normalize`]). Directories are entries like
+//! files: `mkdir` is journaled and durable only once its parent directory is synced, and a
+//! power loss that loses a directory loses everything under it. Directories are never
+//! removed or renamed, which is all sluice needs. Errors carry no path: `storage.rs` names
+//! the path of the operation in every error it returns.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::mem;
 use std::path::{Component, Path, PathBuf};
 
+use super::inode::Inode;
 use crate::parent_dir;
 
 /// Identifies an inode for the life of one `SimStorage` (ids are never reused).
@@ -22,7 +27,7 @@ const _: () = assert!(MAX_FILE_BYTES <= usize::MAX as u64);
 
 /// The canonical form of a path as a key: `.` components dropped, `.` for "here".
 /// `..` is kept as it is (not resolved); sluice never uses it.
-pub(super) fn normalize(path: &Path) -> PathBuf {
+pub(crate) fn normalize(path: &Path) -> PathBuf {
     let normal: PathBuf = path
         .components()
         .filter(|c| !matches!(c, Component::CurDir))
@@ -34,103 +39,48 @@ pub(super) fn normalize(path: &Path) -> PathBuf {
     }
 }
 
-/// One unsynced change to a file's contents or length.
-#[derive(Debug, Clone)]
-pub(super) enum DataOp {
-    Write { offset: u64, bytes: Vec<u8> },
-    SetLen(u64),
+/// `.` and `/` always exist and can never be lost.
+fn is_root(path: &Path) -> bool {
+    path == Path::new(".") || path == Path::new("/")
 }
 
-/// Copies `bytes` into `image` at `offset`, extending it with zeros if needed (what a write
-/// past the end of a file does).
-pub(super) fn apply_write(image: &mut Vec<u8>, offset: u64, bytes: &[u8]) {
-    let start = usize::try_from(offset).expect("offset checked against MAX_FILE_BYTES");
-    let end = start + bytes.len();
-    assert!(
-        end as u64 <= MAX_FILE_BYTES,
-        "write beyond the file size limit"
-    );
-    if image.len() < end {
-        image.resize(end, 0);
-    }
-    image[start..end].copy_from_slice(bytes);
+/// A set of directories and a map of file entries: one view of the name space.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Namespace {
+    /// Directories other than the roots.
+    pub(super) dirs: BTreeSet<PathBuf>,
+    /// File entries.
+    pub(super) entries: BTreeMap<PathBuf, InodeId>,
 }
 
-impl DataOp {
-    fn apply(&self, image: &mut Vec<u8>) {
-        match self {
-            DataOp::Write { offset, bytes } => apply_write(image, *offset, bytes),
-            DataOp::SetLen(len) => image.resize(*len as usize, 0),
-        }
-    }
-}
-
-/// A file's contents: what survives a crash for certain (`durable`), what reads see
-/// (`volatile`), and the ordered changes between the two (`pending`).
-#[derive(Debug, Default)]
-pub(super) struct Inode {
-    pub(super) durable: Vec<u8>,
-    pub(super) volatile: Vec<u8>,
-    pub(super) pending: Vec<DataOp>,
-    /// Open handles of the current epoch; an open file stays alive when unlinked.
-    pub(super) open_handles: u32,
-}
-
-impl Inode {
-    /// Fails with `FileTooLarge` if a file would grow past [`MAX_FILE_BYTES`].
-    pub(super) fn check_size(end: Option<u64>) -> io::Result<()> {
-        match end {
-            Some(end) if end <= MAX_FILE_BYTES => Ok(()),
-            _ => Err(io::Error::new(
-                io::ErrorKind::FileTooLarge,
-                format!("simulated files are limited to {MAX_FILE_BYTES} bytes"),
-            )),
-        }
+impl Namespace {
+    pub(super) fn is_dir(&self, path: &Path) -> bool {
+        is_root(path) || self.dirs.contains(path)
     }
 
-    pub(super) fn read(&self, buf: &mut [u8], offset: u64) -> usize {
-        let len = self.volatile.len() as u64;
-        if offset >= len {
-            return 0;
+    /// Drops every directory and entry whose parent is not (transitively) a directory
+    /// here: after a power loss nothing can be reached under a lost directory.
+    fn prune_unreachable(&mut self) {
+        // A parent sorts before its children (its components are a prefix of theirs), so
+        // one pass in order sees every parent's fate before its children.
+        let mut reachable = BTreeSet::new();
+        for dir in &self.dirs {
+            let parent = parent_dir(dir);
+            if is_root(&parent) || reachable.contains(&parent) {
+                reachable.insert(dir.clone());
+            }
         }
-        let start = offset as usize;
-        let n = buf.len().min(self.volatile.len() - start);
-        buf[..n].copy_from_slice(&self.volatile[start..start + n]);
-        n
-    }
-
-    /// The caller has checked the size limit.
-    pub(super) fn write(&mut self, offset: u64, bytes: &[u8]) {
-        if bytes.is_empty() {
-            return; // POSIX: a zero-length write changes nothing, not even the length.
-        }
-        apply_write(&mut self.volatile, offset, bytes);
-        self.pending.push(DataOp::Write {
-            offset,
-            bytes: bytes.to_vec(),
+        self.dirs = reachable;
+        let dirs = &self.dirs;
+        self.entries.retain(|path, _| {
+            let parent = parent_dir(path);
+            is_root(&parent) || dirs.contains(&parent)
         });
-    }
-
-    /// The caller has checked the size limit.
-    pub(super) fn set_len(&mut self, len: u64) {
-        let op = DataOp::SetLen(len);
-        op.apply(&mut self.volatile);
-        self.pending.push(op);
-    }
-
-    /// fdatasync: every pending change becomes durable. Replaying the pending changes onto
-    /// the durable image costs what was written, not the size of the file.
-    pub(super) fn sync(&mut self) {
-        for op in self.pending.drain(..) {
-            op.apply(&mut self.durable);
-        }
-        assert_eq!(self.durable.len(), self.volatile.len());
-        debug_assert!(self.durable.len() > 1 << 16 || self.durable == self.volatile);
     }
 }
 
 /// One directory operation that is not durable yet. Each names the inode it moves, so that
-/// applying it to the durable map does not depend on the volatile one.
+/// applying it to the durable name space does not depend on the volatile one.
 #[derive(Debug, Clone)]
 pub(super) enum DirOp {
     Create {
@@ -146,22 +96,28 @@ pub(super) enum DirOp {
         path: PathBuf,
         inode: InodeId,
     },
+    Mkdir {
+        path: PathBuf,
+    },
 }
 
 impl DirOp {
     fn paths(&self) -> impl Iterator<Item = &PathBuf> {
         let (first, second) = match self {
-            DirOp::Create { path, .. } | DirOp::Remove { path, .. } => (path, None),
+            DirOp::Create { path, .. } | DirOp::Remove { path, .. } | DirOp::Mkdir { path } => {
+                (path, None)
+            }
             DirOp::Rename { from, to, .. } => (from, Some(to)),
         };
         std::iter::once(first).chain(second)
     }
 
-    pub(super) fn inode(&self) -> InodeId {
+    fn inode(&self) -> Option<InodeId> {
         match self {
             DirOp::Create { inode, .. }
             | DirOp::Rename { inode, .. }
-            | DirOp::Remove { inode, .. } => *inode,
+            | DirOp::Remove { inode, .. } => Some(*inode),
+            DirOp::Mkdir { .. } => None,
         }
     }
 
@@ -169,10 +125,11 @@ impl DirOp {
         self.paths().any(|path| parent_dir(path) == dir)
     }
 
-    /// Applies the operation to a durable map. Callers apply operations so that every
-    /// earlier operation on the same paths has been applied first (whole prefixes, or the
-    /// closure in [`Disk::sync_dir`]); the asserts check that this holds.
-    pub(super) fn apply(&self, entries: &mut BTreeMap<PathBuf, InodeId>) {
+    /// Applies the operation to a durable name space. Callers apply operations so that
+    /// every earlier operation on the same paths has been applied first (whole prefixes,
+    /// or the closure in [`Disk::sync_dir`]); the asserts check that this holds.
+    pub(super) fn apply(&self, names: &mut Namespace) {
+        let entries = &mut names.entries;
         match self {
             DirOp::Create { path, inode } => {
                 // Every earlier operation on `path` is applied, so the durable map holds
@@ -187,6 +144,11 @@ impl DirOp {
             DirOp::Remove { path, inode } => {
                 assert_eq!(entries.remove(path), Some(*inode), "remove of {path:?}");
             }
+            DirOp::Mkdir { path } => {
+                // Directories are never removed, so the volatile set holds every durable
+                // one: a journaled mkdir cannot already be durable.
+                assert!(names.dirs.insert(path.clone()), "mkdir over {path:?}");
+            }
         }
     }
 }
@@ -194,39 +156,31 @@ impl DirOp {
 /// The whole simulated disk.
 #[derive(Debug, Default)]
 pub(super) struct Disk {
-    /// Directories; durable as soon as they exist. `.` and `/` exist implicitly.
-    pub(super) dirs: BTreeSet<PathBuf>,
-    /// The directory entries that survive a crash.
-    pub(super) durable_entries: BTreeMap<PathBuf, InodeId>,
-    /// The directory entries that lookups see.
-    pub(super) entries: BTreeMap<PathBuf, InodeId>,
-    /// Directory operations applied to `entries` but not to `durable_entries`, in order.
+    /// The name space that survives a power loss.
+    pub(super) durable: Namespace,
+    /// The name space that lookups see.
+    pub(super) live: Namespace,
+    /// Directory operations applied to `live` but not to `durable`, in order.
     pub(super) journal: Vec<DirOp>,
     pub(super) inodes: BTreeMap<InodeId, Inode>,
     next_inode: InodeId,
 }
 
-fn not_found(path: &Path) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::NotFound,
-        format!("{}: no such file or directory", path.display()),
-    )
+fn not_found() -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, "no such file or directory")
 }
 
-fn is_a_directory(path: &Path) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::IsADirectory,
-        format!("{}: is a directory", path.display()),
-    )
+fn is_a_directory() -> io::Error {
+    io::Error::new(io::ErrorKind::IsADirectory, "is a directory")
 }
 
 impl Disk {
     pub(super) fn is_dir(&self, path: &Path) -> bool {
-        path == Path::new(".") || path == Path::new("/") || self.dirs.contains(path)
+        self.live.is_dir(path)
     }
 
     pub(super) fn lookup(&self, path: &Path) -> Option<InodeId> {
-        self.entries.get(path).copied()
+        self.live.entries.get(path).copied()
     }
 
     pub(super) fn inode(&self, id: InodeId) -> &Inode {
@@ -242,11 +196,10 @@ impl Disk {
     /// Fails unless `path` could name a new or existing file.
     pub(super) fn check_file_path(&self, path: &Path) -> io::Result<()> {
         if self.is_dir(path) {
-            return Err(is_a_directory(path));
+            return Err(is_a_directory());
         }
-        let parent = parent_dir(path);
-        if !self.is_dir(&parent) {
-            return Err(not_found(&parent));
+        if !self.is_dir(&parent_dir(path)) {
+            return Err(not_found());
         }
         Ok(())
     }
@@ -257,7 +210,7 @@ impl Disk {
         let inode = self.next_inode;
         self.next_inode += 1;
         self.inodes.insert(inode, Inode::default());
-        self.entries.insert(path.to_path_buf(), inode);
+        self.live.entries.insert(path.to_path_buf(), inode);
         self.journal.push(DirOp::Create {
             path: path.to_path_buf(),
             inode,
@@ -269,20 +222,17 @@ impl Disk {
         if self.is_dir(from) {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
-                format!(
-                    "{}: the simulated disk cannot rename directories",
-                    from.display()
-                ),
+                "the simulated disk cannot rename directories",
             ));
         }
-        self.lookup(from).ok_or_else(|| not_found(from))?;
+        self.lookup(from).ok_or_else(not_found)?;
         self.check_file_path(to)
     }
 
     /// The caller has run [`Disk::check_rename`].
     pub(super) fn rename(&mut self, from: &Path, to: &Path) {
-        let inode = self.entries.remove(from).expect("rename checked");
-        self.entries.insert(to.to_path_buf(), inode);
+        let inode = self.live.entries.remove(from).expect("rename checked");
+        self.live.entries.insert(to.to_path_buf(), inode);
         self.journal.push(DirOp::Rename {
             from: from.to_path_buf(),
             to: to.to_path_buf(),
@@ -293,14 +243,14 @@ impl Disk {
 
     pub(super) fn check_remove(&self, path: &Path) -> io::Result<()> {
         if self.is_dir(path) {
-            return Err(is_a_directory(path));
+            return Err(is_a_directory());
         }
-        self.lookup(path).map(|_| ()).ok_or_else(|| not_found(path))
+        self.lookup(path).map(|_| ()).ok_or_else(not_found)
     }
 
     /// The caller has run [`Disk::check_remove`].
     pub(super) fn remove(&mut self, path: &Path) {
-        let inode = self.entries.remove(path).expect("remove checked");
+        let inode = self.live.entries.remove(path).expect("remove checked");
         self.journal.push(DirOp::Remove {
             path: path.to_path_buf(),
             inode,
@@ -308,38 +258,44 @@ impl Disk {
         self.free_unreferenced();
     }
 
-    /// Creates `dir` and its missing parents, durably at once (the trait says so).
-    pub(super) fn create_dir_all(&mut self, dir: &Path) -> io::Result<()> {
-        let mut missing = Vec::new();
-        let mut cursor = dir.to_path_buf();
-        while !self.is_dir(&cursor) {
-            if self.entries.contains_key(&cursor) {
-                return Err(io::Error::new(
-                    io::ErrorKind::AlreadyExists,
-                    format!("{} exists and is not a directory", cursor.display()),
-                ));
-            }
-            missing.push(cursor.clone());
-            cursor = parent_dir(&cursor);
+    /// Fails unless `dir` can be created now: its parent is a directory and nothing is in
+    /// its place.
+    pub(super) fn check_mkdir(&self, dir: &Path) -> io::Result<()> {
+        if self.lookup(dir).is_some() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "exists and is not a directory",
+            ));
         }
-        self.dirs.extend(missing);
-        assert!(self.is_dir(dir));
+        if !self.is_dir(&parent_dir(dir)) {
+            return Err(not_found());
+        }
+        assert!(!self.is_dir(dir), "mkdir over an existing directory");
         Ok(())
+    }
+
+    /// Creates one directory, volatile until its parent is synced. The caller has run
+    /// [`Disk::check_mkdir`].
+    pub(super) fn mkdir(&mut self, dir: &Path) {
+        assert!(self.live.dirs.insert(dir.to_path_buf()));
+        self.journal.push(DirOp::Mkdir {
+            path: dir.to_path_buf(),
+        });
     }
 
     /// The names of the files and directories directly in `dir`, sorted.
     pub(super) fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         if !self.is_dir(dir) {
-            return Err(not_found(dir));
+            return Err(not_found());
         }
         let mut names = BTreeSet::new();
-        let children = self.entries.keys().chain(self.dirs.iter());
+        let children = self.live.entries.keys().chain(self.live.dirs.iter());
         for path in children.filter(|path| parent_dir(path) == dir) {
             let name = path.file_name().and_then(|name| name.to_str());
             let name = name.ok_or_else(|| {
                 io::Error::new(
                     io::ErrorKind::InvalidData,
-                    format!("{}: file name is not UTF-8", path.display()),
+                    format!("file name {:?} is not UTF-8", path.file_name()),
                 )
             })?;
             names.insert(name.to_owned());
@@ -363,7 +319,7 @@ impl Disk {
         let journal = mem::take(&mut self.journal);
         for (op, apply) in journal.into_iter().zip(selected) {
             if apply {
-                op.apply(&mut self.durable_entries);
+                op.apply(&mut self.durable);
             } else {
                 self.journal.push(op);
             }
@@ -375,16 +331,48 @@ impl Disk {
     /// Frees every inode that no entry (durable or volatile), pending directory operation
     /// or open handle refers to: nothing can ever read it again.
     pub(super) fn free_unreferenced(&mut self) {
-        let mut live: BTreeSet<InodeId> = self.entries.values().copied().collect();
-        live.extend(self.durable_entries.values().copied());
-        live.extend(self.journal.iter().map(DirOp::inode));
+        let mut live: BTreeSet<InodeId> = self.live.entries.values().copied().collect();
+        live.extend(self.durable.entries.values().copied());
+        live.extend(self.journal.iter().filter_map(DirOp::inode));
         self.inodes
             .retain(|id, inode| inode.open_handles > 0 || live.contains(id));
     }
 
-    /// The durable image of the file that `path` durably names, if any.
+    /// The durable image of the file that `path` durably names, if a power loss now would
+    /// keep it: its entry and every directory above it are durable.
     pub(super) fn durable_image(&self, path: &Path) -> Option<&[u8]> {
-        let inode = self.durable_entries.get(path)?;
+        let inode = self.durable.entries.get(path)?;
+        let mut dir = parent_dir(path);
+        while !is_root(&dir) {
+            if !self.durable.dirs.contains(&dir) {
+                return None;
+            }
+            dir = parent_dir(&dir);
+        }
         Some(&self.inode(*inode).durable)
+    }
+
+    /// A process kill: its open handles are gone (an unlinked file dies with its last
+    /// handle), everything else — cache, write-back queues, the journal — lives on.
+    pub(super) fn kill(&mut self) {
+        for inode in self.inodes.values_mut() {
+            inode.open_handles = 0;
+        }
+        self.free_unreferenced();
+    }
+
+    /// Memory pressure: every file's clean cached pages are dropped.
+    pub(super) fn evict_page_cache(&mut self) {
+        for inode in self.inodes.values_mut() {
+            inode.drop_cache();
+        }
+    }
+
+    /// After a power loss has applied a prefix of the journal to `durable`: nothing under
+    /// a lost directory survives, and the live name space restarts from the durable one.
+    pub(super) fn settle_namespace(&mut self) {
+        assert!(self.journal.is_empty());
+        self.durable.prune_unreachable();
+        self.live = self.durable.clone();
     }
 }

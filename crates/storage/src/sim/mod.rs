@@ -1,16 +1,21 @@
 //! The simulated disk: an in-memory [`Storage`](crate::Storage) for crash tests,
 //! deterministic from a seed.
 //!
-//! - `disk`: the model (inodes with durable and volatile images, directory entries with
-//!   a durable map, a volatile map and the journal between them);
+//! - `inode`: a file's contents: the device's image, the page cache and the write-back
+//!   queue between them (and what a failed fsync does to them);
+//! - `disk`: the model (inodes, and a name space of entries and directories kept as
+//!   lookups see it and as it is durable, with the journal between the two);
 //! - `crash`: what of the unsynced state survives power loss;
-//! - `fault`: injected EIO and ENOSPC;
+//! - `fault`: injected EIO and ENOSPC, and the errors of a halted incarnation;
 //! - `record`: counters and the trace;
 //! - `storage`: [`SimStorage`] itself, its handles and locks.
 
 mod crash;
 mod disk;
 mod fault;
+mod inode;
+#[cfg(test)]
+mod machine_tests;
 mod record;
 mod storage;
 #[cfg(test)]

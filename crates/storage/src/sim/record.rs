@@ -16,10 +16,13 @@ pub struct SimStats {
     pub syncs: u64,
     /// Successful `sync_dir` calls.
     pub dir_syncs: u64,
-    /// Crashes so far, manual or armed.
+    /// Power losses so far, manual or armed.
     pub crashes: u64,
+    /// Process kills so far, manual or armed.
+    pub process_kills: u64,
     /// Mutating or syncing operations attempted (write, set_len, sync_data, sync_dir,
-    /// create, rename, remove), including ones that failed by injection or crash.
+    /// creating a file or directory, rename, remove; not reads), including ones that failed
+    /// by injection or halt.
     pub ops: u64,
 }
 
@@ -31,6 +34,8 @@ pub struct SimStats {
 pub enum TraceEvent {
     /// A file was created (by `open` or `lock`).
     Create(PathBuf),
+    /// A directory was created (by `create_dir_all`).
+    CreateDir(PathBuf),
     /// `len` bytes were written at `offset`.
     Write {
         /// The file written.

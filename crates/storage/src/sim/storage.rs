@@ -1,5 +1,5 @@
-//! [`SimStorage`]: the simulated disk behind the [`Storage`] seam, with crash points,
-//! fault injection, locks, statistics and a trace.
+//! [`SimStorage`]: the simulated disk behind the [`Storage`] seam, with power losses,
+//! process kills, fault injection, locks, statistics and a trace.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -11,21 +11,32 @@ use parking_lot::{Mutex, MutexGuard};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use super::disk::{normalize, Disk, Inode, InodeId};
-use super::fault::{crash_error, is_crash_error, FaultPlan, Faults, OpKind};
+use super::disk::{normalize, Disk, InodeId};
+use super::fault::{halt_error, is_halt_error, FaultPlan, Faults, Halt, OpKind};
+use super::inode::Inode;
 use super::record::{SimStats, TraceEvent};
-use crate::{FileHandle, LockGuard, OpenOptions, Storage};
+use crate::error::{with_path, with_paths};
+use crate::{
+    dirs_top_down, parent_dir, read_exact_with, FileHandle, LockGuard, OpenOptions, Storage,
+};
 
 /// Everything behind the one mutex. A test disk values simple and obviously correct over
 /// concurrency: every operation takes the lock for a few memory copies.
 #[derive(Debug)]
 struct State {
     disk: Disk,
-    /// Consumed only by crashes, so the same seed and operations give the same outcome.
+    /// Consumed only by power losses, so the same seed and operations give the same
+    /// outcome.
     rng: StdRng,
     faults: Faults,
-    /// `Some(n)`: the n-th counted operation from now crashes the machine.
-    crash_countdown: Option<u64>,
+    /// `Some((n, halt))`: the n-th counted operation from now halts the system that way.
+    halt_countdown: Option<(u64, Halt)>,
+    /// Bumped by every power loss and every process kill: handles, locks and pinned views
+    /// belong to the incarnation they were made in.
+    incarnation: u64,
+    /// How each past incarnation ended, and that halt's 1-based number (the n-th power
+    /// loss or kill); index = incarnation.
+    ends: Vec<(Halt, u64)>,
     stats: SimStats,
     trace: Option<Vec<TraceEvent>>,
     /// Held locks: path -> the token of the guard holding it.
@@ -35,29 +46,62 @@ struct State {
 
 impl State {
     /// The gate every counted operation passes before it is applied: counts it, fires an
-    /// armed crash (the operation is then not applied) and injected faults.
-    fn begin(&mut self, op: OpKind) -> io::Result<()> {
+    /// armed halt (the operation is then not applied) and injected faults. `paths` are the
+    /// paths the operation concerns, for path-scoped fault plans.
+    fn begin(&mut self, op: OpKind, paths: &[&Path]) -> io::Result<()> {
+        assert_ne!(op, OpKind::Read, "reads are not counted operations");
         self.stats.ops += 1;
-        if let Some(left) = self.crash_countdown {
+        if let Some((left, halt)) = self.halt_countdown {
             assert!(left >= 1);
             if left == 1 {
-                self.crash();
+                let number = self.halt(halt);
                 let detail = "this operation was the crash point and was not applied";
-                return Err(crash_error(self.stats.crashes, detail));
+                return Err(halt_error(halt, number, detail));
             }
-            self.crash_countdown = Some(left - 1);
+            self.halt_countdown = Some((left - 1, halt));
         }
-        match self.faults.check(op) {
-            Some(error) => Err(error),
+        self.fault(op, paths)
+    }
+
+    /// The fault check alone: what a read passes (reads are not counted).
+    fn fault(&mut self, op: OpKind, paths: &[&Path]) -> io::Result<()> {
+        match self.faults.check(op, paths) {
+            Some(kind) => Err(kind.to_error()),
             None => Ok(()),
         }
     }
 
-    fn crash(&mut self) {
-        self.crash_countdown = None;
-        self.disk.crash(&mut self.rng);
+    /// Ends the current incarnation; returns the halt's number (1-based, per kind).
+    fn halt(&mut self, halt: Halt) -> u64 {
+        self.halt_countdown = None;
+        let number = match halt {
+            Halt::PowerLoss => {
+                self.disk.crash(&mut self.rng);
+                self.stats.crashes += 1;
+                self.stats.crashes
+            }
+            Halt::ProcessKill => {
+                self.disk.kill();
+                self.stats.process_kills += 1;
+                self.stats.process_kills
+            }
+        };
+        // A dead process holds no locks, with or without power.
         self.locks.clear();
-        self.stats.crashes += 1;
+        assert_eq!(self.ends.len() as u64, self.incarnation);
+        self.ends.push((halt, number));
+        self.incarnation += 1;
+        number
+    }
+
+    /// The error with which anything of incarnation `incarnation` (a past one) answers.
+    fn stale(&self, incarnation: u64, detail: &'static str) -> io::Error {
+        assert!(
+            incarnation < self.incarnation,
+            "incarnation {incarnation} is alive"
+        );
+        let (halt, number) = self.ends[incarnation as usize];
+        halt_error(halt, number, detail)
     }
 
     fn record(&mut self, event: impl FnOnce() -> TraceEvent) {
@@ -69,10 +113,23 @@ impl State {
     /// Creates a file at `path` (checked free and valid) as a counted operation.
     fn create(&mut self, path: &Path) -> io::Result<InodeId> {
         self.disk.check_file_path(path)?;
-        self.begin(OpKind::Create)?;
+        self.begin(OpKind::Create, &[path, &parent_dir(path)])?;
         let inode = self.disk.create_file(path);
         self.record(|| TraceEvent::Create(path.to_path_buf()));
         Ok(inode)
+    }
+
+    /// fsync of a directory as a counted operation.
+    fn sync_dir(&mut self, dir: &Path) -> io::Result<()> {
+        if !self.disk.is_dir(dir) {
+            return Err(io::Error::new(io::ErrorKind::NotFound, "no such directory"));
+        }
+        // A failed directory sync changes nothing: the journal keeps the operations.
+        self.begin(OpKind::SyncDir, &[dir])?;
+        self.disk.sync_dir(dir);
+        self.stats.dir_syncs += 1;
+        self.record(|| TraceEvent::SyncDir(dir.to_path_buf()));
+        Ok(())
     }
 }
 
@@ -86,27 +143,46 @@ struct Shared {
 ///
 /// Writes and length changes are volatile until `sync_data`; creates, renames and removes
 /// are volatile until `sync_dir` of their directory (a rename is made durable by syncing
-/// either of its directories); directories are durable when created. Clones are cheap
-/// and are all the same disk.
+/// either of its directories); a directory is itself an entry, durable once its parent is
+/// synced (`create_dir_all` syncs the parent of every directory on its path before it
+/// returns, as counted operations). Clones are cheap and are all the same disk.
 ///
-/// [`SimStorage::crash`] (or a crash armed with [`SimStorage::crash_at_op`]) simulates
-/// power loss: directory entries become the durable ones plus a random prefix of the
-/// unsynced directory operations (file systems journal metadata in order); each 512-byte
-/// sector (aligned to file offsets) of each unsynced write is kept, dropped or garbled
-/// (about 50/35/15 %), the last unsynced write of a file may be torn (only a prefix of
-/// its sectors reaches the disk), and each unsynced length change is kept or dropped.
-/// The same seed and the same operations give the same outcome. After a crash the disk
-/// stays usable (that is the reboot): files no entry names are gone, locks are released,
-/// and every handle opened before it fails with EIO (see [`SimStorage::is_crash_error`]).
+/// # Halts: power loss and process kill
+/// Both end the system's current *incarnation*: every handle, lock guard and
+/// [`pinned`](SimStorage::pinned) view made in it goes stale (EIO, see
+/// [`SimStorage::is_crash_error`]); the disk itself stays usable (the restart).
+///
+/// * [`SimStorage::crash`] (or [`SimStorage::crash_at_op`]) is a **power loss**: the name
+///   space becomes the durable one plus a random prefix of the unsynced directory
+///   operations (file systems journal metadata in order), less everything under a lost
+///   directory; each 512-byte sector (aligned to file offsets) of each unsynced write is
+///   kept, dropped or garbled (about 50/35/15 %), the last unsynced write of a file may be
+///   torn (only a prefix of its sectors reaches the disk), and each unsynced length change
+///   is kept or dropped.
+/// * [`SimStorage::kill_process`] (or [`SimStorage::kill_at_op`]) is a **process kill**
+///   (SIGKILL): the page cache survives, so the next incarnation reads every unsynced
+///   write and sees every unsynced entry; nothing becomes durable by it, and a later
+///   power loss still decides the fate of all of it.
+///
+/// The same seed and the same operations give the same outcome.
+///
+/// # Linux fsync-failure semantics
+/// An injected failure of `sync_data` (EIO or ENOSPC, see [`FaultPlan`]) drops the file's
+/// unsynced writes from write-back, as Linux does when it marks the failed pages clean:
+/// they never reach the device, yet reads keep returning them until the page cache is
+/// dropped ([`FileHandle::drop_cache`], [`SimStorage::evict_page_cache`]) or the power is
+/// lost. A later `sync_data` then succeeds without writing them. A failed `sync_dir`
+/// changes nothing.
 ///
 /// Operations that fail their checks (`NotFound`, `AlreadyExists`, ...) are not counted
-/// as attempted operations and trigger neither crashes nor faults.
+/// as attempted operations and trigger neither halts nor faults. Every error names the
+/// path it concerns (see [`crate::PathError`]).
 #[derive(Clone)]
 pub struct SimStorage {
     shared: Arc<Shared>,
-    /// `Some(n)`: a view pinned to the machine's incarnation after `n` crashes (see
+    /// `Some(n)`: a view pinned to the system's incarnation `n` (see
     /// [`SimStorage::pinned`]).
-    epoch: Option<u64>,
+    incarnation: Option<u64>,
 }
 
 impl fmt::Debug for SimStorage {
@@ -125,7 +201,9 @@ impl SimStorage {
             disk: Disk::default(),
             rng: StdRng::seed_from_u64(seed),
             faults: Faults::default(),
-            crash_countdown: None,
+            halt_countdown: None,
+            incarnation: 0,
+            ends: Vec::new(),
             stats: SimStats::default(),
             trace: None,
             locks: HashMap::new(),
@@ -136,31 +214,30 @@ impl SimStorage {
                 seed,
                 state: Mutex::new(state),
             }),
-            epoch: None,
+            incarnation: None,
         }
     }
 
-    /// A view of this disk for the machine's current incarnation: after the next crash,
-    /// every operation through it fails with EIO, as a handle opened before the crash
-    /// does. The check happens under the disk's lock, atomically with the crash, so a
-    /// thread of the crashed incarnation can never change the rebooted disk (a zombie
-    /// `remove` or `rename` landing after the crash). Give each incarnation of the
-    /// system under test its own pinned view.
+    /// A view of this disk for the current incarnation: after the next power loss or
+    /// process kill, every operation through it fails with EIO, as a handle opened before
+    /// it does. The check happens under the disk's lock, atomically with the halt, so a
+    /// thread of the dead incarnation can never change the disk of the next one (a zombie
+    /// `remove` or `rename` landing after the crash). Give each incarnation of the system
+    /// under test its own pinned view.
     pub fn pinned(&self) -> SimStorage {
         SimStorage {
             shared: Arc::clone(&self.shared),
-            epoch: Some(self.state().stats.crashes),
+            incarnation: Some(self.state().incarnation),
         }
     }
 
     /// The state, if this view's incarnation is still alive.
     fn live(&self) -> io::Result<MutexGuard<'_, State>> {
         let state = self.shared.state.lock();
-        match self.epoch {
-            Some(e) if state.stats.crashes != e => Err(crash_error(
-                state.stats.crashes,
-                "the view belongs to an incarnation before a crash",
-            )),
+        match self.incarnation {
+            Some(mine) if state.incarnation != mine => {
+                Err(state.stale(mine, "the view belongs to an earlier incarnation"))
+            }
             _ => Ok(state),
         }
     }
@@ -175,40 +252,76 @@ impl SimStorage {
     }
 
     /// Simulates power loss now (see the type's docs for what survives). Disarms a
-    /// pending [`SimStorage::crash_at_op`], releases every lock and makes every open
-    /// handle stale.
+    /// pending [`SimStorage::crash_at_op`] or [`SimStorage::kill_at_op`], releases every
+    /// lock and makes every open handle and pinned view stale.
     pub fn crash(&self) {
-        self.state().crash();
+        self.state().halt(Halt::PowerLoss);
     }
 
-    /// Arms a crash at the `n`-th (1-based) mutating or syncing operation from now
-    /// (write_at, set_len, sync_data, sync_dir, create, rename, remove): that operation
-    /// is not applied, the machine crashes, and the operation returns EIO. Replaces an
-    /// earlier arming. Panics if `n` is 0.
+    /// Arms a power loss at the `n`-th (1-based) counted operation from now (write_at,
+    /// set_len, sync_data, sync_dir, creating a file or directory, rename, remove; not
+    /// reads): that operation is not applied, the machine crashes, and the operation
+    /// returns EIO. Replaces an earlier arming. Panics if `n` is 0.
     pub fn crash_at_op(&self, n: u64) {
         assert!(n >= 1, "crash_at_op counts from 1 (the next operation)");
-        self.state().crash_countdown = Some(n);
+        self.state().halt_countdown = Some((n, Halt::PowerLoss));
     }
 
-    /// Disarms a crash armed by [`SimStorage::crash_at_op`] that has not fired yet.
+    /// Simulates a process kill (SIGKILL) now: the incarnation ends as after
+    /// [`SimStorage::crash`] (stale handles and views, locks released, an armed halt
+    /// disarmed), but the machine keeps running: the page cache, the write-back queues and
+    /// the unsynced directory operations all survive, for a later power loss to decide.
+    pub fn kill_process(&self) {
+        self.state().halt(Halt::ProcessKill);
+    }
+
+    /// Arms a process kill at the `n`-th (1-based) counted operation from now (the same
+    /// count as [`SimStorage::crash_at_op`]): that operation is not applied, the process
+    /// dies, and the operation returns EIO. Replaces an earlier arming. Panics if `n` is 0.
+    pub fn kill_at_op(&self, n: u64) {
+        assert!(n >= 1, "kill_at_op counts from 1 (the next operation)");
+        self.state().halt_countdown = Some((n, Halt::ProcessKill));
+    }
+
+    /// Disarms a halt armed by [`SimStorage::crash_at_op`] or [`SimStorage::kill_at_op`]
+    /// that has not fired yet.
     pub fn disarm_crash(&self) {
-        self.state().crash_countdown = None;
+        self.state().halt_countdown = None;
     }
 
-    /// How many crashes (manual or armed) have happened.
+    /// How many power losses (manual or armed) have happened.
     pub fn crashed_count(&self) -> u64 {
         self.state().stats.crashes
     }
 
-    /// True if `error` is the EIO of a simulated crash (from a stale handle or from the
-    /// operation at which an armed crash fired), as opposed to an injected fault.
+    /// How many process kills (manual or armed) have happened.
+    pub fn killed_count(&self) -> u64 {
+        self.state().stats.process_kills
+    }
+
+    /// The current incarnation: power losses plus process kills so far.
+    pub fn incarnation(&self) -> u64 {
+        self.state().incarnation
+    }
+
+    /// Memory pressure: drops every file's clean cached pages, so reads come from the
+    /// device again (writes still queued for write-back stay cached). Only writes
+    /// orphaned by a failed sync make a difference: they disappear from reads. Not a
+    /// counted operation.
+    pub fn evict_page_cache(&self) {
+        self.state().disk.evict_page_cache();
+    }
+
+    /// True if `error` (or an error it wraps) is the EIO of a simulated power loss or
+    /// process kill (from a stale handle or view, or from the operation at which an armed
+    /// halt fired), as opposed to an injected fault. Its message says which halt it was.
     pub fn is_crash_error(error: &io::Error) -> bool {
-        is_crash_error(error)
+        is_halt_error(error)
     }
 
     /// Arms a fault plan. Several plans may be armed; each counts matching operations
-    /// from the moment it is injected. Plans survive crashes (a broken device stays
-    /// broken when the power comes back); [`SimStorage::clear_faults`] removes them.
+    /// from the moment it is injected. Plans survive halts (a broken device stays broken
+    /// when the power comes back); [`SimStorage::clear_faults`] removes them.
     pub fn inject(&self, plan: FaultPlan) {
         self.state().faults.inject(plan);
     }
@@ -243,8 +356,9 @@ impl SimStorage {
             .unwrap_or_default()
     }
 
-    /// The length the file that `path` durably names would have after a crash now, if
-    /// its entry is durable; unsynced writes and entries do not count.
+    /// The length the file that `path` durably names would have after a power loss now,
+    /// if its entry and every directory above it are durable; unsynced writes and entries
+    /// do not count.
     pub fn durable_len(&self, path: &Path) -> Option<u64> {
         let state = self.state();
         let image = state.disk.durable_image(&normalize(path))?;
@@ -266,122 +380,153 @@ impl SimStorage {
         SimHandle {
             shared: Arc::clone(&self.shared),
             inode,
-            epoch: state.stats.crashes,
+            incarnation: state.incarnation,
             path,
         }
+    }
+
+    fn open_file(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn FileHandle>> {
+        let mut state = self.live()?;
+        state.disk.check_file_path(path)?;
+        let inode = match state.disk.lookup(path) {
+            Some(_) if options.create_new => {
+                return Err(io::Error::new(io::ErrorKind::AlreadyExists, "file exists"));
+            }
+            Some(inode) => {
+                if options.truncate {
+                    state.begin(OpKind::SetLen, &[path])?;
+                    state.disk.inode_mut(inode).set_len(0);
+                    state.record(|| TraceEvent::SetLen {
+                        path: path.to_path_buf(),
+                        len: 0,
+                    });
+                }
+                inode
+            }
+            None if options.create || options.create_new => state.create(path)?,
+            None => {
+                return Err(io::Error::new(io::ErrorKind::NotFound, "no such file"));
+            }
+        };
+        Ok(Box::new(self.new_handle(
+            &mut state,
+            inode,
+            path.to_path_buf(),
+        )))
+    }
+
+    /// Creates the missing directories top down, and syncs the parent of every directory
+    /// on the way, new or not (see [`Storage::create_dir_all`]); each step is a counted
+    /// operation a crash can land between.
+    fn make_dirs(&self, dir: &Path) -> io::Result<()> {
+        for step in dirs_top_down(dir) {
+            let parent = parent_dir(&step);
+            let mut state = self.live()?;
+            if !state.disk.is_dir(&step) {
+                let made = (|| {
+                    state.disk.check_mkdir(&step)?;
+                    state.begin(OpKind::Create, &[&step, &parent])?;
+                    state.disk.mkdir(&step);
+                    state.record(|| TraceEvent::CreateDir(step.clone()));
+                    Ok(())
+                })();
+                made.map_err(|e| with_path(&step, e))?;
+            }
+            state.sync_dir(&parent).map_err(|e| with_path(&parent, e))?;
+        }
+        assert!(self.live()?.disk.is_dir(dir));
+        Ok(())
+    }
+
+    fn lock_file(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
+        let mut state = self.live()?;
+        state.disk.check_file_path(path)?;
+        // Like the real backend: the lock file is created if needed, then locked.
+        if state.disk.lookup(path).is_none() {
+            state.create(path)?;
+        }
+        if state.locks.contains_key(path) {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "locked by another process or handle",
+            ));
+        }
+        let token = state.next_lock_token;
+        state.next_lock_token += 1;
+        state.locks.insert(path.to_path_buf(), token);
+        Ok(Box::new(SimLock {
+            shared: Arc::clone(&self.shared),
+            path: path.to_path_buf(),
+            token,
+        }))
     }
 }
 
 impl Storage for SimStorage {
     fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn FileHandle>> {
         let path = normalize(path);
-        let mut state = self.live()?;
-        state.disk.check_file_path(&path)?;
-        let inode = match state.disk.lookup(&path) {
-            Some(_) if options.create_new => {
-                return Err(io::Error::new(
-                    io::ErrorKind::AlreadyExists,
-                    format!("{}: file exists", path.display()),
-                ));
-            }
-            Some(inode) => {
-                if options.truncate {
-                    state.begin(OpKind::SetLen)?;
-                    state.disk.inode_mut(inode).set_len(0);
-                    state.record(|| TraceEvent::SetLen {
-                        path: path.clone(),
-                        len: 0,
-                    });
-                }
-                inode
-            }
-            None if options.create || options.create_new => state.create(&path)?,
-            None => {
-                return Err(io::Error::new(
-                    io::ErrorKind::NotFound,
-                    format!("{}: no such file", path.display()),
-                ));
-            }
-        };
-        Ok(Box::new(self.new_handle(&mut state, inode, path)))
+        self.open_file(&path, options)
+            .map_err(|e| with_path(&path, e))
     }
 
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.live()?.disk.create_dir_all(&normalize(dir))
+        let dir = normalize(dir);
+        self.make_dirs(&dir).map_err(|e| with_path(&dir, e))
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.live()?.disk.list(&normalize(dir))
+        let dir = normalize(dir);
+        let result = self.live().and_then(|state| state.disk.list(&dir));
+        result.map_err(|e| with_path(&dir, e))
     }
 
     fn exists(&self, path: &Path) -> io::Result<bool> {
         let path = normalize(path);
-        let state = self.live()?;
+        let state = self.live().map_err(|e| with_path(&path, e))?;
         Ok(state.disk.is_dir(&path) || state.disk.lookup(&path).is_some())
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
         let path = normalize(path);
-        let mut state = self.live()?;
-        state.disk.check_remove(&path)?;
-        state.begin(OpKind::Remove)?;
-        state.disk.remove(&path);
-        state.record(|| TraceEvent::Remove(path));
-        Ok(())
+        let removed = self.live().and_then(|mut state| {
+            state.disk.check_remove(&path)?;
+            state.begin(OpKind::Remove, &[&path, &parent_dir(&path)])?;
+            state.disk.remove(&path);
+            state.record(|| TraceEvent::Remove(path.clone()));
+            Ok(())
+        });
+        removed.map_err(|e| with_path(&path, e))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let (from, to) = (normalize(from), normalize(to));
-        let mut state = self.live()?;
-        state.disk.check_rename(&from, &to)?;
-        state.begin(OpKind::Rename)?;
-        state.disk.rename(&from, &to);
-        state.record(|| TraceEvent::Rename { from, to });
-        Ok(())
+        let renamed = self.live().and_then(|mut state| {
+            state.disk.check_rename(&from, &to)?;
+            let paths = [&*from, &to, &parent_dir(&from), &parent_dir(&to)];
+            state.begin(OpKind::Rename, &paths)?;
+            state.disk.rename(&from, &to);
+            state.record(|| TraceEvent::Rename {
+                from: from.clone(),
+                to: to.clone(),
+            });
+            Ok(())
+        });
+        renamed.map_err(|e| with_paths(&from, &to, e))
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let dir = normalize(dir);
-        let mut state = self.live()?;
-        if !state.disk.is_dir(&dir) {
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("{}: no such directory", dir.display()),
-            ));
-        }
-        state.begin(OpKind::SyncDir)?;
-        state.disk.sync_dir(&dir);
-        state.stats.dir_syncs += 1;
-        state.record(|| TraceEvent::SyncDir(dir));
-        Ok(())
+        let synced = self.live().and_then(|mut state| state.sync_dir(&dir));
+        synced.map_err(|e| with_path(&dir, e))
     }
 
     fn lock(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
         let path = normalize(path);
-        let mut state = self.live()?;
-        state.disk.check_file_path(&path)?;
-        // Like the real backend: the lock file is created if needed, then locked.
-        if state.disk.lookup(&path).is_none() {
-            state.create(&path)?;
-        }
-        if state.locks.contains_key(&path) {
-            return Err(io::Error::new(
-                io::ErrorKind::WouldBlock,
-                format!("{} is locked by another process or handle", path.display()),
-            ));
-        }
-        let token = state.next_lock_token;
-        state.next_lock_token += 1;
-        state.locks.insert(path.clone(), token);
-        Ok(Box::new(SimLock {
-            shared: Arc::clone(&self.shared),
-            path,
-            token,
-        }))
+        self.lock_file(&path).map_err(|e| with_path(&path, e))
     }
 }
 
-/// A held simulated lock; dropping it releases the lock unless a crash already did.
+/// A held simulated lock; dropping it releases the lock unless a halt already did.
 struct SimLock {
     shared: Arc<Shared>,
     path: PathBuf,
@@ -393,7 +538,7 @@ impl LockGuard for SimLock {}
 impl Drop for SimLock {
     fn drop(&mut self) {
         let mut state = self.shared.state.lock();
-        // After a crash released it, someone else may hold the path: leave theirs alone.
+        // After a halt released it, someone else may hold the path: leave theirs alone.
         if state.locks.get(&self.path) == Some(&self.token) {
             state.locks.remove(&self.path);
         }
@@ -401,13 +546,14 @@ impl Drop for SimLock {
 }
 
 /// An open simulated file. It names its inode, not its path, so it keeps working after
-/// the file is renamed or removed, as on POSIX; after a crash it is stale.
+/// the file is renamed or removed, as on POSIX; after a power loss or process kill it is
+/// stale.
 struct SimHandle {
     shared: Arc<Shared>,
     inode: InodeId,
-    /// `stats.crashes` when opened: the handle is live while no crash has happened since.
-    epoch: u64,
-    /// The path it was opened with, for the trace.
+    /// The incarnation that opened it: the handle is live while that one is.
+    incarnation: u64,
+    /// The path it was opened with, for errors, the trace and path-scoped faults.
     path: PathBuf,
 }
 
@@ -415,25 +561,22 @@ impl SimHandle {
     /// The state, if this handle is still live, or the EIO that a stale handle returns.
     fn live(&self) -> io::Result<MutexGuard<'_, State>> {
         let state = self.shared.state.lock();
-        if state.stats.crashes != self.epoch {
-            assert!(state.stats.crashes > self.epoch);
-            let detail = "this handle was opened before the crash";
-            return Err(crash_error(self.epoch + 1, detail));
+        if state.incarnation != self.incarnation {
+            return Err(state.stale(self.incarnation, "this handle was opened before it"));
         }
         Ok(state)
     }
-}
 
-impl FileHandle for SimHandle {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        let state = self.live()?;
+    fn read(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let mut state = self.live()?;
+        state.fault(OpKind::Read, &[&self.path])?;
         Ok(state.disk.inode(self.inode).read(buf, offset))
     }
 
-    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+    fn write(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         let mut state = self.live()?;
         Inode::check_size(offset.checked_add(buf.len() as u64))?;
-        state.begin(OpKind::Write)?;
+        state.begin(OpKind::Write, &[&self.path])?;
         state.disk.inode_mut(self.inode).write(offset, buf);
         state.stats.writes += 1;
         state.stats.bytes_written += buf.len() as u64;
@@ -445,19 +588,26 @@ impl FileHandle for SimHandle {
         Ok(())
     }
 
-    fn sync_data(&self) -> io::Result<()> {
+    fn sync(&self) -> io::Result<()> {
         let mut state = self.live()?;
-        state.begin(OpKind::SyncData)?;
+        if let Err(e) = state.begin(OpKind::SyncData, &[&self.path]) {
+            // An injected failure has Linux's semantics (the type's docs). A halt that
+            // fired here left the disk to the power loss or the next incarnation.
+            if !is_halt_error(&e) {
+                state.disk.inode_mut(self.inode).fail_sync();
+            }
+            return Err(e);
+        }
         state.disk.inode_mut(self.inode).sync();
         state.stats.syncs += 1;
         state.record(|| TraceEvent::SyncData(self.path.clone()));
         Ok(())
     }
 
-    fn set_len(&self, len: u64) -> io::Result<()> {
+    fn resize(&self, len: u64) -> io::Result<()> {
         let mut state = self.live()?;
         Inode::check_size(Some(len))?;
-        state.begin(OpKind::SetLen)?;
+        state.begin(OpKind::SetLen, &[&self.path])?;
         state.disk.inode_mut(self.inode).set_len(len);
         state.record(|| TraceEvent::SetLen {
             path: self.path.clone(),
@@ -465,18 +615,48 @@ impl FileHandle for SimHandle {
         });
         Ok(())
     }
+}
+
+impl FileHandle for SimHandle {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.read(buf, offset).map_err(|e| with_path(&self.path, e))
+    }
+
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        read_exact_with(|b, o| self.read_at(b, o), buf, offset)
+            .map_err(|e| with_path(&self.path, e))
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.write(buf, offset)
+            .map_err(|e| with_path(&self.path, e))
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        self.sync().map_err(|e| with_path(&self.path, e))
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.resize(len).map_err(|e| with_path(&self.path, e))
+    }
 
     fn len(&self) -> io::Result<u64> {
-        let state = self.live()?;
+        let state = self.live().map_err(|e| with_path(&self.path, e))?;
         Ok(state.disk.inode(self.inode).volatile.len() as u64)
+    }
+
+    fn drop_cache(&self) -> io::Result<()> {
+        let mut state = self.live().map_err(|e| with_path(&self.path, e))?;
+        state.disk.inode_mut(self.inode).drop_cache();
+        Ok(())
     }
 }
 
 impl Drop for SimHandle {
     fn drop(&mut self) {
         let mut state = self.shared.state.lock();
-        if state.stats.crashes != self.epoch {
-            return; // The crash already forgot every handle of that epoch.
+        if state.incarnation != self.incarnation {
+            return; // The halt already forgot every handle of that incarnation.
         }
         let inode = state.disk.inode_mut(self.inode);
         assert!(inode.open_handles > 0);
