@@ -55,5 +55,32 @@ impl From<io::Error> for WalError {
     }
 }
 
+/// What the log was doing when an I/O error happened, in front of the error itself (which
+/// names its file). The source chain is kept, so `sluice_storage::raw_os_error` still
+/// finds the OS error number.
+#[derive(Debug)]
+struct IoContext {
+    doing: &'static str,
+    source: io::Error,
+}
+
+impl std::fmt::Display for IoContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.doing, self.source)
+    }
+}
+
+impl std::error::Error for IoContext {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// An I/O error of the log, saying what the log was doing; the kind is kept.
+pub(crate) fn io_context(doing: &'static str, source: io::Error) -> WalError {
+    let kind = source.kind();
+    WalError::Io(Arc::new(io::Error::new(kind, IoContext { doing, source })))
+}
+
 /// Result with [`WalError`].
 pub type Result<T, E = WalError> = std::result::Result<T, E>;

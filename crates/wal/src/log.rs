@@ -225,9 +225,8 @@ impl Log {
                 options.segment_bytes
             )));
         }
-        storage
-            .create_dir_all(&dir)
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+        // The storage's errors name the path; nothing to add.
+        storage.create_dir_all(&dir)?;
         let lock = storage.lock(&dir.join("LOCK")).map_err(|e| {
             if e.kind() == io::ErrorKind::WouldBlock {
                 WalError::Locked(dir.display().to_string())

@@ -12,7 +12,7 @@
 //! therefore always carries a valid, durable header; a bad header is corruption, never a
 //! crash artefact. Leftover `.tmp` files are removed on open.
 
-use crate::error::{Result, WalError};
+use crate::error::{io_context, Result, WalError};
 use crate::Lsn;
 use sluice_storage::{FileHandle, OpenOptions, Storage};
 use std::path::{Path, PathBuf};
@@ -104,27 +104,44 @@ pub struct SegmentList {
     pub segment_bytes: Option<u64>,
 }
 
+/// Makes what an earlier incarnation left in the page cache durable, then drops the cache,
+/// so that what recovery reads next is exactly what the device holds.
+///
+/// After a process kill the cache holds writes that were never synced: syncing them is
+/// what makes it right to call them durable. After a failed fsync (Linux marks the failed
+/// pages clean) the cache may hold writes the device never got and never will, and this
+/// sync succeeds without writing them: dropping the cache hides them from the scan.
+fn settle(storage: &dyn Storage, dir: &Path, start: Lsn) -> Result<Box<dyn FileHandle>> {
+    let f = storage.open(&dir.join(segment_name(start)), OpenOptions::EXISTING)?;
+    f.sync_data()
+        .and_then(|()| f.drop_cache())
+        .map_err(|e| io_context("recovery cannot make the log durable before reading it", e))?;
+    Ok(f)
+}
+
 /// Lists, validates and orders the segments in `dir`, removing leftover temporary files.
-/// Fails on a bad header or a gap between segments.
+/// Every segment is made durable and read from the device (see [`settle`]); the directory
+/// is synced first, so that every entry recovery goes on to use is durable too. Fails on
+/// a bad header or a gap between segments, and on a sync that fails.
 pub fn scan_dir(storage: &dyn Storage, dir: &Path) -> Result<SegmentList> {
     let mut starts = Vec::new();
-    let mut removed_tmp = false;
     for name in storage.list(dir)? {
         if name.ends_with(TMP_SUFFIX) {
             // A creation that crashed before its rename: it never held acknowledged data.
             storage.remove(&dir.join(&name))?;
-            removed_tmp = true;
         } else if let Some(start) = parse_segment_name(&name) {
             starts.push(start);
         }
     }
-    if removed_tmp {
-        storage.sync_dir(dir)?;
-    }
+    // Entries an earlier incarnation created, renamed or removed without syncing them (a
+    // process kill keeps them in the cache), and the removals above.
+    storage
+        .sync_dir(dir)
+        .map_err(|e| io_context("recovery cannot make the log directory durable", e))?;
     starts.sort();
     let mut size: Option<u64> = None;
     for &start in &starts {
-        let f = storage.open(&dir.join(segment_name(start)), OpenOptions::EXISTING)?;
+        let f = settle(storage, dir, start)?;
         let mut h = [0u8; HEADER_USED];
         let n = f.read_at(&mut h, 0)?;
         let s = decode_header(&h[..n], start)?;
