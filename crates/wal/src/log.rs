@@ -105,6 +105,9 @@ pub(crate) struct Shared {
     poison: crate::sync::Mutex<Option<Arc<io::Error>>>,
     /// Segment starts that exist on disk, ascending.
     segments: crate::sync::Mutex<Vec<Lsn>>,
+    /// Held for a whole `truncate_below`: two at once would race to remove the same
+    /// files.
+    truncation: crate::sync::Mutex<()>,
     /// The first LSN still in the log.
     start: AtomicU64,
     /// The directory lock; released by `close` so the directory can be reopened at once.
@@ -152,6 +155,17 @@ impl Shared {
         if let Err(i) = s.binary_search(&start) {
             s.insert(i, start);
         }
+    }
+
+    /// Drops a removed segment from the list; it must be the oldest.
+    fn forget_segment(&self, start: Lsn) {
+        let mut segments = self.segments.lock();
+        assert_eq!(
+            segments.first(),
+            Some(&start),
+            "segments are removed oldest first"
+        );
+        segments.remove(0);
     }
 
     pub(crate) fn newest_segment(&self) -> Option<Lsn> {
@@ -264,6 +278,7 @@ impl Log {
             poisoned: AtomicBool::new(false),
             poison: crate::sync::Mutex::new(None),
             segments: crate::sync::Mutex::new(rec.list.starts.clone()),
+            truncation: crate::sync::Mutex::new(()),
             start: AtomicU64::new(rec.info.start.0),
             lock: crate::sync::Mutex::new(Some(lock)),
         });
@@ -442,12 +457,25 @@ impl Log {
     }
 
     /// Removes the segments that lie wholly below `lsn` (the caller no longer needs their
-    /// records for recovery or archiving). The segment holding the durable end is kept.
-    /// Returns how many segments were removed.
+    /// records for recovery or archiving), oldest first. The segment holding the last
+    /// durable byte is always kept, so the log never forgets its position. Returns how
+    /// many segments were removed.
+    ///
+    /// A file that is already missing counts as removed. The first removal that fails
+    /// stops the truncation and is returned (the segments before it are gone, the list
+    /// [`Log::segments`] stays exact, and a later call goes on from there); so is a failed
+    /// sync of the directory.
     pub fn truncate_below(&self, lsn: Lsn) -> Result<usize> {
         let s = &*self.shared;
         s.check()?;
-        let limit = lsn.min(segment::segment_start(s.buffer.durable(), s.segment_bytes));
+        let _one_at_a_time = s.truncation.lock();
+        let Some(last_durable_byte) = s.buffer.durable().0.checked_sub(1) else {
+            return Ok(0); // nothing durable, nothing to keep or remove
+        };
+        // Without the segment that holds the last durable byte, a reopened log would find
+        // no segment (when the next one is not made yet) and restart its LSNs at 0.
+        let keep_from = segment::segment_start(Lsn(last_durable_byte), s.segment_bytes);
+        let limit = lsn.min(keep_from);
         let victims: Vec<Lsn> = s
             .segments
             .lock()
@@ -455,18 +483,35 @@ impl Log {
             .copied()
             .filter(|&st| st.0 + s.segment_bytes <= limit.0)
             .collect();
-        if victims.is_empty() {
-            return Ok(0);
+        assert!(victims.windows(2).all(|w| w[0] < w[1]));
+        // Oldest first: a crash keeps a prefix of the directory operations, so whatever
+        // survives it is still a contiguous run of segments.
+        let mut removed = 0;
+        let mut failure = None;
+        for &victim in &victims {
+            // Raise the start first, so that no reader is handed a segment being removed.
+            s.start
+                .fetch_max(victim.0 + s.segment_bytes, Ordering::AcqRel);
+            match s.storage.remove(&s.dir.join(segment::segment_name(victim))) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+            s.forget_segment(victim);
+            removed += 1;
         }
-        // Raise the start first so no reader is handed a segment being removed.
-        let new_start = victims.last().unwrap().0 + s.segment_bytes;
-        s.start.store(new_start, Ordering::Release);
-        for &v in &victims {
-            s.storage.remove(&s.dir.join(segment::segment_name(v)))?;
+        if removed > 0 {
+            if let Err(e) = s.storage.sync_dir(&s.dir) {
+                failure.get_or_insert(e);
+            }
         }
-        s.storage.sync_dir(&s.dir)?;
-        s.segments.lock().retain(|st| !victims.contains(st));
-        Ok(victims.len())
+        match failure {
+            Some(e) => Err(WalError::from(e)),
+            None => Ok(removed),
+        }
     }
 
     /// Flushes and syncs everything appended, stops the daemon, and returns the final
