@@ -231,12 +231,16 @@ impl Log {
         options: LogOptions,
     ) -> Result<Log> {
         let dir = dir.as_ref().to_path_buf();
-        if options.segment_bytes < 4096
+        let bounds = segment::MIN_SEGMENT_BYTES..=segment::MAX_SEGMENT_BYTES;
+        if !bounds.contains(&options.segment_bytes)
             || !options.segment_bytes.is_multiple_of(crate::frame::ALIGN)
         {
             return Err(WalError::InvalidArgument(format!(
-                "segment size {} must be at least 4096 and a multiple of 8",
-                options.segment_bytes
+                "segment size {} must be at least {}, at most {} and a multiple of {}",
+                options.segment_bytes,
+                segment::MIN_SEGMENT_BYTES,
+                segment::MAX_SEGMENT_BYTES,
+                crate::frame::ALIGN
             )));
         }
         // The storage's errors name the path; nothing to add.

@@ -33,6 +33,9 @@ pub struct RecoveryInfo {
     pub segments: usize,
 }
 
+/// Bytes of zeros written per call when cutting a tail.
+const ZERO_CHUNK: u64 = 64 << 10;
+
 pub(crate) struct Recovered {
     pub(crate) info: RecoveryInfo,
     pub(crate) segment_bytes: u64,
@@ -124,10 +127,19 @@ pub(crate) fn recover(
         }
         let seg_end = (seg.0 + segment_bytes).min(last_nonzero_end.0);
         let f = segment::open(&**storage, dir, seg)?;
-        let zeros = vec![0u8; (seg_end - zero_from.0) as usize];
-        f.write_at(&zeros, SEGMENT_HEADER_BYTES + (zero_from.0 - seg.0))?;
+        // In bounded chunks: the tail can be as long as a segment, whose size came from a
+        // header on disk.
+        let zeros = vec![0u8; ZERO_CHUNK.min(seg_end - zero_from.0) as usize];
+        while zero_from.0 < seg_end {
+            let n = ZERO_CHUNK.min(seg_end - zero_from.0);
+            f.write_at(
+                &zeros[..n as usize],
+                SEGMENT_HEADER_BYTES + (zero_from.0 - seg.0),
+            )?;
+            zero_from = zero_from.add(n);
+        }
         f.sync_data()?;
-        zero_from = Lsn(seg_end);
+        assert_eq!(zero_from, Lsn(seg_end));
     }
     // Newest first: a crash keeps a prefix of the directory changes, and removing from
     // the end means any prefix still leaves the segments contiguous. (Oldest first, a

@@ -19,6 +19,16 @@ use std::path::{Path, PathBuf};
 
 /// Bytes of the header block in front of each segment's data.
 pub const SEGMENT_HEADER_BYTES: u64 = 4096;
+/// The smallest segment: one header block's worth, so a segment holds a few frames.
+pub const MIN_SEGMENT_BYTES: u64 = 4096;
+/// The largest segment the log makes or accepts. A header that claims more is damage (it
+/// would also make recovery size its reads by it), an option that asks for more a mistake.
+pub const MAX_SEGMENT_BYTES: u64 = 1 << 30;
+/// No segment reaches past this LSN (4 EiB of log: never reached by a real one). It is far
+/// enough below `u64::MAX` that no LSN arithmetic on a valid segment can overflow, however
+/// a header with a valid checksum was filled in.
+pub const MAX_LSN: u64 = 1 << 62;
+const _: () = assert!(MAX_LSN.is_multiple_of(MAX_SEGMENT_BYTES) && MAX_LSN < u64::MAX / 2);
 const MAGIC: &[u8; 8] = b"SLUICEWL";
 const VERSION: u32 = 1;
 /// Bytes of the header that carry data (the rest of the block is zero).
@@ -84,12 +94,21 @@ pub fn decode_header(bytes: &[u8], named_start: Lsn) -> Result<u64> {
         )));
     }
     let segment_bytes = u64::from_le_bytes(bytes[24..32].try_into().unwrap());
-    if segment_bytes < 4096
+    if !(MIN_SEGMENT_BYTES..=MAX_SEGMENT_BYTES).contains(&segment_bytes)
         || segment_bytes % crate::frame::ALIGN != 0
         || start % segment_bytes != 0
     {
         return Err(bad(format!(
             "segment header has an impossible size {segment_bytes}"
+        )));
+    }
+    if start
+        .checked_add(segment_bytes)
+        .is_none_or(|end| end > MAX_LSN)
+    {
+        return Err(bad(format!(
+            "segment header says the segment starts at LSN {start}: it would reach past \
+             the largest LSN {MAX_LSN}"
         )));
     }
     Ok(segment_bytes)
