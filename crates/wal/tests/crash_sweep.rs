@@ -1,125 +1,316 @@
 //! Crash sweep: several threads append and wait for durability over the simulated disk,
-//! which crashes at a seeded random operation. After reopening, every record whose
-//! durability was acknowledged must be present and intact, in LSN order, nothing may
-//! appear that was never written, and the log must accept appends again.
+//! which fails at a seeded random point in one of four ways:
+//!
+//! * power loss (`crash_at_op`);
+//! * a process kill (`kill_at_op`) that leaves the page cache behind, a reopen in the same
+//!   boot, and a power loss at a random later point — possibly during that reopen's
+//!   recovery, possibly while it works;
+//! * an fsync that fails (EIO or ENOSPC, once or from then on; Linux drops the failed
+//!   pages), then a kill or a power loss;
+//! * any of the above followed by read errors during recovery, which must fail the open
+//!   cleanly (an I/O error, never "corruption"), until the fault is cleared.
+//!
+//! After every halt the log is reopened and checked: every record that any incarnation
+//! acknowledged durable — by `wait_durable`, or by reading it back after recovery — is
+//! present and intact, in LSN order; nothing appears that was never written; a reopen
+//! never reports corruption (the disk only ever does what real machines do); and the log
+//! accepts appends again. Each seed ends with a power loss and a last check.
 
 mod common;
 
 use common::*;
+use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use sluice_wal::Log;
+use sluice_storage::{FaultKind, FaultOp, FaultPlan, SimStorage};
+use sluice_wal::{Log, LogOptions, WalError};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 const SEEDS: u64 = 2000;
 const MAX_LEN: usize = 700;
+/// Thread ids of the markers each check appends.
+const MARKER: u32 = 9999;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    PowerLoss,
+    KillThenPowerLoss,
+    FsyncFailure,
+    ReadErrorsInRecovery,
+}
+
+const MODES: [Mode; 4] = [
+    Mode::PowerLoss,
+    Mode::KillThenPowerLoss,
+    Mode::FsyncFailure,
+    Mode::ReadErrorsInRecovery,
+];
 
 #[derive(Default)]
 struct Totals {
     acknowledged: u64,
     recovered: u64,
     lost: u64,
-    crashes_mid_run: u64,
+    halts_mid_run: u64,
+    kills: u64,
+    halts_in_recovery: u64,
+    failed_syncs: u64,
+    refused_opens: u64,
     tails_cut: u64,
 }
 
-/// One seed: two crash rounds over the same disk, so recovery of a log that was itself
-/// recovered (and had its tail cut) is covered too.
-fn run_seed(seed: u64, totals: &mut Totals) {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let (sim, storage) = sim(seed);
-    let opts = small_options();
-    let mut acked_all: HashSet<(u32, u32)> = HashSet::new();
-    let mut attempted_all: HashSet<(u32, u32)> = HashSet::new();
-    let mut round_base = 0u32;
-    for round in 0..2 {
-        let threads = rng.gen_range(2..=4u32);
-        let per_thread = rng.gen_range(5..=60u32);
-        sim.crash_at_op(rng.gen_range(1..=120));
-        let acked = Arc::new(Mutex::new(Vec::new()));
-        let attempted = Arc::new(Mutex::new(Vec::new()));
-        if let Ok(log) = Log::open(storage.clone(), DIR, opts) {
-            let log = Arc::new(log);
-            std::thread::scope(|s| {
-                for t in 0..threads {
-                    let (log, acked, attempted) = (log.clone(), acked.clone(), attempted.clone());
-                    let tid = round_base + t;
-                    s.spawn(move || {
-                        for seq in 0..per_thread {
-                            attempted.lock().unwrap().push((tid, seq));
-                            let Ok(a) = log.append(&payload(tid, seq, MAX_LEN)) else {
-                                return;
-                            };
-                            if log.wait_durable(a.end).is_err() {
-                                return;
-                            }
-                            acked.lock().unwrap().push((tid, seq));
-                        }
-                    });
-                }
-            });
-            if sim.stats().crashes == round as u64 {
-                // The workload finished before the armed crash: crash now instead.
-                sim.crash();
-            } else {
-                totals.crashes_mid_run += 1;
-            }
-            drop(log);
-        } else {
-            assert!(
-                sim.stats().crashes > round as u64,
-                "seed {seed}: open failed without a crash"
-            );
-        }
-        sim.disarm_crash();
-        round_base += threads;
-        acked_all.extend(acked.lock().unwrap().iter().copied());
-        attempted_all.extend(attempted.lock().unwrap().iter().copied());
+/// What the test knows about one seed's log.
+struct Seed {
+    seed: u64,
+    sim: SimStorage,
+    opts: LogOptions,
+    rng: StdRng,
+    /// Records some incarnation acknowledged durable.
+    acked: HashSet<(u32, u32)>,
+    /// Records ever handed to `append`.
+    attempted: HashSet<(u32, u32)>,
+    next_thread: u32,
+    markers: u32,
+}
 
-        // Reopen and check.
-        let log = Log::open(storage.clone(), DIR, opts)
-            .unwrap_or_else(|e| panic!("seed {seed} round {round}: reopen failed: {e}"));
-        totals.tails_cut += (log.recovery().cut_bytes > 0) as u64;
-        let recs = read_all(&log);
+impl Seed {
+    fn open(&self) -> sluice_wal::Result<Log> {
+        Log::open(Arc::new(self.sim.pinned()), DIR, self.opts)
+    }
+
+    /// Threads append and wait until they fail; acknowledged records are added to the
+    /// model. Returns whether a thread saw an injected fault (an I/O error that is not a
+    /// halt's).
+    fn workload(&mut self, log: Log) -> bool {
+        let threads = self.rng.gen_range(2..=4u32);
+        let per_thread = self.rng.gen_range(5..=60u32);
+        let base = self.next_thread;
+        self.next_thread += threads;
+        let acked = Mutex::new(Vec::new());
+        let attempted = Mutex::new(Vec::new());
+        let fault_seen = Mutex::new(false);
+        std::thread::scope(|s| {
+            for tid in base..base + threads {
+                let (log, acked, attempted) = (&log, &acked, &attempted);
+                let fault_seen = &fault_seen;
+                s.spawn(move || {
+                    for seq in 0..per_thread {
+                        attempted.lock().unwrap().push((tid, seq));
+                        let durable = log
+                            .append(&payload(tid, seq, MAX_LEN))
+                            .and_then(|a| log.wait_durable(a.end));
+                        if let Err(e) = durable {
+                            if let WalError::Io(io) | WalError::Poisoned(io) = &e {
+                                if !SimStorage::is_crash_error(io) {
+                                    *fault_seen.lock().unwrap() = true;
+                                }
+                            }
+                            return;
+                        }
+                        acked.lock().unwrap().push((tid, seq));
+                    }
+                });
+            }
+        });
+        drop(log);
+        self.acked.extend(acked.into_inner().unwrap());
+        self.attempted.extend(attempted.into_inner().unwrap());
+        fault_seen.into_inner().unwrap()
+    }
+
+    /// Opens the log for a round whose halt may come during recovery: `Some(log)` if it
+    /// opened, `None` if the armed halt (or an injected fault, if `faults`) stopped it.
+    fn open_for_round(&self, faults: bool, totals: &mut Totals) -> Option<Log> {
+        let incarnation = self.sim.incarnation();
+        match self.open() {
+            Ok(log) => Some(log),
+            Err(e) => {
+                let seed = self.seed;
+                assert!(
+                    !matches!(e, WalError::Corruption { .. }),
+                    "seed {seed}: {e}"
+                );
+                let halted = self.sim.incarnation() > incarnation;
+                assert!(
+                    halted || (faults && e.is_io()),
+                    "seed {seed}: open failed without a halt or a fault: {e}"
+                );
+                totals.halts_in_recovery += u64::from(halted);
+                None
+            }
+        }
+    }
+
+    /// Runs a workload on a freshly opened log (if it opens) and then makes sure the
+    /// incarnation is over: if the armed halt did not fire, `halt` ends it. Returns
+    /// whether an injected fault was seen.
+    fn round(&mut self, faults: bool, halt: fn(&SimStorage), totals: &mut Totals) -> bool {
+        let incarnation = self.sim.incarnation();
+        let fault_seen = match self.open_for_round(faults, totals) {
+            Some(log) => self.workload(log),
+            None => faults,
+        };
+        if self.sim.incarnation() == incarnation {
+            halt(&self.sim);
+        } else {
+            totals.halts_mid_run += 1;
+        }
+        self.sim.disarm_crash();
+        fault_seen
+    }
+
+    /// Reopens and checks everything known; the reopened log's records count as
+    /// acknowledged from then on (it reported them durable), and so does a new marker.
+    fn check(&mut self, what: &str, totals: &mut Totals) {
+        let seed = self.seed;
+        self.sim.clear_faults();
+        self.sim.disarm_crash();
+        let log = self
+            .open()
+            .unwrap_or_else(|e| panic!("seed {seed} {what}: reopen failed: {e}"));
+        totals.tails_cut += u64::from(log.recovery().cut_bytes > 0);
+        let records = read_all(&log);
         let mut seen = HashSet::new();
         let mut last_seq: HashMap<u32, u32> = HashMap::new();
         let mut prev = None;
-        for (lsn, p) in &recs {
-            assert!(prev < Some(*lsn), "seed {seed}: LSNs not increasing");
+        for (lsn, p) in &records {
+            assert!(prev < Some(*lsn), "seed {seed} {what}: LSNs not increasing");
             prev = Some(*lsn);
             let (t, q) = check_payload(p, MAX_LEN)
-                .unwrap_or_else(|| panic!("seed {seed}: record at {lsn} is not one we wrote"));
+                .unwrap_or_else(|| panic!("seed {seed} {what}: record at {lsn} is not ours"));
             assert!(
-                attempted_all.contains(&(t, q)),
-                "seed {seed}: record ({t},{q}) was never appended"
+                self.attempted.contains(&(t, q)),
+                "seed {seed} {what}: record ({t},{q}) was never appended"
             );
-            assert!(seen.insert((t, q)), "seed {seed}: record ({t},{q}) twice");
+            assert!(seen.insert((t, q)), "seed {seed} {what}: ({t},{q}) twice");
             if let Some(&before) = last_seq.get(&t) {
-                assert!(before < q, "seed {seed}: thread {t} out of order");
+                assert!(before < q, "seed {seed} {what}: thread {t} out of order");
             }
             last_seq.insert(t, q);
         }
-        let lost: Vec<_> = acked_all.iter().filter(|k| !seen.contains(k)).collect();
+        let lost: Vec<_> = self.acked.iter().filter(|k| !seen.contains(k)).collect();
         totals.lost += lost.len() as u64;
         assert!(
             lost.is_empty(),
-            "seed {seed}: acknowledged records lost: {lost:?}"
+            "seed {seed} {what}: acknowledged records lost: {lost:?}"
         );
-        totals.recovered += recs.len() as u64;
+        totals.recovered += records.len() as u64;
+        self.acked.extend(seen);
 
-        // The recovered log takes new appends and keeps them.
-        let marker = payload(9999, seed as u32 * 2 + round, MAX_LEN);
-        let a = log.append(&marker).expect("append after recovery");
+        let marker = (MARKER, self.markers);
+        self.markers += 1;
+        self.attempted.insert(marker);
+        let a = log
+            .append(&payload(marker.0, marker.1, MAX_LEN))
+            .expect("append after recovery");
         log.wait_durable(a.end).expect("durable after recovery");
+        self.acked.insert(marker);
         assert_eq!(log.close().unwrap(), a.end);
-        let log = Log::open(storage.clone(), DIR, opts).unwrap();
-        let recs = read_all(&log);
-        assert_eq!(recs.last().map(|r| (&r.1, r.0)), Some((&marker, a.lsn)));
-        assert!(recs.len() as u64 > 0);
-        attempted_all.insert((9999, seed as u32 * 2 + round));
-        drop(log);
     }
-    totals.acknowledged += acked_all.len() as u64;
+}
+
+fn power_loss(sim: &SimStorage) {
+    sim.crash();
+}
+
+fn kill(sim: &SimStorage) {
+    sim.kill_process();
+}
+
+fn run_seed(seed: u64, totals: &mut Totals) {
+    let mut s = Seed {
+        seed,
+        sim: SimStorage::new(seed),
+        opts: small_options(),
+        rng: StdRng::seed_from_u64(seed),
+        acked: HashSet::new(),
+        attempted: HashSet::new(),
+        next_thread: 0,
+        markers: 0,
+    };
+    for round in 0..2u64 {
+        let mode = MODES[((seed + round) % MODES.len() as u64) as usize];
+        let what = format!("round {round} {mode:?}");
+        match mode {
+            Mode::PowerLoss => {
+                s.sim.crash_at_op(s.rng.gen_range(1..=120));
+                s.round(false, power_loss, totals);
+            }
+            Mode::KillThenPowerLoss => {
+                let kills = s.sim.killed_count();
+                s.sim.kill_at_op(s.rng.gen_range(1..=120));
+                s.round(false, kill, totals);
+                totals.kills += s.sim.killed_count() - kills;
+                // The next incarnation, in the same boot: it recovers from the page cache,
+                // reports what it found as durable, works, and loses power somewhere.
+                s.sim.crash_at_op(s.rng.gen_range(1..=80));
+                let incarnation = s.sim.incarnation();
+                if let Some(log) = s.open_for_round(false, totals) {
+                    let found: Vec<_> = read_all(&log)
+                        .iter()
+                        .map(|(_, p)| check_payload(p, MAX_LEN).expect("ours"))
+                        .collect();
+                    s.acked.extend(found);
+                    s.workload(log);
+                }
+                if s.sim.incarnation() == incarnation {
+                    s.sim.crash();
+                }
+                s.sim.disarm_crash();
+            }
+            Mode::FsyncFailure => {
+                let kind = if s.rng.gen_bool(0.5) {
+                    FaultKind::Eio
+                } else {
+                    FaultKind::Enospc
+                };
+                let mut plan = FaultPlan::new(FaultOp::Sync, s.rng.gen_range(1..=20), kind);
+                if s.rng.gen_bool(0.5) {
+                    plan = plan.persistent();
+                }
+                s.sim.inject(plan);
+                let halt = if s.rng.gen_bool(0.5) {
+                    kill
+                } else {
+                    power_loss
+                };
+                let fault_seen = s.round(true, halt, totals);
+                totals.failed_syncs += u64::from(fault_seen);
+                s.sim.clear_faults();
+            }
+            Mode::ReadErrorsInRecovery => {
+                s.sim.crash_at_op(s.rng.gen_range(1..=120));
+                let halt = if s.rng.gen_bool(0.5) {
+                    kill
+                } else {
+                    power_loss
+                };
+                s.round(false, halt, totals);
+                let mut plan =
+                    FaultPlan::new(FaultOp::Read, s.rng.gen_range(1..=8), FaultKind::Eio);
+                if s.rng.gen_bool(0.5) {
+                    plan = plan.persistent();
+                }
+                s.sim.inject(plan);
+                match s.open() {
+                    Ok(log) => drop(log), // the fault came after recovery's reads
+                    Err(e) => {
+                        assert!(
+                            e.is_io() && !matches!(e, WalError::Corruption { .. }),
+                            "seed {seed} {what}: a read error must fail the open as I/O: {e}"
+                        );
+                        totals.refused_opens += 1;
+                    }
+                }
+                s.sim.clear_faults();
+            }
+        }
+        s.check(&what, totals);
+    }
+    // Everything any incarnation acknowledged survives one more power loss.
+    s.sim.crash();
+    s.check("final power loss", totals);
+    totals.acknowledged += s.acked.len() as u64;
 }
 
 #[test]
@@ -129,8 +320,18 @@ fn acknowledged_records_survive_crashes() {
         run_seed(seed, &mut totals);
     }
     println!(
-        "wal crash sweep: {SEEDS} seeds, {} crashes mid-run, {} torn tails cut, acknowledged {}, recovered {}, lost {}",
-        totals.crashes_mid_run, totals.tails_cut, totals.acknowledged, totals.recovered, totals.lost
+        "wal crash sweep: {SEEDS} seeds; {} halts mid-run, {} in recovery, {} kills, {} \
+         fsync-failure rounds, {} opens refused on read errors, {} torn tails cut; \
+         acknowledged {}, recovered {}, lost {}",
+        totals.halts_mid_run,
+        totals.halts_in_recovery,
+        totals.kills,
+        totals.failed_syncs,
+        totals.refused_opens,
+        totals.tails_cut,
+        totals.acknowledged,
+        totals.recovered,
+        totals.lost
     );
     assert_eq!(totals.lost, 0);
     assert!(
@@ -138,8 +339,21 @@ fn acknowledged_records_survive_crashes() {
         "the sweep acknowledged too little to mean much"
     );
     assert!(
-        totals.crashes_mid_run > SEEDS / 2,
-        "most crashes must hit a running workload"
+        totals.halts_mid_run > SEEDS / 2,
+        "most halts must hit a running workload"
+    );
+    assert!(totals.kills > SEEDS / 8, "kills must happen");
+    assert!(
+        totals.failed_syncs > SEEDS / 8,
+        "fsync failures must hit the log"
+    );
+    assert!(
+        totals.halts_in_recovery > 0,
+        "some halts must land in recovery"
+    );
+    assert!(
+        totals.refused_opens > SEEDS / 16,
+        "read errors must refuse opens"
     );
     assert!(
         totals.tails_cut > SEEDS / 10,
