@@ -1,13 +1,22 @@
 //! Finding the end of the log on open.
 //!
-//! Frames are scanned from the first segment. At the first frame that does not verify
+//! First, recovery makes every byte it may keep durable and reads only the device: it
+//! syncs the log directory, then syncs each segment and drops its cached pages
+//! (`segment::scan_dir`). After a process kill the page cache still holds the last round
+//! the flush daemon wrote but had not synced; after a failed fsync it may hold writes the
+//! device never got (Linux marks the failed pages clean, and a later fsync succeeds
+//! without writing them). Either way, what the previous incarnation left is durable, or
+//! invisible, before anything is called durable — a sync that fails refuses the open.
+//!
+//! Then frames are scanned from the first segment. At the first frame that does not verify
 //! (position `x`), the scan does not simply stop: it searches everything after `x` for
 //! frames that do verify and takes the largest durable hint among them. A hint `h > x`
 //! proves that the bytes at `x` had been synced, so `x` is damage inside the durable log
 //! and is reported as corruption. Otherwise `x` lies in the region written after the last
 //! sync before the crash — a torn or garbage tail — and the log ends at `x`: the rest is
-//! zeroed (so no stale frame can ever be mistaken for a new one) and made durable before
-//! the log accepts appends.
+//! zeroed in bounded chunks (so no stale frame can ever be mistaken for a new one) and
+//! made durable, later segments are removed newest first, and only then does the log
+//! publish its end as durable and accept appends.
 
 use crate::error::{Result, WalError};
 use crate::frame::{self, Decoded};

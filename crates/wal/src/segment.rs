@@ -10,7 +10,10 @@
 //! Creation is atomic: the header is written to `{name}.tmp`, the file is extended and
 //! synced, renamed to its final name, and the directory synced. A file with a final name
 //! therefore always carries a valid, durable header; a bad header is corruption, never a
-//! crash artefact. Leftover `.tmp` files are removed on open.
+//! crash artefact. Leftover `.tmp` files are removed on open. Segment sizes are bounded
+//! ([`MIN_SEGMENT_BYTES`]..=[`MAX_SEGMENT_BYTES`]) and no segment reaches past
+//! [`MAX_LSN`], so a header with a valid checksum but extreme values is corruption, never
+//! an overflow.
 
 use crate::error::{io_context, Result, WalError};
 use crate::Lsn;
