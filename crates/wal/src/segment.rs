@@ -142,9 +142,10 @@ fn settle(storage: &dyn Storage, dir: &Path, start: Lsn) -> Result<Box<dyn FileH
 }
 
 /// Lists, validates and orders the segments in `dir`, removing leftover temporary files.
-/// Every segment is made durable and read from the device (see [`settle`]); the directory
-/// is synced first, so that every entry recovery goes on to use is durable too. Fails on
-/// a bad header or a gap between segments, and on a sync that fails.
+/// Every segment is made durable and read from the device (synced, then its cache
+/// dropped); the directory is synced first, so that every entry recovery goes on to use
+/// is durable too. Fails on a bad header or a gap between segments, and on a sync that
+/// fails.
 pub fn scan_dir(storage: &dyn Storage, dir: &Path) -> Result<SegmentList> {
     let mut starts = Vec::new();
     for name in storage.list(dir)? {
