@@ -494,8 +494,11 @@ impl Log {
         let mut failure = None;
         for &victim in &victims {
             // Raise the start first, so that no reader is handed a segment being removed.
+            // Only truncation moves it, under its lock; after a failed removal it may
+            // already be past the victim, and it never moves back.
+            let start = s.start.load(Ordering::Acquire);
             s.start
-                .fetch_max(victim.0 + s.segment_bytes, Ordering::AcqRel);
+                .store(start.max(victim.0 + s.segment_bytes), Ordering::Release);
             match s.storage.remove(&s.dir.join(segment::segment_name(victim))) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
