@@ -44,6 +44,10 @@ pub(crate) struct Inner {
     /// Where the last checkpoint began (for the log-volume trigger).
     pub(crate) last_checkpoint: AtomicU64,
     closed: AtomicBool,
+    /// Test-only pause point: runs once, inside the next checkpoint, right after its
+    /// begin record and redo point (to drive races with that window deterministically).
+    #[cfg(test)]
+    pub(crate) after_checkpoint_begin: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     _lock: Box<dyn LockGuard>,
 }
 
@@ -214,6 +218,8 @@ impl Database {
             checkpoint_lock: Mutex::new(()),
             last_checkpoint: AtomicU64::new(control.map_or(0, |c| c.begin.0)),
             closed: AtomicBool::new(false),
+            #[cfg(test)]
+            after_checkpoint_begin: Mutex::new(None),
             _lock: lock,
         };
         let report = recovery::recover(&inner, control)?;

@@ -317,6 +317,39 @@ impl BufferPool {
     }
 }
 
+#[cfg(test)]
+impl BufferPool {
+    /// Writes page `id` if dirty and drops it from the pool (for tests that need a page
+    /// out of memory at a given moment). False if it was not in the pool.
+    pub(crate) fn evict(&self, id: PageId) -> Result<bool> {
+        let t = self.table.lock();
+        let Some(&i) = t.map.get(&id) else {
+            return Ok(false);
+        };
+        let f = &self.frames[i];
+        assert_eq!(
+            f.pin.load(Ordering::Acquire),
+            0,
+            "evicting pinned page {id}"
+        );
+        f.pin.store(1, Ordering::Release);
+        drop(t);
+        let written = self.write_frame(i);
+        let mut t = self.table.lock();
+        if let Err(e) = written {
+            f.pin.store(0, Ordering::Release);
+            return Err(e);
+        }
+        assert!(f.pin.load(Ordering::Acquire) == 1 && !f.is_dirty() && f.page_id() == id);
+        t.map.remove(&id);
+        f.page.store(PageId::NONE.0, Ordering::Release);
+        f.valid.store(false, Ordering::Release);
+        f.pin.store(0, Ordering::Release);
+        self.evictions.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
+    }
+}
+
 impl BufferPool {
     /// Reads the on-disk image of a page, bypassing the cache (for verification).
     pub(crate) fn read_disk(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
