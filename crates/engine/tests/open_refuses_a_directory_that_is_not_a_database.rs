@@ -73,3 +73,38 @@ fn a_real_directory_with_a_file_is_refused() {
         "open created files in a foreign directory"
     );
 }
+
+#[test]
+fn a_new_database_does_not_adopt_another_databases_log() {
+    // The log may live outside the database directory; a log there without our CONTROL
+    // belongs to someone else (creation writes CONTROL before the log).
+    let sim = SimStorage::new(53);
+    let a = Database::open_with_log(
+        Arc::new(sim.clone()),
+        "/a",
+        Arc::new(sim.clone()),
+        "/shared-log",
+        Options::small(),
+    )
+    .unwrap();
+    let t = a.create_table("t").unwrap();
+    let mut tx = a.begin();
+    tx.put(&t, b"k", b"of database a").unwrap();
+    tx.commit().unwrap();
+    a.close().unwrap();
+    let e = Database::open_with_log(
+        Arc::new(sim.clone()),
+        "/b",
+        Arc::new(sim.clone()),
+        "/shared-log",
+        Options::small(),
+    )
+    .unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{msg}");
+    assert!(
+        msg.contains("/shared-log") && msg.contains("already holds a log"),
+        "{msg}"
+    );
+    assert!(!sim.exists(Path::new("/b/CONTROL")).unwrap());
+}

@@ -11,8 +11,10 @@ use std::sync::Arc;
 #[test]
 fn a_segment_smaller_than_a_split_record_is_refused() {
     let sim = SimStorage::new(91);
-    let mut o = Options::default();
-    o.page_size = 8192;
+    let mut o = Options {
+        page_size: 8192,
+        ..Options::default()
+    };
     o.log.segment_bytes = 4096;
     let e = Database::open(Arc::new(sim.clone()), "/db", o).unwrap_err();
     let msg = e.to_string();
@@ -34,8 +36,10 @@ fn a_segment_smaller_than_a_split_record_is_refused() {
 #[test]
 fn a_log_buffer_too_small_for_a_split_record_is_refused() {
     let sim = SimStorage::new(92);
-    let mut o = Options::default();
-    o.page_size = 32 * 1024;
+    let mut o = Options {
+        page_size: 32 * 1024,
+        ..Options::default()
+    };
     o.log.buffer_bytes = 64 << 10; // records up to 16 KiB: not four 32 KiB pages
     let e = Database::open(Arc::new(sim), "/db", o).unwrap_err();
     let msg = e.to_string();
@@ -49,8 +53,10 @@ fn a_log_buffer_too_small_for_a_split_record_is_refused() {
 #[test]
 fn the_smallest_accepted_options_really_take_a_split() {
     // Whatever minimum the refusal names must work: open with exactly it and split.
-    let mut o = Options::default();
-    o.page_size = 8192;
+    let mut o = Options {
+        page_size: 8192,
+        ..Options::default()
+    };
     o.log.segment_bytes = 4096;
     let Err(Error::InvalidArgument(msg)) = Database::open(Arc::new(SimStorage::new(93)), "/db", o)
     else {
