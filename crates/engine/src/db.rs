@@ -112,10 +112,10 @@ impl Inner {
     }
 
     /// Records a failed checkpoint: every later operation fails with it.
-    fn poison_checkpoint(&self, e: &Error) {
+    fn poison_checkpoint(&self, cause: &dyn std::fmt::Display) {
         let mut p = self.poison.lock();
         if p.is_none() {
-            *p = Some(format!("checkpoint failed: {e}"));
+            *p = Some(format!("checkpoint failed: {cause}"));
         }
         self.poisoned.store(true, Ordering::Release);
     }
@@ -152,8 +152,22 @@ impl Inner {
         let Some(guard) = self.checkpoint_lock.try_lock() else {
             return;
         };
-        if let Err(e) = crate::checkpoint::run(self, &guard) {
-            self.poison_checkpoint(&e);
+        // A panic (a broken invariant) must not kill the thread silently and leave the
+        // database running without checkpoints: it is a failed checkpoint like any other.
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crate::checkpoint::run(self, &guard)
+        }));
+        match run {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => self.poison_checkpoint(&e),
+            Err(panic) => {
+                let msg = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "a panic".into());
+                self.poison_checkpoint(&format!("panic: {msg}"));
+            }
         }
     }
 
@@ -358,8 +372,26 @@ pub struct Stats {
 /// and a control file (`CONTROL`). Cheap to clone; all clones are the same database.
 #[derive(Clone)]
 pub struct Database {
+    /// Declared first so it is dropped first: see [`Handles`].
+    _handles: Arc<Handles>,
     pub(crate) inner: Arc<Inner>,
     report: Arc<RecoveryReport>,
+}
+
+/// Shared by every clone of one [`Database`]. When the last clone goes, the background
+/// checkpointer is stopped — waiting for a checkpoint in progress, and with it for the
+/// strong reference that checkpoint holds — so the database closes (and frees its
+/// directory lock) in that very drop, unless transactions still hold it.
+struct Handles {
+    inner: std::sync::Weak<Inner>,
+}
+
+impl Drop for Handles {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.upgrade() {
+            inner.checkpointer.stop();
+        }
+    }
 }
 
 impl std::fmt::Debug for Database {
@@ -496,6 +528,9 @@ impl Database {
         let report = recovery::recover(&inner, control.checkpoint)?;
         inner.checkpoint_now()?;
         let db = Database {
+            _handles: Arc::new(Handles {
+                inner: Arc::downgrade(&inner),
+            }),
             inner,
             report: Arc::new(report),
         };
