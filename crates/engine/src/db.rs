@@ -405,7 +405,10 @@ impl std::fmt::Debug for Database {
 
 impl Database {
     /// Opens (creating if needed) the database in `dir` on `storage`, running restart
-    /// recovery. Fails with [`Error::Locked`] if another handle holds it.
+    /// recovery, and starts its background checkpointer. Fails with [`Error::Locked`] if
+    /// another handle holds it, with [`Error::InvalidArgument`] for a directory that is
+    /// not a sluice database or options its log cannot serve, and with
+    /// [`Error::Corruption`] for a damaged one (see [`Database::open_with_log`]).
     pub fn open(
         storage: Arc<dyn Storage>,
         dir: impl AsRef<Path>,
