@@ -40,7 +40,7 @@ pub struct BenchDb {
 }
 
 /// The options benchmarks use: 8 KiB pages, the given pool, a 16 MiB log buffer, 64 MiB
-/// segments, and checkpoints only every 1 GiB of log — the commit-path experiments
+/// segments, and checkpoints only every 1 GiB of log (no timer) — the commit-path experiments
 /// measure logging, and a checkpoint's page flush and full-page images in the middle of
 /// a 10-second run would measure propagation instead (that has experiments of its own).
 pub fn options(s: &Setup) -> Options {
@@ -54,6 +54,7 @@ pub fn options(s: &Setup) -> Options {
             ..d.log
         },
         checkpoint_log_bytes: 1 << 30,
+        checkpoint_interval: std::time::Duration::ZERO,
         ..d
     }
 }

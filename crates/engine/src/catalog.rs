@@ -69,7 +69,7 @@ impl Inner {
         for (w, img) in [(&mut mw, &meta), (&mut rw, &root)] {
             w.install(img);
             w.mark_dirty(a.lsn, a.end);
-            w.set_fpi_lsn(a.lsn);
+            w.set_image_lsn(a.lsn);
         }
         Ok(id)
     }

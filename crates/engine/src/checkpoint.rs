@@ -1,54 +1,86 @@
-//! Fuzzy checkpoints.
+//! Fuzzy checkpoints, and the torn-page rule they keep.
 //!
-//! 1. Append `BeginCheckpoint` at LSN R and make R the redo point (from now on the first
-//!    change to a page with PageLSN ≤ R logs a full image first).
-//! 2. Sweep the pool. Under each page's X latch: a page changed after R without a full
-//!    image after R (its change raced with step 1, deciding on the old redo point) gets
-//!    one now; a page dirty since before R (recovery LSN < R) is written (WAL rule first).
-//! 3. Sync the data file: every change below R is now on disk.
-//! 4. Append `EndCheckpoint` with the active transactions (first and last LSN) and the
-//!    dirty pages (recovery LSN), and make it durable.
-//! 5. Replace the control file (temp + sync + rename + sync dir) to point at R and at
-//!    the end record, then truncate the log below what recovery may still read: R, the
+//! 1. Under the pool's write gate held exclusively: append `BeginCheckpoint` at LSN R and
+//!    make R the redo point (from now on the first change to a page whose last full image
+//!    is at or below R logs a new image first: `Inner::protect_page`). The image floor F
+//!    stays at the previous redo point.
+//! 2. Sweep the pool: write every page dirty since before R (recovery LSN < R) through
+//!    `BufferPool::write_frame`. Their images after the previous redo point were logged at
+//!    their first change, so no extra image is needed in the normal case.
+//! 3. Under the write gate held exclusively: F := R. This waits for every write that
+//!    decided on the old floor; all of them have completed before the sync below. The
+//!    data file's length is read here too.
+//! 4. Sync the data file: every change below R, and every write made before step 3, is
+//!    now on disk.
+//! 5. Append `EndCheckpoint` with the active transactions (first and last LSN) and the
+//!    dirty pages (recovery LSN), make it durable, replace the control file (temp file,
+//!    sync, rename, directory sync) to point at R, at the end record and at the
+//!    data-file length, then truncate the log below what recovery may still read: R, the
 //!    first record of every active transaction, and the recovery LSN of every dirty page.
 //!
-//! Transactions keep running throughout; only one page latch is held at a time.
+//! Why no page can be torn without an image recovery can find. A write can be torn only
+//! if no data-file sync covers it before the crash, so it was not covered by step 4 of the
+//! checkpoint that the control file names at the crash, R_c. Writes before that
+//! checkpoint's step 3 are covered (step 4 precedes the control file naming R_c). So the
+//! write came after step 3, when F ≥ R_c, and `write_frame` wrote the page only with an
+//! image above F, logged durably before the write. Redo reads from at or below R_c, so it
+//! finds that image. F only rises, so a checkpoint that fails after step 3 leaves nothing
+//! unprotected; the control file then still names an older checkpoint, at or below F.
+//!
+//! Transactions keep running throughout; only one page latch is held at a time, and the
+//! write gate is never held while waiting for a latch.
 
-use crate::control::Control;
+use crate::buffer_pool::Wait;
+use crate::control::{Checkpoint, Control};
 use crate::db::Inner;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::log_record::{CheckpointData, Record};
 use sluice_wal::Lsn;
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 /// Runs a checkpoint; the caller holds `inner.checkpoint_lock` (passed as proof).
 pub(crate) fn run(inner: &Inner, _held: &parking_lot::MutexGuard<'_, ()>) -> Result<()> {
-    let begin = inner.append(&Record::BeginCheckpoint)?;
-    let r = begin.lsn;
-    let before = inner.redo_point.swap(r.0, Ordering::SeqCst);
-    assert!(before <= r.0, "redo point moved backwards");
+    // 1. The begin record and the redo point, with no page write in flight.
+    let r = {
+        let _gate = inner.pool.exclusive_write_gate();
+        let begin = inner.append(&Record::BeginCheckpoint)?;
+        let r = begin.lsn;
+        let before = inner.redo_point.load(Ordering::SeqCst);
+        if before > r.0 {
+            // Only a log that restarted below the last checkpoint gets here (recovery
+            // checks for that first); never move the redo point backwards.
+            return Err(Error::Corruption(format!(
+                "checkpoint at LSN {r} is below the last redo point {before}: the log in {} restarted behind the database",
+                inner.log_dir.display()
+            )));
+        }
+        inner.redo_point.store(r.0, Ordering::SeqCst);
+        r
+    };
+    inner.last_checkpoint.store(r.0, Ordering::Release);
+    #[cfg(test)]
+    if let Some(hook) = inner.after_checkpoint_begin.lock().take() {
+        hook();
+    }
 
+    // 2. Every page dirty since before R goes to disk.
     for i in 0..inner.pool.frame_count() {
         let Some(p) = inner.pool.pin_frame(i) else {
             continue;
         };
-        if !p.is_valid() {
-            continue;
-        }
-        {
-            let mut w = p.write();
-            let fpi = w.fpi_lsn();
-            if w.page_lsn() > r.0 && (fpi == crate::buffer_pool::NO_FPI || fpi < r.0) {
-                inner.log_full_image(&mut w)?;
-            }
-        }
-        if inner.pool.rec_lsn(i).is_some_and(|rec| rec < r) {
-            inner.pool.write_frame(i)?;
+        if p.is_valid() && inner.pool.rec_lsn(i).is_some_and(|rec| rec < r) {
+            let written = inner.pool.write_frame(i, Wait::Block)?;
+            assert!(written, "a blocking write always completes");
         }
         drop(p);
     }
+
+    // 3. and 4.
+    let data_len = inner.pool.raise_image_floor(r)?;
     inner.pool.sync()?;
 
+    // 5.
     let data = CheckpointData {
         begin: r,
         next_txn: inner.txns.next_id(),
@@ -68,11 +100,163 @@ pub(crate) fn run(inner: &Inner, _held: &parking_lot::MutexGuard<'_, ()>) -> Res
     inner.log.wait_durable(end.end)?;
     Control {
         page_size: inner.page_size as u32,
-        begin: r,
-        end: end.lsn,
+        database_id: inner.database_id,
+        checkpoint: Some(Checkpoint {
+            begin: r,
+            end: end.lsn,
+        }),
+        data_len,
     }
     .write(&*inner.storage, &inner.dir)?;
-    inner.last_checkpoint.store(r.0, Ordering::Release);
+    inner
+        .last_checkpoint_end
+        .store(end.end.0, Ordering::Release);
+    *inner.last_checkpoint_at.lock() = Instant::now();
     inner.log.truncate_below(keep)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ids::PageId;
+    use crate::{Database, Options, Table};
+    use sluice_storage::{OpenOptions, SimStorage, Storage};
+    use std::path::Path;
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    fn options() -> Options {
+        let mut o = Options::small();
+        o.checkpoint_log_bytes = 0; // only the checkpoints the tests ask for
+        o
+    }
+
+    fn put(db: &Database, t: &Table, key: &str) {
+        let mut tx = db.begin();
+        tx.put(t, key.as_bytes(), b"value").unwrap();
+        tx.commit().unwrap();
+    }
+
+    /// The LSN of the last full image of page `p` as the buffer pool knows it.
+    fn image_lsn(db: &Database, p: PageId) -> u64 {
+        let r = db.inner.pool.fetch(p).unwrap();
+        let w = r.write();
+        w.image_lsn()
+    }
+
+    /// Garbles the middle of page `p` on disk, as a torn write would.
+    fn tear(sim: &SimStorage, p: PageId, page_size: u64) {
+        let f = sim
+            .open(Path::new("/db/data"), OpenOptions::EXISTING)
+            .unwrap();
+        f.write_at(&[0xA5; 300], p.0 * page_size + 400).unwrap();
+        f.sync_data().unwrap();
+    }
+
+    /// The scenario: a writer decides on the old redo point, the checkpoint
+    /// begins, the writer logs its change after the new redo point (no image); the page
+    /// is evicted before the sweep sees it, changed again after the checkpoint, evicted
+    /// again (unsynced), and torn by the crash. Redo must find an image after the redo
+    /// point of the checkpoint CONTROL names.
+    #[test]
+    fn page_changed_in_the_checkpoint_window_and_evicted_twice_survives_a_tear() {
+        let sim = SimStorage::new(11);
+        let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+        let t = db.create_table("t").unwrap();
+        let p = t.id(); // the root, the table's only leaf
+        put(&db, &t, "k1");
+        db.checkpoint().unwrap();
+        let r1 = db.inner.redo_point.load(Ordering::SeqCst);
+        put(&db, &t, "k2"); // the first change after r1 logs an image
+        let (hook_db, hook_t) = (db.clone(), t.clone());
+        *db.inner.after_checkpoint_begin.lock() = Some(Box::new(move || {
+            // A writer that read the redo point before this checkpoint's begin record
+            // and appends its change after it.
+            let r2 = hook_db.inner.redo_point.swap(r1, Ordering::SeqCst);
+            put(&hook_db, &hook_t, "k3");
+            hook_db.inner.redo_point.store(r2, Ordering::SeqCst);
+            assert!(hook_db.inner.pool.evict(p).unwrap(), "page in the pool");
+        }));
+        db.checkpoint().unwrap();
+        assert!(db.inner.after_checkpoint_begin.lock().is_none());
+        put(&db, &t, "k4");
+        assert!(db.inner.pool.evict(p).unwrap(), "page in the pool");
+        sim.crash();
+        drop((t, db));
+        tear(&sim, p, 1024);
+
+        let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+        let t = db.table("t").unwrap();
+        let mut tx = db.begin();
+        for k in ["k1", "k2", "k3", "k4"] {
+            assert!(tx.get(&t, k.as_bytes()).unwrap().is_some(), "{k} lost");
+        }
+        tx.commit().unwrap();
+        assert_eq!(db.recovery_report().restored_pages, 1);
+        db.verify().unwrap();
+    }
+
+    /// A change that raced the checkpoint's begin (logged after R with its last image
+    /// below R) on a page that was clean before it, so the sweep (pages dirty since
+    /// before R) does not write it. Written after the checkpoint, when the image floor is
+    /// R, it must get an image first: `write_frame` logs one.
+    #[test]
+    fn a_raced_page_written_after_the_checkpoint_gets_an_image_first() {
+        let sim = SimStorage::new(13);
+        let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+        let t = db.create_table("t").unwrap();
+        let p = t.id();
+        put(&db, &t, "k1");
+        db.checkpoint().unwrap();
+        let r1 = db.inner.redo_point.load(Ordering::SeqCst);
+        put(&db, &t, "k2"); // an image after r1
+        assert!(db.inner.pool.evict(p).unwrap()); // clean before the race
+        let (hook_db, hook_t) = (db.clone(), t.clone());
+        *db.inner.after_checkpoint_begin.lock() = Some(Box::new(move || {
+            let r2 = hook_db.inner.redo_point.swap(r1, Ordering::SeqCst);
+            put(&hook_db, &hook_t, "k3");
+            hook_db.inner.redo_point.store(r2, Ordering::SeqCst);
+        }));
+        db.checkpoint().unwrap();
+        let r2 = db.inner.redo_point.load(Ordering::SeqCst);
+        assert!(image_lsn(&db, p) < r2, "the raced change logged no image");
+        let writes = db.stats().pool.writes;
+        assert!(db.inner.pool.evict(p).unwrap(), "the sweep left it dirty");
+        assert_eq!(db.stats().pool.writes, writes + 1);
+        sim.crash();
+        drop((t, db));
+        tear(&sim, p, 1024);
+
+        let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+        let t = db.table("t").unwrap();
+        let mut tx = db.begin();
+        for k in ["k1", "k2", "k3"] {
+            assert!(tx.get(&t, k.as_bytes()).unwrap().is_some(), "{k} lost");
+        }
+        tx.commit().unwrap();
+        assert_eq!(db.recovery_report().restored_pages, 1);
+    }
+
+    #[test]
+    fn a_reloaded_page_keeps_its_image_lsn() {
+        let sim = SimStorage::new(12);
+        let db = Database::open(Arc::new(sim), "/db", options()).unwrap();
+        let t = db.create_table("t").unwrap();
+        let p = t.id();
+        put(&db, &t, "k1");
+        db.checkpoint().unwrap();
+        let r = db.inner.redo_point.load(Ordering::SeqCst);
+        put(&db, &t, "k2"); // logs an image after the redo point
+        let before = image_lsn(&db, p);
+        assert!(
+            before > r && before != u64::MAX,
+            "image at {before}, redo point {r}"
+        );
+        assert!(db.inner.pool.evict(p).unwrap());
+        assert_eq!(
+            image_lsn(&db, p),
+            before,
+            "the reload forgot the page's image"
+        );
+    }
 }

@@ -1,20 +1,66 @@
 //! The data file: pages at `id * page_size`, through the storage seam.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ids::PageId;
 use sluice_storage::{FileHandle, OpenOptions, Storage};
-use std::path::Path;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// An I/O error about the file at `path`, saying which file (`what`) it is: the kind is
+/// kept, so ENOSPC stays `StorageFull`.
+pub(crate) fn file_error(what: &str, path: &Path, e: io::Error) -> Error {
+    Error::from(io::Error::new(
+        e.kind(),
+        format!("{what} {}: {e}", path.display()),
+    ))
+}
 
 /// The file that holds the pages.
 pub(crate) struct DataFile {
     file: Box<dyn FileHandle>,
     page_size: usize,
+    path: PathBuf,
 }
 
 impl DataFile {
-    pub(crate) fn open(storage: &dyn Storage, path: &Path, page_size: usize) -> Result<DataFile> {
-        let file = storage.open(path, OpenOptions::CREATE)?;
-        Ok(DataFile { file, page_size })
+    /// Opens the data file at `path`; creates it only if `create` (a database being
+    /// created): an existing database whose data file is gone is damaged, and an empty
+    /// new file would hide that.
+    pub(crate) fn open(
+        storage: &dyn Storage,
+        path: &Path,
+        page_size: usize,
+        create: bool,
+    ) -> Result<DataFile> {
+        let how = if create {
+            OpenOptions::CREATE
+        } else {
+            OpenOptions::EXISTING
+        };
+        let file = storage.open(path, how).map_err(|e| {
+            if e.kind() == io::ErrorKind::NotFound {
+                Error::Corruption(format!(
+                    "data file {} is missing but the control file says the database exists",
+                    path.display()
+                ))
+            } else {
+                file_error("data file", path, e)
+            }
+        })?;
+        Ok(DataFile {
+            file,
+            page_size,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Where the file is.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn error(&self, e: io::Error) -> Error {
+        file_error("data file", &self.path, e)
     }
 
     fn offset(&self, id: PageId) -> u64 {
@@ -29,7 +75,10 @@ impl DataFile {
         let off = self.offset(id);
         let mut done = 0;
         while done < buf.len() {
-            let n = self.file.read_at(&mut buf[done..], off + done as u64)?;
+            let n = self
+                .file
+                .read_at(&mut buf[done..], off + done as u64)
+                .map_err(|e| self.error(e))?;
             if n == 0 {
                 break;
             }
@@ -42,13 +91,18 @@ impl DataFile {
     /// Writes a sealed page image. Volatile until [`DataFile::sync`].
     pub(crate) fn write(&self, id: PageId, page: &[u8]) -> Result<()> {
         assert_eq!(page.len(), self.page_size);
-        self.file.write_at(page, self.offset(id))?;
-        Ok(())
+        self.file
+            .write_at(page, self.offset(id))
+            .map_err(|e| self.error(e))
     }
 
     /// Makes every write so far durable.
     pub(crate) fn sync(&self) -> Result<()> {
-        self.file.sync_data()?;
-        Ok(())
+        self.file.sync_data().map_err(|e| self.error(e))
+    }
+
+    /// The file's length as reads see it.
+    pub(crate) fn len(&self) -> Result<u64> {
+        self.file.len().map_err(|e| self.error(e))
     }
 }

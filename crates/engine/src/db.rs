@@ -1,12 +1,20 @@
 //! The database: opening (with recovery), tables, transactions, closing.
+//!
+//! A database directory holds `CONTROL` (what makes it a sluice database, and where the
+//! last checkpoint is), `log/` (the write-ahead log, unless it lives elsewhere), `data`
+//! (the pages) and `LOCK`. Opening identifies the directory before it creates anything
+//! in it, checks what the control file says against the log and the data file, runs
+//! restart recovery, checkpoints, and starts the background checkpointer.
 
 use crate::btree::{verify_tree, TreeLatch};
 use crate::buffer_pool::{BufferPool, PoolStats};
-use crate::control::Control;
-use crate::data_file::DataFile;
+use crate::checkpointer::{self, Checkpointer, LogState, Trigger};
+use crate::control::{self, Checkpoint, Control};
+use crate::data_file::{file_error, DataFile};
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::lock::LockManager;
+use crate::log_record;
 use crate::options::{Limits, Options};
 use crate::page::{self, Meta};
 use crate::recovery::{self, RecoveryReport};
@@ -14,26 +22,38 @@ use crate::txn::Transaction;
 use crate::txn_table::TxnTable;
 use parking_lot::Mutex;
 use sluice_storage::{LockGuard, OsStorage, Storage};
-use sluice_wal::{Log, Lsn};
+use sluice_wal::segment::{parse_segment_name, scan_dir, segment_name, segment_start};
+use sluice_wal::{BufferOptions, Log, LogBuffer, Lsn, WalError};
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
+
+/// The data file's name in the database directory.
+const DATA: &str = "data";
+/// The directory lock's name.
+const LOCK: &str = "LOCK";
 
 /// The state shared by a database handle and its transactions.
 pub(crate) struct Inner {
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) dir: PathBuf,
+    pub(crate) log_dir: PathBuf,
+    /// LSN bytes per log segment (to name a missing segment file).
+    log_segment_bytes: u64,
     pub(crate) options: Options,
     pub(crate) page_size: usize,
     pub(crate) limits: Limits,
+    /// The random id chosen when the database was created (kept in `CONTROL`).
+    pub(crate) database_id: u64,
     pub(crate) log: Arc<Log>,
     pub(crate) pool: BufferPool,
     pub(crate) locks: LockManager,
     pub(crate) txns: TxnTable,
-    /// The redo point of the last checkpoint (its begin record): a page whose PageLSN is
-    /// at or below it gets a full image logged before its next change.
+    /// The redo point of the last checkpoint (its begin record): a page whose last full
+    /// image is at or below it gets a new one logged before its next change.
     pub(crate) redo_point: AtomicU64,
     /// Structure latches by tree root.
     trees: Mutex<HashMap<PageId, Arc<TreeLatch>>>,
@@ -43,7 +63,23 @@ pub(crate) struct Inner {
     pub(crate) checkpoint_lock: Mutex<()>,
     /// Where the last checkpoint began (for the log-volume trigger).
     pub(crate) last_checkpoint: AtomicU64,
+    /// The end of the last checkpoint's end record (for the timer: "log written since").
+    pub(crate) last_checkpoint_end: AtomicU64,
+    /// When the last checkpoint completed.
+    pub(crate) last_checkpoint_at: Mutex<Instant>,
+    checkpointer: Checkpointer,
+    /// The first failed checkpoint; the database refuses work from then on.
+    poison: Mutex<Option<String>>,
+    /// `poison` is set (read on every operation, so no mutex in the common case).
+    poisoned: AtomicBool,
+    /// True once `open` succeeded: only then may closing checkpoint (the teardown of a
+    /// failed open must do nothing that can fail or panic and mask the real error).
+    opened: AtomicBool,
     closed: AtomicBool,
+    /// Test-only pause point: runs once, inside the next checkpoint, right after its
+    /// begin record and redo point (to drive races with that window deterministically).
+    #[cfg(test)]
+    pub(crate) after_checkpoint_begin: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     _lock: Box<dyn LockGuard>,
 }
 
@@ -62,6 +98,10 @@ impl Inner {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed("database"));
         }
+        if self.poisoned.load(Ordering::Acquire) {
+            let p = self.poison.lock().clone().expect("poisoned with a cause");
+            return Err(Error::Poisoned(p));
+        }
         if let Some(p) = self.pool.poisoned() {
             return Err(Error::Poisoned(p));
         }
@@ -71,30 +111,89 @@ impl Inner {
         Ok(())
     }
 
-    /// Takes a checkpoint if the log grew past the configured volume since the last one
-    /// (and no other checkpoint is running). Failures poison the database and surface
-    /// on the next operation.
+    /// Records a failed checkpoint: every later operation fails with it.
+    fn poison_checkpoint(&self, cause: &dyn std::fmt::Display) {
+        let mut p = self.poison.lock();
+        if p.is_none() {
+            *p = Some(format!("checkpoint failed: {cause}"));
+        }
+        self.poisoned.store(true, Ordering::Release);
+    }
+
+    /// Which trigger, if any, calls for a checkpoint now (`checkpointer::due`). Without
+    /// `with_timer`, a few atomic loads: what a committing thread pays.
+    pub(crate) fn checkpoint_due(&self, with_timer: bool) -> Option<Trigger> {
+        let state = LogState {
+            end: self.log.released_lsn().0,
+            start: self.log.start_lsn().0,
+            last_begin: self.last_checkpoint.load(Ordering::Acquire),
+            last_end: self.last_checkpoint_end.load(Ordering::Acquire),
+            segment_bytes: self.log_segment_bytes,
+        };
+        let elapsed = with_timer.then(|| self.last_checkpoint_at.lock().elapsed());
+        checkpointer::due(&self.options, state, elapsed)
+    }
+
+    /// Called by committing threads: wakes the background checkpointer if a checkpoint
+    /// is due. Never runs one on the calling thread.
     pub(crate) fn maybe_checkpoint(&self) {
-        let every = self.options.checkpoint_log_bytes;
-        let since = self
-            .log
-            .released_lsn()
-            .0
-            .saturating_sub(self.last_checkpoint.load(Ordering::Acquire));
-        if every > 0 && since >= every {
-            if let Some(guard) = self.checkpoint_lock.try_lock() {
-                let _ = crate::checkpoint::run(self, &guard);
+        if self.checkpoint_due(false).is_some() {
+            self.checkpointer.notify();
+        }
+    }
+
+    /// The background checkpointer's work: a checkpoint if one is due and the database
+    /// is healthy. A failure poisons the database.
+    pub(crate) fn background_checkpoint(&self) {
+        if self.check().is_err() || self.checkpoint_due(true).is_none() {
+            return;
+        }
+        // A checkpoint someone asked for is running: it resets the triggers.
+        let Some(guard) = self.checkpoint_lock.try_lock() else {
+            return;
+        };
+        // A panic (a broken invariant) must not kill the thread silently and leave the
+        // database running without checkpoints: it is a failed checkpoint like any other.
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crate::checkpoint::run(self, &guard)
+        }));
+        match run {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => self.poison_checkpoint(&e),
+            Err(panic) => {
+                let msg = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "a panic".into());
+                self.poison_checkpoint(&format!("panic: {msg}"));
             }
         }
+    }
+
+    /// When the last checkpoint completed.
+    pub(crate) fn last_checkpoint_time(&self) -> Instant {
+        *self.last_checkpoint_at.lock()
+    }
+
+    /// A checkpoint now, on this thread; a failure poisons the database and is returned.
+    fn checkpoint_now(&self) -> Result<()> {
+        let guard = self.checkpoint_lock.lock();
+        crate::checkpoint::run(self, &guard).inspect_err(|e| self.poison_checkpoint(e))
+    }
+
+    /// The error for a log that no longer holds `lsn`, which recovery needs.
+    pub(crate) fn missing_log(&self, lsn: Lsn, why: &str) -> Error {
+        missing_segment(&self.log_dir, self.log_segment_bytes, lsn, why)
     }
 
     fn close(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Ok(());
         }
-        let r = if self.check().is_ok() {
-            let guard = self.checkpoint_lock.lock();
-            crate::checkpoint::run(self, &guard)
+        self.checkpointer.stop();
+        let r = if self.opened.load(Ordering::Acquire) && self.check().is_ok() {
+            self.checkpoint_now()
         } else {
             Ok(())
         };
@@ -109,6 +208,140 @@ impl Drop for Inner {
         // Best effort; `Database::close` reports errors.
         let _ = self.close();
     }
+}
+
+/// A `Corruption` naming the segment file that should hold `lsn`.
+fn missing_segment(log_dir: &Path, segment_bytes: u64, lsn: Lsn, why: &str) -> Error {
+    let name = segment_name(segment_start(lsn, segment_bytes));
+    Error::Corruption(format!(
+        "log segment {} is missing: {why} needs the log from LSN {lsn}",
+        log_dir.join(name).display()
+    ))
+}
+
+/// A log error at open, naming the log directory.
+fn log_error(log_dir: &Path, e: WalError) -> Error {
+    let dir = log_dir.display();
+    match e {
+        WalError::Io(e) => file_error(
+            "log directory",
+            log_dir,
+            io::Error::new(e.kind(), e.to_string()),
+        ),
+        WalError::Corruption { lsn, reason } => {
+            Error::Corruption(format!("log {dir} at LSN {lsn}: {reason}"))
+        }
+        WalError::InvalidArgument(s) => Error::InvalidArgument(format!("log {dir}: {s}")),
+        e => Error::from(e),
+    }
+}
+
+/// What is in a database directory before anything is created in it.
+fn survey(storage: &dyn Storage, dir: &Path) -> Result<bool> {
+    let io = |e| file_error("database directory", dir, e);
+    if !storage.exists(dir).map_err(io)? {
+        return Ok(false);
+    }
+    let names = storage.list(dir).map_err(io)?;
+    if names.iter().any(|n| n == control::NAME) {
+        return Ok(true);
+    }
+    // Without CONTROL, only an interrupted creation's own files may be here: creation
+    // writes CONTROL before anything else but the lock.
+    let foreign: Vec<String> = names
+        .into_iter()
+        .filter(|n| n != LOCK && n != control::TMP)
+        .collect();
+    if foreign.is_empty() {
+        return Ok(false);
+    }
+    const SHOWN: usize = 8;
+    let mut list: Vec<String> = foreign
+        .iter()
+        .take(SHOWN)
+        .map(|n| format!("`{n}`"))
+        .collect();
+    if foreign.len() > SHOWN {
+        list.push(format!("and {} more", foreign.len() - SHOWN));
+    }
+    Err(Error::InvalidArgument(format!(
+        "{} is not a sluice database: it has no {} and holds {}",
+        dir.display(),
+        control::NAME,
+        list.join(", ")
+    )))
+}
+
+/// A new database must not adopt a log: creation writes `CONTROL` before the log, so a
+/// log without it belongs to something else (the log directory may lie outside `dir`).
+fn refuse_foreign_log(storage: &dyn Storage, log_dir: &Path, dir: &Path) -> Result<()> {
+    let io = |e| file_error("log directory", log_dir, e);
+    if !storage.exists(log_dir).map_err(io)? {
+        return Ok(());
+    }
+    let names = storage.list(log_dir).map_err(io)?;
+    if let Some(seg) = names.iter().find(|n| parse_segment_name(n).is_some()) {
+        return Err(Error::InvalidArgument(format!(
+            "log directory {} already holds a log (`{seg}`), but {} has no {}: the log is not this database's",
+            log_dir.display(),
+            dir.display(),
+            control::NAME
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses options whose log cannot hold the largest record the engine writes.
+fn check_records_fit(options: &Options, page_size: usize, log_max: usize) -> Result<()> {
+    let need = log_record::max_record_bytes(page_size, options.pool_pages);
+    if need <= log_max {
+        return Ok(());
+    }
+    let frame = sluice_wal::frame::frame_len(need);
+    let segment_min = frame.max(4096);
+    let buffer_min = (4 * frame).next_power_of_two();
+    Err(Error::InvalidArgument(format!(
+        "the log takes records of up to {log_max} bytes, but with {page_size}-byte pages and a pool of {} pages the engine writes records of up to {need} bytes (a split logs four page images): use log segment_bytes of at least {segment_min} and buffer_bytes of at least {buffer_min}",
+        options.pool_pages
+    )))
+}
+
+/// The largest record a log with these options would take, without creating it.
+fn probe_log_max(options: &Options) -> Result<usize> {
+    let buffer = LogBuffer::new(
+        &BufferOptions {
+            capacity: options.log.buffer_bytes,
+            segment_bytes: options.log.segment_bytes,
+            variant: options.log.variant,
+            slots: options.log.slots,
+        },
+        Lsn(0),
+    )
+    .map_err(|e| Error::InvalidArgument(format!("log options: {e}")))?;
+    Ok(buffer.max_payload())
+}
+
+/// Before the log is opened: the log that `checkpoint` needs must be there.
+fn check_log_present(storage: &dyn Storage, log_dir: &Path, checkpoint: Checkpoint) -> Result<u64> {
+    let io = |e| file_error("log directory", log_dir, e);
+    let need = checkpoint.begin;
+    let gone = |what: &str| {
+        Error::Corruption(format!(
+            "log directory {} {what}, but the control file names a checkpoint at LSN {need}, from which recovery needs the log",
+            log_dir.display()
+        ))
+    };
+    if !storage.exists(log_dir).map_err(io)? {
+        return Err(gone("is missing"));
+    }
+    let list = scan_dir(storage, log_dir).map_err(|e| log_error(log_dir, e))?;
+    let (Some(&first), Some(bytes)) = (list.starts.first(), list.segment_bytes) else {
+        return Err(gone("holds no log segment"));
+    };
+    if need < first {
+        return Err(missing_segment(log_dir, bytes, need, "the checkpoint"));
+    }
+    Ok(bytes)
 }
 
 /// What [`Database::verify`] found.
@@ -139,8 +372,26 @@ pub struct Stats {
 /// and a control file (`CONTROL`). Cheap to clone; all clones are the same database.
 #[derive(Clone)]
 pub struct Database {
+    /// Declared first so it is dropped first: see [`Handles`].
+    _handles: Arc<Handles>,
     pub(crate) inner: Arc<Inner>,
     report: Arc<RecoveryReport>,
+}
+
+/// Shared by every clone of one [`Database`]. When the last clone goes, the background
+/// checkpointer is stopped — waiting for a checkpoint in progress, and with it for the
+/// strong reference that checkpoint holds — so the database closes (and frees its
+/// directory lock) in that very drop, unless transactions still hold it.
+struct Handles {
+    inner: std::sync::Weak<Inner>,
+}
+
+impl Drop for Handles {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.upgrade() {
+            inner.checkpointer.stop();
+        }
+    }
 }
 
 impl std::fmt::Debug for Database {
@@ -154,7 +405,10 @@ impl std::fmt::Debug for Database {
 
 impl Database {
     /// Opens (creating if needed) the database in `dir` on `storage`, running restart
-    /// recovery. Fails with [`Error::Locked`] if another handle holds it.
+    /// recovery, and starts its background checkpointer. Fails with [`Error::Locked`] if
+    /// another handle holds it, with [`Error::InvalidArgument`] for a directory that is
+    /// not a sluice database or options its log cannot serve, and with
+    /// [`Error::Corruption`] for a damaged one (see [`Database::open_with_log`]).
     pub fn open(
         storage: Arc<dyn Storage>,
         dir: impl AsRef<Path>,
@@ -168,6 +422,13 @@ impl Database {
     /// on another device, or behind a [`sluice_storage::DeviceModel`] that emulates a log
     /// device with a given latency, as the commit-protocol experiments do. The same
     /// `log_dir` must be given every time the database is opened.
+    ///
+    /// A directory is a sluice database if it holds `CONTROL`. One without it is created
+    /// if it is missing, empty, or holds only the leftovers of an interrupted creation
+    /// (`LOCK`, `CONTROL.tmp`); anything else is refused with [`Error::InvalidArgument`]
+    /// before a file is created in it. An existing database whose log, checkpoint segment
+    /// or data file is missing or shorter than the control file records fails with
+    /// [`Error::Corruption`] naming the file.
     pub fn open_with_log(
         storage: Arc<dyn Storage>,
         dir: impl AsRef<Path>,
@@ -177,54 +438,134 @@ impl Database {
     ) -> Result<Database> {
         options.check()?;
         let dir = dir.as_ref().to_path_buf();
-        storage.create_dir_all(&dir)?;
-        let lock = storage.lock(&dir.join("LOCK")).map_err(|e| {
+        let log_dir = log_dir.as_ref().to_path_buf();
+        let dir_io = |e| file_error("database directory", &dir, e);
+        if !survey(&*storage, &dir)? {
+            // A new database: refuse what it could not live with before creating it.
+            refuse_foreign_log(&*log_storage, &log_dir, &dir)?;
+            check_records_fit(&options, options.page_size, probe_log_max(&options)?)?;
+        }
+        storage.create_dir_all(&dir).map_err(dir_io)?;
+        let lock = storage.lock(&dir.join(LOCK)).map_err(|e| {
             if e.kind() == io::ErrorKind::WouldBlock {
                 Error::Locked(dir.display().to_string())
             } else {
-                Error::from(e)
+                dir_io(e)
             }
         })?;
-        let control = Control::read(&*storage, &dir)?;
-        let page_size = control.map_or(options.page_size, |c| c.page_size as usize);
-        Options {
-            page_size,
-            ..options
+        // Under the lock, look again: another opener may have created it meanwhile.
+        let control = match Control::read(&*storage, &dir)? {
+            Some(c) => c,
+            None => {
+                if survey(&*storage, &dir)? {
+                    return Err(Error::Corruption(format!(
+                        "{} appeared in {} while it was being opened",
+                        control::NAME,
+                        dir.display()
+                    )));
+                }
+                refuse_foreign_log(&*log_storage, &log_dir, &dir)?;
+                // The control file first: from here on the directory is a database.
+                let c = Control::created(options.page_size);
+                c.write(&*storage, &dir)?;
+                c
+            }
+        };
+        let page_size = control.page_size as usize;
+        let mut log_segment_bytes = options.log.segment_bytes;
+        if let Some(cp) = control.checkpoint {
+            log_segment_bytes = check_log_present(&*log_storage, &log_dir, cp)?;
         }
-        .check()
-        .map_err(|e| Error::Corruption(format!("control file: {e}")))?;
-        let log = Arc::new(Log::open(log_storage, log_dir.as_ref(), options.log)?);
-        let file = DataFile::open(&*storage, &dir.join("data"), page_size)?;
+        let log = Arc::new(
+            Log::open(log_storage, &log_dir, options.log).map_err(|e| log_error(&log_dir, e))?,
+        );
+        check_records_fit(&options, page_size, log.max_record_bytes())?;
+        let data_path = dir.join(DATA);
+        let file = DataFile::open(
+            &*storage,
+            &data_path,
+            page_size,
+            control.checkpoint.is_none(),
+        )?;
+        let data_len = file.len()?;
+        if data_len < control.data_len {
+            return Err(Error::Corruption(format!(
+                "data file {} is {data_len} bytes, shorter than the {} bytes the control file recorded at the last checkpoint",
+                data_path.display(),
+                control.data_len
+            )));
+        }
         // The data file's directory entry must be durable before anything relies on it.
-        storage.sync_dir(&dir)?;
-        let pool = BufferPool::new(options.pool_pages, page_size, file, log.clone());
-        let inner = Inner {
+        storage.sync_dir(&dir).map_err(dir_io)?;
+        let redo_point = control.checkpoint.map_or(Lsn(0), |c| c.begin);
+        let pool = BufferPool::new(options.pool_pages, page_size, file, log.clone(), redo_point);
+        let inner = Arc::new(Inner {
             storage,
             dir,
+            log_dir,
+            log_segment_bytes,
             options,
             page_size,
             limits: Limits::for_page_size(page_size),
+            database_id: control.database_id,
             log,
             pool,
             locks: LockManager::new(options.lock_timeout),
             txns: TxnTable::new(1),
-            redo_point: AtomicU64::new(control.map_or(0, |c| c.begin.0)),
+            redo_point: AtomicU64::new(redo_point.0),
             trees: Mutex::new(HashMap::new()),
             catalog: Mutex::new(HashMap::new()),
             checkpoint_lock: Mutex::new(()),
-            last_checkpoint: AtomicU64::new(control.map_or(0, |c| c.begin.0)),
+            last_checkpoint: AtomicU64::new(redo_point.0),
+            last_checkpoint_end: AtomicU64::new(0),
+            last_checkpoint_at: Mutex::new(Instant::now()),
+            checkpointer: Checkpointer::default(),
+            poison: Mutex::new(None),
+            poisoned: AtomicBool::new(false),
+            opened: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            #[cfg(test)]
+            after_checkpoint_begin: Mutex::new(None),
             _lock: lock,
-        };
-        let report = recovery::recover(&inner, control)?;
-        {
-            let guard = inner.checkpoint_lock.lock();
-            crate::checkpoint::run(&inner, &guard)?;
-        }
-        Ok(Database {
-            inner: Arc::new(inner),
+        });
+        let report = recovery::recover(&inner, control.checkpoint)?;
+        inner.checkpoint_now()?;
+        let db = Database {
+            _handles: Arc::new(Handles {
+                inner: Arc::downgrade(&inner),
+            }),
+            inner,
             report: Arc::new(report),
-        })
+        };
+        db.check_catalog()?;
+        db.inner.opened.store(true, Ordering::Release);
+        db.inner
+            .checkpointer
+            .start(&db.inner)
+            .map_err(|e| Error::Io(Arc::new(e)))?;
+        Ok(db)
+    }
+
+    /// Every table root in the catalog must be a page the meta page allocated (and not
+    /// one of the two fixed pages): a root past the end reads as zeros, and the damage
+    /// would surface only at some later read.
+    fn check_catalog(&self) -> Result<()> {
+        let count = {
+            let p = self.inner.pool.fetch(PageId::META)?;
+            let g = p.read_valid()?;
+            Meta::page_count(&g)
+        };
+        for name in self.table_names()? {
+            let root = self.table(&name)?.id();
+            if root.0 < 2 || root.0 >= count {
+                return Err(Error::Corruption(format!(
+                    "catalog: table {name:?} has its root at page {} but the data file {} holds pages 2..{count}",
+                    root.0,
+                    self.inner.pool.data_path().display()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Opens (creating if needed) the database in directory `path` on the real file
@@ -243,12 +584,13 @@ impl Database {
         Transaction::new(self.inner.clone())
     }
 
-    /// Takes a checkpoint now: flushes dirty pages, records the active transactions,
-    /// updates the control file and truncates the log below what recovery needs.
+    /// Takes a checkpoint now, on this thread: flushes dirty pages, records the active
+    /// transactions, updates the control file and truncates the log below what recovery
+    /// needs. A failure is returned, and poisons the database: every later operation
+    /// fails with "checkpoint failed: …".
     pub fn checkpoint(&self) -> Result<()> {
         self.inner.check()?;
-        let guard = self.inner.checkpoint_lock.lock();
-        crate::checkpoint::run(&self.inner, &guard)
+        self.inner.checkpoint_now()
     }
 
     /// Checkpoints and closes. Transactions still open fail from then on.

@@ -48,6 +48,7 @@ mod btree;
 mod buffer_pool;
 mod catalog;
 mod checkpoint;
+mod checkpointer;
 mod control;
 mod data_file;
 mod db;

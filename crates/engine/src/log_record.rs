@@ -8,7 +8,72 @@
 //! to an error.
 
 use crate::ids::{PageId, TxnId};
+use crate::options::Limits;
+use crate::page::{MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 use sluice_wal::Lsn;
+
+/// Bytes of one page in an `Images` record: page id, length, and a compact image of at
+/// most the whole page plus its 8-byte hole header.
+const fn image_entry_bytes(page_size: usize) -> usize {
+    8 + 4 + 8 + page_size
+}
+
+/// The most pages one `Images` record carries: a split logs the node, its new sibling,
+/// the parent and the meta page (a root split: the root, two new children, the meta
+/// page); creating a database or a table logs two, a torn-page image one.
+pub(crate) const MAX_IMAGES_PER_RECORD: usize = 4;
+
+/// The largest record about pages the engine writes with pages of `page_size` bytes:
+/// the larger of a split's `Images` record and an `Update` whose key, old and new value
+/// are as large as [`Limits`] allow (a `Clr` carries one value, so it is smaller).
+pub(crate) fn max_page_record_bytes(page_size: usize) -> usize {
+    let images = 1 + 4 + MAX_IMAGES_PER_RECORD * image_entry_bytes(page_size);
+    // key + old and key + new are each at most max_entry, so all three at most twice it.
+    let entry = Limits::for_page_size(page_size).max_entry;
+    let update = 1 + 8 + 9 + 8 + 8 + 4 + 1 + 4 + 4 + 2 * entry;
+    let clr = 1 + 8 + 9 + 8 + 1 + 4 + 4 + entry + 9;
+    images.max(update).max(clr)
+}
+
+/// Bytes of an `EndCheckpoint` record with `active` transactions and `dirty` pages.
+pub(crate) const fn checkpoint_record_bytes(active: usize, dirty: usize) -> usize {
+    1 + 8 + 8 + 4 + 24 * active + 4 + 16 * dirty
+}
+
+/// The largest record the engine writes with pages of `page_size` bytes and a pool of
+/// `pool_pages` frames (so at most that many dirty pages in a checkpoint record),
+/// counting no active transactions: each adds 24 bytes to a checkpoint record, and a
+/// log that holds this has room for thousands.
+pub(crate) fn max_record_bytes(page_size: usize, pool_pages: usize) -> usize {
+    max_page_record_bytes(page_size).max(checkpoint_record_bytes(0, pool_pages))
+}
+
+/// For the encoder's self-check: the smallest page size whose records could carry
+/// `key` with values of these lengths (the bound grows with the page size, so a record
+/// must fit the bound of the smallest page that admits it).
+fn smallest_page_for(key: usize, values: &[usize]) -> usize {
+    let mut size = MIN_PAGE_SIZE;
+    while size < MAX_PAGE_SIZE {
+        let l = Limits::for_page_size(size);
+        if key <= l.max_key && values.iter().all(|v| key + v <= l.max_entry) {
+            break;
+        }
+        size *= 2;
+    }
+    size
+}
+
+/// For the encoder's self-check: the page size an image was taken from (its body plus
+/// its hole), or 0 if the image is malformed (tests encode such records on purpose).
+fn image_page_size(img: &[u8]) -> usize {
+    match img.get(4..8) {
+        Some(h) if img.len() >= 8 => {
+            let hole = u32::from_le_bytes(h.try_into().expect("4 bytes")) as usize;
+            img.len() - 8 + hole
+        }
+        _ => 0,
+    }
+}
 
 /// A transaction's change to one key, with what undo needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -369,6 +434,7 @@ impl Record {
             }
             Record::BeginCheckpoint => w.u8(TAG_BEGIN_CKPT),
             Record::EndCheckpoint(c) => {
+                debug_assert!(c.active.len() <= u32::MAX as usize);
                 w.u8(TAG_END_CKPT);
                 w.u64(c.begin.0);
                 w.u64(c.next_txn);
@@ -385,7 +451,48 @@ impl Record {
                 }
             }
         }
+        debug_assert!(
+            w.0.len() <= self.bound(),
+            "{} bytes encoded, beyond the bound of {} that options are checked against: {self:?}",
+            w.0.len(),
+            self.bound()
+        );
         w.0
+    }
+
+    /// The bound [`max_record_bytes`] promises for this record, given what it carries
+    /// (the self-check of that promise in [`Record::encode`]).
+    fn bound(&self) -> usize {
+        match self {
+            Record::Update { key, change, .. } => {
+                let values = match change {
+                    Change::Insert { value } => vec![value.len()],
+                    Change::Update { old, new } => vec![old.len(), new.len()],
+                    Change::Delete { old } => vec![old.len()],
+                };
+                max_page_record_bytes(smallest_page_for(key.len(), &values))
+            }
+            Record::Clr { op, .. } => {
+                let (key, values) = match op {
+                    PageOp::Insert { key, value } | PageOp::Set { key, value } => {
+                        (key.len(), vec![value.len()])
+                    }
+                    PageOp::Remove { key } => (key.len(), vec![]),
+                };
+                max_page_record_bytes(smallest_page_for(key, &values))
+            }
+            Record::Images { pages } => {
+                if pages.len() > MAX_IMAGES_PER_RECORD {
+                    return 0;
+                }
+                let size = pages.iter().map(|(_, i)| image_page_size(i)).max();
+                max_page_record_bytes(size.unwrap_or(0).max(MIN_PAGE_SIZE))
+            }
+            Record::EndCheckpoint(c) => checkpoint_record_bytes(c.active.len(), c.dirty.len()),
+            Record::Commit { .. } | Record::End { .. } | Record::BeginCheckpoint => {
+                max_page_record_bytes(MIN_PAGE_SIZE)
+            }
+        }
     }
 
     /// Parses a record. Never panics; trailing bytes are an error.

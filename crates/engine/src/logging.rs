@@ -1,16 +1,17 @@
 //! Logging page changes: the full-page-image rule and redo-only records.
 //!
-//! Torn-page protection (PostgreSQL's full_page_writes): the first change to a page after
-//! a checkpoint's redo point is preceded by a full image of the page in the log. Redo
-//! starts at or before that redo point, so for any page that could have been torn by a
-//! write after the checkpoint the log holds a complete image to restart from; records
-//! before that image are skipped for a page that fails its checksum.
+//! Torn-page protection (PostgreSQL's full_page_writes): the first change to a page whose
+//! last full image is at or below a checkpoint's redo point is preceded by a full image
+//! of the page in the log. Redo starts at or before that redo point, so for any page that
+//! could have been torn by a write after the checkpoint the log holds a complete image to
+//! restart from; records before that image are skipped for a page that fails its
+//! checksum. The rule every page write must keep is enforced in
+//! `BufferPool::write_frame`; the argument is in `checkpoint` and ARCHITECTURE.md.
 
 use crate::buffer_pool::PageWrite;
 use crate::db::Inner;
 use crate::error::Result;
 use crate::log_record::Record;
-use crate::page;
 use sluice_wal::Appended;
 use std::sync::atomic::Ordering;
 
@@ -21,26 +22,17 @@ impl Inner {
         Ok(self.log.append(&rec.encode())?)
     }
 
-    /// Logs a full image of the X-latched page if no change since the current redo
-    /// point has been logged for it (PageLSN at or below the redo point), and stamps it.
-    /// Call before logging a change to an existing page.
+    /// Logs a full image of the X-latched page if its last image is at or below the
+    /// current redo point, and stamps it. Call before logging a change to an existing
+    /// page. This keeps images off the write path in the normal case: a page changed
+    /// after the redo point R already has an image after R, so a checkpoint's sweep and
+    /// later evictions write it without one (`BufferPool::write_frame` enforces the rule
+    /// for the rare page that raced a checkpoint).
     pub(crate) fn protect_page(&self, w: &mut PageWrite<'_>) -> Result<()> {
         let redo = self.redo_point.load(Ordering::SeqCst);
-        if w.page_lsn() <= redo {
-            self.log_full_image(w)?;
+        if w.image_lsn() <= redo {
+            self.pool.log_full_image(w)?;
         }
-        Ok(())
-    }
-
-    /// Logs the page's current image and stamps the page with it.
-    pub(crate) fn log_full_image(&self, w: &mut PageWrite<'_>) -> Result<()> {
-        debug_assert!(w.is_valid());
-        let rec = Record::Images {
-            pages: vec![(w.id(), page::compress(w.bytes()))],
-        };
-        let a = self.append(&rec)?;
-        w.mark_dirty(a.lsn, a.end);
-        w.set_fpi_lsn(a.lsn);
         Ok(())
     }
 }

@@ -110,9 +110,16 @@ pub struct Options {
     /// How long a lock request waits before it fails with
     /// [`Error::LockTimeout`](crate::Error::LockTimeout) (deadlock handling).
     pub lock_timeout: Duration,
-    /// Take a checkpoint after this many log bytes since the last one (0: only on
-    /// request and at close).
+    /// The background checkpointer takes a checkpoint after this many log bytes since
+    /// the last one began, and sooner — after a quarter of it — while the log kept on
+    /// disk exceeds four times this plus two segments (something, usually a long
+    /// transaction, holds the log and truncation should follow as soon as it lets go).
+    /// 0 disables both triggers. Commits never run a checkpoint themselves.
     pub checkpoint_log_bytes: u64,
+    /// The background checkpointer also takes a checkpoint when this much time has
+    /// passed since the last one and log was written meanwhile, so that a quiet database
+    /// still bounds its restart time. Zero disables the timer.
+    pub checkpoint_interval: Duration,
     /// How transactions commit.
     pub commit: CommitProtocol,
 }
@@ -125,6 +132,7 @@ impl Default for Options {
             log: LogOptions::default(),
             lock_timeout: Duration::from_secs(2),
             checkpoint_log_bytes: 64 << 20,
+            checkpoint_interval: Duration::from_secs(30),
             commit: CommitProtocol::default(),
         }
     }
@@ -148,6 +156,7 @@ impl Options {
             },
             lock_timeout: Duration::from_millis(200),
             checkpoint_log_bytes: 128 << 10,
+            checkpoint_interval: Duration::from_secs(30),
             commit: CommitProtocol::default(),
         }
     }

@@ -192,7 +192,7 @@ impl Inner {
         for (w, img) in pages.iter_mut() {
             w.install(img);
             w.mark_dirty(a.lsn, a.end);
-            w.set_fpi_lsn(a.lsn);
+            w.set_image_lsn(a.lsn);
         }
         Ok(())
     }

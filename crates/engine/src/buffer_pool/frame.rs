@@ -4,9 +4,6 @@ use crate::ids::PageId;
 use parking_lot::{Mutex, RwLock};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
-/// "No full-page image logged for this page while it has been in this frame."
-pub(crate) const NO_FPI: u64 = u64::MAX;
-
 pub(crate) const STATE_READY: u8 = 0;
 pub(crate) const STATE_LOADING: u8 = 1;
 
@@ -34,8 +31,6 @@ pub(crate) struct Frame {
     pub(crate) clean_lsn: AtomicU64,
     /// The LSN of the first record that dirtied the page since it was last clean.
     pub(crate) rec_lsn: AtomicU64,
-    /// The LSN of the last full-page image logged for the page (see `checkpoint`).
-    pub(crate) fpi_lsn: AtomicU64,
     /// Serialises writes of this frame so an older image never lands after a newer one.
     pub(crate) io: Mutex<()>,
 }
@@ -52,7 +47,6 @@ impl Frame {
             page_lsn: AtomicU64::new(0),
             clean_lsn: AtomicU64::new(0),
             rec_lsn: AtomicU64::new(0),
-            fpi_lsn: AtomicU64::new(NO_FPI),
             io: Mutex::new(()),
         }
     }

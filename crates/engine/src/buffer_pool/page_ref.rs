@@ -81,7 +81,17 @@ pub(crate) struct PageWrite<'a> {
     id: PageId,
 }
 
-impl PageWrite<'_> {
+impl<'a> PageWrite<'a> {
+    /// Wraps the X latch of `frame`, which holds page `id` (for the pool's own writes).
+    pub(super) fn new(
+        frame: &'a Frame,
+        guard: RwLockWriteGuard<'a, Box<[u8]>>,
+        id: PageId,
+    ) -> PageWrite<'a> {
+        debug_assert_eq!(frame.page_id(), id);
+        PageWrite { frame, guard, id }
+    }
+
     pub(crate) fn id(&self) -> PageId {
         self.id
     }
@@ -99,12 +109,21 @@ impl PageWrite<'_> {
     pub(crate) fn is_valid(&self) -> bool {
         self.frame.valid.load(Ordering::Acquire)
     }
-    /// The last full-page image logged for the page while in this frame.
-    pub(crate) fn fpi_lsn(&self) -> u64 {
-        self.frame.fpi_lsn.load(Ordering::Acquire)
+    /// Where the last full image of the page was logged (kept in the page header, so
+    /// it survives eviction and reload).
+    pub(crate) fn image_lsn(&self) -> u64 {
+        page::image_lsn(&self.guard)
     }
-    pub(crate) fn set_fpi_lsn(&self, lsn: Lsn) {
-        self.frame.fpi_lsn.store(lsn.0, Ordering::Release);
+    /// Records that the image record at `lsn` carries this page; call right after
+    /// [`PageWrite::mark_dirty`] with that record.
+    pub(crate) fn set_image_lsn(&mut self, lsn: Lsn) {
+        assert!(
+            lsn.0 < self.page_lsn(),
+            "page {}: image at {lsn} is not a record applied to it (PageLSN {})",
+            self.id,
+            self.page_lsn()
+        );
+        page::set_image_lsn(&mut self.guard, lsn.0);
     }
     /// Replaces the whole page with `bytes` (a validated image from the log); the
     /// caller stamps it with [`PageWrite::mark_dirty`].

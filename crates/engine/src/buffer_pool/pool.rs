@@ -1,12 +1,13 @@
 //! The pool: page table, CLOCK replacement, loading and writing pages.
 
-use crate::buffer_pool::frame::{Frame, NO_FPI, STATE_LOADING, STATE_READY};
-use crate::buffer_pool::PageRef;
+use crate::buffer_pool::frame::{Frame, STATE_LOADING, STATE_READY};
+use crate::buffer_pool::{PageRef, PageWrite};
 use crate::data_file::DataFile;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
+use crate::log_record::Record;
 use crate::page;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 use sluice_wal::{Log, Lsn};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,11 +34,30 @@ pub struct PoolStats {
     pub evictions: u64,
 }
 
+/// Whether [`BufferPool::write_frame`] may wait for the frame's latch and I/O lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Wait (checkpoints, which hold no latches).
+    Block,
+    /// Give up if the frame is busy (eviction: the evicting thread may hold other
+    /// latches, and whoever holds this frame's may be waiting for one of them).
+    Try,
+}
+
 pub(crate) struct BufferPool {
     pub(crate) frames: Box<[Frame]>,
     table: Mutex<Table>,
     file: DataFile,
     log: Arc<Log>,
+    /// The image floor F: a page is written only if its last full image is above F
+    /// (otherwise one is logged first). F is the redo point of the last checkpoint whose
+    /// data-file sync covers every write made before F was raised; only rises.
+    image_floor: AtomicU64,
+    /// Held shared by every page write from reading the floor to the end of its
+    /// `write_at`; exclusively by a checkpoint while it moves its redo point and the
+    /// floor, so that no write straddles either move. Nobody waits for a latch while
+    /// holding it, in either mode.
+    write_gate: RwLock<()>,
     poison: Mutex<Option<String>>,
     reads: AtomicU64,
     writes: AtomicU64,
@@ -45,7 +65,16 @@ pub(crate) struct BufferPool {
 }
 
 impl BufferPool {
-    pub(crate) fn new(frames: usize, page_size: usize, file: DataFile, log: Arc<Log>) -> Self {
+    /// A pool over `file`; `image_floor` is the redo point of the checkpoint the control
+    /// file names (0 if none): recovery starts there, so it can restore any page whose
+    /// image is above it.
+    pub(crate) fn new(
+        frames: usize,
+        page_size: usize,
+        file: DataFile,
+        log: Arc<Log>,
+        image_floor: Lsn,
+    ) -> Self {
         assert!(frames >= 2);
         BufferPool {
             frames: (0..frames).map(|_| Frame::new(page_size)).collect(),
@@ -55,6 +84,8 @@ impl BufferPool {
             }),
             file,
             log,
+            image_floor: AtomicU64::new(image_floor.0),
+            write_gate: RwLock::new(()),
             poison: Mutex::new(None),
             reads: AtomicU64::new(0),
             writes: AtomicU64::new(0),
@@ -133,13 +164,15 @@ impl BufferPool {
             let old = f.page_id();
             let t = if old.is_some() && f.is_dirty() {
                 drop(t);
-                let written = self.write_frame(i);
+                let written = self.write_frame(i, Wait::Try);
                 let t2 = self.table.lock();
-                let ok = written.is_ok()
+                let ok = matches!(written, Ok(true))
                     && f.pin.load(Ordering::Acquire) == 1
                     && !f.is_dirty()
                     && f.page_id() == old;
                 if !ok {
+                    // Failed, busy (someone pinned or latched the victim meanwhile), or
+                    // changed again: give the victim up and pick another.
                     f.pin.fetch_sub(1, Ordering::AcqRel);
                     drop(t2);
                     written?;
@@ -217,7 +250,6 @@ impl BufferPool {
                 f.rec_lsn.store(0, Ordering::SeqCst);
                 f.clean_lsn.store(lsn, Ordering::SeqCst);
                 f.page_lsn.store(lsn, Ordering::SeqCst);
-                f.fpi_lsn.store(NO_FPI, Ordering::Release);
                 f.state.store(STATE_READY, Ordering::Release);
                 drop(g);
                 Ok(r)
@@ -258,36 +290,113 @@ impl BufferPool {
         (f.page_id() == id).then_some(r)
     }
 
-    /// Writes frame `i` if it is dirty: copies the page under an S latch, makes the log
-    /// durable up to its PageLSN (the write-ahead rule), writes, and advances CleanLSN.
-    pub(crate) fn write_frame(&self, i: usize) -> Result<()> {
+    /// Writes frame `i` if it is dirty. Returns false only under [`Wait::Try`], if the
+    /// frame was busy (nothing written).
+    ///
+    /// The page is copied under an S latch; the log is made durable up to its PageLSN
+    /// (the write-ahead rule); then, under the write gate, the torn-page rule is checked
+    /// against the image floor F: a page whose last full image is at or below F would,
+    /// if this write were torn, have no image in the log that recovery reads, so a full
+    /// image is logged first (under the X latch) and the write starts over. Otherwise the
+    /// sealed copy is written and CleanLSN advances.
+    pub(crate) fn write_frame(&self, i: usize, wait: Wait) -> Result<bool> {
         self.check()?;
         if let Some(e) = self.log.poisoned() {
             // A page may hold a change whose record never reached the log.
             return Err(Error::Poisoned(format!("log: {e}")));
         }
         let f = &self.frames[i];
-        let _io = f.io.lock();
-        let (id, mut copy, lsn) = {
-            let g = f.latch.read();
-            if !f.is_dirty() {
-                return Ok(());
-            }
-            assert!(f.valid.load(Ordering::Acquire), "dirty page must be valid");
-            (f.page_id(), g.to_vec(), f.page_lsn.load(Ordering::SeqCst))
+        let _io = match wait {
+            Wait::Block => f.io.lock(),
+            Wait::Try => match f.io.try_lock() {
+                Some(g) => g,
+                None => return Ok(false),
+            },
         };
-        assert_eq!(page::page_lsn(&copy), lsn);
-        let durable = self.log.wait_durable(Lsn(lsn)).map_err(Error::from)?;
-        assert!(
-            durable.0 >= lsn,
-            "write-ahead rule: page {id} at {lsn} but log durable only to {durable}"
-        );
-        page::seal(&mut copy);
-        debug_assert_eq!(page::validate(&copy, id).map(|_| ()), Ok(()));
-        self.file.write(id, &copy).map_err(|e| self.fail(e))?;
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        f.clean_lsn.fetch_max(lsn, Ordering::SeqCst);
+        // Each round that does not write logs an image above the floor it saw; another
+        // round is needed only if a whole checkpoint raised the floor past that image
+        // meanwhile, so this ends.
+        loop {
+            let (id, mut copy, lsn) = {
+                let g = match wait {
+                    Wait::Block => f.latch.read(),
+                    Wait::Try => match f.latch.try_read() {
+                        Some(g) => g,
+                        None => return Ok(false),
+                    },
+                };
+                if !f.is_dirty() {
+                    return Ok(true);
+                }
+                assert!(f.valid.load(Ordering::Acquire), "dirty page must be valid");
+                (f.page_id(), g.to_vec(), f.page_lsn.load(Ordering::SeqCst))
+            };
+            assert_eq!(page::page_lsn(&copy), lsn);
+            let image = page::image_lsn(&copy);
+            assert!(
+                image < lsn,
+                "page {id}: image LSN {image} not below PageLSN {lsn}"
+            );
+            let durable = self.log.wait_durable(Lsn(lsn)).map_err(Error::from)?;
+            assert!(
+                durable.0 >= lsn,
+                "write-ahead rule: page {id} at {lsn} but log durable only to {durable}"
+            );
+            {
+                let _gate = self.write_gate.read();
+                if image > self.image_floor.load(Ordering::SeqCst) {
+                    page::seal(&mut copy);
+                    debug_assert_eq!(page::validate(&copy, id).map(|_| ()), Ok(()));
+                    self.file.write(id, &copy).map_err(|e| self.fail(e))?;
+                    self.writes.fetch_add(1, Ordering::Relaxed);
+                    f.clean_lsn.fetch_max(lsn, Ordering::SeqCst);
+                    return Ok(true);
+                }
+            }
+            // Not under the gate: waiting for a latch while holding it could deadlock
+            // with a latch holder queued behind a checkpoint's exclusive request.
+            let guard = match wait {
+                Wait::Block => f.latch.write(),
+                Wait::Try => match f.latch.try_write() {
+                    Some(g) => g,
+                    None => return Ok(false),
+                },
+            };
+            let mut w = PageWrite::new(f, guard, id);
+            if w.image_lsn() <= self.image_floor.load(Ordering::SeqCst) {
+                self.log_full_image(&mut w)?;
+            }
+        }
+    }
+
+    /// Logs the X-latched page's current image and stamps the page with it (PageLSN
+    /// and image LSN). The one place an image of an existing page is logged.
+    pub(crate) fn log_full_image(&self, w: &mut PageWrite<'_>) -> Result<()> {
+        assert!(w.is_valid(), "imaging invalid page {}", w.id());
+        let rec = Record::Images {
+            pages: vec![(w.id(), page::compress(w.bytes()))],
+        };
+        let a = self.log.append(&rec.encode())?;
+        w.mark_dirty(a.lsn, a.end);
+        w.set_image_lsn(a.lsn);
         Ok(())
+    }
+
+    /// Checkpoint step 1 holds this while it appends its begin record and moves the
+    /// redo point: no page write is in flight meanwhile.
+    pub(crate) fn exclusive_write_gate(&self) -> RwLockWriteGuard<'_, ()> {
+        self.write_gate.write()
+    }
+
+    /// Checkpoint step 3: under the write gate held exclusively (so every write that
+    /// decided on the old floor has finished and the coming sync covers it), raises the
+    /// image floor to the new redo point `r`. Returns the data file's length then, which
+    /// the sync that follows makes durable.
+    pub(crate) fn raise_image_floor(&self, r: Lsn) -> Result<u64> {
+        let _gate = self.write_gate.write();
+        let old = self.image_floor.fetch_max(r.0, Ordering::SeqCst);
+        assert!(old <= r.0, "image floor {old} above the new redo point {r}");
+        self.file.len()
     }
 
     /// Makes every page write so far durable.
@@ -317,7 +426,45 @@ impl BufferPool {
     }
 }
 
+#[cfg(test)]
 impl BufferPool {
+    /// Writes page `id` if dirty and drops it from the pool (for tests that need a page
+    /// out of memory at a given moment). False if it was not in the pool.
+    pub(crate) fn evict(&self, id: PageId) -> Result<bool> {
+        let t = self.table.lock();
+        let Some(&i) = t.map.get(&id) else {
+            return Ok(false);
+        };
+        let f = &self.frames[i];
+        assert_eq!(
+            f.pin.load(Ordering::Acquire),
+            0,
+            "evicting pinned page {id}"
+        );
+        f.pin.store(1, Ordering::Release);
+        drop(t);
+        let written = self.write_frame(i, Wait::Block);
+        let mut t = self.table.lock();
+        if let Err(e) = written {
+            f.pin.store(0, Ordering::Release);
+            return Err(e);
+        }
+        assert!(f.pin.load(Ordering::Acquire) == 1 && !f.is_dirty() && f.page_id() == id);
+        t.map.remove(&id);
+        f.page.store(PageId::NONE.0, Ordering::Release);
+        f.valid.store(false, Ordering::Release);
+        f.pin.store(0, Ordering::Release);
+        self.evictions.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
+    }
+}
+
+impl BufferPool {
+    /// The data file's path (for messages).
+    pub(crate) fn data_path(&self) -> &std::path::Path {
+        self.file.path()
+    }
+
     /// Reads the on-disk image of a page, bypassing the cache (for verification).
     pub(crate) fn read_disk(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
         self.file.read(id, buf)

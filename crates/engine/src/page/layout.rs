@@ -13,9 +13,10 @@ pub(crate) const OFF_LSN: usize = 16;
 pub(crate) const OFF_LINK: usize = 24;
 pub(crate) const OFF_CELL_START: usize = 32;
 pub(crate) const OFF_FRAG: usize = 36;
+pub(crate) const OFF_IMAGE_LSN: usize = 40;
 /// Bytes of the common page header.
-pub const HEADER_LEN: usize = 40;
-const _: () = assert!(OFF_FRAG + 4 == HEADER_LEN);
+pub const HEADER_LEN: usize = 48;
+const _: () = assert!(OFF_FRAG + 4 == OFF_IMAGE_LSN && OFF_IMAGE_LSN + 8 == HEADER_LEN);
 
 /// The smallest page size (small pages make tests split and evict a lot).
 pub const MIN_PAGE_SIZE: usize = 1024;
@@ -91,6 +92,15 @@ pub fn page_lsn(page: &[u8]) -> u64 {
 pub fn set_page_lsn(page: &mut [u8], lsn: u64) {
     put_u64(page, OFF_LSN, lsn)
 }
+/// The image LSN: where the last full image of this page was logged (0: none since the
+/// page was formatted). Written to disk with the page, so a reload knows it exactly.
+pub fn image_lsn(page: &[u8]) -> u64 {
+    get_u64(page, OFF_IMAGE_LSN)
+}
+/// Records that a full image of the page was logged at `lsn`.
+pub(crate) fn set_image_lsn(page: &mut [u8], lsn: u64) {
+    put_u64(page, OFF_IMAGE_LSN, lsn)
+}
 
 fn crc_of(page: &[u8]) -> u32 {
     crc32c::crc32c(&page[OFF_CRC + 4..])
@@ -128,6 +138,12 @@ pub fn validate(page: &[u8], expected: PageId) -> Result<PageType, String> {
             page_id(page)
         ));
     }
+    // An image record is applied to the page it carries, so its LSN is below the page's
+    // (both are 0 only on a page formatted in memory and not yet logged).
+    let (image, lsn) = (image_lsn(page), page_lsn(page));
+    if image >= lsn && (image, lsn) != (0, 0) {
+        return Err(format!("image LSN {image} is not below the page LSN {lsn}"));
+    }
     match kind {
         PageType::Meta => Meta::check(page),
         PageType::Leaf | PageType::Internal => Node::check(page),
@@ -147,6 +163,7 @@ pub(crate) fn format(page: &mut [u8], id: PageId, kind: PageType, level: u8) {
     put_u64(page, OFF_LINK, PageId::NONE.0);
     put_u32(page, OFF_CELL_START, page.len() as u32);
     put_u32(page, OFF_FRAG, 0);
+    put_u64(page, OFF_IMAGE_LSN, 0);
 }
 
 #[cfg(test)]

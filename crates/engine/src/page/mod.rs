@@ -1,6 +1,6 @@
 //! Pages: the on-disk layout, slotted B+tree nodes, the meta page, and compact images.
 //!
-//! Every page starts with the same 40-byte header:
+//! Every page starts with the same 48-byte header:
 //!
 //! | offset | size | field                                                         |
 //! |-------:|-----:|---------------------------------------------------------------|
@@ -13,6 +13,7 @@
 //! | 24     | 8    | link: next leaf (leaves) or leftmost child (internal nodes)   |
 //! | 32     | 4    | cell start: the lowest byte used by cells                     |
 //! | 36     | 4    | fragmented bytes: garbage between cells, reclaimed by compact |
+//! | 40     | 8    | image LSN: the last full-page-image record of this page       |
 
 mod image;
 mod layout;
@@ -20,9 +21,10 @@ mod meta;
 pub(crate) mod node;
 
 pub use image::{compress, expand};
+pub(crate) use layout::set_image_lsn;
 pub use layout::{
-    checksum_ok, page_id, page_lsn, page_type, seal, set_page_lsn, validate, PageType, HEADER_LEN,
-    MAX_PAGE_SIZE, MIN_PAGE_SIZE,
+    checksum_ok, image_lsn, page_id, page_lsn, page_type, seal, set_page_lsn, validate, PageType,
+    HEADER_LEN, MAX_PAGE_SIZE, MIN_PAGE_SIZE,
 };
 pub use meta::Meta;
 pub use node::{Node, NodeMut};

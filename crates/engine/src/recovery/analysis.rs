@@ -1,6 +1,6 @@
 //! The analysis pass.
 
-use crate::control::Control;
+use crate::control::Checkpoint;
 use crate::db::Inner;
 use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
@@ -29,18 +29,21 @@ pub(crate) fn decode(lsn: Lsn, payload: &[u8]) -> Result<Record> {
     Record::decode(payload).map_err(|e| Error::Corruption(format!("log record at LSN {lsn}: {e}")))
 }
 
-pub(crate) fn run(inner: &Inner, control: Option<Control>) -> Result<Analysis> {
+pub(crate) fn run(inner: &Inner, control: Option<Checkpoint>) -> Result<Analysis> {
     let log = &inner.log;
     let mut att: HashMap<TxnId, Loser> = HashMap::new();
     let mut dirty: HashMap<PageId, Lsn> = HashMap::new();
     let mut next_txn = 1;
     let scan_from = match control {
         Some(c) => {
-            if c.end < log.start_lsn() || c.end >= log.durable_lsn() {
+            if c.begin < log.start_lsn() {
+                return Err(inner.missing_log(c.begin, "the checkpoint"));
+            }
+            if c.end >= log.durable_lsn() {
                 return Err(Error::Corruption(format!(
-                    "checkpoint record at {} is outside the log [{}, {})",
+                    "the control file names a checkpoint ending at LSN {}, but the log in {} ends at {}",
                     c.end,
-                    log.start_lsn(),
+                    inner.log_dir.display(),
                     log.durable_lsn()
                 )));
             }
@@ -80,10 +83,7 @@ pub(crate) fn run(inner: &Inner, control: Option<Control>) -> Result<Analysis> {
         None => log.start_lsn(),
     };
     if scan_from < log.start_lsn() {
-        return Err(Error::Corruption(format!(
-            "recovery needs the log from {scan_from} but it starts at {}",
-            log.start_lsn()
-        )));
+        return Err(inner.missing_log(scan_from, "undo of a transaction active at the checkpoint"));
     }
     let mut records = 0;
     for item in log.read_from(scan_from)? {

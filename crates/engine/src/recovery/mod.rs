@@ -21,7 +21,7 @@ mod analysis;
 mod redo;
 mod undo;
 
-use crate::control::Control;
+use crate::control::Checkpoint;
 use crate::db::Inner;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
@@ -54,7 +54,7 @@ pub struct RecoveryReport {
     pub created: bool,
 }
 
-pub(crate) fn recover(inner: &Inner, control: Option<Control>) -> Result<RecoveryReport> {
+pub(crate) fn recover(inner: &Inner, control: Option<Checkpoint>) -> Result<RecoveryReport> {
     let a = analysis::run(inner, control)?;
     let mut report = RecoveryReport {
         checkpoint: control.map(|c| c.begin),
@@ -106,7 +106,7 @@ fn format_if_new(inner: &Inner, has_checkpoint: bool) -> Result<bool> {
     for (w, img) in [(&mut mw, &meta), (&mut cw, &cat)] {
         w.install(img);
         w.mark_dirty(a.lsn, a.end);
-        w.set_fpi_lsn(a.lsn);
+        w.set_image_lsn(a.lsn);
     }
     Ok(true)
 }

@@ -63,7 +63,7 @@ impl Redo<'_> {
             .map_err(|e| Error::Corruption(format!("image of page {page} at LSN {lsn}: {e}")))?;
         w.install(&bytes);
         w.mark_dirty(lsn, end);
-        w.set_fpi_lsn(lsn);
+        w.set_image_lsn(lsn);
         if !valid {
             self.restored += 1;
         }
