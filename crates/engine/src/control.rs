@@ -155,6 +155,10 @@ impl Control {
             return Ok(None);
         }
         let f = storage.open(&path, OpenOptions::EXISTING).map_err(io)?;
+        // Read what the device holds, not what a dead process left in the cache (see
+        // `DataFile::open`): sync, then drop the cached pages.
+        f.sync_data().map_err(io)?;
+        f.drop_cache().map_err(io)?;
         let len = f.len().map_err(io)?;
         // Bounded before allocating: a damaged length must not become a huge buffer.
         let mut b = vec![0u8; len.min(LEN as u64 + 1) as usize];

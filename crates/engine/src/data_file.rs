@@ -47,6 +47,15 @@ impl DataFile {
                 file_error("data file", path, e)
             }
         })?;
+        // What recovery reads must be what the device holds. A dead process may have left
+        // page writes in the OS cache that never reached the device: sync them (so that
+        // what is read stays true across a power loss), then drop the cache, because after
+        // a failed fsync Linux keeps pages readable that it will never write (issue 8,
+        // defects 1 and 2). A failure here refuses the open.
+        file.sync_data()
+            .map_err(|e| file_error("data file", path, e))?;
+        file.drop_cache()
+            .map_err(|e| file_error("data file", path, e))?;
         Ok(DataFile {
             file,
             page_size,

@@ -453,6 +453,9 @@ impl Database {
                 dir_io(e)
             }
         })?;
+        // Directory entries a dead process created or renamed (a new CONTROL, the data
+        // file) may still be only in the cache: make them durable before trusting them.
+        storage.sync_dir(&dir).map_err(dir_io)?;
         // Under the lock, look again: another opener may have created it meanwhile.
         let control = match Control::read(&*storage, &dir)? {
             Some(c) => c,

@@ -43,12 +43,7 @@ fn a_failed_control_file_update_is_returned_then_poisons() {
     let db = open(&data, Arc::new(SimStorage::new(42)), 0);
     put(&db, 0).unwrap();
     // The checkpoint's data-file sync succeeds, the sync of CONTROL.tmp fails.
-    data.inject(FaultPlan {
-        op: FaultOp::Sync,
-        after: 2,
-        kind: FaultKind::Eio,
-        persistent: false,
-    });
+    data.inject(FaultPlan::new(FaultOp::Sync, 2, FaultKind::Eio));
     let e = db.checkpoint().unwrap_err();
     assert!(e.is_io(), "{e}");
     assert_checkpoint_failure(&put(&db, 1).unwrap_err());
@@ -76,12 +71,7 @@ fn a_background_checkpoint_failure_is_reported_by_a_later_operation() {
     let db = open(&data, Arc::new(SimStorage::new(46)), 16 << 10);
     put(&db, 0).unwrap();
     // The next checkpoint's data-file sync succeeds, its sync of CONTROL.tmp fails.
-    data.inject(FaultPlan {
-        op: FaultOp::Sync,
-        after: 2,
-        kind: FaultKind::Eio,
-        persistent: false,
-    });
+    data.inject(FaultPlan::new(FaultOp::Sync, 2, FaultKind::Eio));
     // Commits write log until a checkpoint is due and has failed; from then on every
     // operation reports it (a liveness bound, not a timing assertion).
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -107,6 +107,9 @@ impl FileHandle for SpyFile {
     fn len(&self) -> io::Result<u64> {
         self.inner.len()
     }
+    fn drop_cache(&self) -> io::Result<()> {
+        self.inner.drop_cache()
+    }
 }
 
 impl Storage for Spy {
