@@ -484,7 +484,14 @@ fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
             } else {
                 FaultKind::Enospc
             };
-            let mut plan = FaultPlan::new(FaultOp::Sync, rng.gen_range(1..=SYNC_RANGE), kind);
+            // Log syncs outnumber data-file syncs (one per checkpoint) by far: aim a third
+            // of the failures at the data file so that a checkpoint's sync fails too.
+            let mut plan = if rng.gen_bool(1.0 / 3.0) {
+                FaultPlan::new(FaultOp::Sync, rng.gen_range(1..=2), kind)
+                    .on(format!("{DIR}/data"))
+            } else {
+                FaultPlan::new(FaultOp::Sync, rng.gen_range(1..=SYNC_RANGE), kind)
+            };
             if rng.gen_bool(0.5) {
                 plan = plan.persistent();
             }
