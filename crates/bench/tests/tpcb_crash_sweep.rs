@@ -1,15 +1,17 @@
 //! TPC-B itself under crashes: a small TPC-B database over the simulated disk, clients
-//! submitting to agents under each durable commit protocol, a crash at a seeded random
-//! operation, recovery — and then TPC-B's consistency must hold: every balance identity,
-//! every acknowledged transaction's history row present, and no more history rows than
-//! transactions that wrote a commit record.
+//! submitting to agents under each durable commit protocol, and the machine halted at a
+//! seeded random point — a power loss; a process kill, a reopen in the same boot (from the
+//! page cache) and then a power loss; or a failed fsync (EIO or ENOSPC) and then a kill.
+//! After every recovery TPC-B's consistency must hold: every balance identity, every
+//! acknowledged transaction's history row present, no more history rows than transactions
+//! that wrote a commit record — and what a recovery showed must survive the next halt.
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use sluice::testing::fence::FencedStorage;
 use sluice::{AgentOptions, Agents, CommitProtocol, Database, Error, Options, Outcome};
 use sluice_bench::tpcb::{self, TpcbGenerator, TpcbShape, TpcbTables};
-use sluice_storage::SimStorage;
+use sluice_storage::{FaultKind, FaultOp, FaultPlan, SimStorage};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -109,7 +111,21 @@ fn run_seed(seed: u64, p: CommitProtocol) -> (u64, u64, bool) {
     );
     let gen = Arc::new(TpcbGenerator::new(shape()).unwrap());
     let tally = Arc::new((Mutex::new(Tally::default()), Condvar::new()));
-    sim.crash_at_op(rng.gen_range(1..=400));
+    // Three halts, in turn: power loss, kill (then power loss), failed fsync (then kill).
+    let halt = seed % 3;
+    match halt {
+        0 => sim.crash_at_op(rng.gen_range(1..=400)),
+        1 => sim.kill_at_op(rng.gen_range(1..=400)),
+        _ => {
+            let kind = if rng.gen_bool(0.5) {
+                FaultKind::Eio
+            } else {
+                FaultKind::Enospc
+            };
+            sim.inject(FaultPlan::new(FaultOp::Sync, rng.gen_range(1..=30), kind));
+        }
+    }
+    let incarnation = sim.incarnation();
     for id in 0..CLIENTS as u64 {
         let c = Arc::new(Client {
             sub: agents.submitter(),
@@ -128,16 +144,55 @@ fn run_seed(seed: u64, p: CommitProtocol) -> (u64, u64, bool) {
         }
     }
     agents.shutdown();
-    let mid_run = sim.crashed_count() > 0;
-    if !mid_run {
-        sim.crash();
-    }
+    sim.clear_faults();
     sim.disarm_crash();
+    let mid_run = sim.incarnation() > incarnation;
+    if !mid_run {
+        if halt == 0 {
+            sim.crash();
+        } else {
+            sim.kill_process();
+        }
+    }
+    let killed = sim.killed_count() > 0;
     drop(db);
     let acked = std::mem::take(&mut tally.0.lock().unwrap().acked);
     let commit_records = commits.load(Ordering::SeqCst);
 
-    let db = Database::open(FencedStorage::for_incarnation(&sim), "/db", options(p))
+    // After a kill the database is reopened in the same boot, from the page cache, and
+    // what it shows must survive the power loss that follows.
+    let shown = if killed {
+        let ids = check_recovered(&sim, seed, p, &acked, commit_records);
+        sim.crash();
+        Some(ids)
+    } else {
+        None
+    };
+    let ids = check_recovered(&sim, seed, p, &acked, commit_records);
+    if let Some(shown) = shown {
+        assert_eq!(
+            ids.len(),
+            shown.len(),
+            "seed {seed} {p}: history rows shown after the kill were lost by a power loss"
+        );
+        assert!(
+            ids == shown,
+            "seed {seed} {p}: the history changed across the power loss"
+        );
+    }
+    (acked.len() as u64, commit_records, mid_run)
+}
+
+/// Recovers, checks TPC-B's consistency and the acknowledged history, and returns the
+/// history ids the recovered database shows.
+fn check_recovered(
+    sim: &SimStorage,
+    seed: u64,
+    p: CommitProtocol,
+    acked: &HashSet<u64>,
+    commit_records: u64,
+) -> HashSet<u64> {
+    let db = Database::open(FencedStorage::for_incarnation(sim), "/db", options(p))
         .unwrap_or_else(|e| panic!("seed {seed} {p}: recovery failed: {e}"));
     let tables = TpcbTables::open(&db).unwrap();
     let c = tpcb::check(&db, &tables, None).unwrap();
@@ -156,7 +211,7 @@ fn run_seed(seed: u64, p: CommitProtocol) -> (u64, u64, bool) {
     );
     db.verify().unwrap();
     db.close().unwrap();
-    (acked.len() as u64, commit_records, mid_run)
+    ids
 }
 
 #[test]
@@ -176,8 +231,8 @@ fn tpcb_stays_consistent_through_crashes_under_every_durable_protocol() {
         mid += m as u64;
     }
     println!(
-        "TPC-B crash sweep: {SEEDS} seeds over 4 protocols, {mid} crashes mid-run, {acked} acknowledged, {records} commit records, 0 lost, 0 inconsistent"
+        "TPC-B crash sweep: {SEEDS} seeds over 4 protocols and 3 halts (power loss, kill then power loss, failed fsync then kill), {mid} halts mid-run, {acked} acknowledged, {records} commit records, 0 lost, 0 inconsistent"
     );
     assert!(acked > SEEDS * 10, "too little work to mean anything");
-    assert!(mid > SEEDS / 2, "crashes must hit running work");
+    assert!(mid > SEEDS / 3, "halts must hit running work");
 }

@@ -29,6 +29,10 @@ struct Report {
     violations: u64,
     crashes_mid_run: u64,
     crashes_in_recovery: u64,
+    process_kills: u64,
+    failed_syncs: u64,
+    refused_opens: u64,
+    states_rechecked: u64,
     failures: Vec<String>,
 }
 
@@ -52,6 +56,10 @@ pub fn engine(a: EngineArgs) -> Result<(), Failure> {
         "violations",
         "crashes mid-run",
         "crashes in recovery",
+        "kills",
+        "failed fsyncs",
+        "opens refused",
+        "shown states rechecked",
     ]);
     t.row([
         thousands(r.seeds as f64),
@@ -60,6 +68,10 @@ pub fn engine(a: EngineArgs) -> Result<(), Failure> {
         r.violations.to_string(),
         thousands(r.crashes_mid_run as f64),
         thousands(r.crashes_in_recovery as f64),
+        thousands(r.process_kills as f64),
+        thousands(r.failed_syncs as f64),
+        thousands(r.refused_opens as f64),
+        thousands(r.states_rechecked as f64),
     ]);
     println!("{}", t.render());
     for f in r.failures.iter().take(20) {
@@ -77,6 +89,10 @@ pub fn engine(a: EngineArgs) -> Result<(), Failure> {
                 violations: r.violations,
                 crashes_mid_run: r.crashes_mid_run,
                 crashes_in_recovery: r.crashes_in_recovery,
+                process_kills: r.process_kills,
+                failed_syncs: r.failed_syncs,
+                refused_opens: r.refused_opens,
+                states_rechecked: r.states_rechecked,
                 failures: r.failures,
             })
         );

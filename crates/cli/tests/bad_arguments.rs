@@ -111,6 +111,10 @@ fn crash_test_engine_runs_and_reports_json() {
     assert_eq!(v["lost"], 0);
     assert_eq!(v["violations"], 0);
     assert!(v["acknowledged"].as_u64().unwrap() > 0);
+    assert!(
+        v["process_kills"].is_u64(),
+        "the report names its halt modes: {v}"
+    );
 }
 
 #[test]

@@ -28,8 +28,8 @@ fn every_protocol_survives_the_crash_sweep() {
     for p in CommitProtocol::ALL {
         let r = crash_test_mode(CrashMode::Agents(p), seeds, 10_000, |_| {});
         println!(
-            "crash sweep {p:>13}: {} seeds, {} acknowledged, {} lost, {} lost as async allows, {} violations, {} crashes mid-run, {} in recovery",
-            r.seeds, r.acknowledged, r.lost, r.lost_async, r.violations, r.crashes_mid_run, r.crashes_in_recovery
+            "crash sweep {p:>13}: {} seeds, {} acknowledged, {} lost, {} lost as async allows, {} violations, {} crashes mid-run, {} in recovery, {} kills, {} failed fsyncs, {} shown states rechecked",
+            r.seeds, r.acknowledged, r.lost, r.lost_async, r.violations, r.crashes_mid_run, r.crashes_in_recovery, r.process_kills, r.failed_syncs, r.states_rechecked
         );
         assert_eq!(r.violations, 0, "{p}: {:?}", r.failures);
         assert_eq!(r.lost, 0, "{p}: acknowledged commits lost");

@@ -541,7 +541,12 @@ impl Log {
         let _ = handle.join();
         s.preparer.stop();
         if let Some(p) = self.preparer.lock().take() {
-            let _ = p.join();
+            // Closed from a callback that the preparer's poisoning ran (it dropped the last
+            // owner of this log): the preparer cannot join itself; it has stopped and exits
+            // once the callback returns.
+            if p.thread().id() != std::thread::current().id() {
+                let _ = p.join();
+            }
         }
         s.buffer.stop();
         s.waiters.fail_all(&WalError::Closed);

@@ -1,16 +1,29 @@
 //! The crash sweep: random multi-key transactions from several threads over the
-//! simulated disk, a crash at a seeded random operation (during normal work, and again
-//! during recovery), then a check of the recovered database.
+//! simulated disk, which fails at a seeded random point in one of four ways (each seed
+//! draws one):
+//!
+//! * a power loss (unsynced writes kept, dropped or garbled per sector);
+//! * a process kill that leaves the page cache behind: the database is reopened in the same
+//!   boot, reading that cache, and the power goes later;
+//! * a failed fsync (EIO or ENOSPC, once or from then on: Linux drops the failed pages from
+//!   write-back but keeps them readable), then a kill or a power loss;
+//! * a power loss followed by read errors during the next recovery, which must fail the
+//!   open with an I/O error, never with "corruption" and never with a panic.
+//!
+//! Recoveries are themselves halted at random operations (power losses, and kills after a
+//! kill). Every recovery that completes shows its state to a client, and that state must
+//! survive every later halt: nothing a client was shown may depend on bytes the device does
+//! not hold.
 //!
 //! The check. Every transaction that reached its commit record is a *candidate*, ordered
 //! by the LSN of that record; those whose commit returned (durable) are *acknowledged*.
 //! Locks are released only after the commit is durable, so a candidate's writes can be
-//! overwritten only by a later candidate, and the recovered database must equal the
-//! result of applying, in LSN order, some prefix of the candidates that contains every
+//! overwritten only by a later candidate, and every recovered state must equal the result
+//! of applying, in LSN order, some prefix of the candidates that contains every
 //! acknowledged one (the prefix ends wherever the durable log ended). Rolled-back and
-//! unfinished transactions are never candidates, so any trace of them is a violation;
-//! a missing acknowledged write is a loss. Finally every table must verify: key order,
-//! tree structure, and every page on disk with a valid checksum.
+//! unfinished transactions are never candidates, so any trace of them is a violation; a
+//! missing acknowledged write is a loss. Finally every table must verify: key order, tree
+//! structure, and every page on disk with a valid checksum.
 
 use crate::testing::fence::FencedStorage;
 use crate::{
@@ -19,7 +32,7 @@ use crate::{
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use sluice_storage::SimStorage;
+use sluice_storage::{FaultKind, FaultOp, FaultPlan, SimStorage};
 use sluice_wal::Lsn;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -43,6 +56,14 @@ pub struct CrashReport {
     pub crashes_mid_run: u64,
     /// Recoveries that were themselves interrupted by a crash.
     pub crashes_in_recovery: u64,
+    /// Process kills (the page cache survives; a power loss follows later).
+    pub process_kills: u64,
+    /// Seeds whose workload hit a failed fsync (EIO or ENOSPC) and poisoned the database.
+    pub failed_syncs: u64,
+    /// Opens refused, as they must be, because a read failed during recovery.
+    pub refused_opens: u64,
+    /// Times a state shown after one recovery was found intact after a later halt.
+    pub states_rechecked: u64,
     /// One line per violation, with its seed.
     pub failures: Vec<String>,
 }
@@ -130,6 +151,9 @@ fn run_txn(
     }
     log.lock().expect("outcome log")[idx].acked = true;
     tx.release_locks();
+    // As `Transaction::commit` does: let the background checkpointer know about the log
+    // volume, so that checkpoints (and their data-file syncs) run during the workload.
+    db.inner.maybe_checkpoint();
     Ok(())
 }
 
@@ -219,7 +243,33 @@ struct SeedResult {
     lost_async: u64,
     mid_run: bool,
     in_recovery: u64,
+    kills: u64,
+    failed_syncs: u64,
+    refused_opens: u64,
+    rechecked: u64,
     problem: Option<String>,
+}
+
+impl SeedResult {
+    fn new() -> SeedResult {
+        SeedResult {
+            acknowledged: 0,
+            lost: 0,
+            lost_async: 0,
+            mid_run: false,
+            in_recovery: 0,
+            kills: 0,
+            failed_syncs: 0,
+            refused_opens: 0,
+            rechecked: 0,
+            problem: None,
+        }
+    }
+
+    fn fail(mut self, problem: String) -> SeedResult {
+        self.problem = Some(problem);
+        self
+    }
 }
 
 /// How the sweep's transactions commit.
@@ -371,24 +421,55 @@ fn run_agents(
         .collect()
 }
 
+/// How the machine fails during a seed (each seed draws one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Halt {
+    /// Power loss at a random operation: unsynced writes are kept, dropped or garbled.
+    PowerLoss,
+    /// The process is killed at a random operation; the page cache survives, the database
+    /// is reopened in the same boot (reading that cache), and a power loss follows.
+    KillThenPowerLoss,
+    /// An fsync fails (EIO or ENOSPC, once or from then on; Linux drops the failed pages
+    /// from write-back but keeps them readable), then a kill or a power loss.
+    FsyncFailure,
+    /// A power loss, then read errors during the next recovery, which must fail cleanly.
+    ReadErrorsInRecovery,
+}
+
+const HALTS: [Halt; 4] = [
+    Halt::PowerLoss,
+    Halt::KillThenPowerLoss,
+    Halt::FsyncFailure,
+    Halt::ReadErrorsInRecovery,
+];
+
+/// A seed's workload does a few dozen syncs; failing one in this range lands most
+/// failures in the middle of it.
+const SYNC_RANGE: u64 = 40;
+
+/// The next incarnation of the database on the rebooted (or still running) machine.
+fn reopen(sim: &SimStorage, options: Options) -> Result<Database, Error> {
+    Database::open(FencedStorage::for_incarnation(sim), DIR, options)
+}
+
+/// True for errors a failing disk explains (an injected fault or a halt), as opposed to
+/// errors that mean the engine is wrong (corruption, a panic-free but false refusal).
+fn is_disk_error(e: &Error) -> bool {
+    e.is_io()
+}
+
 fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
     let mut rng = StdRng::seed_from_u64(seed);
+    let halt = HALTS[rng.gen_range(0..HALTS.len())];
     let sim = SimStorage::new(seed);
-    let mut res = SeedResult {
-        acknowledged: 0,
-        lost: 0,
-        lost_async: 0,
-        mid_run: false,
-        in_recovery: 0,
-        problem: None,
-    };
+    let mut res = SeedResult::new();
     let mut opts = options();
     if let CrashMode::Agents(p) = mode {
         opts.commit = p;
     }
     let options = || opts;
     let setup = (|| {
-        let db = Database::open(FencedStorage::for_incarnation(&sim), DIR, options())?;
+        let db = reopen(&sim, options())?;
         let tables: Vec<Table> = TABLES
             .iter()
             .map(|n| db.create_table(n))
@@ -397,17 +478,36 @@ fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
     })();
     let (db, tables) = match setup {
         Ok(x) => x,
-        Err(e) => {
-            res.problem = Some(format!("setup failed: {e}"));
-            return res;
-        }
+        Err(e) => return res.fail(format!("setup failed: {e}")),
     };
     let outcomes = Mutex::new(Vec::new());
     let range = match mode {
         CrashMode::Agents(CommitProtocol::Async) => ASYNC_CRASH_RANGE,
         _ => CRASH_RANGE,
     };
-    sim.crash_at_op(rng.gen_range(1..=range));
+    match halt {
+        Halt::PowerLoss | Halt::ReadErrorsInRecovery => sim.crash_at_op(rng.gen_range(1..=range)),
+        Halt::KillThenPowerLoss => sim.kill_at_op(rng.gen_range(1..=range)),
+        Halt::FsyncFailure => {
+            let kind = if rng.gen_bool(0.5) {
+                FaultKind::Eio
+            } else {
+                FaultKind::Enospc
+            };
+            // Log syncs outnumber data-file syncs (one per checkpoint) by far: aim a third
+            // of the failures at the data file so that a checkpoint's sync fails too.
+            let mut plan = if rng.gen_bool(1.0 / 3.0) {
+                FaultPlan::new(FaultOp::Sync, rng.gen_range(1..=2), kind).on(format!("{DIR}/data"))
+            } else {
+                FaultPlan::new(FaultOp::Sync, rng.gen_range(1..=SYNC_RANGE), kind)
+            };
+            if rng.gen_bool(0.5) {
+                plan = plan.persistent();
+            }
+            sim.inject(plan);
+        }
+    }
+    let incarnation = sim.incarnation();
     let seeds: Vec<u64> = (0..THREADS).map(|_| rng.gen()).collect();
     if let CrashMode::Agents(p) = mode {
         *outcomes.lock().expect("outcome log") = run_agents(&db, &tables, p, &seeds, seed);
@@ -428,10 +528,18 @@ fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
             }
         });
     }
-    if sim.crashed_count() == 0 {
-        sim.crash();
-    } else {
+    let failed_sync = halt == Halt::FsyncFailure && db.inner.check().is_err();
+    res.failed_syncs += failed_sync as u64;
+    sim.clear_faults();
+    sim.disarm_crash();
+    if sim.incarnation() > incarnation {
         res.mid_run = true;
+        res.kills += (halt == Halt::KillThenPowerLoss) as u64;
+    } else if halt == Halt::KillThenPowerLoss || (halt == Halt::FsyncFailure && rng.gen_bool(0.5)) {
+        sim.kill_process();
+        res.kills += 1;
+    } else {
+        sim.crash();
     }
     drop(tables);
     drop(db);
@@ -440,53 +548,113 @@ fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
         .iter()
         .filter(|o| o.acked && o.commit.is_some())
         .count() as u64;
+    let durable = !matches!(mode, CrashMode::Agents(CommitProtocol::Async));
 
-    // Recover, crashing during recovery up to twice.
+    // Recover, halting during recovery up to twice (a power loss or, after a kill, another
+    // kill). A recovery that completes shows its state to a client; that state must
+    // survive every later halt, power losses included (nothing a client was shown may
+    // depend on data the device does not hold).
+    let mut shown: Option<State> = None;
+    let check_shown = |db: &Database, res: &mut SeedResult, shown: &mut Option<State>| {
+        let got = read_state(db).map_err(|e| format!("reading a recovered state failed: {e}"))?;
+        let (lost, problem) = judge(&outcomes, &got, durable);
+        if lost > 0 {
+            res.lost = res.lost.max(lost);
+        }
+        if let Some(p) = problem {
+            return Err(p);
+        }
+        if let Some(before) = shown.as_ref() {
+            if before != &got {
+                return Err(diff_message(
+                    "a state shown to a client after an earlier recovery was lost",
+                    before,
+                    &got,
+                ));
+            }
+            res.rechecked += 1;
+        }
+        *shown = Some(got);
+        Ok::<(), String>(())
+    };
+    let killed = res.kills > 0;
     for _ in 0..2 {
         if !rng.gen_bool(0.5) {
             break;
         }
-        let before = sim.crashed_count();
-        sim.crash_at_op(rng.gen_range(1..=40));
-        let r = Database::open(FencedStorage::for_incarnation(&sim), DIR, options());
-        sim.disarm_crash();
-        drop(r);
-        if sim.crashed_count() > before {
-            res.in_recovery += 1;
+        let before = sim.incarnation();
+        let n = rng.gen_range(1..=60);
+        if killed && rng.gen_bool(0.5) {
+            sim.kill_at_op(n);
         } else {
-            // Recovery finished and the handle closed cleanly: crash anyway, so the next
-            // open recovers once more from whatever that close left.
+            sim.crash_at_op(n);
+        }
+        let r = reopen(&sim, options());
+        sim.disarm_crash();
+        if sim.incarnation() > before {
+            res.in_recovery += 1;
+            drop(r);
+            continue;
+        }
+        match r {
+            Ok(db) => {
+                if let Err(p) = check_shown(&db, &mut res, &mut shown) {
+                    return res.fail(p);
+                }
+                drop(db);
+            }
+            Err(e) => return res.fail(format!("recovery failed: {e}")),
+        }
+        // Recovery finished and the handle closed: halt anyway, so the next open
+        // recovers once more from whatever that close left.
+        if killed && rng.gen_bool(0.5) {
+            sim.kill_process();
+        } else {
             sim.crash();
         }
     }
-    let db = match Database::open(FencedStorage::for_incarnation(&sim), DIR, options()) {
-        Ok(db) => db,
-        Err(e) => {
-            res.problem = Some(format!("recovery failed: {e}"));
-            return res;
+    if killed {
+        // Reopen in the same boot from the page cache and show the state to a client;
+        // then the power goes.
+        match reopen(&sim, options()) {
+            Ok(db) => {
+                if let Err(p) = check_shown(&db, &mut res, &mut shown) {
+                    return res.fail(p);
+                }
+                drop(db);
+            }
+            Err(e) => return res.fail(format!("recovery after a kill failed: {e}")),
         }
-    };
-    let got = match read_state(&db) {
-        Ok(s) => s,
-        Err(e) => {
-            res.problem = Some(format!("reading the recovered state failed: {e}"));
-            return res;
-        }
-    };
-    let durable = !matches!(mode, CrashMode::Agents(CommitProtocol::Async));
-    let (lost, problem) = judge(&outcomes, &got, durable);
-    if durable {
-        res.lost = lost;
-    } else {
-        res.lost_async = lost;
+        sim.crash();
     }
-    if problem.is_some() {
-        res.problem = problem;
-        return res;
+    if halt == Halt::ReadErrorsInRecovery {
+        let mut plan = FaultPlan::new(FaultOp::Read, rng.gen_range(1..=200), FaultKind::Eio);
+        if rng.gen_bool(0.5) {
+            plan = plan.persistent();
+        }
+        sim.inject(plan);
+        let r = reopen(&sim, options());
+        sim.clear_faults();
+        match r {
+            Err(e) if is_disk_error(&e) => res.refused_opens += 1,
+            Err(e) => {
+                return res.fail(format!(
+                    "a read error during recovery was reported as something else: {e}"
+                ))
+            }
+            Ok(db) => drop(db),
+        }
+        sim.crash();
+    }
+    let db = match reopen(&sim, options()) {
+        Ok(db) => db,
+        Err(e) => return res.fail(format!("recovery failed: {e}")),
+    };
+    if let Err(p) = check_shown(&db, &mut res, &mut shown) {
+        return res.fail(p);
     }
     if let Err(e) = db.verify() {
-        res.problem = Some(format!("verify failed: {e}"));
-        return res;
+        return res.fail(format!("verify failed: {e}"));
     }
     // The recovered database takes new work.
     let after = (|| {
@@ -497,9 +665,23 @@ fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
         db.close()
     })();
     if let Err(e) = after {
-        res.problem = Some(format!("work after recovery failed: {e}"));
+        return res.fail(format!("work after recovery failed: {e}"));
+    }
+    if !durable {
+        res.lost_async = std::mem::take(&mut res.lost);
     }
     res
+}
+
+fn diff_message(what: &str, before: &State, after: &State) -> String {
+    let diff: Vec<String> = before
+        .keys()
+        .chain(after.keys())
+        .filter(|k| before.get(k) != after.get(k))
+        .take(3)
+        .map(|k| format!("{}:{}", k.0, String::from_utf8_lossy(&k.1)))
+        .collect();
+    format!("{what}; differing keys {diff:?}")
 }
 
 /// Runs `seeds` seeds starting at `first_seed`, calling `progress` with each seed
@@ -523,14 +705,7 @@ pub fn crash_test_mode(
                 .cloned()
                 .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "panic".into());
-            SeedResult {
-                acknowledged: 0,
-                lost: 0,
-                lost_async: 0,
-                mid_run: false,
-                in_recovery: 0,
-                problem: Some(format!("panic: {msg}")),
-            }
+            SeedResult::new().fail(format!("panic: {msg}"))
         });
         report.seeds += 1;
         report.acknowledged += r.acknowledged;
@@ -538,6 +713,10 @@ pub fn crash_test_mode(
         report.lost_async += r.lost_async;
         report.crashes_mid_run += r.mid_run as u64;
         report.crashes_in_recovery += r.in_recovery;
+        report.process_kills += r.kills;
+        report.failed_syncs += r.failed_syncs;
+        report.refused_opens += r.refused_opens;
+        report.states_rechecked += r.rechecked;
         if let Some(p) = r.problem {
             report.violations += 1;
             report.failures.push(format!("seed {seed}: {p}"));
