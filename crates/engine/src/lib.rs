@@ -77,3 +77,25 @@ pub use options::{CommitProtocol, Limits, Options};
 pub use recovery::RecoveryReport;
 pub use sluice_wal::{LogOptions, Lsn};
 pub use txn::{Scan, Transaction};
+
+/// The commit steps and the lock manager are internal: called out of order they allow
+/// dirty reads or drop early-release dependencies (issue 8, defect 9). These must not
+/// compile.
+///
+/// ```compile_fail
+/// fn release(tx: &mut sluice::Transaction) {
+///     tx.release_locks();
+/// }
+/// ```
+///
+/// ```compile_fail
+/// fn commit_record(tx: &mut sluice::Transaction) {
+///     let _ = tx.commit_record();
+/// }
+/// ```
+///
+/// ```compile_fail
+/// let _ = sluice::LockManager::new(std::time::Duration::from_secs(1));
+/// ```
+#[cfg(doctest)]
+pub struct CommitStepsAreInternal;
