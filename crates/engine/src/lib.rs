@@ -72,7 +72,6 @@ pub use catalog::{Table, MAX_TABLE_NAME};
 pub use db::{Database, Stats, VerifyReport};
 pub use error::{Error, Result};
 pub use ids::{PageId, TxnId};
-pub use lock::{Granted, LockKey, LockManager, LockMode};
 pub use options::{CommitProtocol, Limits, Options};
 pub use recovery::RecoveryReport;
 pub use sluice_wal::{LogOptions, Lsn};

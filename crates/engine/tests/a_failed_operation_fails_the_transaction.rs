@@ -70,7 +70,10 @@ fn every_operation_of_a_failed_transaction_is_refused_and_rollback_works() {
     assert_failed_earlier(tx.get(&t, b"a"), "a get");
     assert_failed_earlier(tx.get_for_update(&t, b"a"), "a get_for_update");
     assert_failed_earlier(tx.delete(&t, b"a"), "a delete");
-    let first = tx.scan_all(&t).next().expect("a failed scan yields its error");
+    let first = tx
+        .scan_all(&t)
+        .next()
+        .expect("a failed scan yields its error");
     assert_failed_earlier(first, "a scan");
     tx.rollback().unwrap();
     drop(holder);

@@ -56,8 +56,16 @@ fn panicking_bodies_are_rolled_back_and_answered_and_the_agents_survive() {
     assert!(f.committed);
     agents.shutdown();
     let mut txn = db.begin();
-    assert_eq!(txn.get(&t, &[0]).unwrap(), None, "a panicked body's write landed");
-    assert_eq!(txn.get(&t, &[1]).unwrap(), None, "a panicked body's write landed");
+    assert_eq!(
+        txn.get(&t, &[0]).unwrap(),
+        None,
+        "a panicked body's write landed"
+    );
+    assert_eq!(
+        txn.get(&t, &[1]).unwrap(),
+        None,
+        "a panicked body's write landed"
+    );
     assert!(txn.get(&t, b"after").unwrap().is_some());
     txn.commit().unwrap();
 }

@@ -30,7 +30,11 @@ fn refused<T: std::fmt::Debug>(r: Result<T, Error>, what: &str) {
 fn every_operation_refuses_a_table_of_another_database() {
     let (a, ta) = db_with_table(1, b"in a");
     let (b, tb) = db_with_table(2, b"in b");
-    assert_eq!(ta.id(), tb.id(), "the scenario needs tables at the same page");
+    assert_eq!(
+        ta.id(),
+        tb.id(),
+        "the scenario needs tables at the same page"
+    );
 
     for op in 0..5 {
         let mut tx = b.begin();
@@ -72,7 +76,10 @@ fn a_table_from_an_earlier_opening_is_refused() {
     db.close().unwrap();
     let db = Database::open(disk, "/db", Options::small()).unwrap();
     let mut tx = db.begin();
-    refused(tx.put(&old, b"k", b"v"), "put with a handle of a closed opening");
+    refused(
+        tx.put(&old, b"k", b"v"),
+        "put with a handle of a closed opening",
+    );
     drop(tx);
     let t = db.table("t").unwrap();
     let mut tx = db.begin();

@@ -53,7 +53,9 @@ fn requests_queued_at_shutdown_all_run() {
     }
     agents.shutdown();
     for _ in 0..200 {
-        let r = rx.recv_timeout(NEVER).expect("a queued request was dropped");
+        let r = rx
+            .recv_timeout(NEVER)
+            .expect("a queued request was dropped");
         assert!(r.unwrap().committed);
     }
 }

@@ -6,20 +6,19 @@
 //! the writer's commit is durable.
 
 use sluice::{
-    AgentOptions, Agents, CommitProtocol, Database, Error, Finished, Lsn, Options, Outcome,
-    Table,
+    AgentOptions, Agents, CommitProtocol, Database, Error, Finished, Lsn, Options, Outcome, Table,
 };
 use sluice_storage::{GatedStorage, SimStorage, Storage};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 struct Setup {
     db: Database,
     t: Table,
     gate: GatedStorage,
-    writer: JoinHandle<()>,
+    /// The writer's pool: its one agent blocks until the writer's commit is durable.
+    writer: Agents,
     /// The end of the writer's commit record: what every delivery must wait for.
     commit_end: Lsn,
 }
@@ -39,14 +38,28 @@ fn setup(protocol: CommitProtocol, seed: u64) -> Setup {
     tx.put(&t, b"z", b"other").unwrap();
     tx.commit().unwrap();
     gate.close();
-    let (db1, t1) = (db.clone(), t.clone());
-    let writer = std::thread::spawn(move || {
-        let mut tx = db1.begin();
-        tx.put(&t1, b"k", b"new").unwrap();
-        tx.commit().unwrap();
-    });
-    gate.wait_held(1);
-    let commit_end = db.log().released_lsn();
+    // The writer commits through an agent so the test learns its commit LSN exactly.
+    let (hook_tx, hook_rx) = mpsc::channel();
+    let hook_tx = std::sync::Mutex::new(hook_tx);
+    let writer = Agents::start_with(
+        &db,
+        AgentOptions {
+            agents: 1,
+            protocol: Some(CommitProtocol::Elr),
+            on_commit_record: Some(Arc::new(move |_, lsn| {
+                hook_tx.lock().unwrap().send(lsn).unwrap();
+            })),
+        },
+    );
+    let t1 = t.clone();
+    writer.submit(
+        move |tx| {
+            tx.put(&t1, b"k", b"new")?;
+            Ok(Outcome::Commit(()))
+        },
+        |r| assert!(r.unwrap().committed),
+    );
+    let commit_end = hook_rx.recv().unwrap().expect("the writer logged");
     assert!(db.log().durable_lsn() < commit_end);
     Setup {
         db,
@@ -65,7 +78,7 @@ fn delivered_after_durable(s: Setup, what: &str, receive: impl FnOnce() -> Lsn +
     assert!(!h.is_finished(), "{what} delivered with the log held");
     s.gate.open();
     let durable = h.join().unwrap();
-    s.writer.join().unwrap();
+    s.writer.shutdown();
     assert!(
         durable >= s.commit_end,
         "{what} delivered at durable {durable}, before the commit it read at {}",
