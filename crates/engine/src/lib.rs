@@ -2,9 +2,10 @@
 //!
 //! A [`Database`] lives in a directory: a write-ahead log (`sluice-wal`), a data file of
 //! fixed-size pages, and a small control file pointing at the last checkpoint. Tables are
-//! B+trees with variable-length keys and values; [`Transaction`]s read and write them under
-//! strict two-phase key locking, commit once their commit record is durable, and roll back
-//! with compensation records. Restart recovery is ARIES (analysis, redo, undo); torn page
+//! B+trees with variable-length keys and values; [`Transaction`]s read and write them
+//! serializably (strict two-phase locking with key-range locks: no phantoms), commit once
+//! their commit record is durable, and roll back with compensation records. Any failed
+//! operation fails its transaction, which can then only roll back. Restart recovery is ARIES (analysis, redo, undo); torn page
 //! writes are repaired from full page images logged after each checkpoint. Every disk
 //! access goes through [`sluice_storage::Storage`], so the same code runs on real files and
 //! on the crash-simulating disk the tests use.
