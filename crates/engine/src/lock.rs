@@ -20,7 +20,9 @@
 //! Gap I–I is compatible so that concurrent appends at the end of a table never
 //! serialise; gap D conflicts with I and D because a rollback re-inserts a deleted key
 //! without taking locks, so nobody else may change a gap in which an uncommitted delete
-//! lives.
+//! lives. Who takes which part is described where they are taken: `btree/write.rs`
+//! (inserts, deletes) and `btree/scan.rs` (scans); point reads take record S, updates
+//! record X.
 //!
 //! Requests are granted in arrival order: a request is granted when it is compatible
 //! with every granted lock of other transactions and no earlier request is still waiting

@@ -277,18 +277,33 @@ impl Transaction {
         Ok(())
     }
 
-    /// Takes `mode` on `name` of `table`, waiting (no latch may be held).
-    fn lock(&mut self, table: PageId, name: LockName, mode: LockMode) -> Result<()> {
+    /// Takes `mode` on `name` of `table`, waiting (no latch may be held); returns
+    /// whether the transaction did not hold the name before.
+    fn lock(&mut self, table: PageId, name: LockName, mode: LockMode) -> Result<bool> {
         let k = LockKey { table, name };
-        if self
+        let g = self
             .db
             .locks
-            .lock(self.shared.id, &k, mode, &mut self.dep)?
-            == Granted::New
-        {
+            .lock(self.shared.id, &k, mode, &mut self.dep)?;
+        if g == Granted::New {
             self.held.push(k);
         }
-        Ok(())
+        Ok(g == Granted::New)
+    }
+
+    /// Gives back a lock the current operation took and has not used: nothing was read
+    /// or changed under it (the operation starts over), so 2PL does not need it kept.
+    fn unlock_unused(&mut self, table: PageId, name: LockName) {
+        let k = LockKey { table, name };
+        let i = self
+            .held
+            .iter()
+            .rposition(|h| *h == k)
+            .expect("an unused lock is held");
+        self.held.swap_remove(i);
+        self.db
+            .locks
+            .release(self.shared.id, [&k], None, self.db.log.durable_lsn());
     }
 
     fn check_key(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
@@ -340,13 +355,21 @@ impl Transaction {
         self.settle(r)
     }
 
-    /// Record X on the key; an insert or delete also takes its gap locks under the leaf
-    /// latch, and if one is not free, waits for it with no latch held and starts over.
+    /// Record X on the key (a delete: and gap I, in one request — taking the record
+    /// first and waiting for the gap part while holding it would deadlock against a
+    /// delete below the key that then touches the key); an insert or delete also takes
+    /// its gap locks under the leaf latch, and if one is not free, waits for it with no
+    /// latch held and starts over.
     fn write(&mut self, table: &Table, key: &[u8], new: Option<&[u8]>) -> Result<Option<Vec<u8>>> {
         self.check_table(table)?;
         self.check_key(key, new)?;
         self.db.check()?;
-        self.lock(table.root, LockName::Key(key.to_vec()), LockMode::RECORD_X)?;
+        let mode = match new {
+            Some(_) => LockMode::RECORD_X,
+            None => LockMode::RECORD_X.with(LockMode::GAP_I),
+        };
+        let name = || LockName::Key(key.to_vec());
+        let mut fresh = self.lock(table.root, name(), mode)?;
         let start = std::time::Instant::now();
         for _ in 0..MAX_GAP_RETRIES {
             let Transaction {
@@ -365,7 +388,7 @@ impl Transaction {
                 held,
                 dep,
             };
-            match db.tree_set_locking(
+            let (gap, gap_mode) = match db.tree_set_locking(
                 &table.latch,
                 table.root,
                 key,
@@ -374,7 +397,20 @@ impl Transaction {
                 Some(&mut gaps),
             )? {
                 SetOutcome::Done(old) => return Ok(old),
-                SetOutcome::Blocked(name, mode) => self.lock(table.root, name, mode)?,
+                SetOutcome::Blocked(gap, gap_mode) => (gap, gap_mode),
+            };
+            // Waiting for the gap while holding the key's lock would deadlock against a
+            // transaction that deleted a key below ours (its gap D blocks us) and then
+            // touches our key: "delete j, then insert or delete k" against "insert k".
+            // If this operation took the key's lock, nothing was read or changed under
+            // it yet, so it can go and be taken again after the wait (as InnoDB's insert
+            // waits for its insert-intention gap lock before it has a record to lock).
+            if fresh {
+                self.unlock_unused(table.root, name());
+            }
+            self.lock(table.root, gap, gap_mode)?;
+            if fresh {
+                fresh = self.lock(table.root, name(), mode)?;
             }
         }
         Err(Error::LockTimeout {

@@ -1,15 +1,21 @@
 //! Setting a key: insert, update and delete are all "make `key` map to `new`".
 //!
-//! Key-range locking (see `lock.rs`): a transaction's insert of a new key `k` takes gap I
-//! on `k` and on `next(k)` (the smallest key above `k` in the tree, or the table's end);
-//! a delete of `k` takes gap D on both. The gap on `next(k)` is the one the change
-//! splits or merges. The gap part on `k` itself is there because `k`'s existence bounds
-//! the gap below it: deleting `k` merges that gap into `next(k)`'s, and rolling back an
-//! insert of `k` (which takes no locks) does the same, so a scanner that relies on the
-//! gap below `k` (gap S on `k`) or an uncommitted delete living in it (gap D on `k`)
-//! must make the change wait. `next(k)` is found and the gaps are try-locked under the
-//! leaf's X latch; if a lock is not free the operation drops every latch, and the caller
-//! waits for the lock and redoes it (`next(k)` may have changed meanwhile).
+//! Key-range locking (see `lock.rs`). A transaction's insert of a new key `k` takes gap I
+//! on `next(k)` (the smallest key above `k` in the tree, or the table's end); a delete
+//! takes gap D there: that is the gap the change splits or merges, and gap D stays until
+//! the end so that nobody changes a gap holding an uncommitted delete (its rollback
+//! re-inserts without locks). Both also take gap I on `k` itself, because `k`'s
+//! existence bounds the gap below it: deleting `k`, or rolling back its insert (which
+//! takes no locks), merges that gap into `next(k)`'s, so a scanner that relies on the gap
+//! below `k` (gap S on `k`, as the key after its range) or an uncommitted delete living
+//! there (gap D on `k`) must make the change wait — exactly what gap I conflicts with.
+//! (Not gap D on `k`: that would also conflict with inserts below `k`, which an insert
+//! or delete of `k` does not disturb, and deadlock "insert j, then update k" against
+//! "delete k".) A delete takes its gap I on `k` with the record X lock, before
+//! descending; an insert (a `put` that finds `k` absent) adds it under the latch.
+//! `next(k)` is found and its gap try-locked under the leaf's X latch; if a lock is not
+//! free the operation drops every latch, and the caller waits for the lock and redoes
+//! it (`next(k)` may have changed meanwhile).
 
 use crate::btree::page_op::{apply_op, fits, op_for};
 use crate::btree::TreeLatch;
@@ -108,9 +114,9 @@ impl Inner {
     }
 
     /// Makes `key` map to `new` in the tree at `root`. The caller holds the key's record
-    /// X lock (or is undo). With `gaps`, an insert or delete first try-locks its gaps
-    /// (module docs) and returns [`SetOutcome::Blocked`], changing nothing, if one is
-    /// not free.
+    /// X lock, and for a delete (`new == None`) gap I on it too (or is undo). With
+    /// `gaps`, an insert or delete first try-locks its gaps (module docs) and returns
+    /// [`SetOutcome::Blocked`], changing nothing, if one is not free.
     pub(crate) fn tree_set_locking(
         &self,
         latch: &TreeLatch,
@@ -177,15 +183,19 @@ impl Inner {
         if !room {
             return Ok(Attempt::NoRoom);
         }
+        // The gap part on next(k): an update changes no gap.
         let gap = match (&old, new) {
             (None, Some(_)) => Some(LockMode::GAP_I),
             (Some(_), None) => Some(LockMode::GAP_D),
-            _ => None, // an update changes no gap
+            _ => None,
         };
         if let (Some(mode), Some(locker)) = (gap, gaps) {
-            let own = LockName::Key(key.to_vec());
-            if !locker.try_lock(&own, mode) {
-                return Ok(Attempt::Blocked(own, mode));
+            if mode == LockMode::GAP_I {
+                // An insert: gap I on k itself (a delete's caller took it up front).
+                let own = LockName::Key(key.to_vec());
+                if !locker.try_lock(&own, LockMode::GAP_I) {
+                    return Ok(Attempt::Blocked(own, LockMode::GAP_I));
+                }
             }
             if let Some(name) = self.lock_next(w, next, mode, locker)? {
                 return Ok(Attempt::Blocked(name, mode));
