@@ -142,3 +142,97 @@ pub(crate) fn scan_batch(
         leaf = inner.pool.fetch(next)?;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::TxnId;
+    use crate::lock::LockKey;
+    use crate::{Database, Options};
+    use sluice_storage::SimStorage;
+    use std::collections::HashSet;
+    use std::sync::{mpsc, Arc};
+    use std::time::Duration;
+
+    /// Postmortem-style pin of the latch coupling (module docs): between leaving a leaf
+    /// and locking the next leaf's first key, an insert into the tail of the leaf just
+    /// left must not be able to complete. The scan's lock callback, called for that first
+    /// key, lets a concurrent insert run; with coupling the insert cannot even latch the
+    /// leaf, without it the insert commits in that window and the scan misses it.
+    #[test]
+    fn an_insert_behind_the_scan_cannot_commit_before_the_next_leaf_is_locked() {
+        let mut o = Options::small();
+        o.lock_timeout = Duration::from_secs(10);
+        let db = Database::open(Arc::new(SimStorage::new(7)), "/db", o).unwrap();
+        let t = db.create_table("t").unwrap();
+        let mut tx = db.begin();
+        for i in 0..100 {
+            tx.put(&t, format!("k{i:03}").as_bytes(), &[7u8; 20])
+                .unwrap();
+        }
+        tx.commit().unwrap();
+        // The first two leaves: the last key of the first and the first of the second.
+        let inner = &db.inner;
+        let (last, first) = {
+            let _shared = t.latch.read();
+            let (_, leaf) = inner.descend(t.root, b"").unwrap();
+            let g = leaf.read_valid().unwrap();
+            let n = Inner::node_of(&g, leaf.id()).unwrap();
+            let next = inner.pool.fetch(n.link()).unwrap();
+            let g2 = next.read_valid().unwrap();
+            let n2 = Inner::node_of(&g2, next.id()).unwrap();
+            (n.key(n.len() - 1).to_vec(), n2.key(0).to_vec())
+        };
+        let mut x = last.clone();
+        x.push(b'5'); // between the two leaves: it goes into the tail of the first
+        assert!(last < x && x < first);
+
+        let scanner = TxnId(u64::MAX - 1);
+        let mut held = HashSet::new();
+        let mut dep = None;
+        let (done_tx, done) = mpsc::channel();
+        let mut inserter = None;
+        let mut committed_in_window = false;
+        let mut try_lock = |key: Option<&[u8]>, mode: LockMode| {
+            if key == Some(&first[..]) && inserter.is_none() {
+                let (db2, t2, x2, done_tx) = (db.clone(), t.clone(), x.clone(), done_tx.clone());
+                inserter = Some(std::thread::spawn(move || {
+                    let mut tx = db2.begin();
+                    tx.put(&t2, &x2, b"behind the scan").unwrap();
+                    tx.commit().unwrap();
+                    done_tx.send(()).unwrap();
+                }));
+                committed_in_window = done.recv_timeout(Duration::from_millis(300)).is_ok();
+            }
+            let k = LockKey {
+                table: t.root,
+                name: key.map_or(LockName::End, |k| LockName::Key(k.to_vec())),
+            };
+            let ok = inner.locks.try_lock(scanner, &k, mode, &mut dep).is_some();
+            if ok {
+                held.insert(k);
+            }
+            ok
+        };
+        let batch = scan_batch(
+            inner,
+            &t.latch,
+            t.root,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            1000,
+            &mut try_lock,
+        )
+        .unwrap();
+        assert_eq!(batch.end, BatchEnd::Done);
+        let seen = batch.entries.iter().any(|(k, _)| *k == x);
+        assert!(
+            !committed_in_window || seen,
+            "an insert committed behind the scan before it locked the next leaf, and the scan missed it"
+        );
+        inner
+            .locks
+            .release(scanner, &held, None, inner.log.durable_lsn());
+        inserter.expect("the callback ran").join().unwrap();
+    }
+}
