@@ -47,6 +47,9 @@ fn deleting_the_key_after_a_scanned_range_waits_for_the_scanner() {
     scanner.commit().unwrap();
     writer.join().unwrap();
     let mut tx = db.begin();
-    assert_eq!(keys(&mut tx, &t), vec![b"a".to_vec(), b"c".to_vec(), b"d".to_vec()]);
+    assert_eq!(
+        keys(&mut tx, &t),
+        vec![b"a".to_vec(), b"c".to_vec(), b"d".to_vec()]
+    );
     tx.commit().unwrap();
 }

@@ -154,7 +154,7 @@ mod tests {
     use std::sync::{mpsc, Arc};
     use std::time::Duration;
 
-    /// Postmortem-style pin of the latch coupling (module docs): between leaving a leaf
+    /// Pins the latch coupling (module docs): between leaving a leaf
     /// and locking the next leaf's first key, an insert into the tail of the leaf just
     /// left must not be able to complete. The scan's lock callback, called for that first
     /// key, lets a concurrent insert run; with coupling the insert cannot even latch the
