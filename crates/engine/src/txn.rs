@@ -370,7 +370,8 @@ impl Transaction {
         };
         let name = || LockName::Key(key.to_vec());
         let mut fresh = self.lock(table.root, name(), mode)?;
-        let start = std::time::Instant::now();
+        // Only a wait for a gap starts the clock (no clock read on the common path).
+        let mut waiting_since = None;
         for _ in 0..MAX_GAP_RETRIES {
             let Transaction {
                 db,
@@ -408,6 +409,7 @@ impl Transaction {
             if fresh {
                 self.unlock_unused(table.root, name());
             }
+            waiting_since.get_or_insert_with(std::time::Instant::now);
             self.lock(table.root, gap, gap_mode)?;
             if fresh {
                 fresh = self.lock(table.root, name(), mode)?;
@@ -415,7 +417,7 @@ impl Transaction {
         }
         Err(Error::LockTimeout {
             table: table.root,
-            waited_ms: start.elapsed().as_millis() as u64,
+            waited_ms: waiting_since.map_or(0, |t| t.elapsed().as_millis() as u64),
         })
     }
 
