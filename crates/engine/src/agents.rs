@@ -524,14 +524,28 @@ impl Agents {
             let _ = t.join();
         }
         // Agents leave only when nothing is queued or detached, and nothing is accepted
-        // after `stopping`: every request has been answered.
-        let q = self.shared.q.lock();
-        assert!(
-            q.requests.is_empty()
-                && q.hardened.is_empty()
+        // after `stopping`: every request has been answered. Only agents killed by
+        // something `catch_unwind` cannot catch could leave work behind; answer it here
+        // rather than assert in a drop.
+        let (requests, hardened) = {
+            let mut q = self.shared.q.lock();
+            (
+                std::mem::take(&mut q.requests),
+                std::mem::take(&mut q.hardened),
+            )
+        };
+        debug_assert!(
+            requests.is_empty()
+                && hardened.is_empty()
                 && self.shared.in_flight.load(Ordering::SeqCst) == 0,
             "agents left with requests unanswered"
         );
+        for r in requests {
+            r.refuse(Error::Closed("the agent pool is shut down"));
+        }
+        for j in hardened {
+            j();
+        }
     }
 }
 
