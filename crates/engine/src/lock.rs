@@ -35,9 +35,7 @@ use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
 use parking_lot::{Condvar, Mutex};
 use sluice_wal::Lsn;
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -53,8 +51,29 @@ const PRUNE_AT: usize = 1024;
 pub(crate) enum LockName {
     /// A key (present in the tree or not).
     Key(Vec<u8>),
-    /// `+∞`: the end of the table.
-    End,
+    /// `+∞`, the end of the table: one of [`END_STRIPES`] stripes (see
+    /// [`LockName::end_stripes`]).
+    End(u16),
+}
+
+/// The end of a table is locked in stripes. Appends (TPC-B's history) all take gap I on
+/// the end; gap I–I is compatible, so they never wait, but one shared lock entry would
+/// still be a cache line and a mutex every appender on every core touches twice per
+/// transaction (measured: TPC-B elr-pipelined 13 % slower than without the lock).
+pub(crate) const END_STRIPES: u16 = 16;
+
+impl LockName {
+    /// The stripes of the end a transaction locks in `mode`: gap I takes the one stripe
+    /// its transaction id picks; every other part conflicts with gap I, so it takes them
+    /// all, and meets every appender whichever stripe it holds.
+    pub(crate) fn end_stripes(txn: TxnId, mode: LockMode) -> std::ops::Range<u16> {
+        if mode == LockMode::GAP_I {
+            let s = (txn.0 % u64::from(END_STRIPES)) as u16;
+            s..s + 1
+        } else {
+            0..END_STRIPES
+        }
+    }
 }
 
 /// What a lock names: a name in a table (its root page).
@@ -277,10 +296,28 @@ impl LockManager {
         }
     }
 
+    /// The shard of a name. Every lock operation pays this on top of the shard map's
+    /// own (SipHash) hashing of the key, so it is a cheap multiplicative mix (FxHash's)
+    /// rather than a second SipHash — about a tenth of the instructions for a short key.
+    /// Colliding keys could only unbalance the shards; the maps keep SipHash.
     fn shard(&self, key: &LockKey) -> &Shard {
-        let mut h = DefaultHasher::new();
-        key.hash(&mut h);
-        &self.shards[(h.finish() as usize) % SHARDS]
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mix = |h: u64, w: u64| (h.rotate_left(5) ^ w).wrapping_mul(K);
+        let mut h = mix(0, key.table.0);
+        match &key.name {
+            LockName::Key(k) => {
+                let mut chunks = k.chunks_exact(8);
+                for c in &mut chunks {
+                    h = mix(h, u64::from_le_bytes(c.try_into().expect("8 bytes")));
+                }
+                let mut tail = [0u8; 8];
+                tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+                h = mix(h, u64::from_le_bytes(tail) ^ (k.len() as u64) << 56);
+            }
+            LockName::End(stripe) => h = mix(h, u64::MAX - u64::from(*stripe)),
+        }
+        // The high bits are the well-mixed ones.
+        &self.shards[(h >> 32) as usize % SHARDS]
     }
 
     /// Grants `mode` on `key` to `txn` if that is possible without waiting (callable
@@ -615,7 +652,7 @@ mod tests {
         let lm = LockManager::new(Duration::from_millis(30));
         let end = LockKey {
             table: PageId(2),
-            name: LockName::End,
+            name: LockName::End(0),
         };
         // Concurrent appends never serialise.
         for t in 1..=3 {
@@ -652,6 +689,49 @@ mod tests {
         lm.unlock_all(TxnId(4), [&end, &k]);
         lm.unlock_all(TxnId(5), [&end]);
         lm.unlock_all(TxnId(6), [&k]);
+        assert!(lm.is_empty());
+    }
+
+    #[test]
+    fn an_append_on_any_stripe_of_the_end_meets_a_scanner_of_the_end() {
+        let lm = LockManager::new(Duration::from_millis(30));
+        let end = |s| LockKey {
+            table: PageId(2),
+            name: LockName::End(s),
+        };
+        let scanner = TxnId(1000);
+        let all: Vec<LockKey> = LockName::end_stripes(scanner, GS).map(end).collect();
+        assert_eq!(all.len(), END_STRIPES as usize);
+        for k in &all {
+            assert!(lm.try_lock(scanner, k, GS, &mut None).is_some());
+        }
+        let appenders: Vec<(TxnId, LockKey)> = (1..=40)
+            .map(|t| {
+                let stripes = LockName::end_stripes(TxnId(t), GI);
+                assert_eq!(stripes.len(), 1, "an append takes one stripe");
+                (TxnId(t), end(stripes.start))
+            })
+            .collect();
+        for (t, k) in &appenders {
+            assert!(
+                lm.try_lock(*t, k, GI, &mut None).is_none(),
+                "{t} passed the scanner"
+            );
+        }
+        lm.unlock_all(scanner, &all);
+        for (t, k) in &appenders {
+            assert!(
+                lm.try_lock(*t, k, GI, &mut None).is_some(),
+                "appends share the end"
+            );
+        }
+        // A delete of the last key (gap D on the end) meets them all as well.
+        let deleter = TxnId(2000);
+        let first = LockName::end_stripes(deleter, GD).map(end).next().unwrap();
+        assert!(lm.try_lock(deleter, &first, GD, &mut None).is_none());
+        for (t, k) in &appenders {
+            lm.unlock_all(*t, [k]);
+        }
         assert!(lm.is_empty());
     }
 

@@ -165,18 +165,38 @@ struct TxnGaps<'a> {
 }
 
 impl GapLocker for TxnGaps<'_> {
-    fn try_lock(&mut self, name: &LockName, mode: LockMode) -> bool {
-        let k = LockKey {
-            table: self.table,
-            name: name.clone(),
-        };
-        match self.locks.try_lock(self.txn, &k, mode, self.dep) {
-            Some(Granted::New) => {
-                self.held.push(k);
-                true
-            }
-            Some(_) => true,
-            None => false,
+    fn try_lock(&mut self, name: LockName, mode: LockMode) -> Result<(), LockName> {
+        try_lock_name(
+            self.locks, self.txn, self.table, name, mode, self.held, self.dep,
+        )
+    }
+}
+
+/// Try-locks `mode` on `name` of `table` for `txn` (the end of the table: the stripes
+/// the mode needs), remembering new locks in `held`; the name to wait for if one is not
+/// free.
+fn try_lock_name(
+    locks: &LockManager,
+    txn: crate::ids::TxnId,
+    table: PageId,
+    name: LockName,
+    mode: LockMode,
+    held: &mut Vec<LockKey>,
+    dep: &mut Option<Lsn>,
+) -> Result<(), LockName> {
+    let mut one = |name: LockName| {
+        let k = LockKey { table, name };
+        match locks.try_lock(txn, &k, mode, dep) {
+            Some(Granted::New) => held.push(k),
+            Some(_) => {}
+            None => return Err(k.name),
+        }
+        Ok(())
+    };
+    match name {
+        LockName::Key(_) => one(name),
+        LockName::End(_) => {
+            LockName::end_stripes(txn, mode).try_for_each(|s| one(LockName::End(s)))
         }
     }
 }
@@ -355,19 +375,14 @@ impl Transaction {
         self.settle(r)
     }
 
-    /// Record X on the key (a delete: and gap I, in one request — taking the record
-    /// first and waiting for the gap part while holding it would deadlock against a
-    /// delete below the key that then touches the key); an insert or delete also takes
-    /// its gap locks under the leaf latch, and if one is not free, waits for it with no
+    /// Record X on the key; an insert or delete also locks its next key under the leaf
+    /// latch (`btree/write.rs`), and if that lock is not free, waits for it with no
     /// latch held and starts over.
     fn write(&mut self, table: &Table, key: &[u8], new: Option<&[u8]>) -> Result<Option<Vec<u8>>> {
         self.check_table(table)?;
         self.check_key(key, new)?;
         self.db.check()?;
-        let mode = match new {
-            Some(_) => LockMode::RECORD_X,
-            None => LockMode::RECORD_X.with(LockMode::GAP_I),
-        };
+        let mode = LockMode::RECORD_X;
         let name = || LockName::Key(key.to_vec());
         let mut fresh = self.lock(table.root, name(), mode)?;
         // Only a wait for a gap starts the clock (no clock read on the common path).
@@ -402,7 +417,7 @@ impl Transaction {
             };
             // Waiting for the gap while holding the key's lock would deadlock against a
             // transaction that deleted a key below ours (its gap D blocks us) and then
-            // touches our key: "delete j, then insert or delete k" against "insert k".
+            // touches our key: "delete j, then put k" against "insert k".
             // If this operation took the key's lock, nothing was read or changed under
             // it yet, so it can go and be taken again after the wait (as InnoDB's insert
             // waits for its insert-intention gap lock before it has a record to lock).
@@ -635,18 +650,8 @@ impl Scan<'_> {
                 ..
             } = &mut *self.txn;
             let mut try_lock = |key: Option<&[u8]>, mode: LockMode| {
-                let k = LockKey {
-                    table: root,
-                    name: key.map_or(LockName::End, |k| LockName::Key(k.to_vec())),
-                };
-                match db.locks.try_lock(shared.id, &k, mode, dep) {
-                    Some(Granted::New) => {
-                        held.push(k);
-                        true
-                    }
-                    Some(_) => true,
-                    None => false,
-                }
+                let name = key.map_or(LockName::End(0), |k| LockName::Key(k.to_vec()));
+                try_lock_name(&db.locks, shared.id, root, name, mode, held, dep)
             };
             let batch = scan_batch(
                 db,

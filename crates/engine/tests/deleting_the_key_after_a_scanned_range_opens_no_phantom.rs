@@ -1,8 +1,8 @@
 //! A scan locks the gap up to the first key after its range. Deleting that key merges
 //! the gap into the next one, so the delete must wait for the scanner: otherwise an
 //! insert into the scanned range would lock the gap of the key after the deleted one,
-//! which the scanner does not hold, and appear as a phantom. (This is why an insert or
-//! delete of `k` takes a gap part on `k` itself, not only on `next(k)`.)
+//! which the scanner does not hold, and appear as a phantom. (This is why the scan locks
+//! that key's record too, not only its gap.)
 
 use sluice::{Database, Options, Table, Transaction};
 use sluice_storage::SimStorage;

@@ -1,10 +1,12 @@
 //! Ordered range scans, one batch of entries at a time, under key-range locks.
 //!
 //! Every key found in the range is locked record S + gap S (the key and the gap below
-//! it), and when the range ends, the first key beyond it (or the table's end) is locked
-//! gap S: together these cover every key the range could ever hold, so no insert or
+//! it), and when the range ends, so is the first key beyond it (or gap S on the table's
+//! end): together these cover every key the range could ever hold, so no insert or
 //! delete can change what the scan saw until the scanner ends (no phantoms, no skipped
-//! uncommitted deletes).
+//! uncommitted deletes). The record part on the key beyond the range is InnoDB's
+//! next-key lock: that key bounds the last gap, so it must not be deleted, nor be an
+//! uncommitted insert whose rollback would remove it, while the scanner relies on it.
 //!
 //! Each lock is tried under the latch of the leaf holding the key, *and* under the
 //! latches of every leaf between the previous locked name and it (latch coupling to the
@@ -59,8 +61,8 @@ fn above_lower(key: &[u8], from: Bound<&[u8]>) -> bool {
 
 /// Reads up to `max` entries of the range in key order from the tree at `root`,
 /// calling `try_lock` (which must not block) under leaf latches (module docs):
-/// [`LockMode::SCANNED`] for each key in range, [`LockMode::GAP_S`] for the first key
-/// beyond the range or the table's end (`None`). Holds the tree latch shared for the batch, so
+/// [`LockMode::SCANNED`] for each key in range and for the first key beyond it, or
+/// [`LockMode::GAP_S`] on the table's end (`None`). Holds the tree latch shared for the batch, so
 /// leaves do not split under it and the leaf chain can be followed without re-descending.
 pub(crate) fn scan_batch(
     inner: &Inner,
@@ -69,7 +71,7 @@ pub(crate) fn scan_batch(
     from: Bound<&[u8]>,
     to: Bound<&[u8]>,
     max: usize,
-    try_lock: &mut dyn FnMut(Option<&[u8]>, LockMode) -> bool,
+    try_lock: &mut dyn FnMut(Option<&[u8]>, LockMode) -> Result<(), LockName>,
 ) -> Result<Batch> {
     assert!(max >= 1);
     let _shared = latch.read();
@@ -102,11 +104,13 @@ pub(crate) fn scan_batch(
                     continue;
                 }
                 if !below_upper(key, to) {
-                    // The range ends below this key: lock the gap up to it.
-                    let end = if try_lock(Some(key), LockMode::GAP_S) {
-                        BatchEnd::Done
-                    } else {
-                        BatchEnd::Blocked(LockName::Key(key.to_vec()), LockMode::GAP_S)
+                    // The range ends below this key: lock the gap up to it, and the key
+                    // too (InnoDB's next-key lock): deleting it would merge the gap
+                    // into the next one, and if it is an uncommitted insert, its
+                    // lock-free rollback would — so both must wait for the scanner.
+                    let end = match try_lock(Some(key), LockMode::SCANNED) {
+                        Ok(()) => BatchEnd::Done,
+                        Err(name) => BatchEnd::Blocked(name, LockMode::SCANNED),
                     };
                     return Ok(Batch { entries, end });
                 }
@@ -116,10 +120,10 @@ pub(crate) fn scan_batch(
                         end: BatchEnd::More,
                     });
                 }
-                if !try_lock(Some(key), LockMode::SCANNED) {
+                if let Err(name) = try_lock(Some(key), LockMode::SCANNED) {
                     return Ok(Batch {
                         entries,
-                        end: BatchEnd::Blocked(LockName::Key(key.to_vec()), LockMode::SCANNED),
+                        end: BatchEnd::Blocked(name, LockMode::SCANNED),
                     });
                 }
                 // The gap below this key is locked: the leaves before it can go.
@@ -132,10 +136,9 @@ pub(crate) fn scan_batch(
         if !next.is_some() {
             // No key beyond the range: lock the gap up to the end of the table, still
             // holding the leaves after the last locked key.
-            let end = if try_lock(None, LockMode::GAP_S) {
-                BatchEnd::Done
-            } else {
-                BatchEnd::Blocked(LockName::End, LockMode::GAP_S)
+            let end = match try_lock(None, LockMode::GAP_S) {
+                Ok(()) => BatchEnd::Done,
+                Err(name) => BatchEnd::Blocked(name, LockMode::GAP_S),
             };
             return Ok(Batch { entries, end });
         }
@@ -204,15 +207,24 @@ mod tests {
                 }));
                 committed_in_window = done.recv_timeout(Duration::from_millis(300)).is_ok();
             }
-            let k = LockKey {
-                table: t.root,
-                name: key.map_or(LockName::End, |k| LockName::Key(k.to_vec())),
+            // Gap S on the end: every stripe.
+            let names: Vec<LockName> = match key {
+                Some(k) => vec![LockName::Key(k.to_vec())],
+                None => LockName::end_stripes(scanner, mode)
+                    .map(LockName::End)
+                    .collect(),
             };
-            let ok = inner.locks.try_lock(scanner, &k, mode, &mut dep).is_some();
-            if ok {
+            for name in names {
+                let k = LockKey {
+                    table: t.root,
+                    name,
+                };
+                if inner.locks.try_lock(scanner, &k, mode, &mut dep).is_none() {
+                    return Err(k.name);
+                }
                 held.insert(k);
             }
-            ok
+            Ok(())
         };
         let batch = scan_batch(
             inner,

@@ -1,21 +1,17 @@
 //! Setting a key: insert, update and delete are all "make `key` map to `new`".
 //!
-//! Key-range locking (see `lock.rs`). A transaction's insert of a new key `k` takes gap I
-//! on `next(k)` (the smallest key above `k` in the tree, or the table's end); a delete
-//! takes gap D there: that is the gap the change splits or merges, and gap D stays until
-//! the end so that nobody changes a gap holding an uncommitted delete (its rollback
-//! re-inserts without locks). Both also take gap I on `k` itself, because `k`'s
-//! existence bounds the gap below it: deleting `k`, or rolling back its insert (which
-//! takes no locks), merges that gap into `next(k)`'s, so a scanner that relies on the gap
-//! below `k` (gap S on `k`, as the key after its range) or an uncommitted delete living
-//! there (gap D on `k`) must make the change wait — exactly what gap I conflicts with.
-//! (Not gap D on `k`: that would also conflict with inserts below `k`, which an insert
-//! or delete of `k` does not disturb, and deadlock "insert j, then update k" against
-//! "delete k".) A delete takes its gap I on `k` with the record X lock, before
-//! descending; an insert (a `put` that finds `k` absent) adds it under the latch.
-//! `next(k)` is found and its gap try-locked under the leaf's X latch; if a lock is not
-//! free the operation drops every latch, and the caller waits for the lock and redoes
-//! it (`next(k)` may have changed meanwhile).
+//! Key-range locking (see `lock.rs`). The caller holds record X on `k`. An insert of a
+//! new key `k` also takes gap I on `next(k)` (the smallest key above `k` in the tree, or
+//! the table's end): the gap it splits. A delete takes gap D on `next(k)` — the gap it
+//! merges; held to the end so nobody changes a gap holding an uncommitted delete, whose
+//! rollback re-inserts without locks — plus record S on `next(k)`, as ARIES/KVL locks
+//! the next key's record on a delete: deleting `next(k)` itself (which would merge the
+//! gap again, out of reach of the gap D) needs record X on it and waits, and if
+//! `next(k)` is an uncommitted insert the delete waits for it, since that insert's
+//! rollback (also lock-free) would merge the gap the same way. An update changes no
+//! gap and takes nothing more. `next(k)` is found and locked under the leaf's X latch;
+//! if the lock is not free the operation drops every latch, and the caller waits for it
+//! and redoes the operation (`next(k)` may have changed meanwhile).
 
 use crate::btree::page_op::{apply_op, fits, op_for};
 use crate::btree::TreeLatch;
@@ -44,8 +40,11 @@ pub(crate) trait ChangeLogger {
 
 /// Takes gap locks for a transaction's insert or delete, under page latches.
 pub(crate) trait GapLocker {
-    /// Grants `mode` on `name` of the tree if that is possible without waiting.
-    fn try_lock(&mut self, name: &LockName, mode: LockMode) -> bool;
+    /// Grants `mode` on `name` of the tree if that is possible without waiting; if not,
+    /// returns the name to wait for. (By value: the lock table keeps the name it is
+    /// granted.) Any [`LockName::End`] stands for the table's end: the locker takes the
+    /// stripes `mode` needs ([`LockName::end_stripes`]).
+    fn try_lock(&mut self, name: LockName, mode: LockMode) -> Result<(), LockName>;
 }
 
 /// What became of a set.
@@ -114,9 +113,9 @@ impl Inner {
     }
 
     /// Makes `key` map to `new` in the tree at `root`. The caller holds the key's record
-    /// X lock, and for a delete (`new == None`) gap I on it too (or is undo). With
-    /// `gaps`, an insert or delete first try-locks its gaps (module docs) and returns
-    /// [`SetOutcome::Blocked`], changing nothing, if one is not free.
+    /// X lock (or is undo). With `gaps`, an insert or delete first try-locks its next
+    /// key (module docs) and returns [`SetOutcome::Blocked`], changing nothing, if the
+    /// lock is not free.
     pub(crate) fn tree_set_locking(
         &self,
         latch: &TreeLatch,
@@ -183,20 +182,13 @@ impl Inner {
         if !room {
             return Ok(Attempt::NoRoom);
         }
-        // The gap part on next(k): an update changes no gap.
+        // What next(k) needs: an update changes no gap.
         let gap = match (&old, new) {
             (None, Some(_)) => Some(LockMode::GAP_I),
-            (Some(_), None) => Some(LockMode::GAP_D),
+            (Some(_), None) => Some(LockMode::GAP_D.with(LockMode::RECORD_S)),
             _ => None,
         };
         if let (Some(mode), Some(locker)) = (gap, gaps) {
-            if mode == LockMode::GAP_I {
-                // An insert: gap I on k itself (a delete's caller took it up front).
-                let own = LockName::Key(key.to_vec());
-                if !locker.try_lock(&own, LockMode::GAP_I) {
-                    return Ok(Attempt::Blocked(own, LockMode::GAP_I));
-                }
-            }
             if let Some(name) = self.lock_next(w, next, mode, locker)? {
                 return Ok(Attempt::Blocked(name, mode));
             }
@@ -225,13 +217,8 @@ impl Inner {
         locker: &mut dyn GapLocker,
     ) -> Result<Option<LockName>> {
         let n = Self::node_of(w.bytes(), w.id())?;
-        let try_name = |locker: &mut dyn GapLocker, name: LockName| {
-            if locker.try_lock(&name, mode) {
-                None
-            } else {
-                Some(name)
-            }
-        };
+        let try_name =
+            |locker: &mut dyn GapLocker, name: LockName| locker.try_lock(name, mode).err();
         if at < n.len() {
             return Ok(try_name(locker, LockName::Key(n.key(at).to_vec())));
         }
@@ -254,7 +241,7 @@ impl Inner {
             next = leaf.link();
             coupled.push((g, p));
         }
-        Ok(try_name(locker, LockName::End))
+        Ok(try_name(locker, LockName::End(0)))
     }
 
     /// The value of `key` in the tree at `root`. The caller holds an S or X lock on it.
