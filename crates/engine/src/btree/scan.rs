@@ -25,6 +25,10 @@ use crate::ids::PageId;
 use crate::lock::{LockMode, LockName};
 use std::ops::Bound;
 
+/// Try-locks a mode on a key (`None`: the table's end) without waiting; the name to
+/// wait for if it is not free.
+pub(crate) type ScanLocker<'a> = dyn FnMut(Option<&[u8]>, LockMode) -> Result<(), LockName> + 'a;
+
 /// Why a batch ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum BatchEnd {
@@ -71,7 +75,7 @@ pub(crate) fn scan_batch(
     from: Bound<&[u8]>,
     to: Bound<&[u8]>,
     max: usize,
-    try_lock: &mut dyn FnMut(Option<&[u8]>, LockMode) -> Result<(), LockName>,
+    try_lock: &mut ScanLocker<'_>,
 ) -> Result<Batch> {
     assert!(max >= 1);
     let _shared = latch.read();
