@@ -113,6 +113,8 @@ impl LockMode {
     pub(crate) const GAP_D: LockMode = LockMode(16);
     /// A scanned key: the key and the gap before it.
     pub(crate) const SCANNED: LockMode = LockMode(1 | 4);
+    /// Nothing (conflicts with nothing).
+    pub(crate) const NONE: LockMode = LockMode(0);
     const ALL: u8 = 31;
     /// Parts whose early release exposes data that is not yet durable: whoever locks the
     /// name next depends on the releasing commit.
@@ -323,6 +325,7 @@ impl LockManager {
     /// Grants `mode` on `key` to `txn` if that is possible without waiting (callable
     /// under page latches). A dependency on an early-released commit is folded into
     /// `dep`.
+    #[cfg(test)]
     pub(crate) fn try_lock(
         &self,
         txn: TxnId,
@@ -330,11 +333,30 @@ impl LockManager {
         mode: LockMode,
         dep: &mut Option<Lsn>,
     ) -> Option<Granted> {
+        self.try_lock_checked(txn, key, mode, LockMode::NONE, dep)
+    }
+
+    /// Grants `mode` on `key` to `txn` if that is possible without waiting (callable
+    /// under page latches) and `check` would be granted too, without taking `check`: an
+    /// *instant-duration* lock (ARIES/KVL), which waits out a conflicting holder but
+    /// keeps nobody waiting afterwards. The name's early-release dependency is folded
+    /// into `dep` as for any grant.
+    pub(crate) fn try_lock_checked(
+        &self,
+        txn: TxnId,
+        key: &LockKey,
+        mode: LockMode,
+        check: LockMode,
+        dep: &mut Option<Lsn>,
+    ) -> Option<Granted> {
         let shard = self.shard(key);
         let mut map = shard.map.lock();
         // Look up before inserting: most requests find their entry (hot keys, the end
         // of an appended table), and `entry` would clone the key every time.
         if let Some(e) = map.get_mut(key) {
+            if !e.compatible_with_others(txn, check) {
+                return None;
+            }
             return e.try_grant(txn, mode, dep);
         }
         let mut e = Entry::default();

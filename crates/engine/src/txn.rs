@@ -165,28 +165,35 @@ struct TxnGaps<'a> {
 }
 
 impl GapLocker for TxnGaps<'_> {
-    fn try_lock(&mut self, name: LockName, mode: LockMode) -> Result<(), LockName> {
+    fn try_lock(
+        &mut self,
+        name: LockName,
+        mode: LockMode,
+        check: LockMode,
+    ) -> Result<(), LockName> {
         try_lock_name(
-            self.locks, self.txn, self.table, name, mode, self.held, self.dep,
+            self.locks, self.txn, self.table, name, mode, check, self.held, self.dep,
         )
     }
 }
 
-/// Try-locks `mode` on `name` of `table` for `txn` (the end of the table: the stripes
-/// the mode needs), remembering new locks in `held`; the name to wait for if one is not
-/// free.
+/// Try-locks `mode` on `name` of `table` for `txn`, if `check` is free too (instant
+/// duration; the end of the table: the stripes the mode needs, nothing to check),
+/// remembering new locks in `held`; the name to wait for if one is not free.
+#[allow(clippy::too_many_arguments)]
 fn try_lock_name(
     locks: &LockManager,
     txn: crate::ids::TxnId,
     table: PageId,
     name: LockName,
     mode: LockMode,
+    check: LockMode,
     held: &mut Vec<LockKey>,
     dep: &mut Option<Lsn>,
 ) -> Result<(), LockName> {
-    let mut one = |name: LockName| {
+    let mut one = |name: LockName, check: LockMode| {
         let k = LockKey { table, name };
-        match locks.try_lock(txn, &k, mode, dep) {
+        match locks.try_lock_checked(txn, &k, mode, check, dep) {
             Some(Granted::New) => held.push(k),
             Some(_) => {}
             None => return Err(k.name),
@@ -194,9 +201,9 @@ fn try_lock_name(
         Ok(())
     };
     match name {
-        LockName::Key(_) => one(name),
+        LockName::Key(_) => one(name, check),
         LockName::End(_) => {
-            LockName::end_stripes(txn, mode).try_for_each(|s| one(LockName::End(s)))
+            LockName::end_stripes(txn, mode).try_for_each(|s| one(LockName::End(s), LockMode::NONE))
         }
     }
 }
@@ -382,7 +389,12 @@ impl Transaction {
         self.check_table(table)?;
         self.check_key(key, new)?;
         self.db.check()?;
-        let mode = LockMode::RECORD_X;
+        // A delete's gap I on its own key comes with the record lock (module docs of
+        // `btree/write.rs`): one request, and no wait while holding half of it.
+        let mode = match new {
+            Some(_) => LockMode::RECORD_X,
+            None => LockMode::RECORD_X.with(LockMode::GAP_I),
+        };
         let name = || LockName::Key(key.to_vec());
         let mut fresh = self.lock(table.root, name(), mode)?;
         // Only a wait for a gap starts the clock (no clock read on the common path).
@@ -404,7 +416,7 @@ impl Transaction {
                 held,
                 dep,
             };
-            let (gap, gap_mode) = match db.tree_set_locking(
+            let (gap, gap_mode, check) = match db.tree_set_locking(
                 &table.latch,
                 table.root,
                 key,
@@ -413,7 +425,7 @@ impl Transaction {
                 Some(&mut gaps),
             )? {
                 SetOutcome::Done(old) => return Ok(old),
-                SetOutcome::Blocked(gap, gap_mode) => (gap, gap_mode),
+                SetOutcome::Blocked(gap, gap_mode, check) => (gap, gap_mode, check),
             };
             // Waiting for the gap while holding the key's lock would deadlock against a
             // transaction that deleted a key below ours (its gap D blocks us) and then
@@ -425,7 +437,14 @@ impl Transaction {
                 self.unlock_unused(table.root, name());
             }
             waiting_since.get_or_insert_with(std::time::Instant::now);
-            self.lock(table.root, gap, gap_mode)?;
+            if check == LockMode::NONE {
+                self.lock(table.root, gap, gap_mode)?;
+            } else if self.lock(table.root, gap.clone(), gap_mode.with(check))? {
+                // Waited out the holder the instant check met; holding the check part
+                // to the end would make later updaters of that key wait. The redo takes
+                // what it needs.
+                self.unlock_unused(table.root, gap);
+            }
             if fresh {
                 fresh = self.lock(table.root, name(), mode)?;
             }
@@ -651,7 +670,16 @@ impl Scan<'_> {
             } = &mut *self.txn;
             let mut try_lock = |key: Option<&[u8]>, mode: LockMode| {
                 let name = key.map_or(LockName::End(0), |k| LockName::Key(k.to_vec()));
-                try_lock_name(&db.locks, shared.id, root, name, mode, held, dep)
+                try_lock_name(
+                    &db.locks,
+                    shared.id,
+                    root,
+                    name,
+                    mode,
+                    LockMode::NONE,
+                    held,
+                    dep,
+                )
             };
             let batch = scan_batch(
                 db,

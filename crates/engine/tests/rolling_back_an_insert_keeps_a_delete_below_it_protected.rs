@@ -3,7 +3,8 @@
 //! itself an uncommitted insert, rolling that insert back (also without locks) would
 //! merge the gap into the next one, which nobody has locked, and a scan would then skip
 //! `b` while its delete is uncommitted (a dirty read). So the delete of `b` must wait
-//! until the insert above it is finished: a delete locks the record of its next key too.
+//! until the insert above it is finished: a delete checks record S on its next key (an
+//! instant-duration lock).
 
 use sluice::{Database, Options};
 use sluice_storage::SimStorage;

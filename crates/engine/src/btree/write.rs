@@ -1,14 +1,17 @@
 //! Setting a key: insert, update and delete are all "make `key` map to `new`".
 //!
-//! Key-range locking (see `lock.rs`). The caller holds record X on `k`. An insert of a
-//! new key `k` also takes gap I on `next(k)` (the smallest key above `k` in the tree, or
-//! the table's end): the gap it splits. A delete takes gap D on `next(k)` — the gap it
-//! merges; held to the end so nobody changes a gap holding an uncommitted delete, whose
-//! rollback re-inserts without locks — plus record S on `next(k)`, as ARIES/KVL locks
-//! the next key's record on a delete: deleting `next(k)` itself (which would merge the
-//! gap again, out of reach of the gap D) needs record X on it and waits, and if
-//! `next(k)` is an uncommitted insert the delete waits for it, since that insert's
-//! rollback (also lock-free) would merge the gap the same way. An update changes no
+//! Key-range locking (see `lock.rs`). The caller holds record X on `k` — and for a
+//! delete also gap I on `k`, taken in the same request: `k` bounds the gap below it,
+//! and deleting `k` merges that gap into the next one, so a scanner that locked `k` as
+//! the key after its range (gap S) or an uncommitted delete living below `k` (gap D)
+//! must make the delete wait, which is what gap I conflicts with. An insert of a new key
+//! `k` takes gap I on `next(k)` (the smallest key above `k` in the tree, or the table's
+//! end): the gap it splits. A delete takes gap D on `next(k)`: the gap it merges, held
+//! to the end so nobody changes a gap holding an uncommitted delete (its rollback
+//! re-inserts without locks); and, for an instant only (ARIES/KVL), record S on
+//! `next(k)`: if `next(k)` is an uncommitted insert, its rollback (also lock-free) would
+//! merge the gap again, so the delete waits for that transaction to end, without
+//! holding anything that makes later updaters of `next(k)` wait. An update changes no
 //! gap and takes nothing more. `next(k)` is found and locked under the leaf's X latch;
 //! if the lock is not free the operation drops every latch, and the caller waits for it
 //! and redoes the operation (`next(k)` may have changed meanwhile).
@@ -40,11 +43,13 @@ pub(crate) trait ChangeLogger {
 
 /// Takes gap locks for a transaction's insert or delete, under page latches.
 pub(crate) trait GapLocker {
-    /// Grants `mode` on `name` of the tree if that is possible without waiting; if not,
-    /// returns the name to wait for. (By value: the lock table keeps the name it is
-    /// granted.) Any [`LockName::End`] stands for the table's end: the locker takes the
-    /// stripes `mode` needs ([`LockName::end_stripes`]).
-    fn try_lock(&mut self, name: LockName, mode: LockMode) -> Result<(), LockName>;
+    /// Grants `mode` on `name` of the tree if that is possible without waiting, and
+    /// `check` would be too (instant duration: not taken); if not, returns the name to
+    /// wait for. (By value: the lock table keeps the name it is granted.) Any
+    /// [`LockName::End`] stands for the table's end: the locker takes the stripes `mode`
+    /// needs ([`LockName::end_stripes`]); the end has no record to check.
+    fn try_lock(&mut self, name: LockName, mode: LockMode, check: LockMode)
+        -> Result<(), LockName>;
 }
 
 /// What became of a set.
@@ -52,15 +57,15 @@ pub(crate) trait GapLocker {
 pub(crate) enum SetOutcome {
     /// Done: the old value (`None`: the key was absent).
     Done(Option<Vec<u8>>),
-    /// Nothing was changed: this gap lock was not free. Wait for it with no latch held,
-    /// then set again.
-    Blocked(LockName, LockMode),
+    /// Nothing was changed: this lock (a mode and an instant-duration check) was not
+    /// free. Wait for it with no latch held, then set again.
+    Blocked(LockName, LockMode, LockMode),
 }
 
 /// What one attempt at a latched leaf did.
 enum Attempt {
     Applied(Option<Vec<u8>>),
-    Blocked(LockName, LockMode),
+    Blocked(LockName, LockMode, LockMode),
     NoRoom,
 }
 
@@ -131,7 +136,7 @@ impl Inner {
             let mut w = leaf.write_valid()?;
             match self.try_apply(&mut w, root, key, new, logger, gaps.as_deref_mut())? {
                 Attempt::Applied(old) => return Ok(SetOutcome::Done(old)),
-                Attempt::Blocked(n, m) => return Ok(SetOutcome::Blocked(n, m)),
+                Attempt::Blocked(n, m, c) => return Ok(SetOutcome::Blocked(n, m, c)),
                 Attempt::NoRoom => {}
             }
         }
@@ -140,7 +145,7 @@ impl Inner {
         let mut w = leaf.write_valid()?;
         match self.try_apply(&mut w, root, key, new, logger, gaps)? {
             Attempt::Applied(old) => Ok(SetOutcome::Done(old)),
-            Attempt::Blocked(n, m) => Ok(SetOutcome::Blocked(n, m)),
+            Attempt::Blocked(n, m, c) => Ok(SetOutcome::Blocked(n, m, c)),
             Attempt::NoRoom => Err(Error::Corruption(format!(
                 "no room in tree {root} after a split"
             ))),
@@ -182,15 +187,15 @@ impl Inner {
         if !room {
             return Ok(Attempt::NoRoom);
         }
-        // What next(k) needs: an update changes no gap.
+        // What next(k) needs (and checks for an instant): an update changes no gap.
         let gap = match (&old, new) {
-            (None, Some(_)) => Some(LockMode::GAP_I),
-            (Some(_), None) => Some(LockMode::GAP_D.with(LockMode::RECORD_S)),
+            (None, Some(_)) => Some((LockMode::GAP_I, LockMode::NONE)),
+            (Some(_), None) => Some((LockMode::GAP_D, LockMode::RECORD_S)),
             _ => None,
         };
-        if let (Some(mode), Some(locker)) = (gap, gaps) {
-            if let Some(name) = self.lock_next(w, next, mode, locker)? {
-                return Ok(Attempt::Blocked(name, mode));
+        if let (Some((mode, check)), Some(locker)) = (gap, gaps) {
+            if let Some(name) = self.lock_next(w, next, mode, check, locker)? {
+                return Ok(Attempt::Blocked(name, mode, check));
             }
         }
         self.protect_page(w)?;
@@ -201,7 +206,8 @@ impl Inner {
         Ok(Attempt::Applied(old))
     }
 
-    /// Try-locks `mode` on the name of the first key at or after slot `at` of the
+    /// Try-locks `mode` (if `check` is free too) on the name of the first key at or
+    /// after slot `at` of the
     /// X-latched leaf `w` — following the leaf chain to the right if needed; the table's
     /// end if there is none — while every leaf up to the one holding it is latched
     /// (S latches, taken left to right while `w` is held, the order scans couple in, so
@@ -214,11 +220,12 @@ impl Inner {
         w: &PageWrite<'_>,
         at: usize,
         mode: LockMode,
+        check: LockMode,
         locker: &mut dyn GapLocker,
     ) -> Result<Option<LockName>> {
         let n = Self::node_of(w.bytes(), w.id())?;
         let try_name =
-            |locker: &mut dyn GapLocker, name: LockName| locker.try_lock(name, mode).err();
+            |locker: &mut dyn GapLocker, name: LockName| locker.try_lock(name, mode, check).err();
         if at < n.len() {
             return Ok(try_name(locker, LockName::Key(n.key(at).to_vec())));
         }
