@@ -758,6 +758,27 @@ mod tests {
     }
 
     #[test]
+    fn an_instant_check_meets_a_holder_but_holds_nothing() {
+        let lm = LockManager::new(Duration::from_millis(30));
+        let n = k("n");
+        // An uncommitted insert of n holds record X: a delete below n must wait for it.
+        lm.try_lock(TxnId(1), &n, RX, &mut None).unwrap();
+        assert!(lm
+            .try_lock_checked(TxnId(2), &n, GD, RS, &mut None)
+            .is_none());
+        lm.unlock_all(TxnId(1), [&n]);
+        assert_eq!(
+            lm.try_lock_checked(TxnId(2), &n, GD, RS, &mut None),
+            Some(Granted::New)
+        );
+        // Only gap D was taken: an updater of n is not kept waiting by the delete.
+        assert_eq!(lm.try_lock(TxnId(3), &n, RX, &mut None), Some(Granted::New));
+        lm.unlock_all(TxnId(2), [&n]);
+        lm.unlock_all(TxnId(3), [&n]);
+        assert!(lm.is_empty());
+    }
+
+    #[test]
     fn a_holder_adds_parts_to_its_lock_ahead_of_the_queue() {
         let lm = Arc::new(LockManager::new(Duration::from_secs(5)));
         let n = k("n");
