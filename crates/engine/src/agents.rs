@@ -16,10 +16,25 @@
 //! A transaction that aborts after writing log records is hardened by its own agent
 //! before it rolls back (Aether §4.2 — rare, so it is not worth handing to the daemon).
 //!
-//! "Acknowledged" here includes dependencies: a transaction that locked data released
-//! early by a commit not yet durable waits for that commit too ([`Transaction::ack_lsn`]),
-//! which matters for read-only transactions (an updater's own commit record is later in
-//! the log than its predecessor's anyway).
+//! **Delivery.** Nothing an agent hands to a client — a commit, a rollback's value, an
+//! error — is delivered before the log is durable up to the transaction's own last
+//! record and every commit it depends on through early lock release
+//! ([`Transaction::ack_lsn`]; this matters for read-only and rolled-back transactions,
+//! whose values can come from data released early). Under the pipelined protocols a
+//! rollback that must wait detaches like a commit; the others block; `async` waits for
+//! nothing. Bodies run without the per-operation read barrier of direct transactions:
+//! their values leave only through this one wait.
+//!
+//! **Failure.** An operation that fails fails the transaction (see [`Transaction`]); the
+//! agent rolls it back and delivers the first error, whatever the body returned. A body
+//! that panics is rolled back and answered with [`Error::Panicked`]; a completion that
+//! panics is contained. Either way the agent carries on.
+//!
+//! **Shutdown.** Every request gets exactly one answer: requests accepted before
+//! [`Agents::shutdown`] (or the pool's drop) run, detached commits are handed back
+//! before the agents leave, and a request submitted after that — through a
+//! [`Submitter`] that outlived its pool — is refused at once with
+//! [`Error::Closed`].
 
 use crate::db::Database;
 use crate::error::{Error, Result};
@@ -31,6 +46,8 @@ use sluice_wal::Lsn;
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::future::Future;
+use std::marker::PhantomData;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -56,17 +73,71 @@ pub struct Finished<R> {
     pub committed: bool,
 }
 
+/// Finishing a transaction handed back hardened: delivering its result.
 type Job = Box<dyn FnOnce() + Send>;
+
+/// A submitted request: run on an agent, or refused if the pool has shut down. Either
+/// way its completion is called exactly once.
+trait Request: Send {
+    fn run(self: Box<Self>, pool: &Arc<Shared>);
+    fn refuse(self: Box<Self>, error: Error);
+}
+
+struct Submitted<R, B, D> {
+    body: B,
+    done: D,
+    _value: PhantomData<fn() -> R>,
+}
+
+impl<R, B, D> Request for Submitted<R, B, D>
+where
+    R: Send + 'static,
+    B: FnOnce(&mut Transaction) -> Result<Outcome<R>> + Send + 'static,
+    D: FnOnce(Result<Finished<R>>) + Send + 'static,
+{
+    fn run(self: Box<Self>, pool: &Arc<Shared>) {
+        let s = *self;
+        pool.execute(s.body, s.done);
+    }
+    fn refuse(self: Box<Self>, error: Error) {
+        deliver(self.done, Err(error));
+    }
+}
+
+/// Calls a completion, containing a panic in it: the agent must outlive its callers'
+/// bugs (the default panic hook has already reported it).
+fn deliver<R>(done: impl FnOnce(Result<Finished<R>>), r: Result<Finished<R>>) {
+    let _ = catch_unwind(AssertUnwindSafe(move || done(r)));
+}
+
+/// The message of a caught panic.
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_string()
+    }
+}
 
 #[derive(Default)]
 struct Queues {
     /// Transactions handed back hardened, to finish.
     hardened: VecDeque<Job>,
     /// New requests.
-    requests: VecDeque<Job>,
+    requests: VecDeque<Box<dyn Request>>,
+    /// Set once by shutdown: no request is accepted after it, and agents leave when
+    /// nothing is queued or detached.
     stopping: bool,
     /// Agents parked waiting for work.
     idle: usize,
+}
+
+/// What an agent took from the queues.
+enum Work {
+    Finish(Job),
+    Run(Box<dyn Request>),
 }
 
 /// Counters of an agent pool.
@@ -113,7 +184,9 @@ struct Shared {
     rolled_back: AtomicU64,
     pipelined: AtomicU64,
     parks: AtomicU64,
-    /// Detached commits not yet handed back and finished.
+    /// Transactions detached to the log daemon and not yet handed back (queued in
+    /// `hardened`). Incremented by the agent that detaches (which is running, so it
+    /// sees the count before it can leave), decremented under the queue lock.
     in_flight: AtomicU64,
 }
 
@@ -128,17 +201,35 @@ impl Shared {
         Arc::as_ptr(self) as usize
     }
 
-    fn push(self: &Arc<Self>, job: Job, hardened: bool) {
+    /// Queues a new request, or refuses it if the pool is shutting down.
+    fn push_request(self: &Arc<Self>, req: Box<dyn Request>) {
         let mut q = self.q.lock();
-        if hardened {
-            q.hardened.push_back(job);
-        } else {
-            q.requests.push_back(job);
+        if q.stopping {
+            drop(q);
+            req.refuse(Error::Closed("the agent pool is shut down"));
+            return;
         }
+        q.requests.push_back(req);
         // An agent submitting from its own completion will look at the queue next; waking
         // another agent would only cost a context switch.
         let on_agent = AGENT_OF.with(|a| a.get()) == self.id();
-        if q.idle > 0 && (hardened || !on_agent) {
+        if q.idle > 0 && !on_agent {
+            drop(q);
+            self.cv.notify_one();
+        }
+    }
+
+    /// Queues the delivery of a transaction the daemon handed back.
+    fn push_hardened(self: &Arc<Self>, job: Job) {
+        let mut q = self.q.lock();
+        q.hardened.push_back(job);
+        let before = self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        assert!(before >= 1, "a hand-back without a detach");
+        if q.stopping {
+            // Agents parked only because something was in flight may leave now.
+            drop(q);
+            self.cv.notify_all();
+        } else if q.idle > 0 {
             drop(q);
             self.cv.notify_one();
         }
@@ -147,17 +238,17 @@ impl Shared {
     fn run_agent(self: Arc<Self>) {
         AGENT_OF.with(|a| a.set(self.id()));
         loop {
-            let job = {
+            let work = {
                 let mut q = self.q.lock();
                 loop {
                     if let Some(j) = q.hardened.pop_front() {
-                        break Some(j);
+                        break Work::Finish(j);
                     }
-                    if let Some(j) = q.requests.pop_front() {
-                        break Some(j);
+                    if let Some(r) = q.requests.pop_front() {
+                        break Work::Run(r);
                     }
-                    if q.stopping {
-                        break None;
+                    if q.stopping && self.in_flight.load(Ordering::SeqCst) == 0 {
+                        return;
                     }
                     q.idle += 1;
                     self.parks.fetch_add(1, Ordering::Relaxed);
@@ -165,10 +256,12 @@ impl Shared {
                     q.idle -= 1;
                 }
             };
-            match job {
-                Some(j) => j(),
-                None => return,
-            }
+            // Bodies and completions are caught where they run; this only keeps the
+            // agent alive through a bug in the engine itself.
+            let _ = catch_unwind(AssertUnwindSafe(|| match work {
+                Work::Finish(j) => j(),
+                Work::Run(r) => r.run(&self),
+            }));
         }
     }
 
@@ -179,48 +272,67 @@ impl Shared {
         done: impl FnOnce(Result<Finished<R>>) + Send + 'static,
     ) {
         self.executed.fetch_add(1, Ordering::Relaxed);
-        let mut tx = self.db.begin();
-        let outcome = body(&mut tx);
+        let mut tx = Transaction::for_agent(self.db.inner.clone());
+        let outcome = catch_unwind(AssertUnwindSafe(|| body(&mut tx)))
+            .unwrap_or_else(|p| Err(Error::Panicked(panic_message(&*p))));
         let value = match outcome {
             Ok(Outcome::Commit(v)) => v,
             Ok(Outcome::Rollback(v)) => return self.abort(tx, Ok(v), done),
             Err(e) => return self.abort(tx, Err(e), done),
         };
+        // Refused for a failed transaction: the abort delivers the first error.
         let commit = match tx.commit_record() {
             Ok(c) => c,
             Err(e) => return self.abort(tx, Err(e), done),
         };
         if let Some(h) = &self.hook {
-            h(tx.id(), commit);
+            // The commit record is in the log: a panicking observer cannot undo it.
+            let id = tx.id();
+            let _ = catch_unwind(AssertUnwindSafe(|| h(id, commit)));
         }
         self.committed.fetch_add(1, Ordering::Relaxed);
         // Checkpoints are triggered by log volume from the commit path.
         self.db.inner.maybe_checkpoint();
         let p = self.protocol;
-        let log = self.db.inner.log.clone();
-        let ok = move |value| {
-            Ok(Finished {
-                value,
-                committed: true,
-            })
-        };
         if p.early_release() {
             tx.release_locks();
         }
-        let Some(ack) = tx.ack_lsn().filter(|_| p.durable()) else {
+        let ack = tx.ack_lsn().filter(|_| p.durable());
+        if ack.is_some() && p.pipelined() {
+            self.pipelined.fetch_add(1, Ordering::Relaxed);
+        }
+        let ok = Ok(Finished {
+            value,
+            committed: true,
+        });
+        self.deliver_when_durable(ack, Some(tx), ok, done);
+    }
+
+    /// Delivers `result` once the log is durable up to `ack` (at once for `None`): the
+    /// agent blocks, or under the pipelined protocols detaches and picks up other work
+    /// while the log daemon waits. `tx` (still holding its locks under the strict
+    /// protocols) is dropped once durable, which releases them.
+    fn deliver_when_durable<R: Send + 'static>(
+        self: &Arc<Self>,
+        ack: Option<Lsn>,
+        tx: Option<Transaction>,
+        result: Result<Finished<R>>,
+        done: impl FnOnce(Result<Finished<R>>) + Send + 'static,
+    ) {
+        let log = self.db.inner.log.clone();
+        let Some(ack) = ack else {
             // Nothing to wait for: read-only on durable data, or async.
             drop(tx);
-            return done(ok(value));
+            return deliver(done, result);
         };
-        if !p.pipelined() {
+        if !self.protocol.pipelined() {
             let r = log.wait_durable(ack);
             drop(tx); // releases the locks if still held (classic)
-            return done(r.map_err(Error::from).and_then(|_| ok(value)));
+            return deliver(done, r.map_err(Error::from).and(result));
         }
         // Flush pipelining: detach. The daemon calls back once `ack` is durable; the
         // callback only queues the finishing step for an agent (the daemon must not do
         // transaction work itself).
-        self.pipelined.fetch_add(1, Ordering::Relaxed);
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         let me = self.clone();
         log.on_durable(
@@ -232,35 +344,46 @@ impl Shared {
                 // the pool stalls until lock timeouts (measured: TPC-B `pipelined` at
                 // 1 tps with 2 agents). Releasing is a few hash-map operations.
                 drop(tx);
-                let me2 = me.clone();
-                let finish: Job = Box::new(move || {
-                    done(r.map_err(Error::from).and_then(|_| ok(value)));
-                    me2.in_flight.fetch_sub(1, Ordering::SeqCst);
-                });
-                me.push(finish, true);
+                me.push_hardened(Box::new(move || {
+                    deliver(done, r.map_err(Error::from).and(result));
+                }));
             }),
         );
     }
 
-    fn abort<R>(&self, tx: Transaction, result: Result<R>, done: impl FnOnce(Result<Finished<R>>)) {
+    /// Rolls back and delivers `result` — or, if an operation failed the transaction,
+    /// the first error — once what the transaction logged and every commit it read from
+    /// are durable.
+    fn abort<R: Send + 'static>(
+        self: &Arc<Self>,
+        tx: Transaction,
+        result: Result<R>,
+        done: impl FnOnce(Result<Finished<R>>) + Send + 'static,
+    ) {
         self.rolled_back.fetch_add(1, Ordering::Relaxed);
+        let log = self.db.inner.log.clone();
+        let p = self.protocol;
+        // What the transaction itself logged (its rollback's records do not count: a
+        // crash before they are durable rolls it back all the same).
+        let own = tx.last_lsn();
         // Harden what the transaction logged before rolling it back (Aether §4.2).
-        let hardened = match tx.last_lsn() {
-            Some(end) if self.protocol.pipelined() => self
-                .db
-                .inner
-                .log
-                .wait_durable(end)
-                .map(drop)
-                .map_err(Error::from),
+        let hardened = match own {
+            Some(end) if p.pipelined() => log.wait_durable(end).map(drop).map_err(Error::from),
             _ => Ok(()),
         };
+        let result = match tx.failure() {
+            Some(first) => Err(first.clone()),
+            None => result,
+        };
+        let ack = own
+            .max(tx.dependency())
+            .filter(|&a| p.durable() && a > log.durable_lsn());
         let rolled = tx.rollback();
         let r = hardened.and(rolled).and(result).map(|value| Finished {
             value,
             committed: false,
         });
-        done(r);
+        self.deliver_when_durable(ack, None, r, done);
     }
 }
 
@@ -337,7 +460,10 @@ impl Agents {
     /// decides its outcome; `done` receives the result once it is acknowledged (see the
     /// module docs for when that is). `done` runs on an agent thread — it may submit the
     /// client's next request, which that same agent then picks up without a context
-    /// switch. An error from `body` rolls the transaction back and is delivered to `done`.
+    /// switch. An error from `body` (or from any operation it ran, even one it ignored)
+    /// rolls the transaction back and is delivered to `done`; so is a panic in `body`, as
+    /// [`Error::Panicked`]. `done` is called exactly once, on an agent thread, or on the
+    /// caller's thread with [`Error::Closed`] if the pool is shut down.
     pub fn submit<R, B, D>(&self, body: B, done: D)
     where
         R: Send + 'static,
@@ -383,31 +509,42 @@ impl Agents {
         self.shared.q.lock().requests.len()
     }
 
-    /// Lets the agents finish every queued request and hardened transaction, then stops
-    /// them. Pipelined commits still in flight are delivered as the log hardens them (or
-    /// fails them when the database closes).
+    /// Lets the agents finish every queued request and every detached transaction
+    /// (delivered as the log hardens it, or failed if the log fails), then stops them.
+    /// Requests submitted from then on — from a completion, or through a [`Submitter`]
+    /// — are refused with [`Error::Closed`]. Dropping the pool does the same.
     pub fn shutdown(mut self) {
         self.stop();
     }
 
     fn stop(&mut self) {
-        // Detached commits come back through the agents: keep them running until every
-        // one is delivered (a failed log fails them promptly, so this ends).
-        while self.shared.in_flight.load(Ordering::SeqCst) > 0 && !self.threads.is_empty() {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
         self.shared.q.lock().stopping = true;
         self.shared.cv.notify_all();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
-        // Hardened transactions the daemon queued after the agents left: finish them here.
-        loop {
-            let job = self.shared.q.lock().hardened.pop_front();
-            match job {
-                Some(j) => j(),
-                None => break,
-            }
+        // Agents leave only when nothing is queued or detached, and nothing is accepted
+        // after `stopping`: every request has been answered. Only agents killed by
+        // something `catch_unwind` cannot catch could leave work behind; answer it here
+        // rather than assert in a drop.
+        let (requests, hardened) = {
+            let mut q = self.shared.q.lock();
+            (
+                std::mem::take(&mut q.requests),
+                std::mem::take(&mut q.hardened),
+            )
+        };
+        debug_assert!(
+            requests.is_empty()
+                && hardened.is_empty()
+                && self.shared.in_flight.load(Ordering::SeqCst) == 0,
+            "agents left with requests unanswered"
+        );
+        for r in requests {
+            r.refuse(Error::Closed("the agent pool is shut down"));
+        }
+        for j in hardened {
+            j();
         }
     }
 }
@@ -425,16 +562,19 @@ pub struct Submitter {
 }
 
 impl Submitter {
-    /// As [`Agents::submit`].
+    /// As [`Agents::submit`]. After the pool is shut down or dropped, `done` is called
+    /// at once with [`Error::Closed`].
     pub fn submit<R, B, D>(&self, body: B, done: D)
     where
         R: Send + 'static,
         B: FnOnce(&mut Transaction) -> Result<Outcome<R>> + Send + 'static,
         D: FnOnce(Result<Finished<R>>) + Send + 'static,
     {
-        let s = self.shared.clone();
-        let job: Job = Box::new(move || s.execute(body, done));
-        self.shared.push(job, false);
+        self.shared.push_request(Box::new(Submitted {
+            body,
+            done,
+            _value: PhantomData,
+        }));
     }
 }
 

@@ -12,18 +12,29 @@ use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::log_record::Record;
 use crate::page::{compress, Meta, NodeMut};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// The longest table name, in bytes.
 pub const MAX_TABLE_NAME: usize = 255;
 
 /// A table: a handle to a B+tree, used with a [`Transaction`](crate::Transaction).
 /// Cheap to clone.
+///
+/// A handle belongs to the [`Database`] instance that returned it (and its clones). A
+/// transaction of another database refuses it with
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) — even one whose table has
+/// the same root page, which it would otherwise read and write — and so does a later
+/// opening of the same directory: after a reopen, get the handle again with
+/// [`Database::table`].
 #[derive(Clone)]
 pub struct Table {
     pub(crate) name: Arc<str>,
     pub(crate) root: PageId,
     pub(crate) latch: Arc<TreeLatch>,
+    /// The database instance: compared by address. A weak reference keeps the
+    /// allocation (not the database) alive, so the address cannot be reused by another
+    /// instance while this handle exists.
+    db: Weak<Inner>,
 }
 
 impl std::fmt::Debug for Table {
@@ -37,19 +48,29 @@ impl Table {
     pub fn name(&self) -> &str {
         &self.name
     }
-    /// The table's root page, which also identifies it.
+    /// The table's root page, which also identifies it within its database.
     pub fn id(&self) -> PageId {
         self.root
+    }
+
+    /// True if the handle was given out by this database instance.
+    pub(crate) fn belongs_to(&self, inner: &Arc<Inner>) -> bool {
+        std::ptr::eq(self.db.as_ptr(), Arc::as_ptr(inner))
+    }
+
+    fn new(inner: &Arc<Inner>, name: &str, root: PageId) -> Table {
+        Table {
+            name: Arc::from(name),
+            root,
+            latch: inner.tree_latch(root),
+            db: Arc::downgrade(inner),
+        }
     }
 }
 
 impl Inner {
-    pub(crate) fn catalog_table(&self) -> Table {
-        Table {
-            name: Arc::from(""),
-            root: PageId::CATALOG,
-            latch: self.tree_latch(PageId::CATALOG),
-        }
+    pub(crate) fn catalog_table(self: &Arc<Self>) -> Table {
+        Table::new(self, "", PageId::CATALOG)
     }
 
     /// Allocates and formats an empty leaf as a new table's root.
@@ -110,11 +131,7 @@ impl Database {
         tx.commit()?;
         inner.log.sync()?;
         inner.catalog.lock().insert(name.to_string(), root);
-        Ok(Table {
-            name: Arc::from(name),
-            root,
-            latch: inner.tree_latch(root),
-        })
+        Ok(Table::new(inner, name, root))
     }
 
     /// Opens an existing table. [`Error::NotFound`] if there is none by that name.
@@ -136,11 +153,7 @@ impl Database {
                 r
             }
         };
-        Ok(Table {
-            name: Arc::from(name),
-            root,
-            latch: inner.tree_latch(root),
-        })
+        Ok(Table::new(inner, name, root))
     }
 
     /// Opens the table, creating it if it does not exist.

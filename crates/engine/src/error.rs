@@ -1,6 +1,6 @@
 //! The errors of the storage manager.
 
-use crate::ids::PageId;
+use crate::ids::{PageId, TxnId};
 use sluice_wal::WalError;
 use std::io;
 use std::sync::Arc;
@@ -43,15 +43,32 @@ pub enum Error {
     /// Every buffer-pool frame is pinned; the pool is too small for the concurrency.
     #[error("buffer pool exhausted: all {0} frames are pinned")]
     BufferPoolFull(usize),
-    /// The database (or the transaction) was closed.
+    /// The database (or the transaction, or an agent pool) was closed.
     #[error("closed: {0}")]
     Closed(&'static str),
+    /// An earlier operation of the transaction returned an error (`cause`, the first
+    /// one), so the transaction has failed: it takes no more operations, and
+    /// [`Transaction::commit`](crate::Transaction::commit) rolls it back and returns this.
+    #[error("transaction {txn} failed earlier and must roll back: {cause}")]
+    TransactionFailed {
+        /// The transaction.
+        txn: TxnId,
+        /// The error that failed it.
+        cause: Box<Error>,
+    },
+    /// An agent's transaction body panicked; the transaction was rolled back.
+    #[error("a transaction body panicked (the transaction was rolled back): {0}")]
+    Panicked(String),
 }
 
 impl Error {
     /// True for errors that come from the disk, directly or through poisoning.
     pub fn is_io(&self) -> bool {
-        matches!(self, Error::Io(_) | Error::Poisoned(_))
+        match self {
+            Error::Io(_) | Error::Poisoned(_) => true,
+            Error::TransactionFailed { cause, .. } => cause.is_io(),
+            _ => false,
+        }
     }
 }
 

@@ -2,9 +2,10 @@
 //!
 //! A [`Database`] lives in a directory: a write-ahead log (`sluice-wal`), a data file of
 //! fixed-size pages, and a small control file pointing at the last checkpoint. Tables are
-//! B+trees with variable-length keys and values; [`Transaction`]s read and write them under
-//! strict two-phase key locking, commit once their commit record is durable, and roll back
-//! with compensation records. Restart recovery is ARIES (analysis, redo, undo); torn page
+//! B+trees with variable-length keys and values; [`Transaction`]s read and write them
+//! serializably (strict two-phase locking with key-range locks: no phantoms), commit once
+//! their commit record is durable, and roll back with compensation records. Any failed
+//! operation fails its transaction, which can then only roll back. Restart recovery is ARIES (analysis, redo, undo); torn page
 //! writes are repaired from full page images logged after each checkpoint. Every disk
 //! access goes through [`sluice_storage::Storage`], so the same code runs on real files and
 //! on the crash-simulating disk the tests use.
@@ -73,8 +74,29 @@ pub use catalog::{Table, MAX_TABLE_NAME};
 pub use db::{Database, Stats, VerifyReport};
 pub use error::{Error, Result};
 pub use ids::{PageId, TxnId};
-pub use lock::{Granted, LockKey, LockManager, LockMode};
 pub use options::{CommitProtocol, Limits, Options};
 pub use recovery::RecoveryReport;
 pub use sluice_wal::{LogOptions, Lsn};
 pub use txn::{Scan, Transaction};
+
+/// The commit steps and the lock manager are internal: called out of order they allow
+/// dirty reads or drop early-release dependencies (issue 8, defect 9). These must not
+/// compile.
+///
+/// ```compile_fail
+/// fn release(tx: &mut sluice::Transaction) {
+///     tx.release_locks();
+/// }
+/// ```
+///
+/// ```compile_fail
+/// fn commit_record(tx: &mut sluice::Transaction) {
+///     let _ = tx.commit_record();
+/// }
+/// ```
+///
+/// ```compile_fail
+/// let _ = sluice::LockManager::new(std::time::Duration::from_secs(1));
+/// ```
+#[cfg(doctest)]
+pub struct CommitStepsAreInternal;

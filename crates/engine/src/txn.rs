@@ -1,22 +1,24 @@
-//! Transactions: key locks, logged changes with an in-memory undo list, commit and
-//! rollback.
+//! Transactions: key-range locks, logged changes with an in-memory undo list, commit
+//! and rollback.
 //!
-//! Life of a transaction: `begin` → changes (each an X-locked key, a log record chained
-//! by prevLSN, an undo entry in memory) → commit record in the log buffer → durable →
-//! locks released (strict 2PL; with early lock release — see [`CommitProtocol`] — the release comes before
-//! durability). The three commit steps are separate methods
-//! ([`Transaction::commit_record`], [`Database::wait_durable`](crate::Database::wait_durable),
-//! [`Transaction::release_locks`]) so other commit protocols can reorder or pipeline them.
-//! Rollback walks the undo list backwards, applying each undo logically by key and
-//! logging it as a compensation record whose undoNext skips what was undone; an end
-//! record closes it.
+//! Life of a transaction: `begin` → operations (each under key-range locks — see
+//! `lock.rs` — and each change a log record chained by prevLSN plus an undo entry in
+//! memory) → commit record in the log buffer → durable → locks released (strict 2PL;
+//! with early lock release — see [`CommitProtocol`] — the release comes before
+//! durability). The three commit steps are separate crate-internal methods
+//! (`commit_record`, `Database::wait_durable`, `release_locks`) so the agents can
+//! reorder or pipeline them; called out of order they would expose uncommitted data, so
+//! clients only see [`Transaction::commit`]. Rollback walks the undo list backwards,
+//! applying each undo logically by key and logging it as a compensation record whose
+//! undoNext skips what was undone; an end record closes it. Undo takes no locks: the
+//! transaction's own locks cover what it undoes.
 
-use crate::btree::{scan_batch, BatchEnd, ChangeLogger, ClrLogger};
+use crate::btree::{scan_batch, BatchEnd, ChangeLogger, ClrLogger, GapLocker, SetOutcome};
 use crate::catalog::Table;
 use crate::db::Inner;
 use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
-use crate::lock::{Granted, LockKey, LockMode};
+use crate::lock::{Granted, LockKey, LockManager, LockMode, LockName};
 use crate::log_record::{Change, Record};
 use crate::options::CommitProtocol;
 use crate::txn_table::TxnShared;
@@ -27,6 +29,10 @@ use std::sync::Arc;
 
 /// Entries a scan reads per latch session.
 const SCAN_BATCH: usize = 256;
+/// Times an insert or delete may find its next key changed after waiting for a gap
+/// lock before it gives up as a victim of contention (each retry needs another
+/// transaction to have inserted or deleted right there meanwhile).
+const MAX_GAP_RETRIES: usize = 1000;
 
 /// What rollback needs to undo one change.
 #[derive(Debug)]
@@ -46,6 +52,33 @@ enum State {
 }
 
 /// A transaction. Dropping an active transaction rolls it back.
+///
+/// **Isolation: serializable.** Strict two-phase locking with key-range (next-key)
+/// locks: a point read locks its key (present or not), a scan locks every key it returns
+/// and every gap between them up to the first key beyond the range, and an insert or
+/// delete locks the gaps it changes. A scan repeated in one transaction returns the same
+/// rows; no transaction sees another's uncommitted insert, update or delete. Early lock
+/// release (the `elr` protocols) changes nothing a client can see: whatever depends on a
+/// commit that is not yet durable is not handed out until it is (below).
+///
+/// **Failure.** Once an operation returns an error — any error: a lock timeout, an I/O
+/// error, and also an argument the database refuses (an oversized key or value, a
+/// [`Table`] of another database) — the transaction has *failed* (PostgreSQL's rule):
+/// every later operation returns [`Error::TransactionFailed`] naming the first error,
+/// [`Transaction::commit`] rolls back and returns that error, and
+/// [`Transaction::rollback`] works. Argument errors are not exempt: a client that
+/// ignored a refused `put` and committed would otherwise commit half of what it meant.
+///
+/// **Delivery.** Under the durable commit protocols nothing a method returns depends on
+/// a commit that is not durable: when a lock this transaction took was released early
+/// by a commit whose record is not yet durable, `get`, `get_for_update`, the old value
+/// `put` and `delete` return, and each scan item wait until it is (a read barrier that
+/// waits only then). `commit` returns once the commit and everything it read from are
+/// durable.
+///
+/// **Tables.** A [`Table`] belongs to the [`Database`](crate::Database) instance that
+/// returned it; using it with a transaction of another database, or of a later opening
+/// of the same directory, is refused with [`Error::InvalidArgument`].
 pub struct Transaction {
     db: Arc<Inner>,
     shared: Arc<TxnShared>,
@@ -56,6 +89,11 @@ pub struct Transaction {
     /// The largest commit LSN of an early-released transaction whose data this one
     /// locked (read or overwrote): it must be durable before this one is acknowledged.
     dep: Option<Lsn>,
+    /// The first error an operation returned: the transaction can only roll back.
+    failure: Option<Error>,
+    /// Values are delivered only when the transaction ends (an agent's body): no read
+    /// barrier per operation; the agent waits once before it delivers.
+    deferred: bool,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -65,6 +103,7 @@ impl std::fmt::Debug for Transaction {
             .field("state", &self.state)
             .field("changes", &self.undo.len())
             .field("locks", &self.held.len())
+            .field("failure", &self.failure)
             .finish()
     }
 }
@@ -116,6 +155,59 @@ impl ChangeLogger for TxnLogger<'_> {
     }
 }
 
+/// Takes a transaction's gap locks under latches (see `btree::write`).
+struct TxnGaps<'a> {
+    locks: &'a LockManager,
+    txn: crate::ids::TxnId,
+    table: PageId,
+    held: &'a mut Vec<LockKey>,
+    dep: &'a mut Option<Lsn>,
+}
+
+impl GapLocker for TxnGaps<'_> {
+    fn try_lock(
+        &mut self,
+        name: LockName,
+        mode: LockMode,
+        check: LockMode,
+    ) -> Result<(), LockName> {
+        try_lock_name(
+            self.locks, self.txn, self.table, name, mode, check, self.held, self.dep,
+        )
+    }
+}
+
+/// Try-locks `mode` on `name` of `table` for `txn`, if `check` is free too (instant
+/// duration; the end of the table: the stripes the mode needs, nothing to check),
+/// remembering new locks in `held`; the name to wait for if one is not free.
+#[allow(clippy::too_many_arguments)]
+fn try_lock_name(
+    locks: &LockManager,
+    txn: crate::ids::TxnId,
+    table: PageId,
+    name: LockName,
+    mode: LockMode,
+    check: LockMode,
+    held: &mut Vec<LockKey>,
+    dep: &mut Option<Lsn>,
+) -> Result<(), LockName> {
+    let mut one = |name: LockName, check: LockMode| {
+        let k = LockKey { table, name };
+        match locks.try_lock_checked(txn, &k, mode, check, dep) {
+            Some(Granted::New) => held.push(k),
+            Some(_) => {}
+            None => return Err(k.name),
+        }
+        Ok(())
+    };
+    match name {
+        LockName::Key(_) => one(name, check),
+        LockName::End(_) => {
+            LockName::end_stripes(txn, mode).try_for_each(|s| one(LockName::End(s), LockMode::NONE))
+        }
+    }
+}
+
 impl Transaction {
     pub(crate) fn new(db: Arc<Inner>) -> Transaction {
         let shared = db.txns.begin();
@@ -127,7 +219,17 @@ impl Transaction {
             state: State::Active,
             commit_end: None,
             dep: None,
+            failure: None,
+            deferred: false,
         }
+    }
+
+    /// A transaction for an agent's body: its values are delivered when it ends, after
+    /// the agent has waited for its dependencies, so operations skip the read barrier.
+    pub(crate) fn for_agent(db: Arc<Inner>) -> Transaction {
+        let mut t = Transaction::new(db);
+        t.deferred = true;
+        t
     }
 
     /// The transaction's number.
@@ -135,30 +237,100 @@ impl Transaction {
         self.shared.id
     }
 
-    fn check_active(&self) -> Result<()> {
+    /// The first error an operation of this transaction returned, if any: the
+    /// transaction has failed and can only roll back.
+    pub fn failure(&self) -> Option<&Error> {
+        self.failure.as_ref()
+    }
+
+    /// An error unless the transaction can take an operation: it must be active and not
+    /// failed. (These refusals do not fail it further.)
+    fn usable(&self) -> Result<()> {
         if self.state != State::Active {
             return Err(Error::InvalidArgument(format!(
                 "transaction {} is no longer active",
                 self.shared.id
             )));
         }
-        self.db.check()
-    }
-
-    fn lock(&mut self, table: &Table, key: &[u8], mode: LockMode) -> Result<()> {
-        let k = LockKey {
-            table: table.root,
-            key: key.to_vec(),
-        };
-        if self
-            .db
-            .locks
-            .lock(self.shared.id, &k, mode, &mut self.dep)?
-            == Granted::New
-        {
-            self.held.push(k);
+        if let Some(cause) = &self.failure {
+            return Err(Error::TransactionFailed {
+                txn: self.shared.id,
+                cause: Box::new(cause.clone()),
+            });
         }
         Ok(())
+    }
+
+    /// Records `e` as the transaction's failure if it is the first.
+    fn fail(&mut self, e: &Error) {
+        if self.state == State::Active && self.failure.is_none() {
+            self.failure = Some(e.clone());
+        }
+    }
+
+    /// The end of every operation: an error fails the transaction; a value passes the
+    /// read barrier before it is handed out.
+    fn settle<T>(&mut self, r: Result<T>) -> Result<T> {
+        let r = r.and_then(|v| self.read_barrier().map(|()| v));
+        if let Err(e) = &r {
+            self.fail(e);
+        }
+        r
+    }
+
+    /// Waits until the commits this transaction depends on through early lock release
+    /// are durable, so a value read under them can be handed out. Free when they are
+    /// (one atomic load); skipped for agent bodies and under `async`.
+    fn read_barrier(&self) -> Result<()> {
+        if self.deferred || !self.db.options.commit.durable() {
+            return Ok(());
+        }
+        match self.dep {
+            Some(d) if d > self.db.log.durable_lsn() => {
+                self.db.log.wait_durable(d)?;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn check_table(&self, table: &Table) -> Result<()> {
+        if !table.belongs_to(&self.db) {
+            return Err(Error::InvalidArgument(format!(
+                "table {:?} belongs to another database (or an earlier opening of this one)",
+                table.name()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Takes `mode` on `name` of `table`, waiting (no latch may be held); returns
+    /// whether the transaction did not hold the name before.
+    fn lock(&mut self, table: PageId, name: LockName, mode: LockMode) -> Result<bool> {
+        let k = LockKey { table, name };
+        let g = self
+            .db
+            .locks
+            .lock(self.shared.id, &k, mode, &mut self.dep)?;
+        if g == Granted::New {
+            self.held.push(k);
+        }
+        Ok(g == Granted::New)
+    }
+
+    /// Gives back a lock the current operation took and has not used: nothing was read
+    /// or changed under it (the operation starts over), so 2PL does not need it kept.
+    fn unlock_unused(&mut self, table: PageId, name: LockName) {
+        let k = LockKey { table, name };
+        let i = self
+            .held
+            .iter()
+            .rposition(|h| *h == k)
+            .expect("an unused lock is held");
+        self.held.swap_remove(i);
+        self.db
+            .locks
+            .release(self.shared.id, [&k], None, self.db.log.durable_lsn());
     }
 
     fn check_key(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
@@ -181,32 +353,106 @@ impl Transaction {
         Ok(())
     }
 
-    /// The value of `key`, read under a shared lock.
+    /// The value of `key`, read under a record S lock (which also holds for an absent
+    /// key: inserting it needs record X).
     pub fn get(&mut self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.check_active()?;
-        self.check_key(key, None)?;
-        self.lock(table, key, LockMode::Shared)?;
-        self.db.tree_get(&table.latch, table.root, key)
+        self.usable()?;
+        let r = self.read(table, key, LockMode::RECORD_S);
+        self.settle(r)
     }
 
-    /// The value of `key`, read under an exclusive lock (for read-modify-write).
+    /// The value of `key`, read under a record X lock (for read-modify-write).
     pub fn get_for_update(&mut self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.check_active()?;
+        self.usable()?;
+        let r = self.read(table, key, LockMode::RECORD_X);
+        self.settle(r)
+    }
+
+    fn read(&mut self, table: &Table, key: &[u8], mode: LockMode) -> Result<Option<Vec<u8>>> {
+        self.check_table(table)?;
         self.check_key(key, None)?;
-        self.lock(table, key, LockMode::Exclusive)?;
+        self.db.check()?;
+        self.lock(table.root, LockName::Key(key.to_vec()), mode)?;
         self.db.tree_get(&table.latch, table.root, key)
     }
 
     fn set(&mut self, table: &Table, key: &[u8], new: Option<&[u8]>) -> Result<Option<Vec<u8>>> {
-        self.check_active()?;
+        self.usable()?;
+        let r = self.write(table, key, new);
+        self.settle(r)
+    }
+
+    /// Record X on the key; an insert or delete also locks its next key under the leaf
+    /// latch (`btree/write.rs`), and if that lock is not free, waits for it with no
+    /// latch held and starts over.
+    fn write(&mut self, table: &Table, key: &[u8], new: Option<&[u8]>) -> Result<Option<Vec<u8>>> {
+        self.check_table(table)?;
         self.check_key(key, new)?;
-        self.lock(table, key, LockMode::Exclusive)?;
-        let mut logger = TxnLogger {
-            txn: &self.shared,
-            undo: &mut self.undo,
+        self.db.check()?;
+        // A delete's gap I on its own key comes with the record lock (module docs of
+        // `btree/write.rs`): one request, and no wait while holding half of it.
+        let mode = match new {
+            Some(_) => LockMode::RECORD_X,
+            None => LockMode::RECORD_X.with(LockMode::GAP_I),
         };
-        self.db
-            .tree_set(&table.latch, table.root, key, new, &mut logger)
+        let name = || LockName::Key(key.to_vec());
+        let mut fresh = self.lock(table.root, name(), mode)?;
+        // Only a wait for a gap starts the clock (no clock read on the common path).
+        let mut waiting_since = None;
+        for _ in 0..MAX_GAP_RETRIES {
+            let Transaction {
+                db,
+                shared,
+                undo,
+                held,
+                dep,
+                ..
+            } = self;
+            let mut logger = TxnLogger { txn: shared, undo };
+            let mut gaps = TxnGaps {
+                locks: &db.locks,
+                txn: shared.id,
+                table: table.root,
+                held,
+                dep,
+            };
+            let (gap, gap_mode, check) = match db.tree_set_locking(
+                &table.latch,
+                table.root,
+                key,
+                new,
+                &mut logger,
+                Some(&mut gaps),
+            )? {
+                SetOutcome::Done(old) => return Ok(old),
+                SetOutcome::Blocked(gap, gap_mode, check) => (gap, gap_mode, check),
+            };
+            // Waiting for the gap while holding the key's lock would deadlock against a
+            // transaction that deleted a key below ours (its gap D blocks us) and then
+            // touches our key: "delete j, then put k" against "insert k".
+            // If this operation took the key's lock, nothing was read or changed under
+            // it yet, so it can go and be taken again after the wait (as InnoDB's insert
+            // waits for its insert-intention gap lock before it has a record to lock).
+            if fresh {
+                self.unlock_unused(table.root, name());
+            }
+            waiting_since.get_or_insert_with(std::time::Instant::now);
+            if check == LockMode::NONE {
+                self.lock(table.root, gap, gap_mode)?;
+            } else if self.lock(table.root, gap.clone(), gap_mode.with(check))? {
+                // Waited out the holder the instant check met; holding the check part
+                // to the end would make later updaters of that key wait. The redo takes
+                // what it needs.
+                self.unlock_unused(table.root, gap);
+            }
+            if fresh {
+                fresh = self.lock(table.root, name(), mode)?;
+            }
+        }
+        Err(Error::LockTimeout {
+            table: table.root,
+            waited_ms: waiting_since.map_or(0, |t| t.elapsed().as_millis() as u64),
+        })
     }
 
     /// Inserts or updates `key`; returns the previous value.
@@ -219,8 +465,11 @@ impl Transaction {
         self.set(table, key, None)
     }
 
-    /// The entries with keys in `range`, in key order, each read under a shared lock.
-    /// (Keys are locked, gaps are not: no protection against phantoms.)
+    /// The entries with keys in `range`, in key order. Serializable: every key returned
+    /// and every gap of the range is locked to the end of the transaction, so the same
+    /// scan repeated returns the same entries, and no uncommitted insert or delete of
+    /// another transaction is seen or skipped. An error is yielded as an item (and
+    /// fails the transaction).
     pub fn scan<K: AsRef<[u8]>>(&mut self, table: &Table, range: impl RangeBounds<K>) -> Scan<'_> {
         let own = |b: Bound<&K>| match b {
             Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
@@ -244,9 +493,11 @@ impl Transaction {
 
     /// Commit step 1: appends the commit record (nothing for a read-only transaction)
     /// and returns the LSN the log must be durable up to for the commit to count. After
-    /// this the transaction takes no more operations; its locks are still held.
-    pub fn commit_record(&mut self) -> Result<Option<Lsn>> {
-        self.check_active()?;
+    /// this the transaction takes no more operations; its locks are still held. A
+    /// failed transaction is refused ([`Error::TransactionFailed`]).
+    pub(crate) fn commit_record(&mut self) -> Result<Option<Lsn>> {
+        self.usable()?;
+        self.db.check()?;
         let end = if self.shared.chain().last.is_some() {
             let txn = self.shared.id;
             let a = self
@@ -264,11 +515,11 @@ impl Transaction {
     }
 
     /// Releases every lock the transaction holds (commit step 2 or 3, depending on the
-    /// protocol; also the last step of rollback). After [`Transaction::commit_record`]
-    /// and before that record is durable, this is an *early* release: every exclusive
-    /// lock leaves the commit LSN behind, so whoever takes the key next depends on this
-    /// commit and is not acknowledged before it is durable.
-    pub fn release_locks(&mut self) {
+    /// protocol; also the last step of rollback). After `commit_record` and before that
+    /// record is durable, this is an *early* release: every lock with an exposing part
+    /// (record X, gap I, gap D) leaves the commit LSN behind, so whoever takes the name
+    /// next depends on this commit and is not acknowledged before it is durable.
+    pub(crate) fn release_locks(&mut self) {
         let held = std::mem::take(&mut self.held);
         let early = match self.state {
             State::Committed => self.commit_end,
@@ -287,6 +538,12 @@ impl Transaction {
         self.commit_end.max(self.dep)
     }
 
+    /// The commit of an early-released transaction this one depends on (read or
+    /// overwrote its data), if any.
+    pub(crate) fn dependency(&self) -> Option<Lsn> {
+        self.dep
+    }
+
     /// The end of the transaction's last log record, if it logged any.
     pub fn last_lsn(&self) -> Option<Lsn> {
         self.shared.chain().last_end
@@ -298,10 +555,20 @@ impl Transaction {
     }
 
     /// Commits by the database's [`CommitProtocol`]: commit record, then durability and
-    /// lock release in the protocol's order. Returns once the commit is durable (at once
-    /// under `Async`). Without an agent to detach from, the pipelined protocols behave as
-    /// their blocking counterparts; see [`crate::Agents`] for flush pipelining.
+    /// lock release in the protocol's order. Returns once the commit, and every commit it
+    /// depends on, is durable (at once under `Async`). Without an agent to detach from,
+    /// the pipelined protocols behave as their blocking counterparts; see
+    /// [`crate::Agents`] for flush pipelining. A failed transaction (see the type's
+    /// docs) is rolled back and its [`Error::TransactionFailed`] returned.
     pub fn commit(mut self) -> Result<()> {
+        if let Some(cause) = self.failure.clone() {
+            let rolled = self.rollback_in_place();
+            let failed = Error::TransactionFailed {
+                txn: self.shared.id,
+                cause: Box::new(cause),
+            };
+            return rolled.and(Err(failed));
+        }
         self.commit_record()?;
         let protocol: CommitProtocol = self.db.options.commit;
         let log = self.db.log.clone();
@@ -324,6 +591,7 @@ impl Transaction {
     }
 
     /// Rolls back every change, logging compensation records, and releases the locks.
+    /// Works on a failed transaction too.
     pub fn rollback(mut self) -> Result<()> {
         self.rollback_in_place()
     }
@@ -378,6 +646,8 @@ impl Drop for Transaction {
 pub struct Scan<'t> {
     txn: &'t mut Transaction,
     table: Table,
+    /// Where the next batch starts: the original start, then just after the last entry
+    /// read.
     from: Bound<Vec<u8>>,
     to: Bound<Vec<u8>>,
     buf: VecDeque<(Vec<u8>, Vec<u8>)>,
@@ -386,47 +656,61 @@ pub struct Scan<'t> {
 
 impl Scan<'_> {
     fn refill(&mut self) -> Result<()> {
-        self.txn.check_active()?;
+        self.txn.usable()?;
+        self.txn.check_table(&self.table)?;
+        self.txn.db.check()?;
+        let root = self.table.root;
         while self.buf.is_empty() && !self.done {
-            let t = &mut *self.txn;
-            let (locks, id, held, dep) = (&t.db.locks, t.shared.id, &mut t.held, &mut t.dep);
-            let table = self.table.root;
-            let mut try_lock = |key: &[u8]| {
-                let k = LockKey {
-                    table,
-                    key: key.to_vec(),
-                };
-                match locks.try_lock(id, &k, LockMode::Shared, dep) {
-                    Some(Granted::New) => {
-                        held.push(k);
-                        true
-                    }
-                    Some(_) => true,
-                    None => false,
-                }
+            let Transaction {
+                db,
+                shared,
+                held,
+                dep,
+                ..
+            } = &mut *self.txn;
+            let mut try_lock = |key: Option<&[u8]>, mode: LockMode| {
+                let name = key.map_or(LockName::End(0), |k| LockName::Key(k.to_vec()));
+                try_lock_name(
+                    &db.locks,
+                    shared.id,
+                    root,
+                    name,
+                    mode,
+                    LockMode::NONE,
+                    held,
+                    dep,
+                )
             };
             let batch = scan_batch(
-                &t.db,
+                db,
                 &self.table.latch,
-                table,
+                root,
                 as_ref(&self.from),
                 as_ref(&self.to),
                 SCAN_BATCH,
                 &mut try_lock,
             )?;
+            if let Some((last, _)) = batch.entries.last() {
+                self.from = Bound::Excluded(last.clone());
+            }
             self.buf.extend(batch.entries);
             match batch.end {
                 BatchEnd::Done => self.done = true,
-                BatchEnd::More(k) => self.from = Bound::Excluded(k),
-                BatchEnd::Blocked(k) => {
-                    // Wait for the lock with no latch held, then resume at that key.
-                    let tbl = self.table.clone();
-                    self.txn.lock(&tbl, &k, LockMode::Shared)?;
-                    self.from = Bound::Included(k);
+                BatchEnd::More => {}
+                // Entries read before the blocked name go out first; the next refill
+                // meets the lock again.
+                BatchEnd::Blocked(..) if !self.buf.is_empty() => {}
+                BatchEnd::Blocked(name, mode) => {
+                    // Wait with no latch held; the next batch re-reads from just after
+                    // the last entry read, so a key inserted below the blocked one
+                    // meanwhile is seen (and locked).
+                    self.txn.lock(root, name, mode)?;
                 }
             }
         }
-        Ok(())
+        // What the scan returns — its entries, and the absence of others — may depend
+        // on commits released early: hand nothing out before they are durable.
+        self.txn.read_barrier()
     }
 }
 
@@ -444,6 +728,7 @@ impl Iterator for Scan<'_> {
         if self.buf.is_empty() && !self.done {
             if let Err(e) = self.refill() {
                 self.done = true;
+                self.txn.fail(&e);
                 return Some(Err(e));
             }
         }

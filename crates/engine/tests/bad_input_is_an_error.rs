@@ -1,5 +1,7 @@
 //! Bad input gets a clear error, never a panic: oversized keys and values, bad options,
-//! bad table names, a database opened twice, a finished transaction used again.
+//! bad table names, a database opened twice, a transaction used after its database
+//! closed. (A committed transaction cannot be used again at all: `commit` consumes it,
+//! and the separate commit steps are internal — see the compile-fail tests in `lib.rs`.)
 
 use sluice::{Database, Error, Options};
 use sluice_storage::SimStorage;
@@ -10,11 +12,17 @@ fn oversized_keys_and_values_are_invalid_arguments() {
     let db = Database::open(Arc::new(SimStorage::new(1)), "/db", Options::default()).unwrap();
     let t = db.create_table("t").unwrap();
     let l = db.limits();
+    // A refused argument fails its transaction (see `Transaction`), so each case gets
+    // its own.
     let mut tx = db.begin();
     let e = tx.put(&t, &vec![1; l.max_key + 1], b"v").unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    drop(tx);
+    let mut tx = db.begin();
     let e = tx.put(&t, b"k", &vec![1; l.max_entry]).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    drop(tx);
+    let mut tx = db.begin();
     tx.put(&t, &vec![1; l.max_key], &vec![2; l.max_entry - l.max_key])
         .unwrap();
     tx.commit().unwrap();
@@ -50,17 +58,16 @@ fn a_database_opened_twice_is_locked() {
 }
 
 #[test]
-fn a_committed_transaction_takes_no_more_work() {
+fn a_transaction_of_a_closed_database_takes_no_more_work() {
     let db = Database::open(Arc::new(SimStorage::new(4)), "/db", Options::default()).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     tx.put(&t, b"k", b"v").unwrap();
-    let end = tx.commit_record().unwrap();
-    assert!(end.is_some());
-    assert!(matches!(
-        tx.put(&t, b"k2", b"v"),
-        Err(Error::InvalidArgument(_))
-    ));
-    db.wait_durable(end.unwrap()).unwrap();
-    tx.release_locks();
+    db.clone().close().unwrap();
+    let e = tx.put(&t, b"k2", b"v").unwrap_err();
+    assert!(matches!(e, Error::Closed(_)), "{e}");
+    assert!(
+        tx.commit().is_err(),
+        "a transaction committed after its database closed"
+    );
 }

@@ -63,13 +63,18 @@ fn a_reader_of_early_released_data_is_not_acknowledged_before_its_predecessor() 
         db1.log().durable_lsn()
     });
     gate.wait_held(1);
-    // T2 reads what T1 wrote (the lock was released early) and commits read-only.
-    let mut tx = db.begin();
-    assert_eq!(tx.get(&t, b"k").unwrap().as_deref(), Some(&b"v1"[..]));
-    let dep = tx.ack_lsn().expect("T2 depends on T1's commit");
-    assert!(db.log().durable_lsn() < dep, "T1 is not durable yet");
+    // T2 reads what T1 wrote (the lock was released early) and commits read-only. The
+    // value is not even handed to it before T1 is durable (the read barrier).
     let db2 = db.clone();
     let reader = std::thread::spawn(move || {
+        let mut tx = db2.begin();
+        let v = tx.get(&t, b"k").unwrap();
+        let handed = db2.log().durable_lsn();
+        let dep = tx.ack_lsn().expect("T2 depends on T1's commit");
+        assert!(
+            handed >= dep,
+            "T2 was handed T1's data at durable {handed} before T1's commit at {dep}"
+        );
         tx.commit().unwrap();
         // Acknowledged: T1 must be durable now.
         let d = db2.log().durable_lsn();
@@ -77,16 +82,17 @@ fn a_reader_of_early_released_data_is_not_acknowledged_before_its_predecessor() 
             d >= dep,
             "T2 acknowledged at durable {d} before T1's commit at {dep}"
         );
-        d
+        (v, dep)
     });
     std::thread::sleep(Duration::from_millis(20));
     assert!(
         !reader.is_finished(),
-        "the reader was acknowledged with the log held"
+        "the reader was handed early-released data with the log held"
     );
     gate.open();
-    assert!(reader.join().unwrap() >= dep);
-    writer.join().unwrap();
+    let (v, dep) = reader.join().unwrap();
+    assert_eq!(v.as_deref(), Some(&b"v1"[..]));
+    assert!(writer.join().unwrap() >= dep);
 
     // The same through agents with flush pipelining.
     let (db, gate) = open(CommitProtocol::ElrPipelined, 2);
@@ -132,15 +138,29 @@ fn classic_holds_locks_until_durable_and_elr_does_not() {
             tx.commit().unwrap();
         });
         gate.wait_held(1);
-        let mut tx = db.begin();
-        let r = tx.put(&t, b"k", b"w");
+        let (db2, t2) = (db.clone(), t.clone());
+        let overwriter = std::thread::spawn(move || {
+            let mut tx = db2.begin();
+            tx.put(&t2, b"k", b"w")
+        });
         if blocked {
+            // The lock is held until durable, and the log is held: a lock timeout.
+            let r = overwriter.join().unwrap();
             assert!(matches!(r, Err(Error::LockTimeout { .. })), "{p}: {r:?}");
+            gate.open();
         } else {
+            // The lock was released early: no lock timeout, however long the log is held
+            // (here three timeouts). The old value it overwrites is handed out only once
+            // the writer's commit is durable, so the put returns after the gate opens.
+            std::thread::sleep(3 * Duration::from_millis(100));
+            assert!(
+                !overwriter.is_finished(),
+                "{p}: a lock timeout, or the old value handed out before it was durable"
+            );
+            gate.open();
+            let r = overwriter.join().unwrap();
             assert_eq!(r.unwrap().as_deref(), Some(&b"v"[..]), "{p}");
         }
-        drop(tx);
-        gate.open();
         writer.join().unwrap();
     }
 }

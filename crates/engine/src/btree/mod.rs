@@ -27,7 +27,7 @@ pub(crate) use page_op::apply_op;
 pub(crate) use scan::{scan_batch, BatchEnd};
 pub(crate) use verify::verify_tree;
 pub use verify::TreeReport;
-pub(crate) use write::{ChangeLogger, ClrLogger};
+pub(crate) use write::{ChangeLogger, ClrLogger, GapLocker, SetOutcome};
 
 use parking_lot::RwLock;
 

@@ -1,20 +1,44 @@
-//! Ordered range scans, one batch of entries at a time.
+//! Ordered range scans, one batch of entries at a time, under key-range locks.
+//!
+//! Every key found in the range is locked record S + gap S (the key and the gap below
+//! it), and when the range ends, so is the first key beyond it (or gap S on the table's
+//! end): together these cover every key the range could ever hold, so no insert or
+//! delete can change what the scan saw until the scanner ends (no phantoms, no skipped
+//! uncommitted deletes). The record part on the key beyond the range is InnoDB's
+//! next-key lock: that key bounds the last gap, so it must not be deleted, nor be an
+//! uncommitted insert whose rollback would remove it, while the scanner relies on it.
+//!
+//! Each lock is tried under the latch of the leaf holding the key, *and* under the
+//! latches of every leaf between the previous locked name and it (latch coupling to the
+//! right, the order inserters use too). Without that, an insert into the tail of a leaf
+//! the scan has just left could take its gap lock on the next leaf's first key, insert
+//! and commit before the scan locks that key: the scan would then miss a committed
+//! insert while seeing that transaction's later writes. When a lock is not free the
+//! batch ends there; the caller waits for it with no latch held and resumes just after
+//! the last key it read — not at the blocked key: something may have been inserted into
+//! the gap below it meanwhile, and only what is re-read is protected.
 
 use crate::btree::TreeLatch;
 use crate::db::Inner;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ids::PageId;
+use crate::lock::{LockMode, LockName};
 use std::ops::Bound;
+
+/// Try-locks a mode on a key (`None`: the table's end) without waiting; the name to
+/// wait for if it is not free.
+pub(crate) type ScanLocker<'a> = dyn FnMut(Option<&[u8]>, LockMode) -> Result<(), LockName> + 'a;
 
 /// Why a batch ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum BatchEnd {
-    /// The range is exhausted.
+    /// The range is exhausted (and the gap after it locked).
     Done,
-    /// The lock on this key was not free: wait for it (no latch held), then resume here.
-    Blocked(Vec<u8>),
-    /// The batch is full: resume after this key.
-    More(Vec<u8>),
+    /// This lock was not free: wait for it (no latch held), then resume after the last
+    /// entry read.
+    Blocked(LockName, LockMode),
+    /// The batch is full: resume after its last entry.
+    More,
 }
 
 /// Entries in key order and where to go on.
@@ -39,10 +63,11 @@ fn above_lower(key: &[u8], from: Bound<&[u8]>) -> bool {
     }
 }
 
-/// Reads up to `max` entries of `[from, to)` in key order from the tree at `root`,
-/// calling `try_lock` on each key under the leaf's S latch (it must not block). Holds the
-/// tree latch shared for the batch, so leaves do not split under it and the leaf chain
-/// can be followed without re-descending.
+/// Reads up to `max` entries of the range in key order from the tree at `root`,
+/// calling `try_lock` (which must not block) under leaf latches (module docs):
+/// [`LockMode::SCANNED`] for each key in range and for the first key beyond it, or
+/// [`LockMode::GAP_S`] on the table's end (`None`). Holds the tree latch shared for the batch, so
+/// leaves do not split under it and the leaf chain can be followed without re-descending.
 pub(crate) fn scan_batch(
     inner: &Inner,
     latch: &TreeLatch,
@@ -50,7 +75,7 @@ pub(crate) fn scan_batch(
     from: Bound<&[u8]>,
     to: Bound<&[u8]>,
     max: usize,
-    try_lock: &mut dyn FnMut(&[u8]) -> bool,
+    try_lock: &mut ScanLocker<'_>,
 ) -> Result<Batch> {
     assert!(max >= 1);
     let _shared = latch.read();
@@ -60,10 +85,19 @@ pub(crate) fn scan_batch(
     };
     let (_, mut leaf) = inner.descend(root, start)?;
     let mut entries = Vec::new();
+    // Leaves latched since the last name locked: the gap up to the next name to lock
+    // lies in them. Guards come first in each pair so they drop before the pins.
+    let mut coupled = Vec::new();
     loop {
+        let g = leaf.read_valid()?;
         let next = {
-            let g = leaf.read_valid()?;
             let n = Inner::node_of(&g, leaf.id())?;
+            if !n.is_leaf() {
+                return Err(Error::Corruption(format!(
+                    "tree {root}: leaf chain reaches non-leaf {}",
+                    leaf.id()
+                )));
+            }
             let first = match from {
                 Bound::Unbounded => 0,
                 Bound::Included(k) | Bound::Excluded(k) => n.search(k).unwrap_or_else(|i| i),
@@ -74,34 +108,147 @@ pub(crate) fn scan_batch(
                     continue;
                 }
                 if !below_upper(key, to) {
-                    return Ok(Batch {
-                        entries,
-                        end: BatchEnd::Done,
-                    });
+                    // The range ends below this key: lock the gap up to it, and the key
+                    // too (InnoDB's next-key lock): deleting it would merge the gap
+                    // into the next one, and if it is an uncommitted insert, its
+                    // lock-free rollback would — so both must wait for the scanner.
+                    let end = match try_lock(Some(key), LockMode::SCANNED) {
+                        Ok(()) => BatchEnd::Done,
+                        Err(name) => BatchEnd::Blocked(name, LockMode::SCANNED),
+                    };
+                    return Ok(Batch { entries, end });
                 }
                 if entries.len() >= max {
-                    let last = entries.last().map(|e: &(Vec<u8>, Vec<u8>)| e.0.clone());
                     return Ok(Batch {
                         entries,
-                        end: BatchEnd::More(last.expect("max >= 1")),
+                        end: BatchEnd::More,
                     });
                 }
-                if !try_lock(key) {
+                if let Err(name) = try_lock(Some(key), LockMode::SCANNED) {
                     return Ok(Batch {
                         entries,
-                        end: BatchEnd::Blocked(key.to_vec()),
+                        end: BatchEnd::Blocked(name, LockMode::SCANNED),
                     });
                 }
+                // The gap below this key is locked: the leaves before it can go.
+                coupled.clear();
                 entries.push((key.to_vec(), n.value(i).to_vec()));
             }
             n.link()
         };
+        coupled.push((g, leaf));
         if !next.is_some() {
-            return Ok(Batch {
-                entries,
-                end: BatchEnd::Done,
-            });
+            // No key beyond the range: lock the gap up to the end of the table, still
+            // holding the leaves after the last locked key.
+            let end = match try_lock(None, LockMode::GAP_S) {
+                Ok(()) => BatchEnd::Done,
+                Err(name) => BatchEnd::Blocked(name, LockMode::GAP_S),
+            };
+            return Ok(Batch { entries, end });
         }
         leaf = inner.pool.fetch(next)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::TxnId;
+    use crate::lock::LockKey;
+    use crate::{Database, Options};
+    use sluice_storage::SimStorage;
+    use std::collections::HashSet;
+    use std::sync::{mpsc, Arc};
+    use std::time::Duration;
+
+    /// Pins the latch coupling (module docs): between leaving a leaf
+    /// and locking the next leaf's first key, an insert into the tail of the leaf just
+    /// left must not be able to complete. The scan's lock callback, called for that first
+    /// key, lets a concurrent insert run; with coupling the insert cannot even latch the
+    /// leaf, without it the insert commits in that window and the scan misses it.
+    #[test]
+    fn an_insert_behind_the_scan_cannot_commit_before_the_next_leaf_is_locked() {
+        let mut o = Options::small();
+        o.lock_timeout = Duration::from_secs(10);
+        let db = Database::open(Arc::new(SimStorage::new(7)), "/db", o).unwrap();
+        let t = db.create_table("t").unwrap();
+        let mut tx = db.begin();
+        for i in 0..100 {
+            tx.put(&t, format!("k{i:03}").as_bytes(), &[7u8; 20])
+                .unwrap();
+        }
+        tx.commit().unwrap();
+        // The first two leaves: the last key of the first and the first of the second.
+        let inner = &db.inner;
+        let (last, first) = {
+            let _shared = t.latch.read();
+            let (_, leaf) = inner.descend(t.root, b"").unwrap();
+            let g = leaf.read_valid().unwrap();
+            let n = Inner::node_of(&g, leaf.id()).unwrap();
+            let next = inner.pool.fetch(n.link()).unwrap();
+            let g2 = next.read_valid().unwrap();
+            let n2 = Inner::node_of(&g2, next.id()).unwrap();
+            (n.key(n.len() - 1).to_vec(), n2.key(0).to_vec())
+        };
+        let mut x = last.clone();
+        x.push(b'5'); // between the two leaves: it goes into the tail of the first
+        assert!(last < x && x < first);
+
+        let scanner = TxnId(u64::MAX - 1);
+        let mut held = HashSet::new();
+        let mut dep = None;
+        let (done_tx, done) = mpsc::channel();
+        let mut inserter = None;
+        let mut committed_in_window = false;
+        let mut try_lock = |key: Option<&[u8]>, mode: LockMode| {
+            if key == Some(&first[..]) && inserter.is_none() {
+                let (db2, t2, x2, done_tx) = (db.clone(), t.clone(), x.clone(), done_tx.clone());
+                inserter = Some(std::thread::spawn(move || {
+                    let mut tx = db2.begin();
+                    tx.put(&t2, &x2, b"behind the scan").unwrap();
+                    tx.commit().unwrap();
+                    done_tx.send(()).unwrap();
+                }));
+                committed_in_window = done.recv_timeout(Duration::from_millis(300)).is_ok();
+            }
+            // Gap S on the end: every stripe.
+            let names: Vec<LockName> = match key {
+                Some(k) => vec![LockName::Key(k.to_vec())],
+                None => LockName::end_stripes(scanner, mode)
+                    .map(LockName::End)
+                    .collect(),
+            };
+            for name in names {
+                let k = LockKey {
+                    table: t.root,
+                    name,
+                };
+                if inner.locks.try_lock(scanner, &k, mode, &mut dep).is_none() {
+                    return Err(k.name);
+                }
+                held.insert(k);
+            }
+            Ok(())
+        };
+        let batch = scan_batch(
+            inner,
+            &t.latch,
+            t.root,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            1000,
+            &mut try_lock,
+        )
+        .unwrap();
+        assert_eq!(batch.end, BatchEnd::Done);
+        let seen = batch.entries.iter().any(|(k, _)| *k == x);
+        assert!(
+            !committed_in_window || seen,
+            "an insert committed behind the scan before it locked the next leaf, and the scan missed it"
+        );
+        inner
+            .locks
+            .release(scanner, &held, None, inner.log.durable_lsn());
+        inserter.expect("the callback ran").join().unwrap();
     }
 }

@@ -1,4 +1,20 @@
 //! Setting a key: insert, update and delete are all "make `key` map to `new`".
+//!
+//! Key-range locking (see `lock.rs`). The caller holds record X on `k` — and for a
+//! delete also gap I on `k`, taken in the same request: `k` bounds the gap below it,
+//! and deleting `k` merges that gap into the next one, so a scanner that locked `k` as
+//! the key after its range (gap S) or an uncommitted delete living below `k` (gap D)
+//! must make the delete wait, which is what gap I conflicts with. An insert of a new key
+//! `k` takes gap I on `next(k)` (the smallest key above `k` in the tree, or the table's
+//! end): the gap it splits. A delete takes gap D on `next(k)`: the gap it merges, held
+//! to the end so nobody changes a gap holding an uncommitted delete (its rollback
+//! re-inserts without locks); and, for an instant only (ARIES/KVL), record S on
+//! `next(k)`: if `next(k)` is an uncommitted insert, its rollback (also lock-free) would
+//! merge the gap again, so the delete waits for that transaction to end, without
+//! holding anything that makes later updaters of `next(k)` wait. An update changes no
+//! gap and takes nothing more. `next(k)` is found and locked under the leaf's X latch;
+//! if the lock is not free the operation drops every latch, and the caller waits for it
+//! and redoes the operation (`next(k)` may have changed meanwhile).
 
 use crate::btree::page_op::{apply_op, fits, op_for};
 use crate::btree::TreeLatch;
@@ -6,6 +22,7 @@ use crate::buffer_pool::PageWrite;
 use crate::db::Inner;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
+use crate::lock::{LockMode, LockName};
 use crate::log_record::Record;
 use crate::txn_table::TxnShared;
 use sluice_wal::{Appended, Lsn};
@@ -22,6 +39,34 @@ pub(crate) trait ChangeLogger {
         old: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<Appended>;
+}
+
+/// Takes gap locks for a transaction's insert or delete, under page latches.
+pub(crate) trait GapLocker {
+    /// Grants `mode` on `name` of the tree if that is possible without waiting, and
+    /// `check` would be too (instant duration: not taken); if not, returns the name to
+    /// wait for. (By value: the lock table keeps the name it is granted.) Any
+    /// [`LockName::End`] stands for the table's end: the locker takes the stripes `mode`
+    /// needs ([`LockName::end_stripes`]); the end has no record to check.
+    fn try_lock(&mut self, name: LockName, mode: LockMode, check: LockMode)
+        -> Result<(), LockName>;
+}
+
+/// What became of a set.
+#[derive(Debug)]
+pub(crate) enum SetOutcome {
+    /// Done: the old value (`None`: the key was absent).
+    Done(Option<Vec<u8>>),
+    /// Nothing was changed: this lock (a mode and an instant-duration check) was not
+    /// free. Wait for it with no latch held, then set again.
+    Blocked(LockName, LockMode, LockMode),
+}
+
+/// What one attempt at a latched leaf did.
+enum Attempt {
+    Applied(Option<Vec<u8>>),
+    Blocked(LockName, LockMode, LockMode),
+    NoRoom,
 }
 
 /// Logs undo steps as compensation records.
@@ -55,8 +100,9 @@ impl ChangeLogger for ClrLogger<'_> {
 }
 
 impl Inner {
-    /// Makes `key` map to `new` (`None`: absent) in the tree at `root`; returns the old
-    /// value. The caller holds the key's X lock (or is recovery).
+    /// Makes `key` map to `new` (`None`: absent) in the tree at `root`, taking no gap
+    /// locks; returns the old value. For rollback and restart undo, whose transaction's
+    /// own locks cover what they undo.
     pub(crate) fn tree_set(
         &self,
         latch: &TreeLatch,
@@ -65,32 +111,59 @@ impl Inner {
         new: Option<&[u8]>,
         logger: &mut dyn ChangeLogger,
     ) -> Result<Option<Vec<u8>>> {
+        match self.tree_set_locking(latch, root, key, new, logger, None)? {
+            SetOutcome::Done(old) => Ok(old),
+            SetOutcome::Blocked(..) => unreachable!("no gap is locked without a locker"),
+        }
+    }
+
+    /// Makes `key` map to `new` in the tree at `root`. The caller holds the key's record
+    /// X lock (or is undo). With `gaps`, an insert or delete first try-locks its next
+    /// key (module docs) and returns [`SetOutcome::Blocked`], changing nothing, if the
+    /// lock is not free.
+    pub(crate) fn tree_set_locking(
+        &self,
+        latch: &TreeLatch,
+        root: PageId,
+        key: &[u8],
+        new: Option<&[u8]>,
+        logger: &mut dyn ChangeLogger,
+        mut gaps: Option<&mut dyn GapLocker>,
+    ) -> Result<SetOutcome> {
         {
             let _shared = latch.read();
             let (_, leaf) = self.descend(root, key)?;
             let mut w = leaf.write_valid()?;
-            if let Some(old) = self.try_apply(&mut w, root, key, new, logger)? {
-                return Ok(old);
+            match self.try_apply(&mut w, root, key, new, logger, gaps.as_deref_mut())? {
+                Attempt::Applied(old) => return Ok(SetOutcome::Done(old)),
+                Attempt::Blocked(n, m, c) => return Ok(SetOutcome::Blocked(n, m, c)),
+                Attempt::NoRoom => {}
             }
         }
         let _exclusive = latch.write();
         let leaf = self.make_room(root, key, new)?;
         let mut w = leaf.write_valid()?;
-        self.try_apply(&mut w, root, key, new, logger)?
-            .ok_or_else(|| Error::Corruption(format!("no room in tree {root} after a split")))
+        match self.try_apply(&mut w, root, key, new, logger, gaps)? {
+            Attempt::Applied(old) => Ok(SetOutcome::Done(old)),
+            Attempt::Blocked(n, m, c) => Ok(SetOutcome::Blocked(n, m, c)),
+            Attempt::NoRoom => Err(Error::Corruption(format!(
+                "no room in tree {root} after a split"
+            ))),
+        }
     }
 
-    /// Applies the change if the leaf has room: `Some(old)` if done (or nothing to do),
-    /// `None` if the leaf must split first.
-    fn try_apply(
+    /// Applies the change if the leaf has room and its gap locks are free.
+    #[allow(clippy::too_many_arguments)]
+    fn try_apply<'g>(
         &self,
         w: &mut PageWrite<'_>,
         root: PageId,
         key: &[u8],
         new: Option<&[u8]>,
         logger: &mut dyn ChangeLogger,
-    ) -> Result<Option<Option<Vec<u8>>>> {
-        let (old, room) = {
+        gaps: Option<&mut (dyn GapLocker + 'g)>,
+    ) -> Result<Attempt> {
+        let (old, room, next) = {
             let n = Self::node_of(w.bytes(), w.id())?;
             if !n.is_leaf() {
                 return Err(Error::Corruption(format!(
@@ -98,22 +171,84 @@ impl Inner {
                     w.id()
                 )));
             }
-            let old = n.search(key).ok().map(|i| n.value(i).to_vec());
+            let at = n.search(key);
+            let old = at.ok().map(|i| n.value(i).to_vec());
             let room = fits(&n, key, old.as_deref(), new);
-            (old, room)
+            // Where next(k) is in this leaf: after k if present, else where k would go.
+            let next = match at {
+                Ok(i) => i + 1,
+                Err(i) => i,
+            };
+            (old, room, next)
         };
         if old.as_deref() == new {
-            return Ok(Some(old));
+            return Ok(Attempt::Applied(old));
         }
         if !room {
-            return Ok(None);
+            return Ok(Attempt::NoRoom);
+        }
+        // What next(k) needs (and checks for an instant): an update changes no gap.
+        let gap = match (&old, new) {
+            (None, Some(_)) => Some((LockMode::GAP_I, LockMode::NONE)),
+            (Some(_), None) => Some((LockMode::GAP_D, LockMode::RECORD_S)),
+            _ => None,
+        };
+        if let (Some((mode, check)), Some(locker)) = (gap, gaps) {
+            if let Some(name) = self.lock_next(w, next, mode, check, locker)? {
+                return Ok(Attempt::Blocked(name, mode, check));
+            }
         }
         self.protect_page(w)?;
         let a = logger.log(self, w.id(), root, key, old.as_deref(), new)?;
         let op = op_for(key, old.as_deref(), new).expect("a real change");
         apply_op(w.bytes_mut(), &op).expect("the change was checked to apply before logging");
         w.mark_dirty(a.lsn, a.end);
-        Ok(Some(old))
+        Ok(Attempt::Applied(old))
+    }
+
+    /// Try-locks `mode` (if `check` is free too) on the name of the first key at or
+    /// after slot `at` of the
+    /// X-latched leaf `w` — following the leaf chain to the right if needed; the table's
+    /// end if there is none — while every leaf up to the one holding it is latched
+    /// (S latches, taken left to right while `w` is held, the order scans couple in, so
+    /// latching cannot deadlock; leaves may be empty, as nothing merges them). Holding
+    /// them means the name cannot be deleted, nor a key inserted before it, between
+    /// finding it and locking it. The tree latch is held, so the chain cannot change.
+    /// `Some(name)` if the lock was not free.
+    fn lock_next(
+        &self,
+        w: &PageWrite<'_>,
+        at: usize,
+        mode: LockMode,
+        check: LockMode,
+        locker: &mut dyn GapLocker,
+    ) -> Result<Option<LockName>> {
+        let n = Self::node_of(w.bytes(), w.id())?;
+        let try_name =
+            |locker: &mut dyn GapLocker, name: LockName| locker.try_lock(name, mode, check).err();
+        if at < n.len() {
+            return Ok(try_name(locker, LockName::Key(n.key(at).to_vec())));
+        }
+        let mut next = n.link();
+        // Guards first in each pair, so they drop before the pins.
+        let mut coupled = Vec::new();
+        while next.is_some() {
+            let p = self.pool.fetch(next)?;
+            let g = p.read_valid()?;
+            let leaf = Self::node_of(&g, next)?;
+            if !leaf.is_leaf() {
+                return Err(Error::Corruption(format!(
+                    "leaf chain from {} reaches non-leaf {next}",
+                    w.id()
+                )));
+            }
+            if !leaf.is_empty() {
+                return Ok(try_name(locker, LockName::Key(leaf.key(0).to_vec())));
+            }
+            next = leaf.link();
+            coupled.push((g, p));
+        }
+        Ok(try_name(locker, LockName::End(0)))
     }
 
     /// The value of `key` in the tree at `root`. The caller holds an S or X lock on it.

@@ -1,6 +1,8 @@
 //! Workloads shared by the tests and the CLI, so both run exactly the same thing: the
-//! crash sweep ([`crash::crash_test`]) and the bulk load ([`load::load_verify`]).
+//! crash sweep ([`crash::crash_test`]), the bulk load ([`load::load_verify`]) and the
+//! range-sum serializability workload ([`range_sum::run`]).
 
 pub mod crash;
 pub mod fence;
 pub mod load;
+pub mod range_sum;
