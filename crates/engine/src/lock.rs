@@ -33,9 +33,14 @@
 
 use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
+use hashbrown::hash_map::EntryRef;
 use parking_lot::{Condvar, Mutex};
 use sluice_wal::Lsn;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use std::hash::RandomState;
+
+/// The lock table of one shard (SipHash, as std's map: the keys are the users').
+type LockMap = hashbrown::HashMap<LockKey, Entry, RandomState>;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -83,6 +88,13 @@ pub(crate) struct LockKey {
     pub(crate) table: PageId,
     /// The key or the end.
     pub(crate) name: LockName,
+}
+
+/// What `entry_ref` inserts: the key, cloned once, for a new entry.
+impl From<&LockKey> for LockKey {
+    fn from(key: &LockKey) -> LockKey {
+        key.clone()
+    }
 }
 
 #[cfg(test)]
@@ -268,7 +280,7 @@ impl Entry {
 }
 
 struct Shard {
-    map: Mutex<HashMap<LockKey, Entry>>,
+    map: Mutex<LockMap>,
     cv: Condvar,
     /// Prune the idle entries kept for early releases once the map grows past this; it
     /// doubles with what survives a prune, so a transaction holding a million locks does
@@ -289,7 +301,7 @@ impl LockManager {
         LockManager {
             shards: (0..SHARDS)
                 .map(|_| Shard {
-                    map: Mutex::new(HashMap::new()),
+                    map: Mutex::new(LockMap::default()),
                     prune_at: AtomicUsize::new(PRUNE_AT),
                     cv: Condvar::new(),
                 })
@@ -351,19 +363,23 @@ impl LockManager {
     ) -> Option<Granted> {
         let shard = self.shard(key);
         let mut map = shard.map.lock();
-        // Look up before inserting: most requests find their entry (hot keys, the end
-        // of an appended table), and `entry` would clone the key every time.
-        if let Some(e) = map.get_mut(key) {
-            if !e.compatible_with_others(txn, check) {
-                return None;
+        // One lookup; the key is cloned only when a new entry is inserted.
+        match map.entry_ref(key) {
+            EntryRef::Occupied(o) => {
+                let e = o.into_mut();
+                if !e.compatible_with_others(txn, check) {
+                    return None;
+                }
+                e.try_grant(txn, mode, dep)
             }
-            return e.try_grant(txn, mode, dep);
+            EntryRef::Vacant(v) => {
+                let mut e = Entry::default();
+                let g = e.try_grant(txn, mode, dep);
+                assert_eq!(g, Some(Granted::New), "a fresh entry grants at once");
+                v.insert(e);
+                g
+            }
         }
-        let mut e = Entry::default();
-        let g = e.try_grant(txn, mode, dep);
-        assert_eq!(g, Some(Granted::New), "a fresh entry grants at once");
-        map.insert(key.clone(), e);
-        g
     }
 
     /// Grants `mode` on `key` to `txn`, parking until it can (FIFO) or the timeout
@@ -378,10 +394,8 @@ impl LockManager {
     ) -> Result<Granted> {
         let shard = self.shard(key);
         let mut map = shard.map.lock();
-        let e = match map.get_mut(key) {
-            Some(e) => e,
-            None => map.entry(key.clone()).or_default(),
-        };
+        // One lookup; the key is cloned only when a new entry is inserted.
+        let e = map.entry_ref(key).or_default();
         if let Some(g) = e.try_grant(txn, mode, dep) {
             return Ok(g);
         }
@@ -448,9 +462,11 @@ impl LockManager {
         for key in keys {
             let shard = self.shard(key);
             let mut map = shard.map.lock();
-            let Some(e) = map.get_mut(key) else {
+            // One lookup, which also removes the entry if it is left idle.
+            let EntryRef::Occupied(mut o) = map.entry_ref(key) else {
                 panic!("{txn} releases a lock it does not hold");
             };
+            let e = o.get_mut();
             let Some(i) = e.granted.iter().position(|g| g.0 == txn) else {
                 panic!("{txn} did not hold the lock");
             };
@@ -462,7 +478,7 @@ impl LockManager {
             }
             let wake = !e.waiting.is_empty();
             if e.idle(durable) {
-                map.remove(key);
+                o.remove();
             }
             let prune_at = shard.prune_at.load(Ordering::Relaxed);
             if map.len() > prune_at {
