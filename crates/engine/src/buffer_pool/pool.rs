@@ -10,7 +10,7 @@ use crate::page;
 use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 use sluice_wal::{Log, Lsn};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -58,6 +58,10 @@ pub(crate) struct BufferPool {
     /// floor, so that no write straddles either move. Nobody waits for a latch while
     /// holding it, in either mode.
     write_gate: RwLock<()>,
+    /// Set with `poison`: every operation of every transaction asks, and a load of a
+    /// flag nobody writes stays in each core's cache where locking the mutex would move
+    /// its line between cores on every call.
+    poisoned: AtomicBool,
     poison: Mutex<Option<String>>,
     reads: AtomicU64,
     writes: AtomicU64,
@@ -86,6 +90,7 @@ impl BufferPool {
             log,
             image_floor: AtomicU64::new(image_floor.0),
             write_gate: RwLock::new(()),
+            poisoned: AtomicBool::new(false),
             poison: Mutex::new(None),
             reads: AtomicU64::new(0),
             writes: AtomicU64::new(0),
@@ -105,6 +110,9 @@ impl BufferPool {
     /// write (a failed fsync may have dropped pages; retrying it as if nothing happened
     /// is the fsyncgate bug).
     pub(crate) fn poisoned(&self) -> Option<String> {
+        if !self.poisoned.load(Ordering::Acquire) {
+            return None;
+        }
         self.poison.lock().clone()
     }
 
@@ -113,6 +121,7 @@ impl BufferPool {
         if p.is_none() {
             *p = Some(format!("data file: {e}"));
         }
+        self.poisoned.store(true, Ordering::Release);
         e
     }
 
