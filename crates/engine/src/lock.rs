@@ -37,10 +37,12 @@ use hashbrown::hash_map::EntryRef;
 use parking_lot::{Condvar, Mutex};
 use sluice_wal::Lsn;
 use std::collections::VecDeque;
-use std::hash::RandomState;
 
-/// The lock table of one shard (SipHash, as std's map: the keys are the users').
-type LockMap = hashbrown::HashMap<LockKey, Entry, RandomState>;
+/// The lock table of one shard. The keys are the users', so the hasher is seeded at
+/// random per map (hashbrown's default, foldhash): an attacker who does not know the
+/// seed cannot aim keys at one bucket chain. SipHash, std's choice, cost a tenth of all
+/// CPU in TPC-B (profile in the issue 8 note); foldhash is several times cheaper.
+type LockMap = hashbrown::HashMap<LockKey, Entry>;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 

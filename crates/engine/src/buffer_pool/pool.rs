@@ -9,7 +9,6 @@ use crate::log_record::Record;
 use crate::page;
 use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 use sluice_wal::{Log, Lsn};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,7 +18,9 @@ use std::time::{Duration, Instant};
 const FULL_WAIT: Duration = Duration::from_secs(5);
 
 struct Table {
-    map: HashMap<PageId, usize>,
+    /// Page id to frame. The ids are ours, not the users', and every fetch looks one up:
+    /// a fast hash (foldhash, hashbrown's default) rather than std's SipHash.
+    map: hashbrown::HashMap<PageId, usize>,
     hand: usize,
 }
 
@@ -83,7 +84,7 @@ impl BufferPool {
         BufferPool {
             frames: (0..frames).map(|_| Frame::new(page_size)).collect(),
             table: Mutex::new(Table {
-                map: HashMap::with_capacity(frames),
+                map: hashbrown::HashMap::with_capacity(frames),
                 hand: 0,
             }),
             file,
