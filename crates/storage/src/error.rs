@@ -65,6 +65,15 @@ fn names_a_path(error: &io::Error) -> bool {
 /// Wraps `error` so that it names `path`, keeping its kind; an error that already names a
 /// path is returned unchanged.
 pub(crate) fn with_path(path: &Path, error: io::Error) -> io::Error {
+    wrap(path, None, error)
+}
+
+/// [`with_path`] for an operation on two paths (a rename).
+pub(crate) fn with_paths(from: &Path, to: &Path, error: io::Error) -> io::Error {
+    wrap(from, Some(to), error)
+}
+
+fn wrap(path: &Path, target: Option<&Path>, error: io::Error) -> io::Error {
     if names_a_path(&error) {
         return error;
     }
@@ -73,23 +82,7 @@ pub(crate) fn with_path(path: &Path, error: io::Error) -> io::Error {
         kind,
         PathError {
             path: path.to_path_buf(),
-            target: None,
-            source: error,
-        },
-    )
-}
-
-/// [`with_path`] for an operation on two paths (a rename).
-pub(crate) fn with_paths(from: &Path, to: &Path, error: io::Error) -> io::Error {
-    if names_a_path(&error) {
-        return error;
-    }
-    let kind = error.kind();
-    io::Error::new(
-        kind,
-        PathError {
-            path: from.to_path_buf(),
-            target: Some(to.to_path_buf()),
+            target: target.map(Path::to_path_buf),
             source: error,
         },
     )

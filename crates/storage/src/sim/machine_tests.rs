@@ -3,36 +3,13 @@
 //! path, directories that need their parent's fsync, and errors that name their path.
 
 use std::io;
-use std::path::{Path, PathBuf};
 
+use super::tests::{durable_file, p, read_all};
 use super::{FaultKind, FaultOp, FaultPlan, SimStorage, TraceEvent};
-use crate::{parent_dir, raw_os_error, FileHandle, OpenOptions, Storage};
+use crate::{raw_os_error, FileHandle, OpenOptions, Storage};
 
 /// Enough seeds that every random fate shows up, few enough to stay fast.
 const SEEDS: u64 = 100;
-
-fn p(path: &str) -> PathBuf {
-    PathBuf::from(path)
-}
-
-fn durable_file(sim: &SimStorage, path: &Path, contents: &[u8]) -> Box<dyn FileHandle> {
-    let file = sim.open(path, OpenOptions::CREATE_NEW).unwrap();
-    file.write_at(contents, 0).unwrap();
-    file.sync_data().unwrap();
-    sim.sync_dir(&parent_dir(path)).unwrap();
-    file
-}
-
-fn read_all(sim: &SimStorage, path: &Path) -> Option<Vec<u8>> {
-    let file = match sim.open(path, OpenOptions::EXISTING) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
-        Err(e) => panic!("open {path:?}: {e}"),
-    };
-    let mut buf = vec![0u8; file.len().unwrap() as usize];
-    file.read_exact_at(&mut buf, 0).unwrap();
-    Some(buf)
-}
 
 fn read_through(file: &dyn FileHandle) -> Vec<u8> {
     let mut buf = vec![0u8; file.len().unwrap() as usize];

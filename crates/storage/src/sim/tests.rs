@@ -12,12 +12,12 @@ use crate::{parent_dir, raw_os_error, FileHandle, OpenOptions, Storage};
 /// Enough seeds that every random fate shows up, few enough to stay fast.
 const SEEDS: u64 = 200;
 
-fn p(path: &str) -> PathBuf {
+pub(super) fn p(path: &str) -> PathBuf {
     PathBuf::from(path)
 }
 
 /// Creates `path` with `contents`, syncs its data and its directory: fully durable.
-fn durable_file(sim: &SimStorage, path: &Path, contents: &[u8]) -> Box<dyn FileHandle> {
+pub(super) fn durable_file(sim: &SimStorage, path: &Path, contents: &[u8]) -> Box<dyn FileHandle> {
     let file = sim.open(path, OpenOptions::CREATE_NEW).unwrap();
     file.write_at(contents, 0).unwrap();
     file.sync_data().unwrap();
@@ -26,7 +26,7 @@ fn durable_file(sim: &SimStorage, path: &Path, contents: &[u8]) -> Box<dyn FileH
 }
 
 /// The whole contents of `path` as reads see them, or None if it does not exist.
-fn read_all(sim: &SimStorage, path: &Path) -> Option<Vec<u8>> {
+pub(super) fn read_all(sim: &SimStorage, path: &Path) -> Option<Vec<u8>> {
     let file = match sim.open(path, OpenOptions::EXISTING) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
