@@ -47,7 +47,8 @@ pub(crate) enum Wait {
 
 pub(crate) struct BufferPool {
     pub(crate) frames: Box<[Frame]>,
-    table: Mutex<Table>,
+    /// Read-locked by every hit; write-locked to change the map or pick a victim.
+    table: RwLock<Table>,
     file: DataFile,
     log: Arc<Log>,
     /// The image floor F: a page is written only if its last full image is above F
@@ -83,7 +84,7 @@ impl BufferPool {
         assert!(frames >= 2);
         BufferPool {
             frames: (0..frames).map(|_| Frame::new(page_size)).collect(),
-            table: Mutex::new(Table {
+            table: RwLock::new(Table {
                 map: hashbrown::HashMap::with_capacity(frames),
                 hand: 0,
             }),
@@ -138,31 +139,26 @@ impl BufferPool {
     /// [`PageRef::write_valid`].
     pub(crate) fn fetch(&self, id: PageId) -> Result<PageRef<'_>> {
         assert!(id.is_some());
-        let deadline = Instant::now() + FULL_WAIT;
+        let mut deadline = None;
         loop {
-            let mut t = self.table.lock();
-            if let Some(&i) = t.map.get(&id) {
-                let f = &self.frames[i];
-                f.pin.fetch_add(1, Ordering::AcqRel);
-                f.referenced.store(true, Ordering::Relaxed);
-                drop(t);
-                let r = PageRef {
-                    pool: self,
-                    idx: i,
-                    id,
-                };
-                if f.state.load(Ordering::Acquire) == STATE_LOADING {
-                    // Wait for the loader (it holds the X latch), then make sure the load
-                    // did not fail and hand the frame to someone else.
-                    drop(f.latch.read());
+            // A hit needs the table shared only: pinning is atomic, and whoever changes
+            // the map (or picks a victim, which must see its pin count at zero) holds it
+            // exclusively. Every page of every operation comes through here, so hits
+            // from different threads must not exclude each other.
+            if let Some(r) = self.pin_mapped(id) {
+                match r {
+                    Some(r) => return Ok(r),
+                    None => continue,
                 }
-                if f.page_id() == id {
-                    return Ok(r);
-                }
+            }
+            let mut t = self.table.write();
+            if t.map.contains_key(&id) {
+                // Loaded by someone else since we looked.
                 continue;
             }
             let Some(i) = self.clock(&mut t) else {
                 drop(t);
+                let deadline = *deadline.get_or_insert_with(|| Instant::now() + FULL_WAIT);
                 if Instant::now() > deadline {
                     return Err(Error::BufferPoolFull(self.frames.len()));
                 }
@@ -175,7 +171,7 @@ impl BufferPool {
             let t = if old.is_some() && f.is_dirty() {
                 drop(t);
                 let written = self.write_frame(i, Wait::Try);
-                let t2 = self.table.lock();
+                let t2 = self.table.write();
                 let ok = matches!(written, Ok(true))
                     && f.pin.load(Ordering::Acquire) == 1
                     && !f.is_dirty()
@@ -199,6 +195,28 @@ impl BufferPool {
             };
             return self.load(t, i, old, id);
         }
+    }
+
+    /// Pins page `id` if the table maps it: `None` if it does not; `Some(None)` if it did
+    /// but the frame changed hands before the pin was good (its load failed): look again.
+    fn pin_mapped(&self, id: PageId) -> Option<Option<PageRef<'_>>> {
+        let t = self.table.read();
+        let i = *t.map.get(&id)?;
+        let f = &self.frames[i];
+        f.pin.fetch_add(1, Ordering::AcqRel);
+        f.referenced.store(true, Ordering::Relaxed);
+        drop(t);
+        let r = PageRef {
+            pool: self,
+            idx: i,
+            id,
+        };
+        if f.state.load(Ordering::Acquire) == STATE_LOADING {
+            // Wait for the loader (it holds the X latch), then make sure the load did not
+            // fail and hand the frame to someone else.
+            drop(f.latch.read());
+        }
+        Some((f.page_id() == id).then_some(r))
     }
 
     /// Picks an unpinned frame by CLOCK (second chance). Called under the table lock.
@@ -225,7 +243,7 @@ impl BufferPool {
     /// Maps frame `i` (pinned by us, clean) to `id` and reads the page in.
     fn load(
         &self,
-        mut t: parking_lot::MutexGuard<'_, Table>,
+        mut t: RwLockWriteGuard<'_, Table>,
         i: usize,
         old: PageId,
         id: PageId,
@@ -266,7 +284,7 @@ impl BufferPool {
             }
             Err(e) => {
                 // Give the frame back: unmap it so waiters retry.
-                let mut t = self.table.lock();
+                let mut t = self.table.write();
                 t.map.remove(&id);
                 f.page.store(PageId::NONE.0, Ordering::Release);
                 f.valid.store(false, Ordering::Release);
@@ -281,7 +299,7 @@ impl BufferPool {
 
     /// Pins frame `i` if it holds a loaded page (for checkpoints and verification).
     pub(crate) fn pin_frame(&self, i: usize) -> Option<PageRef<'_>> {
-        let t = self.table.lock();
+        let t = self.table.read();
         let f = &self.frames[i];
         let id = f.page_id();
         if !id.is_some() || t.map.get(&id) != Some(&i) {
@@ -417,7 +435,7 @@ impl BufferPool {
 
     /// The dirty pages and their recovery LSNs (for a checkpoint).
     pub(crate) fn dirty_pages(&self) -> Vec<(PageId, Lsn)> {
-        let _t = self.table.lock();
+        let _t = self.table.read();
         self.frames
             .iter()
             .filter(|f| f.page_id().is_some() && f.is_dirty())
@@ -441,7 +459,7 @@ impl BufferPool {
     /// Writes page `id` if dirty and drops it from the pool (for tests that need a page
     /// out of memory at a given moment). False if it was not in the pool.
     pub(crate) fn evict(&self, id: PageId) -> Result<bool> {
-        let t = self.table.lock();
+        let t = self.table.write();
         let Some(&i) = t.map.get(&id) else {
             return Ok(false);
         };
@@ -454,7 +472,7 @@ impl BufferPool {
         f.pin.store(1, Ordering::Release);
         drop(t);
         let written = self.write_frame(i, Wait::Block);
-        let mut t = self.table.lock();
+        let mut t = self.table.write();
         if let Err(e) = written {
             f.pin.store(0, Ordering::Release);
             return Err(e);
