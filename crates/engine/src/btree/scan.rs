@@ -13,11 +13,16 @@
 //! right, the order inserters use too). Without that, an insert into the tail of a leaf
 //! the scan has just left could take its gap lock on the next leaf's first key, insert
 //! and commit before the scan locks that key: the scan would then miss a committed
-//! insert while seeing that transaction's later writes. When a lock is not free the
+//! insert while seeing that transaction's later writes. Nothing merges empty leaves, so
+//! the run between two keys can be longer than the buffer pool: past
+//! [`MAX_COUPLED`] coupled leaves the batch is read again with the tree latch exclusive,
+//! when no insert can be under way in the tree and no leaf needs to stay latched
+//! (inserts walking to their next key do the same, `write.rs`). When a lock is not free the
 //! batch ends there; the caller waits for it with no latch held and resumes just after
 //! the last key it read — not at the blocked key: something may have been inserted into
 //! the gap below it meanwhile, and only what is re-read is protected.
 
+use crate::btree::write::MAX_COUPLED;
 use crate::btree::TreeLatch;
 use crate::db::Inner;
 use crate::error::{Error, Result};
@@ -78,7 +83,30 @@ pub(crate) fn scan_batch(
     try_lock: &mut ScanLocker<'_>,
 ) -> Result<Batch> {
     assert!(max >= 1);
-    let _shared = latch.read();
+    {
+        let _shared = latch.read();
+        if let Some(batch) = read_batch(inner, root, from, to, max, try_lock, false)? {
+            return Ok(batch);
+        }
+    }
+    // A run of more than MAX_COUPLED empty leaves: with the tree latch exclusive no
+    // insert can enter the gap being walked, so no leaf needs to stay latched.
+    let _exclusive = latch.write();
+    Ok(read_batch(inner, root, from, to, max, try_lock, true)?
+        .expect("an exclusive walk has no bound"))
+}
+
+/// One batch (see [`scan_batch`]) with the tree latch held, shared or `exclusive`;
+/// `None` if, shared, it would have to couple more than [`MAX_COUPLED`] leaves.
+fn read_batch(
+    inner: &Inner,
+    root: PageId,
+    from: Bound<&[u8]>,
+    to: Bound<&[u8]>,
+    max: usize,
+    try_lock: &mut ScanLocker<'_>,
+    exclusive: bool,
+) -> Result<Option<Batch>> {
     let start = match from {
         Bound::Included(k) | Bound::Excluded(k) => k,
         Bound::Unbounded => &[],
@@ -116,19 +144,19 @@ pub(crate) fn scan_batch(
                         Ok(()) => BatchEnd::Done,
                         Err(name) => BatchEnd::Blocked(name, LockMode::SCANNED),
                     };
-                    return Ok(Batch { entries, end });
+                    return Ok(Some(Batch { entries, end }));
                 }
                 if entries.len() >= max {
-                    return Ok(Batch {
+                    return Ok(Some(Batch {
                         entries,
                         end: BatchEnd::More,
-                    });
+                    }));
                 }
                 if let Err(name) = try_lock(Some(key), LockMode::SCANNED) {
-                    return Ok(Batch {
+                    return Ok(Some(Batch {
                         entries,
                         end: BatchEnd::Blocked(name, LockMode::SCANNED),
-                    });
+                    }));
                 }
                 // The gap below this key is locked: the leaves before it can go.
                 coupled.clear();
@@ -136,7 +164,12 @@ pub(crate) fn scan_batch(
             }
             n.link()
         };
-        coupled.push((g, leaf));
+        if !exclusive {
+            if coupled.len() > MAX_COUPLED {
+                return Ok(None);
+            }
+            coupled.push((g, leaf));
+        }
         if !next.is_some() {
             // No key beyond the range: lock the gap up to the end of the table, still
             // holding the leaves after the last locked key.
@@ -144,7 +177,7 @@ pub(crate) fn scan_batch(
                 Ok(()) => BatchEnd::Done,
                 Err(name) => BatchEnd::Blocked(name, LockMode::GAP_S),
             };
-            return Ok(Batch { entries, end });
+            return Ok(Some(Batch { entries, end }));
         }
         leaf = inner.pool.fetch(next)?;
     }

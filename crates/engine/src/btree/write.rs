@@ -67,6 +67,23 @@ enum Attempt {
     Applied(Option<Vec<u8>>),
     Blocked(LockName, LockMode, LockMode),
     NoRoom,
+    /// `next(k)` lies beyond more than [`MAX_COUPLED`] empty leaves: try again with the
+    /// tree latch exclusive, which needs no coupling.
+    TooFar,
+}
+
+/// The most leaves a walk to the next key holds latched (and pinned) at once while the
+/// tree latch is shared (here and in `scan.rs`). Nothing merges empty leaves, so a run
+/// of them can be longer than the buffer pool; past this bound the walk is redone with
+/// the tree latch exclusive, when no other reader or writer is in the tree and the
+/// leaves can be let go one by one.
+pub(crate) const MAX_COUPLED: usize = 4;
+
+/// What [`Inner::lock_next`] found.
+enum NextLock {
+    Locked,
+    Blocked(LockName),
+    TooFar,
 }
 
 /// Logs undo steps as compensation records.
@@ -134,25 +151,29 @@ impl Inner {
             let _shared = latch.read();
             let (_, leaf) = self.descend(root, key)?;
             let mut w = leaf.write_valid()?;
-            match self.try_apply(&mut w, root, key, new, logger, gaps.as_deref_mut())? {
+            // Shared tree latch: a walk over a long run of empty leaves stops (TooFar)
+            // and is redone below, exclusively.
+            match self.try_apply(&mut w, root, key, new, logger, gaps.as_deref_mut(), false)? {
                 Attempt::Applied(old) => return Ok(SetOutcome::Done(old)),
                 Attempt::Blocked(n, m, c) => return Ok(SetOutcome::Blocked(n, m, c)),
-                Attempt::NoRoom => {}
+                Attempt::NoRoom | Attempt::TooFar => {}
             }
         }
         let _exclusive = latch.write();
         let leaf = self.make_room(root, key, new)?;
         let mut w = leaf.write_valid()?;
-        match self.try_apply(&mut w, root, key, new, logger, gaps)? {
+        match self.try_apply(&mut w, root, key, new, logger, gaps, true)? {
             Attempt::Applied(old) => Ok(SetOutcome::Done(old)),
             Attempt::Blocked(n, m, c) => Ok(SetOutcome::Blocked(n, m, c)),
             Attempt::NoRoom => Err(Error::Corruption(format!(
                 "no room in tree {root} after a split"
             ))),
+            Attempt::TooFar => unreachable!("an exclusive walk has no bound"),
         }
     }
 
-    /// Applies the change if the leaf has room and its gap locks are free.
+    /// Applies the change if the leaf has room and its gap locks are free. `exclusive`:
+    /// the tree latch is held exclusively.
     #[allow(clippy::too_many_arguments)]
     fn try_apply<'g>(
         &self,
@@ -162,6 +183,7 @@ impl Inner {
         new: Option<&[u8]>,
         logger: &mut dyn ChangeLogger,
         gaps: Option<&mut (dyn GapLocker + 'g)>,
+        exclusive: bool,
     ) -> Result<Attempt> {
         let (old, room, next) = {
             let n = Self::node_of(w.bytes(), w.id())?;
@@ -194,8 +216,10 @@ impl Inner {
             _ => None,
         };
         if let (Some((mode, check)), Some(locker)) = (gap, gaps) {
-            if let Some(name) = self.lock_next(w, next, mode, check, locker)? {
-                return Ok(Attempt::Blocked(name, mode, check));
+            match self.lock_next(w, next, mode, check, locker, exclusive)? {
+                NextLock::Locked => {}
+                NextLock::Blocked(name) => return Ok(Attempt::Blocked(name, mode, check)),
+                NextLock::TooFar => return Ok(Attempt::TooFar),
             }
         }
         self.protect_page(w)?;
@@ -214,7 +238,9 @@ impl Inner {
     /// latching cannot deadlock; leaves may be empty, as nothing merges them). Holding
     /// them means the name cannot be deleted, nor a key inserted before it, between
     /// finding it and locking it. The tree latch is held, so the chain cannot change.
-    /// `Some(name)` if the lock was not free.
+    /// With it held shared, a walk that would couple more than [`MAX_COUPLED`] leaves
+    /// stops with [`NextLock::TooFar`]; held exclusively (`exclusive`), nobody else is
+    /// in the tree, so each leaf is let go as the walk leaves it.
     fn lock_next(
         &self,
         w: &PageWrite<'_>,
@@ -222,10 +248,14 @@ impl Inner {
         mode: LockMode,
         check: LockMode,
         locker: &mut dyn GapLocker,
-    ) -> Result<Option<LockName>> {
+        exclusive: bool,
+    ) -> Result<NextLock> {
         let n = Self::node_of(w.bytes(), w.id())?;
         let try_name =
-            |locker: &mut dyn GapLocker, name: LockName| locker.try_lock(name, mode, check).err();
+            |locker: &mut dyn GapLocker, name: LockName| match locker.try_lock(name, mode, check) {
+                Ok(()) => NextLock::Locked,
+                Err(name) => NextLock::Blocked(name),
+            };
         if at < n.len() {
             return Ok(try_name(locker, LockName::Key(n.key(at).to_vec())));
         }
@@ -246,7 +276,12 @@ impl Inner {
                 return Ok(try_name(locker, LockName::Key(leaf.key(0).to_vec())));
             }
             next = leaf.link();
-            coupled.push((g, p));
+            if !exclusive {
+                if coupled.len() == MAX_COUPLED {
+                    return Ok(NextLock::TooFar);
+                }
+                coupled.push((g, p));
+            }
         }
         Ok(try_name(locker, LockName::End(0)))
     }
