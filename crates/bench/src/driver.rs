@@ -50,7 +50,7 @@ pub struct DriverConfig {
 }
 
 impl DriverConfig {
-    /// The agent count a protocol gets by default (BENCHMARKS.md): one per client for the
+    /// The agent count a protocol gets by default (docs/BENCHMARKS.md): one per client for the
     /// blocking protocols, one per core for the ones that never block on the log.
     pub fn default_agents(protocol: CommitProtocol, clients: usize) -> usize {
         if protocol.pipelined() || protocol == CommitProtocol::Async {

@@ -1,4 +1,4 @@
-//! TATP (TM1) as BENCHMARKS.md defines it.
+//! TATP (TM1) as docs/BENCHMARKS.md defines it.
 //!
 //! Tables: `subscriber` (s_id → row, with a unique secondary index `subscriber_nbr`
 //! sub_nbr → s_id), `access_info` (s_id, ai_type), `special_facility` (s_id, sf_type),
@@ -414,7 +414,7 @@ pub fn run(tx: &mut Transaction, t: &TatpTables, i: &TatpInput) -> Result<bool, 
     }
 }
 
-/// The success rates BENCHMARKS.md expects with these population rules (a check that the
+/// The success rates docs/BENCHMARKS.md expects with these population rules (a check that the
 /// loader is right), as (kind, expected share succeeding, tolerance).
 pub const EXPECTED_SUCCESS: [(TatpKind, f64, f64); 5] = [
     (TatpKind::GetAccessData, 0.625, 0.05),

@@ -1,4 +1,4 @@
-//! TPC-B as BENCHMARKS.md defines it.
+//! TPC-B as docs/BENCHMARKS.md defines it.
 //!
 //! Tables (SF = scale factor = branches): `branch` SF rows, `teller` 10·SF, `account`
 //! 100,000·SF, `history` append-only. Rows are padded to 100 bytes (history 50); balances

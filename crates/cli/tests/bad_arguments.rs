@@ -1,5 +1,5 @@
 //! Every bad argument gets one line on stderr and exit code 2, never a panic
-//! (RELIABILITY.md §8).
+//! (docs/RELIABILITY.md §8).
 
 mod common;
 

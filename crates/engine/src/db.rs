@@ -23,13 +23,13 @@ use crate::txn_table::TxnTable;
 use parking_lot::Mutex;
 use sluice_storage::{LockGuard, OsStorage, Storage};
 use sluice_wal::segment::{parse_segment_name, scan_dir, segment_name, segment_start};
-use sluice_wal::{BufferOptions, Log, LogBuffer, Lsn, WalError};
+use sluice_wal::{BufferOptions, Log, LogBuffer, LogOptions, Lsn, WalError};
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The data file's name in the database directory.
 const DATA: &str = "data";
@@ -507,7 +507,16 @@ impl Database {
             dir,
             log_dir,
             log_segment_bytes,
-            options,
+            // What is in force: an existing database keeps its page size and its log
+            // its segment size, whatever the options asked for.
+            options: Options {
+                page_size,
+                log: LogOptions {
+                    segment_bytes: log.segment_bytes(),
+                    ..options.log
+                },
+                ..options
+            },
             page_size,
             limits: Limits::for_page_size(page_size),
             database_id: control.database_id,
@@ -571,13 +580,21 @@ impl Database {
         Ok(())
     }
 
+    /// A [`Builder`] for the database in directory `dir`: set options, then
+    /// [`Builder::open`]. On the real file system unless [`Builder::storage`] says
+    /// otherwise.
+    pub fn builder(dir: impl AsRef<Path>) -> crate::Builder {
+        crate::Builder::new(dir.as_ref())
+    }
+
     /// Opens (creating if needed) the database in directory `path` on the real file
     /// system with default options.
     pub fn open_path(path: impl AsRef<Path>) -> Result<Database> {
         Database::open(Arc::new(OsStorage::new()), path, Options::default())
     }
 
-    /// The options the database was opened with.
+    /// The options in force: those the database was opened with, except the page size
+    /// and the log's segment size, which an existing database keeps from its creation.
     pub fn options(&self) -> &Options {
         &self.inner.options
     }
@@ -586,6 +603,58 @@ impl Database {
     pub fn begin(&self) -> Transaction {
         Transaction::new(self.inner.clone())
     }
+
+    /// Runs `body` in a new transaction and commits it, retrying the whole transaction
+    /// when it fails with a retryable error ([`Error::is_retryable`]: a deadlock victim
+    /// or a lock-timeout), from the body or from the commit. Each failed attempt is rolled
+    /// back before the next one, which starts after a randomised, growing pause (1 ms
+    /// doubling to 64 ms, jittered, so that two victims of one deadlock do not meet
+    /// again in step). After [`Database::TRANSACTION_ATTEMPTS`] attempts the last error
+    /// is returned. Any other error is returned at once, after the rollback.
+    ///
+    /// `body` may run more than once, so it should have no effects outside the
+    /// transaction (or only ones that can be repeated). Returns what the committed
+    /// attempt's body returned.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = sluice::Database::open_path(dir.path()).unwrap();
+    /// let t = db.table_or_create("counters")?;
+    /// let n = db.transaction(|tx| {
+    ///     let n = match tx.get_for_update(&t, b"hits")? {
+    ///         Some(v) => u64::from_le_bytes(v.try_into().unwrap()) + 1,
+    ///         None => 1,
+    ///     };
+    ///     tx.put(&t, b"hits", &n.to_le_bytes())?;
+    ///     Ok(n)
+    /// })?;
+    /// assert_eq!(n, 1);
+    /// # Ok::<(), sluice::Error>(())
+    /// ```
+    pub fn transaction<R>(&self, mut body: impl FnMut(&mut Transaction) -> Result<R>) -> Result<R> {
+        let mut pause = Duration::from_millis(1);
+        let mut attempt = 1;
+        loop {
+            let mut tx = self.begin();
+            let r = match body(&mut tx) {
+                Ok(v) => tx.commit().map(|()| v),
+                Err(e) => tx.rollback().and(Err(e)),
+            };
+            match r {
+                Err(e) if e.is_retryable() && attempt < Self::TRANSACTION_ATTEMPTS => {
+                    let jitter = rand::Rng::gen_range(&mut rand::thread_rng(), 0.5..1.5);
+                    std::thread::sleep(pause.mul_f64(jitter));
+                    pause = (pause * 2).min(Duration::from_millis(64));
+                    attempt += 1;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// How many times [`Database::transaction`] runs a transaction that keeps failing
+    /// with retryable errors before it gives up.
+    pub const TRANSACTION_ATTEMPTS: u32 = 10;
 
     /// Takes a checkpoint now, on this thread: flushes dirty pages, records the active
     /// transactions, updates the control file and truncates the log below what recovery

@@ -62,6 +62,19 @@ pub enum Error {
 }
 
 impl Error {
+    /// True if running the same transaction again may succeed: it lost a lock conflict
+    /// (a deadlock victim, or a wait longer than the lock timeout) and was — or must
+    /// be — rolled back, and nothing is wrong with the database. I/O errors, poisoning,
+    /// corruption and refused arguments are not retryable. [`crate::Database::transaction`]
+    /// retries exactly these.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::LockTimeout { .. } => true,
+            Error::TransactionFailed { cause, .. } => cause.is_retryable(),
+            _ => false,
+        }
+    }
+
     /// True for errors that come from the disk, directly or through poisoning.
     pub fn is_io(&self) -> bool {
         match self {

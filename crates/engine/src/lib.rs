@@ -47,6 +47,7 @@
 mod agents;
 mod btree;
 mod buffer_pool;
+mod builder;
 mod catalog;
 mod checkpoint;
 mod checkpointer;
@@ -70,6 +71,7 @@ pub use agents::{
 };
 pub use btree::TreeReport;
 pub use buffer_pool::PoolStats;
+pub use builder::Builder;
 pub use catalog::{Table, MAX_TABLE_NAME};
 pub use db::{Database, Stats, VerifyReport};
 pub use error::{Error, Result};

@@ -491,6 +491,61 @@ impl Transaction {
         self.scan::<&[u8]>(table, ..)
     }
 
+    /// Deletes the entries in `range` for which `keep(key, value)` is false; returns how
+    /// many it deleted. Reads with [`Transaction::scan`]'s locking (so the range is
+    /// serializable), a batch at a time, so memory stays bounded however large the
+    /// range. An error stops it and fails the transaction, as any operation's does.
+    pub fn retain<K: AsRef<[u8]>>(
+        &mut self,
+        table: &Table,
+        range: impl RangeBounds<K>,
+        mut keep: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<u64> {
+        const BATCH: usize = 256;
+        let own = |b: Bound<&K>| match b {
+            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let mut from = own(range.start_bound());
+        let to = own(range.end_bound());
+        let mut deleted = 0;
+        loop {
+            let mut doomed = Vec::new();
+            let mut last = None;
+            let mut seen = 0;
+            for entry in self.scan(table, (from.clone(), to.clone())) {
+                let (k, v) = entry?;
+                if !keep(&k, &v) {
+                    doomed.push(k.clone());
+                }
+                last = Some(k);
+                seen += 1;
+                if seen == BATCH {
+                    break;
+                }
+            }
+            for k in &doomed {
+                self.delete(table, k)?;
+            }
+            deleted += doomed.len() as u64;
+            match last {
+                Some(k) if seen == BATCH => from = Bound::Excluded(k),
+                _ => return Ok(deleted),
+            }
+        }
+    }
+
+    /// The entries whose keys start with `prefix`, in key order, with the same locking
+    /// as [`Transaction::scan`] (an empty prefix scans the whole table).
+    pub fn scan_prefix(&mut self, table: &Table, prefix: impl AsRef<[u8]>) -> Scan<'_> {
+        let prefix = prefix.as_ref();
+        match prefix_end(prefix) {
+            Some(end) => self.scan(table, prefix.to_vec()..end),
+            None => self.scan(table, prefix.to_vec()..),
+        }
+    }
+
     /// Commit step 1: appends the commit record (nothing for a read-only transaction)
     /// and returns the LSN the log must be durable up to for the commit to count. After
     /// this the transaction takes no more operations; its locks are still held. A
@@ -640,6 +695,16 @@ impl Drop for Transaction {
             self.release_locks();
         }
     }
+}
+
+/// The smallest key above every key that starts with `prefix`: the prefix with its
+/// trailing 0xFF bytes dropped and its last byte incremented; `None` if there is none
+/// (the prefix is all 0xFF, or empty), and the range is unbounded above.
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let keep = prefix.iter().rposition(|&b| b != 0xFF)?;
+    let mut end = prefix[..=keep].to_vec();
+    end[keep] += 1;
+    Some(end)
 }
 
 /// An ordered range scan (see [`Transaction::scan`]).

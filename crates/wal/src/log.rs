@@ -309,6 +309,12 @@ impl Log {
         &self.recovery
     }
 
+    /// LSN bytes per segment of this log: the size its segments were created with (an
+    /// existing log keeps its own, whatever [`LogOptions::segment_bytes`] asked for).
+    pub fn segment_bytes(&self) -> u64 {
+        self.shared.segment_bytes
+    }
+
     /// The largest payload [`Log::append`] takes.
     pub fn max_record_bytes(&self) -> usize {
         self.shared.buffer.max_payload()

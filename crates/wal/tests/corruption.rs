@@ -1,4 +1,4 @@
-//! Log tail and corruption (RELIABILITY.md §4): a torn or garbage tail is cut; a bad frame
+//! Log tail and corruption (docs/RELIABILITY.md §4): a torn or garbage tail is cut; a bad frame
 //! inside the durable log is reported with its LSN, never silently dropped; each kind of
 //! bad frame and bad segment header is recognised.
 

@@ -1,4 +1,4 @@
-//! I/O failures and the log's promises around them (RELIABILITY.md §3, §7 and the lessons
+//! I/O failures and the log's promises around them (docs/RELIABILITY.md §3, §7 and the lessons
 //! list): the first failed write or sync poisons the log; ENOSPC is a clear error and the
 //! log recovers once space returns; a new segment's directory entry is synced before
 //! anything in it is acknowledged; an explicit sync syncs even with nothing buffered; no
