@@ -166,7 +166,7 @@ fn step<W: Workload>(run: Arc<Run<W>>, sub: sluice::Submitter, mut c: ClientStat
                         c.hist[kind].record(us.max(1)).ok();
                     }
                 }
-                Err(Error::LockTimeout { .. }) => c.aborted += measuring as u64,
+                Err(e) if e.is_retryable() => c.aborted += measuring as u64,
                 Err(e) => {
                     // Anything else (I/O, poisoning) ends the run.
                     run.fatal.lock().expect("driver").get_or_insert(e);

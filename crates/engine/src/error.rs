@@ -14,13 +14,24 @@ pub enum Error {
     /// A table with this name already exists.
     #[error("already exists: {0}")]
     AlreadyExists(String),
-    /// A lock was not granted within the lock timeout. This is how deadlocks are broken:
-    /// the transaction that got this error is the victim and should be rolled back.
+    /// A lock was not granted within the lock timeout: the transaction waited too long
+    /// (or was in a deadlock the wait-for graph did not show) and should be rolled back;
+    /// it may be run again.
     #[error("lock timeout after {waited_ms} ms on a key of table {table}: the transaction is a deadlock victim and must roll back")]
     LockTimeout {
         /// The table (its root page) of the contended key.
         table: PageId,
         /// How long the request waited.
+        waited_ms: u64,
+    },
+    /// The lock request would have closed a cycle of transactions waiting for each
+    /// other (found in the wait-for graph as the request was about to wait): the
+    /// transaction is the deadlock victim and must roll back; run it again.
+    #[error("deadlock after {waited_ms} ms on a key of table {table}: the transaction is the deadlock victim and must roll back")]
+    Deadlock {
+        /// The table (its root page) of the contended key.
+        table: PageId,
+        /// How long the request waited before the cycle closed.
         waited_ms: u64,
     },
     /// A disk operation failed.
@@ -69,7 +80,7 @@ impl Error {
     /// retries exactly these.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Error::LockTimeout { .. } => true,
+            Error::LockTimeout { .. } | Error::Deadlock { .. } => true,
             Error::TransactionFailed { cause, .. } => cause.is_retryable(),
             _ => false,
         }

@@ -28,8 +28,11 @@
 //! with every granted lock of other transactions and no earlier request is still waiting
 //! (a holder's request for more parts goes to the front of the queue, because it cannot
 //! be granted later than the parts it already holds). A waiter parks on its shard's
-//! condition variable; a request that waits longer than the timeout fails with
-//! [`Error::LockTimeout`] — the victim of a (possible) deadlock.
+//! condition variable. A waiter records whom it waits for in a wait-for graph and looks
+//! for a cycle through itself whenever it starts or resumes waiting: the request that
+//! closes a cycle fails at once with [`Error::Deadlock`]. A request that waits longer
+//! than the timeout fails with [`Error::LockTimeout`] (the backstop for a cycle the
+//! graph did not show, and the bound on any wait).
 
 use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
@@ -245,6 +248,21 @@ impl Entry {
     fn held_by(&self, txn: TxnId) -> Option<LockMode> {
         self.granted.iter().find(|g| g.0 == txn).map(|g| g.1)
     }
+    /// Whom `txn`, waiting for `mode` here, waits for: every other holder of a
+    /// conflicting part, and every request queued ahead of it (FIFO: it is granted only
+    /// after them).
+    fn blockers(&self, txn: TxnId, mode: LockMode, out: &mut Vec<TxnId>) {
+        out.clear();
+        out.extend(
+            self.granted
+                .iter()
+                .filter(|&&(t, m)| t != txn && mode.conflicts_with(m))
+                .map(|g| g.0),
+        );
+        out.extend(self.waiting.iter().take_while(|w| w.0 != txn).map(|w| w.0));
+        out.sort_unstable();
+        out.dedup();
+    }
     fn compatible_with_others(&self, txn: TxnId, mode: LockMode) -> bool {
         self.granted
             .iter()
@@ -291,10 +309,50 @@ struct Shard {
     prune_at: AtomicUsize,
 }
 
+/// The wait-for graph: for each transaction waiting for a lock, whom it waits for (as
+/// of its last look at the queue). A waiter records its edges and searches for a path
+/// back to itself each time it starts or resumes waiting; finding one, it is the victim
+/// and leaves with [`Error::Deadlock`] at once. Edges can be stale — a blocker that has
+/// let go, until the waiter wakes and looks again — which can only make a victim of a
+/// transaction that would have waited a little longer, never miss a safety property;
+/// a cycle the search does not see is still broken by the lock timeout.
+#[derive(Default)]
+struct WaitsFor {
+    edges: hashbrown::HashMap<TxnId, Vec<TxnId>>,
+}
+
+impl WaitsFor {
+    /// Records `txn`'s blockers; true if that closes a cycle through `txn`.
+    fn wait(&mut self, txn: TxnId, blockers: &[TxnId]) -> bool {
+        let mut stack: Vec<TxnId> = blockers.to_vec();
+        let mut seen = hashbrown::HashSet::new();
+        while let Some(t) = stack.pop() {
+            if t == txn {
+                return true;
+            }
+            if seen.insert(t) {
+                if let Some(next) = self.edges.get(&t) {
+                    stack.extend_from_slice(next);
+                }
+            }
+        }
+        let e = self.edges.entry(txn).or_default();
+        e.clear();
+        e.extend_from_slice(blockers);
+        false
+    }
+
+    fn done(&mut self, txn: TxnId) {
+        self.edges.remove(&txn);
+    }
+}
+
 /// The lock table.
 pub(crate) struct LockManager {
     shards: Box<[Shard]>,
     timeout: Duration,
+    /// Taken only by waiters, after their shard's mutex (never the other way round).
+    waits: Mutex<WaitsFor>,
 }
 
 impl LockManager {
@@ -309,6 +367,7 @@ impl LockManager {
                 })
                 .collect(),
             timeout,
+            waits: Mutex::new(WaitsFor::default()),
         }
     }
 
@@ -413,11 +472,15 @@ impl LockManager {
         }
         let start = Instant::now();
         let deadline = start + self.timeout;
+        let mut blockers = Vec::new();
+        e.blockers(txn, mode, &mut blockers);
+        let mut deadlock = self.waits.lock().wait(txn, &blockers);
         loop {
-            let timed_out = shard.cv.wait_until(&mut map, deadline).timed_out();
+            let timed_out = !deadlock && shard.cv.wait_until(&mut map, deadline).timed_out();
             let e = map.get_mut(key).expect("an entry with waiters stays");
             let first = e.waiting.front().map(|w| w.0) == Some(txn);
-            if first && e.compatible_with_others(txn, mode) {
+            if !deadlock && first && e.compatible_with_others(txn, mode) {
+                self.waits.lock().done(txn);
                 e.waiting.pop_front();
                 let g = if e.held_by(txn).is_some_and(|h| h.covers(mode)) {
                     Granted::AlreadyHeld
@@ -428,18 +491,31 @@ impl LockManager {
                 shard.cv.notify_all();
                 return Ok(g);
             }
-            if timed_out {
-                e.waiting.retain(|w| w.0 != txn);
-                if e.unused() {
-                    map.remove(key);
-                }
-                // Our leaving may unblock whoever queued behind us.
-                shard.cv.notify_all();
-                return Err(Error::LockTimeout {
-                    table: key.table,
-                    waited_ms: start.elapsed().as_millis() as u64,
-                });
+            if !deadlock && !timed_out {
+                // Woken but not granted: the queue changed; look again for a cycle.
+                e.blockers(txn, mode, &mut blockers);
+                deadlock = self.waits.lock().wait(txn, &blockers);
+                continue;
             }
+            self.waits.lock().done(txn);
+            e.waiting.retain(|w| w.0 != txn);
+            if e.unused() {
+                map.remove(key);
+            }
+            // Our leaving may unblock whoever queued behind us.
+            shard.cv.notify_all();
+            let waited_ms = start.elapsed().as_millis() as u64;
+            return Err(if deadlock {
+                Error::Deadlock {
+                    table: key.table,
+                    waited_ms,
+                }
+            } else {
+                Error::LockTimeout {
+                    table: key.table,
+                    waited_ms,
+                }
+            });
         }
     }
 

@@ -69,7 +69,7 @@ fn transfers_from_many_threads_keep_the_total() {
                             tx.commit().unwrap();
                             done += 1;
                         }
-                        Err(Error::LockTimeout { .. }) => tx.rollback().unwrap(),
+                        Err(e) if e.is_retryable() => tx.rollback().unwrap(),
                         Err(e) => panic!("transfer failed: {e}"),
                     }
                 }

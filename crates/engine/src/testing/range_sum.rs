@@ -242,11 +242,7 @@ fn scan_twice(tx: &mut Transaction, t: &Table) -> Result<(i64, bool)> {
 /// Lock contention: the transaction was a deadlock victim (directly, or an operation
 /// after that was refused because of it).
 fn contended(e: &Error) -> bool {
-    match e {
-        Error::LockTimeout { .. } => true,
-        Error::TransactionFailed { cause, .. } => contended(cause),
-        _ => false,
-    }
+    e.is_retryable()
 }
 
 /// What a writer transaction did.
