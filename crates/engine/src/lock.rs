@@ -472,7 +472,7 @@ impl LockManager {
         }
         let start = Instant::now();
         let deadline = start + self.timeout;
-        let mut blockers = Vec::new();
+        let (mut blockers, mut fresh) = (Vec::new(), Vec::new());
         e.blockers(txn, mode, &mut blockers);
         let mut deadlock = self.waits.lock().wait(txn, &blockers);
         loop {
@@ -492,9 +492,16 @@ impl LockManager {
                 return Ok(g);
             }
             if !deadlock && !timed_out {
-                // Woken but not granted: the queue changed; look again for a cycle.
-                e.blockers(txn, mode, &mut blockers);
-                deadlock = self.waits.lock().wait(txn, &blockers);
+                // Woken but not granted (any release on the shard wakes every waiter
+                // there). Only a new blocker can close a cycle: then record and search
+                // again. Blockers that left (in a FIFO queue, mostly finished
+                // transactions, which never wait again) stay in the graph harmlessly
+                // until we stop waiting, and cost no trip to the graph's mutex.
+                e.blockers(txn, mode, &mut fresh);
+                if fresh.iter().any(|t| !blockers.contains(t)) {
+                    std::mem::swap(&mut fresh, &mut blockers);
+                    deadlock = self.waits.lock().wait(txn, &blockers);
+                }
                 continue;
             }
             self.waits.lock().done(txn);

@@ -471,14 +471,9 @@ impl Transaction {
     /// another transaction is seen or skipped. An error is yielded as an item (and
     /// fails the transaction).
     pub fn scan<K: AsRef<[u8]>>(&mut self, table: &Table, range: impl RangeBounds<K>) -> Scan<'_> {
-        let own = |b: Bound<&K>| match b {
-            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
-            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
-            Bound::Unbounded => Bound::Unbounded,
-        };
         Scan {
-            from: own(range.start_bound()),
-            to: own(range.end_bound()),
+            from: owned(range.start_bound()),
+            to: owned(range.end_bound()),
             table: table.clone(),
             txn: self,
             buf: VecDeque::new(),
@@ -502,13 +497,8 @@ impl Transaction {
         mut keep: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<u64> {
         const BATCH: usize = 256;
-        let own = |b: Bound<&K>| match b {
-            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
-            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        let mut from = own(range.start_bound());
-        let to = own(range.end_bound());
+        let mut from = owned(range.start_bound());
+        let to = owned(range.end_bound());
         let mut deleted = 0;
         loop {
             let mut doomed = Vec::new();
@@ -694,6 +684,15 @@ impl Drop for Transaction {
         if !self.held.is_empty() {
             self.release_locks();
         }
+    }
+}
+
+/// A range bound over any byte-string type, as an owned key.
+fn owned<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
     }
 }
 
