@@ -580,9 +580,9 @@ impl Database {
         Ok(())
     }
 
-    /// A [`Builder`] for the database in directory `dir`: set options, then
-    /// [`Builder::open`]. On the real file system unless [`Builder::storage`] says
-    /// otherwise.
+    /// A [`Builder`](crate::Builder) for the database in directory `dir`: set options,
+    /// then [`Builder::open`](crate::Builder::open). On the real file system unless
+    /// [`Builder::storage`](crate::Builder::storage) says otherwise.
     pub fn builder(dir: impl AsRef<Path>) -> crate::Builder {
         crate::Builder::new(dir.as_ref())
     }
