@@ -584,7 +584,8 @@ struct CompletionState<R> {
 }
 
 /// The result of a submitted transaction: [`Completion::wait`] blocks for it, or `.await`
-/// it.
+/// it. Dropping it cancels nothing: the transaction runs and commits or rolls back as its
+/// closure decides; only the result is discarded.
 pub struct Completion<R> {
     state: Arc<(Mutex<CompletionState<R>>, Condvar)>,
 }

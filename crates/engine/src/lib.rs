@@ -1,46 +1,83 @@
 //! `sluice`: an embeddable, crash-safe transactional storage engine.
 //!
-//! A [`Database`] lives in a directory: a write-ahead log (`sluice-wal`), a data file of
-//! fixed-size pages, and a small control file pointing at the last checkpoint. Tables are
-//! B+trees with variable-length keys and values; [`Transaction`]s read and write them
-//! serializably (strict two-phase locking with key-range locks: no phantoms), commit once
-//! their commit record is durable, and roll back with compensation records. Any failed
-//! operation fails its transaction, which can then only roll back. Restart recovery is ARIES (analysis, redo, undo); torn page
-//! writes are repaired from full page images logged after each checkpoint. Every disk
-//! access goes through [`sluice_storage::Storage`], so the same code runs on real files and
-//! on the crash-simulating disk the tests use.
+//! A [`Database`] lives in a directory: a write-ahead log (the `log/` directory, records
+//! of every change, made durable before a commit is acknowledged), a data file of
+//! fixed-size pages, and a small control file. Tables are ordered maps from byte keys to
+//! byte values (B+trees). [`Transaction`]s read and write them; a commit returns once it
+//! is on disk, and a crash at any moment — a killed process or a power loss — loses no
+//! acknowledged commit and keeps no part of an unfinished one (restart recovery replays
+//! the log, then rolls back what had not committed).
 //!
 //! ```
-//! use std::sync::Arc;
-//! use sluice::{Database, Options};
-//! use sluice_storage::SimStorage;
+//! use sluice::Database;
 //!
-//! let disk = Arc::new(SimStorage::new(1));
-//! let db = Database::open(disk.clone(), "/db", Options::default())?;
-//! let users = db.create_table("users")?;
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let path = dir.path().join("app-db");
+//! let db = Database::open_path(&path)?; // creates it, or recovers it after a crash
+//! let users = db.table_or_create("users")?;
 //!
 //! let mut tx = db.begin();
 //! tx.put(&users, b"ada", b"lovelace")?;
 //! tx.put(&users, b"alan", b"turing")?;
-//! tx.commit()?; // durable when this returns
+//! tx.commit()?; // on disk when this returns
 //!
 //! let mut tx = db.begin();
 //! tx.delete(&users, b"alan")?;
 //! tx.rollback()?; // as if it never happened
 //!
+//! // A closure run in a transaction, run again if it loses a deadlock.
+//! let n = db.transaction(|tx| Ok(tx.scan_prefix(&users, "a").count()))?;
+//! assert_eq!(n, 2);
+//! assert_eq!((db.limits().max_entry, db.limits().max_key), (2024, 1024));
+//! drop(users);
 //! db.close()?;
-//! let db = Database::open(disk, "/db", Options::default())?;
-//! let users = db.table("users")?;
-//! let mut tx = db.begin();
-//! let all: Vec<_> = tx.scan_all(&users).collect::<Result<_, _>>()?;
-//! assert_eq!(all.len(), 2);
-//! assert_eq!(tx.get(&users, b"alan")?.as_deref(), Some(&b"turing"[..]));
-//! tx.commit()?;
 //! # Ok::<(), sluice::Error>(())
 //! ```
 //!
-//! See `ARCHITECTURE.md` ("Storage manager") for the life of a page and of a transaction,
-//! the page format, the recovery passes and the torn-page strategy.
+//! **Defaults** ([`Options::default`], or set them one by one with
+//! [`Database::builder`]): 8 KiB pages, a 4,096-page cache (32 MiB), 16 MiB log segments,
+//! a 2 s lock timeout, a background checkpoint every 64 MiB of log or 30 s, and the
+//! `elr-pipelined` commit protocol (below). A key plus its value must fit a quarter of a
+//! page ([`Database::limits`]: 2,024 bytes with 8 KiB pages, keys at most 1,024).
+//!
+//! **Isolation: serializable.** Transactions lock what they read and write until they
+//! end (strict two-phase locking), including the gaps between keys a scan covers
+//! (key-range locks), so no transaction sees another's uncommitted change, a repeated
+//! scan sees the same rows, and no row appears in a range once scanned (no phantoms). The
+//! price of locking: **readers wait for writers of the same keys and writers for
+//! readers.** Keep transactions short; a long scan holds its range until it ends. Two
+//! transactions that wait for each other are found at once: one gets
+//! [`Error::Deadlock`], rolls back, and can be run again ([`Error::is_retryable`],
+//! [`Database::transaction`]). No wait outlasts the lock timeout
+//! ([`Error::LockTimeout`]).
+//!
+//! **Failures.** Any error of an operation fails its transaction: later operations are
+//! refused and [`Transaction::commit`] rolls back and returns the first error. A failed
+//! write or sync of the disk stops the database (every later call returns the error);
+//! reopening it recovers.
+//!
+//! **Commit protocols** ([`CommitProtocol`]) decide when locks are released and who
+//! waits for the disk; every one but `async` acknowledges a commit only once it is
+//! durable. *Early lock release* (`elr`): locks are released as soon as the commit record
+//! is in the log's memory buffer, before it is on disk, so the next transaction on the
+//! same keys need not wait for the disk; whatever it returns is held back until the
+//! commit it read from is durable, so no client ever sees data a crash could take away.
+//! *Flush pipelining* (`pipelined`): through an [`Agents`] pool, a committing transaction
+//! is set aside while the log writes it, and its agent thread runs other requests
+//! meanwhile. `elr-pipelined` (the default) is both. `classic` holds locks until the
+//! commit is durable; `async` acknowledges before the disk (a crash can lose the last
+//! acknowledged commits).
+//!
+//! **Agents.** [`Agents::submit`] runs a closure as a transaction on a small pool of
+//! threads and returns a [`Completion`]: [`Completion::wait`] blocks for the result, or
+//! `.await` it. Dropping a `Completion` does not cancel anything: the transaction runs,
+//! commits or rolls back as its closure decides, and the result is discarded.
+//!
+//! Every disk access goes through [`sluice_storage::Storage`], so the same code runs on
+//! real files ([`Database::open_path`], [`Database::builder`]) and on the crash-simulating
+//! disk the tests use ([`Builder::storage`]). `ARCHITECTURE.md` in the repository
+//! describes the life of a page and of a transaction, the page format, the recovery
+//! passes and the torn-page strategy.
 
 #![warn(missing_docs)]
 
