@@ -1,6 +1,6 @@
 //! The errors of the storage manager.
 
-use crate::ids::{PageId, TxnId};
+use crate::ids::TxnId;
 use sluice_wal::WalError;
 use std::io;
 use std::sync::Arc;
@@ -17,20 +17,20 @@ pub enum Error {
     /// A lock was not granted within the lock timeout: the transaction waited too long
     /// (or was in a deadlock the wait-for graph did not show) and should be rolled back;
     /// it may be run again.
-    #[error("lock timeout after {waited_ms} ms on a key of table {table}: the transaction is a deadlock victim and must roll back")]
+    #[error("lock timeout after {waited_ms} ms on a key of table {table:?}: the transaction is a deadlock victim and must roll back")]
     LockTimeout {
-        /// The table (its root page) of the contended key.
-        table: PageId,
+        /// The name of the table of the contended key.
+        table: String,
         /// How long the request waited.
         waited_ms: u64,
     },
     /// The lock request would have closed a cycle of transactions waiting for each
     /// other (found in the wait-for graph as the request was about to wait): the
     /// transaction is the deadlock victim and must roll back; run it again.
-    #[error("deadlock after {waited_ms} ms on a key of table {table}: the transaction is the deadlock victim and must roll back")]
+    #[error("deadlock after {waited_ms} ms on a key of table {table:?}: the transaction is the deadlock victim and must roll back")]
     Deadlock {
-        /// The table (its root page) of the contended key.
-        table: PageId,
+        /// The name of the table of the contended key.
+        table: String,
         /// How long the request waited before the cycle closed.
         waited_ms: u64,
     },

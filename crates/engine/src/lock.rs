@@ -34,7 +34,7 @@
 //! than the timeout fails with [`Error::LockTimeout`] (the backstop for a cycle the
 //! graph did not show, and the bound on any wait).
 
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::ids::{PageId, TxnId};
 use hashbrown::hash_map::EntryRef;
 use parking_lot::{Condvar, Mutex};
@@ -198,6 +198,32 @@ impl std::fmt::Debug for LockMode {
 }
 
 const _: () = assert!(LockMode::ALL == 31 && LockMode::SCANNED.0 == 5);
+
+/// Why a lock request was refused; the transaction turns it into an [`Error`] that names
+/// the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// Waited the whole lock timeout.
+    Timeout { waited_ms: u64 },
+    /// Would have closed a cycle in the wait-for graph.
+    Deadlock { waited_ms: u64 },
+    /// The queue is absurdly long (runaway contention or a leak).
+    TooManyWaiters,
+}
+
+impl Refused {
+    /// The error for a request on a key of table `table` (its name).
+    pub(crate) fn into_error(self, table: &str) -> Error {
+        let table = table.to_string();
+        match self {
+            Refused::Timeout { waited_ms } => Error::LockTimeout { table, waited_ms },
+            Refused::Deadlock { waited_ms } => Error::Deadlock { table, waited_ms },
+            Refused::TooManyWaiters => Error::InvalidArgument(format!(
+                "more than {MAX_WAITERS} waiters on one lock of table {table:?}"
+            )),
+        }
+    }
+}
 
 /// What a granted request changed (so the transaction knows whether to remember it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -452,7 +478,7 @@ impl LockManager {
         key: &LockKey,
         mode: LockMode,
         dep: &mut Option<Lsn>,
-    ) -> Result<Granted> {
+    ) -> std::result::Result<Granted, Refused> {
         let shard = self.shard(key);
         let mut map = shard.map.lock();
         // One lookup; the key is cloned only when a new entry is inserted.
@@ -461,9 +487,7 @@ impl LockManager {
             return Ok(g);
         }
         if e.waiting.len() >= MAX_WAITERS {
-            return Err(Error::InvalidArgument(format!(
-                "more than {MAX_WAITERS} waiters on one lock"
-            )));
+            return Err(Refused::TooManyWaiters);
         }
         if e.held_by(txn).is_some() {
             e.waiting.push_front((txn, mode));
@@ -513,15 +537,9 @@ impl LockManager {
             shard.cv.notify_all();
             let waited_ms = start.elapsed().as_millis() as u64;
             return Err(if deadlock {
-                Error::Deadlock {
-                    table: key.table,
-                    waited_ms,
-                }
+                Refused::Deadlock { waited_ms }
             } else {
-                Error::LockTimeout {
-                    table: key.table,
-                    waited_ms,
-                }
+                Refused::Timeout { waited_ms }
             });
         }
     }
@@ -628,7 +646,7 @@ mod tests {
         );
         assert!(matches!(
             lm.lock(TxnId(3), &k("a"), LockMode::RECORD_X, &mut None),
-            Err(Error::LockTimeout { .. })
+            Err(Refused::Timeout { .. })
         ));
         assert_eq!(
             lm.lock(TxnId(1), &k("a"), LockMode::RECORD_S, &mut None)
@@ -788,7 +806,7 @@ mod tests {
         assert!(lm.try_lock(TxnId(9), &end, GD, &mut None).is_none());
         assert!(matches!(
             lm.lock(TxnId(9), &end, GS, &mut None),
-            Err(Error::LockTimeout { .. })
+            Err(Refused::Timeout { .. })
         ));
         for t in 1..=3 {
             lm.unlock_all(TxnId(t), [&end]);

@@ -306,12 +306,16 @@ impl Transaction {
 
     /// Takes `mode` on `name` of `table`, waiting (no latch may be held); returns
     /// whether the transaction did not hold the name before.
-    fn lock(&mut self, table: PageId, name: LockName, mode: LockMode) -> Result<bool> {
-        let k = LockKey { table, name };
+    fn lock(&mut self, table: &Table, name: LockName, mode: LockMode) -> Result<bool> {
+        let k = LockKey {
+            table: table.root,
+            name,
+        };
         let g = self
             .db
             .locks
-            .lock(self.shared.id, &k, mode, &mut self.dep)?;
+            .lock(self.shared.id, &k, mode, &mut self.dep)
+            .map_err(|r| r.into_error(table.name()))?;
         if g == Granted::New {
             self.held.push(k);
         }
@@ -372,7 +376,7 @@ impl Transaction {
         self.check_table(table)?;
         self.check_key(key, None)?;
         self.db.check()?;
-        self.lock(table.root, LockName::Key(key.to_vec()), mode)?;
+        self.lock(table, LockName::Key(key.to_vec()), mode)?;
         self.db.tree_get(&table.latch, table.root, key)
     }
 
@@ -396,7 +400,7 @@ impl Transaction {
             None => LockMode::RECORD_X.with(LockMode::GAP_I),
         };
         let name = || LockName::Key(key.to_vec());
-        let mut fresh = self.lock(table.root, name(), mode)?;
+        let mut fresh = self.lock(table, name(), mode)?;
         // Only a wait for a gap starts the clock (no clock read on the common path).
         let mut waiting_since = None;
         for _ in 0..MAX_GAP_RETRIES {
@@ -438,19 +442,19 @@ impl Transaction {
             }
             waiting_since.get_or_insert_with(std::time::Instant::now);
             if check == LockMode::NONE {
-                self.lock(table.root, gap, gap_mode)?;
-            } else if self.lock(table.root, gap.clone(), gap_mode.with(check))? {
+                self.lock(table, gap, gap_mode)?;
+            } else if self.lock(table, gap.clone(), gap_mode.with(check))? {
                 // Waited out the holder the instant check met; holding the check part
                 // to the end would make later updaters of that key wait. The redo takes
                 // what it needs.
                 self.unlock_unused(table.root, gap);
             }
             if fresh {
-                fresh = self.lock(table.root, name(), mode)?;
+                fresh = self.lock(table, name(), mode)?;
             }
         }
         Err(Error::LockTimeout {
-            table: table.root,
+            table: table.name().to_string(),
             waited_ms: waiting_since.map_or(0, |t| t.elapsed().as_millis() as u64),
         })
     }
@@ -768,7 +772,7 @@ impl Scan<'_> {
                     // Wait with no latch held; the next batch re-reads from just after
                     // the last entry read, so a key inserted below the blocked one
                     // meanwhile is seen (and locked).
-                    self.txn.lock(root, name, mode)?;
+                    self.txn.lock(&self.table, name, mode)?;
                 }
             }
         }

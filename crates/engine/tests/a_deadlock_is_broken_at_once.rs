@@ -1,8 +1,8 @@
 //! Transactions that wait for each other in a cycle — two or three of them — are found
 //! in the wait-for graph: the request that closes the cycle fails at once with
 //! `Error::Deadlock` (retryable), far inside a lock timeout that is set to 20 s here, and
-//! every other transaction of the cycle then commits. (A plain long wait, with no cycle,
-//! still ends with `Error::LockTimeout`: `a_failed_operation_fails_the_transaction`.)
+//! every other transaction of the cycle then commits. A plain long wait, with no cycle,
+//! still ends with `Error::LockTimeout`. Both errors name the table.
 
 use sluice::{Database, Error, Options};
 use sluice_storage::SimStorage;
@@ -52,6 +52,10 @@ fn cycle_of(n: usize) {
     );
     assert!(e.to_string().contains("deadlock victim"), "{e}");
     assert!(
+        matches!(e, Error::Deadlock { table, .. } if table == "t"),
+        "the error names the table: {e}"
+    );
+    assert!(
         results[n - 1].is_some(),
         "the request that closed the cycle is the victim: {results:?}"
     );
@@ -76,4 +80,24 @@ fn a_two_transaction_cycle_is_broken_at_once() {
 #[test]
 fn a_three_transaction_cycle_is_broken_at_once() {
     cycle_of(3);
+}
+
+#[test]
+fn a_wait_without_a_cycle_ends_in_a_lock_timeout_that_names_the_table() {
+    let mut o = Options::small();
+    o.lock_timeout = Duration::from_millis(100);
+    let db = Database::open(Arc::new(SimStorage::new(9)), "/db", o).unwrap();
+    let t = db.create_table("accounts").unwrap();
+    let mut holder = db.begin();
+    holder.put(&t, b"k", b"held").unwrap();
+    let mut waiter = db.begin();
+    let e = waiter.get(&t, b"k").unwrap_err();
+    assert!(
+        matches!(&e, Error::LockTimeout { table, .. } if table == "accounts"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("table \"accounts\""), "{e}");
+    assert!(e.is_retryable());
+    waiter.rollback().unwrap();
+    holder.commit().unwrap();
 }

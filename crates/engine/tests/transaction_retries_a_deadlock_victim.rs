@@ -92,7 +92,7 @@ fn an_error_that_is_not_retryable_is_returned_at_once_and_rolled_back() {
 #[test]
 fn retryable_is_lock_conflict_only() {
     let timeout = Error::LockTimeout {
-        table: sluice::PageId(3),
+        table: "accounts".into(),
         waited_ms: 100,
     };
     assert!(timeout.is_retryable());
