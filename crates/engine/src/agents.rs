@@ -36,6 +36,7 @@
 //! [`Submitter`] that outlived its pool — is refused at once with
 //! [`Error::Closed`].
 
+use crate::commit::Sequencer;
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::ids::TxnId;
@@ -281,37 +282,35 @@ impl Shared {
             Err(e) => return self.abort(tx, Err(e), done),
         };
         // Refused for a failed transaction: the abort delivers the first error.
-        let commit = match tx.commit_record() {
-            Ok(c) => c,
+        let seq = Sequencer::new(&self.db.inner.store.log, self.protocol);
+        let recorded = match seq.record(&mut tx) {
+            Ok(r) => r,
             Err(e) => return self.abort(tx, Err(e), done),
         };
         if let Some(h) = &self.hook {
             // The commit record is in the log: a panicking observer cannot undo it.
             let id = tx.id();
-            let _ = catch_unwind(AssertUnwindSafe(|| h(id, commit)));
+            let _ = catch_unwind(AssertUnwindSafe(|| h(id, recorded.record)));
         }
         self.committed.fetch_add(1, Ordering::Relaxed);
         // Checkpoints are triggered by log volume from the commit path.
         self.db.inner.maybe_checkpoint();
-        let p = self.protocol;
-        if p.early_release() {
-            tx.release_locks();
-        }
-        let ack = tx.ack_lsn().filter(|_| p.durable());
-        if ack.is_some() && p.pipelined() {
+        if seq.detaches(recorded.ack) {
             self.pipelined.fetch_add(1, Ordering::Relaxed);
         }
         let ok = Ok(Finished {
             value,
             committed: true,
         });
-        self.deliver_when_durable(ack, Some(tx), ok, done);
+        self.deliver_when_durable(recorded.ack, Some(tx), ok, done);
     }
 
-    /// Delivers `result` once the log is durable up to `ack` (at once for `None`): the
-    /// agent blocks, or under the pipelined protocols detaches and picks up other work
-    /// while the log daemon waits. `tx` (still holding its locks under the strict
-    /// protocols) is dropped once durable, which releases them.
+    /// Delivers `result` once the log is durable up to `ack` (at once for `None`), by the
+    /// sequencer's step 3: the agent blocks, or under the pipelined protocols detaches
+    /// and picks up other work while the log daemon waits; the finishing step is then
+    /// queued for an agent (the daemon does no transaction work itself). `tx` (still
+    /// holding its locks under the strict protocols) is dropped once durable, which
+    /// releases them.
     fn deliver_when_durable<R: Send + 'static>(
         self: &Arc<Self>,
         ack: Option<Lsn>,
@@ -319,36 +318,20 @@ impl Shared {
         result: Result<Finished<R>>,
         done: impl FnOnce(Result<Finished<R>>) + Send + 'static,
     ) {
-        let log = self.db.inner.log.clone();
-        let Some(ack) = ack else {
-            // Nothing to wait for: read-only on durable data, or async.
-            drop(tx);
-            return deliver(done, result);
-        };
-        if !self.protocol.pipelined() {
-            let r = log.wait_durable(ack);
-            drop(tx); // releases the locks if still held (classic)
-            return deliver(done, r.map_err(Error::from).and(result));
+        let seq = Sequencer::new(&self.db.inner.store.log, self.protocol);
+        match ack {
+            Some(ack) if seq.detaches(Some(ack)) => {
+                self.in_flight.fetch_add(1, Ordering::SeqCst);
+                let me = self.clone();
+                seq.detach(ack, tx, move |r| {
+                    me.push_hardened(Box::new(move || deliver(done, r.and(result))));
+                });
+            }
+            _ => {
+                let r = seq.wait(ack, tx);
+                deliver(done, r.and(result));
+            }
         }
-        // Flush pipelining: detach. The daemon calls back once `ack` is durable; the
-        // callback only queues the finishing step for an agent (the daemon must not do
-        // transaction work itself).
-        self.in_flight.fetch_add(1, Ordering::SeqCst);
-        let me = self.clone();
-        log.on_durable(
-            ack,
-            Box::new(move |r| {
-                // Release the locks here, on the daemon, rather than in the agent that
-                // finishes the transaction: if every agent is waiting for a lock that a
-                // detached transaction holds, no agent is free to run the hand-back, and
-                // the pool stalls until lock timeouts (measured: TPC-B `pipelined` at
-                // 1 tps with 2 agents). Releasing is a few hash-map operations.
-                drop(tx);
-                me.push_hardened(Box::new(move || {
-                    deliver(done, r.map_err(Error::from).and(result));
-                }));
-            }),
-        );
     }
 
     /// Rolls back and delivers `result` — or, if an operation failed the transaction,
@@ -361,25 +344,13 @@ impl Shared {
         done: impl FnOnce(Result<Finished<R>>) + Send + 'static,
     ) {
         self.rolled_back.fetch_add(1, Ordering::Relaxed);
-        let log = self.db.inner.log.clone();
-        let p = self.protocol;
-        // What the transaction itself logged (its rollback's records do not count: a
-        // crash before they are durable rolls it back all the same).
-        let own = tx.last_lsn();
-        // Harden what the transaction logged before rolling it back (Aether §4.2).
-        let hardened = match own {
-            Some(end) if p.pipelined() => log.wait_durable(end).map(drop).map_err(Error::from),
-            _ => Ok(()),
-        };
         let result = match tx.failure() {
             Some(first) => Err(first.clone()),
             None => result,
         };
-        let ack = own
-            .max(tx.dependency())
-            .filter(|&a| p.durable() && a > log.durable_lsn());
-        let rolled = tx.rollback();
-        let r = hardened.and(rolled).and(result).map(|value| Finished {
+        let seq = Sequencer::new(&self.db.inner.store.log, self.protocol);
+        let (rolled, ack) = seq.rollback(tx);
+        let r = rolled.and(result).map(|value| Finished {
             value,
             committed: false,
         });

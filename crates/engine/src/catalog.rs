@@ -6,67 +6,17 @@
 //! in an ordinary transaction that commits at once; if that transaction does not commit,
 //! the root page stays allocated but unused (pages are never freed).
 
-use crate::btree::TreeLatch;
-use crate::db::{Database, Inner};
+use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
+use crate::inner::Inner;
 use crate::log_record::Record;
 use crate::page::{compress, Meta, NodeMut};
-use std::sync::{Arc, Weak};
+use crate::table::Table;
+use std::sync::Arc;
 
 /// The longest table name, in bytes.
 pub const MAX_TABLE_NAME: usize = 255;
-
-/// A table: a handle to a B+tree, used with a [`Transaction`](crate::Transaction).
-/// Cheap to clone.
-///
-/// A handle belongs to the [`Database`] instance that returned it (and its clones). A
-/// transaction of another database refuses it with
-/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) — even one whose table has
-/// the same root page, which it would otherwise read and write — and so does a later
-/// opening of the same directory: after a reopen, get the handle again with
-/// [`Database::table`].
-#[derive(Clone)]
-pub struct Table {
-    pub(crate) name: Arc<str>,
-    pub(crate) root: PageId,
-    pub(crate) latch: Arc<TreeLatch>,
-    /// The database instance: compared by address. A weak reference keeps the
-    /// allocation (not the database) alive, so the address cannot be reused by another
-    /// instance while this handle exists.
-    db: Weak<Inner>,
-}
-
-impl std::fmt::Debug for Table {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Table({:?} at {})", self.name, self.root)
-    }
-}
-
-impl Table {
-    /// The table's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-    /// The table's root page, which also identifies it within its database.
-    pub fn id(&self) -> PageId {
-        self.root
-    }
-
-    /// True if the handle was given out by this database instance.
-    pub(crate) fn belongs_to(&self, inner: &Arc<Inner>) -> bool {
-        std::ptr::eq(self.db.as_ptr(), Arc::as_ptr(inner))
-    }
-
-    fn new(inner: &Arc<Inner>, name: &str, root: PageId) -> Table {
-        Table {
-            name: Arc::from(name),
-            root,
-            latch: inner.tree_latch(root),
-            db: Arc::downgrade(inner),
-        }
-    }
-}
 
 impl Inner {
     pub(crate) fn catalog_table(self: &Arc<Self>) -> Table {
@@ -75,16 +25,16 @@ impl Inner {
 
     /// Allocates and formats an empty leaf as a new table's root.
     fn allocate_root(&self) -> Result<PageId> {
-        let mp = self.pool.fetch(PageId::META)?;
+        let mp = self.store.pool.fetch(PageId::META)?;
         let mut mw = mp.write_valid()?;
         let mut meta = mw.bytes().to_vec();
         let id = PageId(Meta::page_count(&meta));
         Meta::set_page_count(&mut meta, id.0 + 1);
-        let rp = self.pool.fetch(id)?;
+        let rp = self.store.pool.fetch(id)?;
         let mut rw = rp.write();
-        let mut root = vec![0u8; self.page_size];
+        let mut root = vec![0u8; self.store.page_size];
         NodeMut::format(&mut root, id, 0);
-        let a = self.append(&Record::Images {
+        let a = self.store.append(&Record::Images {
             pages: vec![(PageId::META, compress(&meta)), (id, compress(&root))],
         })?;
         for (w, img) in [(&mut mw, &meta), (&mut rw, &root)] {
@@ -129,7 +79,7 @@ impl Database {
         let root = inner.allocate_root()?;
         tx.put(&cat, name.as_bytes(), &root.0.to_le_bytes())?;
         tx.commit()?;
-        inner.log.sync()?;
+        inner.store.log.sync()?;
         inner.catalog.lock().insert(name.to_string(), root);
         Ok(Table::new(inner, name, root))
     }

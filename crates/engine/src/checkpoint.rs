@@ -2,7 +2,7 @@
 //!
 //! 1. Under the pool's write gate held exclusively: append `BeginCheckpoint` at LSN R and
 //!    make R the redo point (from now on the first change to a page whose last full image
-//!    is at or below R logs a new image first: `Inner::protect_page`). The image floor F
+//!    is at or below R logs a new image first: `Store::protect_page`). The image floor F
 //!    stays at the previous redo point.
 //! 2. Sweep the pool: write every page dirty since before R (recovery LSN < R) through
 //!    `BufferPool::write_frame`. Their images after the previous redo point were logged at
@@ -32,60 +32,108 @@
 
 use crate::buffer_pool::Wait;
 use crate::control::{Checkpoint, Control};
-use crate::db::Inner;
 use crate::error::{Error, Result};
 use crate::log_record::{CheckpointData, Record};
+use crate::store::Store;
+use crate::txn_table::TxnTable;
+use parking_lot::{Mutex, MutexGuard};
+use sluice_storage::Storage;
 use sluice_wal::Lsn;
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-/// Runs a checkpoint; the caller holds `inner.checkpoint_lock` (passed as proof).
-pub(crate) fn run(inner: &Inner, _held: &parking_lot::MutexGuard<'_, ()>) -> Result<()> {
+/// Where checkpoints stand: what the triggers read and each checkpoint updates.
+pub(crate) struct Checkpoints {
+    /// One checkpoint at a time.
+    pub(crate) lock: Mutex<()>,
+    /// Where the last checkpoint began (for the log-volume trigger).
+    pub(crate) last_begin: AtomicU64,
+    /// The end of the last checkpoint's end record (for the timer: "log written since").
+    pub(crate) last_end: AtomicU64,
+    /// When the last checkpoint completed.
+    pub(crate) last_at: Mutex<Instant>,
+    /// Test-only pause point: runs once, inside the next checkpoint, right after its
+    /// begin record and redo point (to drive races with that window deterministically).
+    #[cfg(test)]
+    pub(crate) after_begin: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl Checkpoints {
+    /// The state of a database whose redo point is `redo_point`.
+    pub(crate) fn new(redo_point: Lsn) -> Checkpoints {
+        Checkpoints {
+            lock: Mutex::new(()),
+            last_begin: AtomicU64::new(redo_point.0),
+            last_end: AtomicU64::new(0),
+            last_at: Mutex::new(Instant::now()),
+            #[cfg(test)]
+            after_begin: Mutex::new(None),
+        }
+    }
+}
+
+/// What a checkpoint reads and writes: the page store, the transaction table, and the
+/// control file in `dir`.
+pub(crate) struct Scope<'a> {
+    pub(crate) store: &'a Store,
+    pub(crate) txns: &'a TxnTable,
+    pub(crate) storage: &'a dyn Storage,
+    pub(crate) dir: &'a Path,
+    pub(crate) log_dir: &'a Path,
+    pub(crate) database_id: u64,
+    pub(crate) state: &'a Checkpoints,
+}
+
+/// Runs a checkpoint; the caller holds `state.lock` (passed as proof).
+pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
+    let (store, state) = (cx.store, cx.state);
     // 1. The begin record and the redo point, with no page write in flight.
     let r = {
-        let _gate = inner.pool.exclusive_write_gate();
-        let begin = inner.append(&Record::BeginCheckpoint)?;
+        let _gate = store.pool.exclusive_write_gate();
+        let begin = store.append(&Record::BeginCheckpoint)?;
         let r = begin.lsn;
-        let before = inner.redo_point.load(Ordering::SeqCst);
+        let before = store.redo_point.load(Ordering::SeqCst);
         if before > r.0 {
             // Only a log that restarted below the last checkpoint gets here (recovery
             // checks for that first); never move the redo point backwards.
             return Err(Error::Corruption(format!(
                 "checkpoint at LSN {r} is below the last redo point {before}: the log in {} restarted behind the database",
-                inner.log_dir.display()
+                cx.log_dir.display()
             )));
         }
-        inner.redo_point.store(r.0, Ordering::SeqCst);
+        store.redo_point.store(r.0, Ordering::SeqCst);
         r
     };
-    inner.last_checkpoint.store(r.0, Ordering::Release);
+    state.last_begin.store(r.0, Ordering::Release);
     #[cfg(test)]
-    if let Some(hook) = inner.after_checkpoint_begin.lock().take() {
+    if let Some(hook) = state.after_begin.lock().take() {
         hook();
     }
 
     // 2. Every page dirty since before R goes to disk.
-    for i in 0..inner.pool.frame_count() {
-        let Some(p) = inner.pool.pin_frame(i) else {
+    for i in 0..store.pool.frame_count() {
+        let Some(p) = store.pool.pin_frame(i) else {
             continue;
         };
-        if p.is_valid() && inner.pool.rec_lsn(i).is_some_and(|rec| rec < r) {
-            let written = inner.pool.write_frame(i, Wait::Block)?;
+        if p.is_valid() && store.pool.rec_lsn(i).is_some_and(|rec| rec < r) {
+            let written = store.pool.write_frame(i, Wait::Block)?;
             assert!(written, "a blocking write always completes");
         }
         drop(p);
     }
 
     // 3. and 4.
-    let data_len = inner.pool.raise_image_floor(r)?;
-    inner.pool.sync()?;
+    let data_len = store.pool.raise_image_floor(r)?;
+    store.pool.sync()?;
 
     // 5.
     let data = CheckpointData {
         begin: r,
-        next_txn: inner.txns.next_id(),
-        active: inner.txns.snapshot(),
-        dirty: inner.pool.dirty_pages(),
+        next_txn: cx.txns.next_id(),
+        active: cx.txns.snapshot(),
+        dirty: store.pool.dirty_pages(),
     };
     // Recovery reads from the oldest of: the redo point, the first record of every active
     // transaction (undo), and the recovery LSN of every page still dirty (redo) — a page
@@ -96,23 +144,21 @@ pub(crate) fn run(inner: &Inner, _held: &parking_lot::MutexGuard<'_, ()>) -> Res
         .map(|a| a.first)
         .chain(data.dirty.iter().map(|d| d.1))
         .fold(r, Lsn::min);
-    let end = inner.append(&Record::EndCheckpoint(data))?;
-    inner.log.wait_durable(end.end)?;
+    let end = store.append(&Record::EndCheckpoint(data))?;
+    store.log.wait_durable(end.end)?;
     Control {
-        page_size: inner.page_size as u32,
-        database_id: inner.database_id,
+        page_size: store.page_size as u32,
+        database_id: cx.database_id,
         checkpoint: Some(Checkpoint {
             begin: r,
             end: end.lsn,
         }),
         data_len,
     }
-    .write(&*inner.storage, &inner.dir)?;
-    inner
-        .last_checkpoint_end
-        .store(end.end.0, Ordering::Release);
-    *inner.last_checkpoint_at.lock() = Instant::now();
-    inner.log.truncate_below(keep)?;
+    .write(cx.storage, cx.dir)?;
+    state.last_end.store(end.end.0, Ordering::Release);
+    *state.last_at.lock() = Instant::now();
+    store.log.truncate_below(keep)?;
     Ok(())
 }
 
@@ -139,7 +185,7 @@ mod tests {
 
     /// The LSN of the last full image of page `p` as the buffer pool knows it.
     fn image_lsn(db: &Database, p: PageId) -> u64 {
-        let r = db.inner.pool.fetch(p).unwrap();
+        let r = db.inner.store.pool.fetch(p).unwrap();
         let w = r.write();
         w.image_lsn()
     }
@@ -166,21 +212,24 @@ mod tests {
         let p = t.id(); // the root, the table's only leaf
         put(&db, &t, "k1");
         db.checkpoint().unwrap();
-        let r1 = db.inner.redo_point.load(Ordering::SeqCst);
+        let r1 = db.inner.store.redo_point.load(Ordering::SeqCst);
         put(&db, &t, "k2"); // the first change after r1 logs an image
         let (hook_db, hook_t) = (db.clone(), t.clone());
-        *db.inner.after_checkpoint_begin.lock() = Some(Box::new(move || {
+        *db.inner.checkpoints.after_begin.lock() = Some(Box::new(move || {
             // A writer that read the redo point before this checkpoint's begin record
             // and appends its change after it.
-            let r2 = hook_db.inner.redo_point.swap(r1, Ordering::SeqCst);
+            let r2 = hook_db.inner.store.redo_point.swap(r1, Ordering::SeqCst);
             put(&hook_db, &hook_t, "k3");
-            hook_db.inner.redo_point.store(r2, Ordering::SeqCst);
-            assert!(hook_db.inner.pool.evict(p).unwrap(), "page in the pool");
+            hook_db.inner.store.redo_point.store(r2, Ordering::SeqCst);
+            assert!(
+                hook_db.inner.store.pool.evict(p).unwrap(),
+                "page in the pool"
+            );
         }));
         db.checkpoint().unwrap();
-        assert!(db.inner.after_checkpoint_begin.lock().is_none());
+        assert!(db.inner.checkpoints.after_begin.lock().is_none());
         put(&db, &t, "k4");
-        assert!(db.inner.pool.evict(p).unwrap(), "page in the pool");
+        assert!(db.inner.store.pool.evict(p).unwrap(), "page in the pool");
         sim.crash();
         drop((t, db));
         tear(&sim, p, 1024);
@@ -208,20 +257,23 @@ mod tests {
         let p = t.id();
         put(&db, &t, "k1");
         db.checkpoint().unwrap();
-        let r1 = db.inner.redo_point.load(Ordering::SeqCst);
+        let r1 = db.inner.store.redo_point.load(Ordering::SeqCst);
         put(&db, &t, "k2"); // an image after r1
-        assert!(db.inner.pool.evict(p).unwrap()); // clean before the race
+        assert!(db.inner.store.pool.evict(p).unwrap()); // clean before the race
         let (hook_db, hook_t) = (db.clone(), t.clone());
-        *db.inner.after_checkpoint_begin.lock() = Some(Box::new(move || {
-            let r2 = hook_db.inner.redo_point.swap(r1, Ordering::SeqCst);
+        *db.inner.checkpoints.after_begin.lock() = Some(Box::new(move || {
+            let r2 = hook_db.inner.store.redo_point.swap(r1, Ordering::SeqCst);
             put(&hook_db, &hook_t, "k3");
-            hook_db.inner.redo_point.store(r2, Ordering::SeqCst);
+            hook_db.inner.store.redo_point.store(r2, Ordering::SeqCst);
         }));
         db.checkpoint().unwrap();
-        let r2 = db.inner.redo_point.load(Ordering::SeqCst);
+        let r2 = db.inner.store.redo_point.load(Ordering::SeqCst);
         assert!(image_lsn(&db, p) < r2, "the raced change logged no image");
         let writes = db.stats().pool.writes;
-        assert!(db.inner.pool.evict(p).unwrap(), "the sweep left it dirty");
+        assert!(
+            db.inner.store.pool.evict(p).unwrap(),
+            "the sweep left it dirty"
+        );
         assert_eq!(db.stats().pool.writes, writes + 1);
         sim.crash();
         drop((t, db));
@@ -245,14 +297,14 @@ mod tests {
         let p = t.id();
         put(&db, &t, "k1");
         db.checkpoint().unwrap();
-        let r = db.inner.redo_point.load(Ordering::SeqCst);
+        let r = db.inner.store.redo_point.load(Ordering::SeqCst);
         put(&db, &t, "k2"); // logs an image after the redo point
         let before = image_lsn(&db, p);
         assert!(
             before > r && before != u64::MAX,
             "image at {before}, redo point {r}"
         );
-        assert!(db.inner.pool.evict(p).unwrap());
+        assert!(db.inner.store.pool.evict(p).unwrap());
         assert_eq!(
             image_lsn(&db, p),
             before,

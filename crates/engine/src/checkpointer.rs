@@ -3,7 +3,7 @@
 //! checkpoint inside a commit made that transaction wait for page writes and a data-file
 //! sync while holding its locks, and its errors had nowhere to go).
 //!
-//! Triggers (checked by [`Inner::checkpoint_due`]):
+//! Triggers (checked by `Inner::checkpoint_due`):
 //! * **volume**: `checkpoint_log_bytes` of log since the last checkpoint began;
 //! * **pressure**: the log kept on disk (from its start LSN to its end) exceeds four
 //!   times `checkpoint_log_bytes` plus two segments, and a quarter of
@@ -12,14 +12,13 @@
 //!   after it lets go, without checkpointing in a loop while it does not;
 //! * **time**: `checkpoint_interval` since the last checkpoint, with log written since.
 //!
-//! Committing threads call [`Inner::maybe_checkpoint`]: a few atomic loads, and a wake-up
+//! Committing threads call `Inner::maybe_checkpoint`: a few atomic loads, and a wake-up
 //! of the checkpointer when a trigger holds. The thread parks on a condition variable
 //! (with the interval as timeout when the timer is on); it never polls. It holds only a
 //! weak reference to the database, so it never keeps it alive; it is stopped and joined
 //! when the database closes. A failed checkpoint poisons the database ("checkpoint
 //! failed: …"): every later operation returns that error, and nothing retries it.
 
-use crate::db::Inner;
 use crate::options::Options;
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -89,6 +88,15 @@ struct Signal {
 }
 
 /// The checkpointer of one database.
+/// What the thread works for: the database, which knows whether a checkpoint is due and
+/// how to take one. The thread holds it weakly, so it never keeps a database open.
+pub(crate) trait Background: Send + Sync {
+    /// A checkpoint, if one is due and the database is healthy.
+    fn checkpoint_if_due(&self);
+    /// When the last checkpoint completed.
+    fn last_checkpoint_time(&self) -> Instant;
+}
+
 #[derive(Default)]
 pub(crate) struct Checkpointer {
     signal: Arc<Signal>,
@@ -96,11 +104,15 @@ pub(crate) struct Checkpointer {
 }
 
 impl Checkpointer {
-    /// Starts the thread for `db` (which owns this checkpointer).
-    pub(crate) fn start(&self, db: &Arc<Inner>) -> std::io::Result<()> {
+    /// Starts the thread for `db` (which owns this checkpointer), waking at least every
+    /// `interval` (zero: only when notified).
+    pub(crate) fn start(
+        &self,
+        db: Weak<dyn Background>,
+        interval: Duration,
+    ) -> std::io::Result<()> {
         let signal = self.signal.clone();
-        let weak = Arc::downgrade(db);
-        let interval = db.options.checkpoint_interval;
+        let weak = db;
         let handle = std::thread::Builder::new()
             .name("sluice-checkpoint".into())
             .spawn(move || run(&signal, &weak, interval))?;
@@ -134,7 +146,7 @@ impl Checkpointer {
     }
 }
 
-fn run(signal: &Signal, db: &Weak<Inner>, interval: Duration) {
+fn run(signal: &Signal, db: &Weak<dyn Background>, interval: Duration) {
     let mut since = Instant::now();
     loop {
         {
@@ -160,7 +172,7 @@ fn run(signal: &Signal, db: &Weak<Inner>, interval: Duration) {
         let Some(inner) = db.upgrade() else {
             return;
         };
-        inner.background_checkpoint();
+        inner.checkpoint_if_due();
         since = since.max(inner.last_checkpoint_time());
         drop(inner);
     }

@@ -6,218 +6,38 @@
 //! in it, checks what the control file says against the log and the data file, runs
 //! restart recovery, checkpoints, and starts the background checkpointer.
 
-use crate::btree::{verify_tree, TreeLatch};
+use crate::btree::Btree;
 use crate::buffer_pool::{BufferPool, PoolStats};
-use crate::checkpointer::{self, Checkpointer, LogState, Trigger};
+use crate::checkpoint::Checkpoints;
+use crate::checkpointer::{Background, Checkpointer};
 use crate::control::{self, Checkpoint, Control};
 use crate::data_file::{file_error, DataFile};
 use crate::error::{Error, Result};
 use crate::ids::PageId;
+use crate::inner::Inner;
 use crate::lock::LockManager;
 use crate::log_record;
 use crate::options::{Limits, Options};
 use crate::page::{self, Meta};
-use crate::recovery::{self, RecoveryReport};
+use crate::recovery::{self, missing_segment, RecoveryReport};
+use crate::store::Store;
 use crate::txn::Transaction;
 use crate::txn_table::TxnTable;
 use parking_lot::Mutex;
-use sluice_storage::{LockGuard, OsStorage, Storage};
-use sluice_wal::segment::{parse_segment_name, scan_dir, segment_name, segment_start};
+use sluice_storage::{OsStorage, Storage};
+use sluice_wal::segment::{parse_segment_name, scan_dir};
 use sluice_wal::{BufferOptions, Log, LogBuffer, LogOptions, Lsn, WalError};
 use std::collections::HashMap;
 use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 /// The data file's name in the database directory.
 const DATA: &str = "data";
 /// The directory lock's name.
 const LOCK: &str = "LOCK";
-
-/// The state shared by a database handle and its transactions.
-pub(crate) struct Inner {
-    pub(crate) storage: Arc<dyn Storage>,
-    pub(crate) dir: PathBuf,
-    pub(crate) log_dir: PathBuf,
-    /// LSN bytes per log segment (to name a missing segment file).
-    log_segment_bytes: u64,
-    pub(crate) options: Options,
-    pub(crate) page_size: usize,
-    pub(crate) limits: Limits,
-    /// The random id chosen when the database was created (kept in `CONTROL`).
-    pub(crate) database_id: u64,
-    pub(crate) log: Arc<Log>,
-    pub(crate) pool: BufferPool,
-    pub(crate) locks: LockManager,
-    pub(crate) txns: TxnTable,
-    /// The redo point of the last checkpoint (its begin record): a page whose last full
-    /// image is at or below it gets a new one logged before its next change.
-    pub(crate) redo_point: AtomicU64,
-    /// Structure latches by tree root.
-    trees: Mutex<HashMap<PageId, Arc<TreeLatch>>>,
-    /// Table roots by name (roots never move, tables are never dropped).
-    pub(crate) catalog: Mutex<HashMap<String, PageId>>,
-    /// One checkpoint at a time.
-    pub(crate) checkpoint_lock: Mutex<()>,
-    /// Where the last checkpoint began (for the log-volume trigger).
-    pub(crate) last_checkpoint: AtomicU64,
-    /// The end of the last checkpoint's end record (for the timer: "log written since").
-    pub(crate) last_checkpoint_end: AtomicU64,
-    /// When the last checkpoint completed.
-    pub(crate) last_checkpoint_at: Mutex<Instant>,
-    checkpointer: Checkpointer,
-    /// The first failed checkpoint; the database refuses work from then on.
-    poison: Mutex<Option<String>>,
-    /// `poison` is set (read on every operation, so no mutex in the common case).
-    poisoned: AtomicBool,
-    /// True once `open` succeeded: only then may closing checkpoint (the teardown of a
-    /// failed open must do nothing that can fail or panic and mask the real error).
-    opened: AtomicBool,
-    closed: AtomicBool,
-    /// Test-only pause point: runs once, inside the next checkpoint, right after its
-    /// begin record and redo point (to drive races with that window deterministically).
-    #[cfg(test)]
-    pub(crate) after_checkpoint_begin: Mutex<Option<Box<dyn FnOnce() + Send>>>,
-    _lock: Box<dyn LockGuard>,
-}
-
-impl Inner {
-    /// The structure latch of the tree at `root`.
-    pub(crate) fn tree_latch(&self, root: PageId) -> Arc<TreeLatch> {
-        self.trees
-            .lock()
-            .entry(root)
-            .or_insert_with(|| Arc::new(TreeLatch::new(())))
-            .clone()
-    }
-
-    /// An error if the database cannot take work.
-    pub(crate) fn check(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Error::Closed("database"));
-        }
-        if self.poisoned.load(Ordering::Acquire) {
-            let p = self.poison.lock().clone().expect("poisoned with a cause");
-            return Err(Error::Poisoned(p));
-        }
-        if let Some(p) = self.pool.poisoned() {
-            return Err(Error::Poisoned(p));
-        }
-        if let Some(e) = self.log.poisoned() {
-            return Err(Error::Poisoned(format!("log: {e}")));
-        }
-        Ok(())
-    }
-
-    /// Records a failed checkpoint: every later operation fails with it.
-    fn poison_checkpoint(&self, cause: &dyn std::fmt::Display) {
-        let mut p = self.poison.lock();
-        if p.is_none() {
-            *p = Some(format!("checkpoint failed: {cause}"));
-        }
-        self.poisoned.store(true, Ordering::Release);
-    }
-
-    /// Which trigger, if any, calls for a checkpoint now (`checkpointer::due`). Without
-    /// `with_timer`, a few atomic loads: what a committing thread pays.
-    pub(crate) fn checkpoint_due(&self, with_timer: bool) -> Option<Trigger> {
-        let state = LogState {
-            end: self.log.released_lsn().0,
-            start: self.log.start_lsn().0,
-            last_begin: self.last_checkpoint.load(Ordering::Acquire),
-            last_end: self.last_checkpoint_end.load(Ordering::Acquire),
-            segment_bytes: self.log_segment_bytes,
-        };
-        let elapsed = with_timer.then(|| self.last_checkpoint_at.lock().elapsed());
-        checkpointer::due(&self.options, state, elapsed)
-    }
-
-    /// Called by committing threads: wakes the background checkpointer if a checkpoint
-    /// is due. Never runs one on the calling thread.
-    pub(crate) fn maybe_checkpoint(&self) {
-        if self.checkpoint_due(false).is_some() {
-            self.checkpointer.notify();
-        }
-    }
-
-    /// The background checkpointer's work: a checkpoint if one is due and the database
-    /// is healthy. A failure poisons the database.
-    pub(crate) fn background_checkpoint(&self) {
-        if self.check().is_err() || self.checkpoint_due(true).is_none() {
-            return;
-        }
-        // A checkpoint someone asked for is running: it resets the triggers.
-        let Some(guard) = self.checkpoint_lock.try_lock() else {
-            return;
-        };
-        // A panic (a broken invariant) must not kill the thread silently and leave the
-        // database running without checkpoints: it is a failed checkpoint like any other.
-        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            crate::checkpoint::run(self, &guard)
-        }));
-        match run {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => self.poison_checkpoint(&e),
-            Err(panic) => {
-                let msg = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "a panic".into());
-                self.poison_checkpoint(&format!("panic: {msg}"));
-            }
-        }
-    }
-
-    /// When the last checkpoint completed.
-    pub(crate) fn last_checkpoint_time(&self) -> Instant {
-        *self.last_checkpoint_at.lock()
-    }
-
-    /// A checkpoint now, on this thread; a failure poisons the database and is returned.
-    fn checkpoint_now(&self) -> Result<()> {
-        let guard = self.checkpoint_lock.lock();
-        crate::checkpoint::run(self, &guard).inspect_err(|e| self.poison_checkpoint(e))
-    }
-
-    /// The error for a log that no longer holds `lsn`, which recovery needs.
-    pub(crate) fn missing_log(&self, lsn: Lsn, why: &str) -> Error {
-        missing_segment(&self.log_dir, self.log_segment_bytes, lsn, why)
-    }
-
-    fn close(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        self.checkpointer.stop();
-        let r = if self.opened.load(Ordering::Acquire) && self.check().is_ok() {
-            self.checkpoint_now()
-        } else {
-            Ok(())
-        };
-        self.closed.store(true, Ordering::Release);
-        let closed = self.log.close().map(|_| ()).map_err(Error::from);
-        r.and(closed)
-    }
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        // Best effort; `Database::close` reports errors.
-        let _ = self.close();
-    }
-}
-
-/// A `Corruption` naming the segment file that should hold `lsn`.
-fn missing_segment(log_dir: &Path, segment_bytes: u64, lsn: Lsn, why: &str) -> Error {
-    let name = segment_name(segment_start(lsn, segment_bytes));
-    Error::Corruption(format!(
-        "log segment {} is missing: {why} needs the log from LSN {lsn}",
-        log_dir.join(name).display()
-    ))
-}
 
 /// A log error at open, naming the log directory.
 fn log_error(log_dir: &Path, e: WalError) -> Error {
@@ -398,7 +218,7 @@ impl std::fmt::Debug for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Database")
             .field("dir", &self.inner.dir)
-            .field("page_size", &self.inner.page_size)
+            .field("page_size", &self.inner.store.page_size)
             .finish_non_exhaustive()
     }
 }
@@ -502,7 +322,12 @@ impl Database {
         storage.sync_dir(&dir).map_err(dir_io)?;
         let redo_point = control.checkpoint.map_or(Lsn(0), |c| c.begin);
         let pool = BufferPool::new(options.pool_pages, page_size, file, log.clone(), redo_point);
+        let in_force = LogOptions {
+            segment_bytes: log.segment_bytes(),
+            ..options.log
+        };
         let inner = Arc::new(Inner {
+            store: Store::new(pool, log, page_size, redo_point.0),
             storage,
             dir,
             log_dir,
@@ -511,36 +336,22 @@ impl Database {
             // its segment size, whatever the options asked for.
             options: Options {
                 page_size,
-                log: LogOptions {
-                    segment_bytes: log.segment_bytes(),
-                    ..options.log
-                },
+                log: in_force,
                 ..options
             },
-            page_size,
-            limits: Limits::for_page_size(page_size),
             database_id: control.database_id,
-            log,
-            pool,
             locks: LockManager::new(options.lock_timeout),
             txns: TxnTable::new(1),
-            redo_point: AtomicU64::new(redo_point.0),
-            trees: Mutex::new(HashMap::new()),
             catalog: Mutex::new(HashMap::new()),
-            checkpoint_lock: Mutex::new(()),
-            last_checkpoint: AtomicU64::new(redo_point.0),
-            last_checkpoint_end: AtomicU64::new(0),
-            last_checkpoint_at: Mutex::new(Instant::now()),
+            checkpoints: Checkpoints::new(redo_point),
             checkpointer: Checkpointer::default(),
             poison: Mutex::new(None),
             poisoned: AtomicBool::new(false),
             opened: AtomicBool::new(false),
             closed: AtomicBool::new(false),
-            #[cfg(test)]
-            after_checkpoint_begin: Mutex::new(None),
             _lock: lock,
         });
-        let report = recovery::recover(&inner, control.checkpoint)?;
+        let report = recovery::recover(&inner.recovery_context(), control.checkpoint)?;
         inner.checkpoint_now()?;
         let db = Database {
             _handles: Arc::new(Handles {
@@ -551,9 +362,10 @@ impl Database {
         };
         db.check_catalog()?;
         db.inner.opened.store(true, Ordering::Release);
+        let background: Weak<dyn Background> = Arc::downgrade(&db.inner) as Weak<dyn Background>;
         db.inner
             .checkpointer
-            .start(&db.inner)
+            .start(background, db.inner.options.checkpoint_interval)
             .map_err(|e| Error::Io(Arc::new(e)))?;
         Ok(db)
     }
@@ -563,7 +375,7 @@ impl Database {
     /// would surface only at some later read.
     fn check_catalog(&self) -> Result<()> {
         let count = {
-            let p = self.inner.pool.fetch(PageId::META)?;
+            let p = self.inner.store.pool.fetch(PageId::META)?;
             let g = p.read_valid()?;
             Meta::page_count(&g)
         };
@@ -573,7 +385,7 @@ impl Database {
                 return Err(Error::Corruption(format!(
                     "catalog: table {name:?} has its root at page {} but the data file {} holds pages 2..{count}",
                     root.0,
-                    self.inner.pool.data_path().display()
+                    self.inner.store.pool.data_path().display()
                 )));
             }
         }
@@ -677,31 +489,31 @@ impl Database {
 
     /// The page size.
     pub fn page_size(&self) -> usize {
-        self.inner.page_size
+        self.inner.store.page_size
     }
 
     /// Key and value size limits.
     pub fn limits(&self) -> Limits {
-        self.inner.limits
+        self.inner.store.limits
     }
 
     /// The write-ahead log (for durable-LSN notification: `wait_durable`, `on_durable`).
     pub fn log(&self) -> &Log {
-        &self.inner.log
+        &self.inner.store.log
     }
 
     /// Blocks until the log is durable up to `lsn`.
     pub fn wait_durable(&self, lsn: Lsn) -> Result<()> {
-        self.inner.log.wait_durable(lsn)?;
+        self.inner.store.log.wait_durable(lsn)?;
         Ok(())
     }
 
     /// Counters.
     pub fn stats(&self) -> Stats {
         Stats {
-            pool: self.inner.pool.stats(),
-            log_end: self.inner.log.released_lsn().0,
-            durable_lsn: self.inner.log.durable_lsn().0,
+            pool: self.inner.store.pool.stats(),
+            log_end: self.inner.store.log.released_lsn().0,
+            durable_lsn: self.inner.store.log.durable_lsn().0,
             active_txns: self.inner.txns.len(),
         }
     }
@@ -712,21 +524,22 @@ impl Database {
         self.checkpoint()?;
         let inner = &self.inner;
         let mut report = VerifyReport::default();
-        verify_tree(inner, &inner.tree_latch(PageId::CATALOG), PageId::CATALOG)?;
+        let catalog = inner.store.tree_latch(PageId::CATALOG);
+        Btree::new(&inner.store, PageId::CATALOG, &catalog).verify()?;
         for name in self.table_names()? {
             let t = self.table(&name)?;
-            let r = verify_tree(inner, &t.latch, t.root)?;
+            let r = Btree::new(&inner.store, t.root, &t.latch).verify()?;
             report.tables += 1;
             report.entries += r.entries;
         }
         let count = {
-            let p = inner.pool.fetch(PageId::META)?;
+            let p = inner.store.pool.fetch(PageId::META)?;
             let g = p.read_valid()?;
             Meta::page_count(&g)
         };
-        let mut buf = vec![0u8; inner.page_size];
+        let mut buf = vec![0u8; inner.store.page_size];
         for id in 0..count {
-            inner.pool.read_disk(PageId(id), &mut buf)?;
+            inner.store.pool.read_disk(PageId(id), &mut buf)?;
             if !page::checksum_ok(&buf) {
                 return Err(Error::Corruption(format!(
                     "page {id} on disk fails its checksum"

@@ -88,17 +88,20 @@ mod builder;
 mod catalog;
 mod checkpoint;
 mod checkpointer;
+mod commit;
 mod control;
 mod data_file;
 mod db;
 mod error;
 mod ids;
+mod inner;
 mod lock;
 pub mod log_record;
-mod logging;
 mod options;
 pub mod page;
 mod recovery;
+mod store;
+mod table;
 pub mod testing;
 mod txn;
 mod txn_table;
@@ -109,13 +112,14 @@ pub use agents::{
 pub use btree::TreeReport;
 pub use buffer_pool::PoolStats;
 pub use builder::Builder;
-pub use catalog::{Table, MAX_TABLE_NAME};
+pub use catalog::MAX_TABLE_NAME;
 pub use db::{Database, Stats, VerifyReport};
 pub use error::{Error, Result};
 pub use ids::{PageId, TxnId};
 pub use options::{CommitProtocol, Limits, Options};
 pub use recovery::RecoveryReport;
 pub use sluice_wal::{LogOptions, Lsn};
+pub use table::Table;
 pub use txn::{Scan, Transaction};
 
 /// The commit steps and the lock manager are internal: called out of order they allow

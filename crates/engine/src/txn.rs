@@ -4,23 +4,24 @@
 //! Life of a transaction: `begin` → operations (each under key-range locks — see
 //! `lock.rs` — and each change a log record chained by prevLSN plus an undo entry in
 //! memory) → commit record in the log buffer → durable → locks released (strict 2PL;
-//! with early lock release — see [`CommitProtocol`] — the release comes before
-//! durability). The three commit steps are separate crate-internal methods
-//! (`commit_record`, `Database::wait_durable`, `release_locks`) so the agents can
-//! reorder or pipeline them; called out of order they would expose uncommitted data, so
-//! clients only see [`Transaction::commit`]. Rollback walks the undo list backwards,
+//! with early lock release — see [`CommitProtocol`](crate::CommitProtocol) — the release
+//! comes before durability). The commit steps are crate-internal methods
+//! (`commit_record`, `release_locks`) sequenced in one place, the commit sequencer
+//! (`commit.rs`), for both [`Transaction::commit`] and the agents; called out of order
+//! they would expose uncommitted data, so clients only see [`Transaction::commit`]. Rollback walks the undo list backwards,
 //! applying each undo logically by key and logging it as a compensation record whose
 //! undoNext skips what was undone; an end record closes it. Undo takes no locks: the
 //! transaction's own locks cover what it undoes.
 
-use crate::btree::{scan_batch, BatchEnd, ChangeLogger, ClrLogger, GapLocker, SetOutcome};
-use crate::catalog::Table;
-use crate::db::Inner;
+use crate::btree::{scan_batch, BatchEnd, Btree, ChangeLogger, ClrLogger, GapLocker, SetOutcome};
+use crate::commit::{Sequencer, Steps};
 use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
+use crate::inner::Inner;
 use crate::lock::{Granted, LockKey, LockManager, LockMode, LockName};
 use crate::log_record::{Change, Record};
-use crate::options::CommitProtocol;
+use crate::store::Store;
+use crate::table::Table;
 use crate::txn_table::TxnShared;
 use sluice_wal::{Appended, Lsn};
 use std::collections::VecDeque;
@@ -116,7 +117,7 @@ struct TxnLogger<'a> {
 impl ChangeLogger for TxnLogger<'_> {
     fn log(
         &mut self,
-        inner: &Inner,
+        store: &Store,
         page: PageId,
         tree: PageId,
         key: &[u8],
@@ -134,7 +135,7 @@ impl ChangeLogger for TxnLogger<'_> {
         };
         let txn = self.txn.id;
         let mut prev_seen = None;
-        let a = self.txn.append(&inner.log, |prev| {
+        let a = self.txn.append(&store.log, |prev| {
             prev_seen = prev;
             Record::Update {
                 txn,
@@ -282,16 +283,10 @@ impl Transaction {
     /// are durable, so a value read under them can be handed out. Free when they are
     /// (one atomic load); skipped for agent bodies and under `async`.
     fn read_barrier(&self) -> Result<()> {
-        if self.deferred || !self.db.options.commit.durable() {
+        if self.deferred {
             return Ok(());
         }
-        match self.dep {
-            Some(d) if d > self.db.log.durable_lsn() => {
-                self.db.log.wait_durable(d)?;
-                Ok(())
-            }
-            _ => Ok(()),
-        }
+        Sequencer::new(&self.db.store.log, self.db.options.commit).barrier(self.dep)
     }
 
     fn check_table(&self, table: &Table) -> Result<()> {
@@ -334,24 +329,24 @@ impl Transaction {
         self.held.swap_remove(i);
         self.db
             .locks
-            .release(self.shared.id, [&k], None, self.db.log.durable_lsn());
+            .release(self.shared.id, [&k], None, self.db.store.log.durable_lsn());
     }
 
     fn check_key(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
-        let l = self.db.limits;
+        let l = self.db.store.limits;
         if key.len() > l.max_key {
             return Err(Error::InvalidArgument(format!(
                 "key of {} bytes exceeds the limit of {} for {}-byte pages",
                 key.len(),
                 l.max_key,
-                self.db.page_size
+                self.db.store.page_size
             )));
         }
         let entry = key.len() + value.map_or(0, <[u8]>::len);
         if entry > l.max_entry {
             return Err(Error::InvalidArgument(format!(
                 "key plus value of {entry} bytes exceeds the limit of {} for {}-byte pages",
-                l.max_entry, self.db.page_size
+                l.max_entry, self.db.store.page_size
             )));
         }
         Ok(())
@@ -377,7 +372,7 @@ impl Transaction {
         self.check_key(key, None)?;
         self.db.check()?;
         self.lock(table, LockName::Key(key.to_vec()), mode)?;
-        self.db.tree_get(&table.latch, table.root, key)
+        Btree::new(&self.db.store, table.root, &table.latch).get(key)
     }
 
     fn set(&mut self, table: &Table, key: &[u8], new: Option<&[u8]>) -> Result<Option<Vec<u8>>> {
@@ -420,17 +415,12 @@ impl Transaction {
                 held,
                 dep,
             };
-            let (gap, gap_mode, check) = match db.tree_set_locking(
-                &table.latch,
-                table.root,
-                key,
-                new,
-                &mut logger,
-                Some(&mut gaps),
-            )? {
-                SetOutcome::Done(old) => return Ok(old),
-                SetOutcome::Blocked(gap, gap_mode, check) => (gap, gap_mode, check),
-            };
+            let tree = Btree::new(&db.store, table.root, &table.latch);
+            let (gap, gap_mode, check) =
+                match tree.set_locking(key, new, &mut logger, Some(&mut gaps))? {
+                    SetOutcome::Done(old) => return Ok(old),
+                    SetOutcome::Blocked(gap, gap_mode, check) => (gap, gap_mode, check),
+                };
             // Waiting for the gap while holding the key's lock would deadlock against a
             // transaction that deleted a key below ours (its gap D blocks us) and then
             // touches our key: "delete j, then put k" against "insert k".
@@ -551,7 +541,7 @@ impl Transaction {
             let txn = self.shared.id;
             let a = self
                 .shared
-                .append(&self.db.log, |prev| Record::Commit { txn, prev })?;
+                .append(&self.db.store.log, |prev| Record::Commit { txn, prev })?;
             Some(a.end)
         } else {
             None
@@ -574,9 +564,12 @@ impl Transaction {
             State::Committed => self.commit_end,
             _ => None,
         };
-        self.db
-            .locks
-            .release(self.shared.id, &held, early, self.db.log.durable_lsn());
+        self.db.locks.release(
+            self.shared.id,
+            &held,
+            early,
+            self.db.store.log.durable_lsn(),
+        );
     }
 
     /// The LSN the log must be durable up to before this committed transaction may be
@@ -603,7 +596,7 @@ impl Transaction {
         self.shared.chain().last.is_some()
     }
 
-    /// Commits by the database's [`CommitProtocol`]: commit record, then durability and
+    /// Commits by the database's [`CommitProtocol`](crate::CommitProtocol): commit record, then durability and
     /// lock release in the protocol's order. Returns once the commit, and every commit it
     /// depends on, is durable (at once under `Async`). Without an agent to detach from,
     /// the pipelined protocols behave as their blocking counterparts; see
@@ -618,25 +611,12 @@ impl Transaction {
             };
             return rolled.and(Err(failed));
         }
-        self.commit_record()?;
-        let protocol: CommitProtocol = self.db.options.commit;
-        let log = self.db.log.clone();
-        let r = if protocol.early_release() {
-            self.release_locks();
-            match (protocol.durable(), self.ack_lsn()) {
-                (true, Some(lsn)) => log.wait_durable(lsn).map(drop),
-                _ => Ok(()),
-            }
-        } else {
-            let r = self
-                .ack_lsn()
-                .map_or(Ok(()), |lsn| log.wait_durable(lsn).map(drop));
-            self.release_locks();
-            r
-        };
-        r.map_err(crate::Error::from)?;
-        self.db.maybe_checkpoint();
-        Ok(())
+        let db = self.db.clone();
+        let seq = Sequencer::new(&db.store.log, db.options.commit);
+        let recorded = seq.record(&mut self)?;
+        db.maybe_checkpoint();
+        // Direct transactions have no agent to detach from: they wait.
+        seq.wait(recorded.ack, Some(self))
     }
 
     /// Rolls back every change, logging compensation records, and releases the locks.
@@ -661,18 +641,21 @@ impl Transaction {
     fn undo_all(&mut self) -> Result<()> {
         self.db.check()?;
         while let Some(e) = self.undo.pop() {
-            let latch = self.db.tree_latch(e.tree);
+            let latch = self.db.store.tree_latch(e.tree);
             let mut logger = ClrLogger {
                 txn: &self.shared,
                 undo_next: e.prev,
             };
-            self.db
-                .tree_set(&latch, e.tree, &e.key, e.before.as_deref(), &mut logger)?;
+            Btree::new(&self.db.store, e.tree, &latch).set(
+                &e.key,
+                e.before.as_deref(),
+                &mut logger,
+            )?;
         }
         if self.shared.chain().last.is_some() {
             let txn = self.shared.id;
             self.shared
-                .append(&self.db.log, |prev| Record::End { txn, prev })?;
+                .append(&self.db.store.log, |prev| Record::End { txn, prev })?;
         }
         self.db.txns.end(self.shared.id);
         Ok(())
@@ -688,6 +671,27 @@ impl Drop for Transaction {
         if !self.held.is_empty() {
             self.release_locks();
         }
+    }
+}
+
+impl Steps for Transaction {
+    fn commit_record(&mut self) -> Result<Option<Lsn>> {
+        Transaction::commit_record(self)
+    }
+    fn release_locks(&mut self) {
+        Transaction::release_locks(self)
+    }
+    fn ack_lsn(&self) -> Option<Lsn> {
+        Transaction::ack_lsn(self)
+    }
+    fn last_lsn(&self) -> Option<Lsn> {
+        Transaction::last_lsn(self)
+    }
+    fn dependency(&self) -> Option<Lsn> {
+        Transaction::dependency(self)
+    }
+    fn rollback(self) -> Result<()> {
+        Transaction::rollback(self)
     }
 }
 
@@ -750,9 +754,7 @@ impl Scan<'_> {
                 )
             };
             let batch = scan_batch(
-                db,
-                &self.table.latch,
-                root,
+                &Btree::new(&db.store, root, &self.table.latch),
                 as_ref(&self.from),
                 as_ref(&self.to),
                 SCAN_BATCH,

@@ -1,13 +1,13 @@
 //! Finding the leaf for a key.
 
+use crate::btree::Btree;
 use crate::btree::MAX_DEPTH;
 use crate::buffer_pool::PageRef;
-use crate::db::Inner;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::page::{page_type, Node, PageType};
 
-impl Inner {
+impl Btree<'_> {
     /// The node of a latched, valid page (an error if it is not a B+tree node).
     pub(crate) fn node_of<'b>(bytes: &'b [u8], id: PageId) -> Result<Node<'b>> {
         match page_type(bytes) {
@@ -32,7 +32,7 @@ impl Inner {
                 )));
             }
             path.push(id);
-            let p = self.pool.fetch(id)?;
+            let p = self.store.pool.fetch(id)?;
             let next = {
                 let g = p.read_valid()?;
                 let n = Self::node_of(&g, id)?;

@@ -8,7 +8,7 @@
 //! serialising them per tree costs little and keeps the protocol obviously correct.
 //!
 //! Logging: leaf changes are physiological [`Record::Update`]s (redo by page, undo by
-//! key) preceded, when needed, by a full page image (see `logging`). A split is one
+//! key) preceded, when needed, by a full page image (see `store`). A split is one
 //! [`Record::Images`] carrying the compact after-images of every page it touched (the
 //! node, its new sibling, the parent, the meta page): a redo-only system action that is
 //! atomic because it is one record.
@@ -25,14 +25,35 @@ mod write;
 
 pub(crate) use page_op::apply_op;
 pub(crate) use scan::{scan_batch, BatchEnd};
-pub(crate) use verify::verify_tree;
 pub use verify::TreeReport;
 pub(crate) use write::{ChangeLogger, ClrLogger, GapLocker, SetOutcome};
 
-use parking_lot::RwLock;
+use crate::ids::PageId;
+use crate::store::Store;
 
-/// A tree's structure latch.
-pub(crate) type TreeLatch = RwLock<()>;
+/// A B+tree: its root page and structure latch, on a page store. Its operations
+/// (`get`, `set`, `set_locking`, `scan_batch`, `verify`) need the store (pages and the
+/// log) and, for a change, a [`ChangeLogger`] that says how the change is logged; they know
+/// nothing of transactions, locks or the database around them. Cheap to make for each
+/// operation.
+pub(crate) struct Btree<'s> {
+    pub(crate) store: &'s Store,
+    pub(crate) root: PageId,
+    pub(crate) latch: &'s TreeLatch,
+}
+
+impl<'s> Btree<'s> {
+    pub(crate) fn new(store: &'s Store, root: PageId, latch: &'s TreeLatch) -> Btree<'s> {
+        Btree { store, root, latch }
+    }
+
+    /// Checks the tree's structure (see `verify`).
+    pub(crate) fn verify(&self) -> crate::error::Result<TreeReport> {
+        verify::verify_tree(self)
+    }
+}
+
+pub(crate) use crate::store::TreeLatch;
 
 /// The deepest a tree may be; a longer path means a cycle in corrupt pages.
 pub(crate) const MAX_DEPTH: usize = 32;

@@ -23,8 +23,8 @@
 //! the gap below it meanwhile, and only what is re-read is protected.
 
 use crate::btree::write::MAX_COUPLED;
-use crate::btree::TreeLatch;
-use crate::db::Inner;
+
+use crate::btree::Btree;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::lock::{LockMode, LockName};
@@ -74,32 +74,31 @@ fn above_lower(key: &[u8], from: Bound<&[u8]>) -> bool {
 /// [`LockMode::GAP_S`] on the table's end (`None`). Holds the tree latch shared for the batch, so
 /// leaves do not split under it and the leaf chain can be followed without re-descending.
 pub(crate) fn scan_batch(
-    inner: &Inner,
-    latch: &TreeLatch,
-    root: PageId,
+    tree: &Btree<'_>,
     from: Bound<&[u8]>,
     to: Bound<&[u8]>,
     max: usize,
     try_lock: &mut ScanLocker<'_>,
 ) -> Result<Batch> {
     assert!(max >= 1);
+    let (latch, root) = (tree.latch, tree.root);
     {
         let _shared = latch.read();
-        if let Some(batch) = read_batch(inner, root, from, to, max, try_lock, false)? {
+        if let Some(batch) = read_batch(tree, root, from, to, max, try_lock, false)? {
             return Ok(batch);
         }
     }
     // A run of more than MAX_COUPLED empty leaves: with the tree latch exclusive no
     // insert can enter the gap being walked, so no leaf needs to stay latched.
     let _exclusive = latch.write();
-    Ok(read_batch(inner, root, from, to, max, try_lock, true)?
+    Ok(read_batch(tree, root, from, to, max, try_lock, true)?
         .expect("an exclusive walk has no bound"))
 }
 
 /// One batch (see [`scan_batch`]) with the tree latch held, shared or `exclusive`;
 /// `None` if, shared, it would have to couple more than [`MAX_COUPLED`] leaves.
 fn read_batch(
-    inner: &Inner,
+    tree: &Btree<'_>,
     root: PageId,
     from: Bound<&[u8]>,
     to: Bound<&[u8]>,
@@ -111,7 +110,8 @@ fn read_batch(
         Bound::Included(k) | Bound::Excluded(k) => k,
         Bound::Unbounded => &[],
     };
-    let (_, mut leaf) = inner.descend(root, start)?;
+    let store = tree.store;
+    let (_, mut leaf) = tree.descend(root, start)?;
     let mut entries = Vec::new();
     // Leaves latched since the last name locked: the gap up to the next name to lock
     // lies in them. Guards come first in each pair so they drop before the pins.
@@ -119,7 +119,7 @@ fn read_batch(
     loop {
         let g = leaf.read_valid()?;
         let next = {
-            let n = Inner::node_of(&g, leaf.id())?;
+            let n = Btree::node_of(&g, leaf.id())?;
             if !n.is_leaf() {
                 return Err(Error::Corruption(format!(
                     "tree {root}: leaf chain reaches non-leaf {}",
@@ -179,7 +179,7 @@ fn read_batch(
             };
             return Ok(Some(Batch { entries, end }));
         }
-        leaf = inner.pool.fetch(next)?;
+        leaf = store.pool.fetch(next)?;
     }
 }
 
@@ -213,14 +213,15 @@ mod tests {
         tx.commit().unwrap();
         // The first two leaves: the last key of the first and the first of the second.
         let inner = &db.inner;
+        let tree = Btree::new(&inner.store, t.root, &t.latch);
         let (last, first) = {
             let _shared = t.latch.read();
-            let (_, leaf) = inner.descend(t.root, b"").unwrap();
+            let (_, leaf) = tree.descend(t.root, b"").unwrap();
             let g = leaf.read_valid().unwrap();
-            let n = Inner::node_of(&g, leaf.id()).unwrap();
-            let next = inner.pool.fetch(n.link()).unwrap();
+            let n = Btree::node_of(&g, leaf.id()).unwrap();
+            let next = inner.store.pool.fetch(n.link()).unwrap();
             let g2 = next.read_valid().unwrap();
-            let n2 = Inner::node_of(&g2, next.id()).unwrap();
+            let n2 = Btree::node_of(&g2, next.id()).unwrap();
             (n.key(n.len() - 1).to_vec(), n2.key(0).to_vec())
         };
         let mut x = last.clone();
@@ -264,9 +265,7 @@ mod tests {
             Ok(())
         };
         let batch = scan_batch(
-            inner,
-            &t.latch,
-            t.root,
+            &tree,
             Bound::Unbounded,
             Bound::Unbounded,
             1000,
@@ -281,7 +280,7 @@ mod tests {
         );
         inner
             .locks
-            .release(scanner, &held, None, inner.log.durable_lsn());
+            .release(scanner, &held, None, inner.store.log.durable_lsn());
         inserter.expect("the callback ran").join().unwrap();
     }
 }

@@ -1,16 +1,16 @@
 //! Splits: redo-only structure changes, each logged as one record of page images.
 
 use crate::btree::page_op::fits;
+use crate::btree::Btree;
 use crate::btree::MAX_DEPTH;
 use crate::buffer_pool::{PageRef, PageWrite};
-use crate::db::Inner;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::log_record::Record;
 use crate::page::node::{INTERNAL_CELL_HEADER, SLOT};
 use crate::page::{compress, Meta, Node, NodeMut};
 
-impl Inner {
+impl Btree<'_> {
     /// With the tree latch held exclusively: splits nodes on the path to `key` until
     /// its leaf can take `new`; returns that leaf, pinned.
     pub(crate) fn make_room(
@@ -21,12 +21,12 @@ impl Inner {
     ) -> Result<PageRef<'_>> {
         // A separator of the largest key must fit every internal node on the path, so
         // that the split below it can always post its separator.
-        let need = INTERNAL_CELL_HEADER + self.limits.max_key + SLOT;
+        let need = INTERNAL_CELL_HEADER + self.store.limits.max_key + SLOT;
         for _ in 0..2 * MAX_DEPTH + 2 {
             let (path, leaf) = self.descend(root, key)?;
             let mut split_at = None;
             for (depth, &id) in path[..path.len() - 1].iter().enumerate() {
-                let p = self.pool.fetch(id)?;
+                let p = self.store.pool.fetch(id)?;
                 let g = p.read_valid()?;
                 if Self::node_of(&g, id)?.free_space() < need {
                     split_at = Some(depth);
@@ -69,15 +69,15 @@ impl Inner {
 
     /// Splits non-root node `child` of `parent`.
     fn split_child(&self, parent: PageId, child: PageId) -> Result<()> {
-        let pp = self.pool.fetch(parent)?;
-        let cp = self.pool.fetch(child)?;
-        let mp = self.pool.fetch(PageId::META)?;
+        let pp = self.store.pool.fetch(parent)?;
+        let cp = self.store.pool.fetch(child)?;
+        let mp = self.store.pool.fetch(PageId::META)?;
         let mut pw = pp.write_valid()?;
         let mut cw = cp.write_valid()?;
         let mut mw = mp.write_valid()?;
         let mut meta = mw.bytes().to_vec();
         let sib_id = Self::allocate(&mut meta, 1)[0];
-        let sp = self.pool.fetch(sib_id)?;
+        let sp = self.store.pool.fetch(sib_id)?;
         let mut sw = sp.write();
 
         let mut left = cw.bytes().to_vec();
@@ -128,15 +128,15 @@ impl Inner {
     /// Splits the root in place: its cells move to two new children and it becomes
     /// their parent, one level higher, so a table's root page never changes.
     fn split_root(&self, root: PageId) -> Result<()> {
-        let rp = self.pool.fetch(root)?;
-        let mp = self.pool.fetch(PageId::META)?;
+        let rp = self.store.pool.fetch(root)?;
+        let mp = self.store.pool.fetch(PageId::META)?;
         let mut rw = rp.write_valid()?;
         let mut mw = mp.write_valid()?;
         let mut meta = mw.bytes().to_vec();
         let ids = Self::allocate(&mut meta, 2);
         let (lid, rid) = (ids[0], ids[1]);
-        let lp = self.pool.fetch(lid)?;
-        let qp = self.pool.fetch(rid)?;
+        let lp = self.store.pool.fetch(lid)?;
+        let qp = self.store.pool.fetch(rid)?;
         let mut lw = lp.write();
         let mut qw = qp.write();
 
@@ -188,7 +188,7 @@ impl Inner {
                 .map(|(w, img)| (w.id(), compress(img)))
                 .collect(),
         };
-        let a = self.append(&rec)?;
+        let a = self.store.append(&rec)?;
         for (w, img) in pages.iter_mut() {
             w.install(img);
             w.mark_dirty(a.lsn, a.end);

@@ -1,9 +1,10 @@
 //! Checking a whole tree: levels, key order across pages, separators, the leaf chain.
 
-use crate::btree::{TreeLatch, MAX_DEPTH};
-use crate::db::Inner;
+use crate::btree::Btree;
+use crate::btree::MAX_DEPTH;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
+use crate::store::Store;
 
 /// What a verified tree holds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -22,13 +23,14 @@ struct Walk {
 }
 
 /// Walks the tree at `root` under its shared latch and checks every invariant.
-pub(crate) fn verify_tree(inner: &Inner, latch: &TreeLatch, root: PageId) -> Result<TreeReport> {
-    let _shared = latch.read();
+pub(crate) fn verify_tree(tree: &Btree<'_>) -> Result<TreeReport> {
+    let (store, root) = (tree.store, tree.root);
+    let _shared = tree.latch.read();
     let mut w = Walk {
         report: TreeReport::default(),
         leaves: Vec::new(),
     };
-    let depth = walk(inner, &mut w, root, None, None, None, 0)?;
+    let depth = walk(store, &mut w, root, None, None, None, 0)?;
     w.report.depth = depth;
     for pair in w.leaves.windows(2) {
         if pair[0].1 != pair[1].0 {
@@ -50,7 +52,7 @@ pub(crate) fn verify_tree(inner: &Inner, latch: &TreeLatch, root: PageId) -> Res
 }
 
 fn walk(
-    inner: &Inner,
+    store: &Store,
     w: &mut Walk,
     id: PageId,
     level: Option<u8>,
@@ -63,9 +65,9 @@ fn walk(
             "page {id} deeper than {MAX_DEPTH}"
         )));
     }
-    let p = inner.pool.fetch(id)?;
+    let p = store.pool.fetch(id)?;
     let g = p.read_valid()?;
-    let n = Inner::node_of(&g, id)?;
+    let n = Btree::node_of(&g, id)?;
     if level.is_some_and(|l| l != n.level()) {
         return Err(Error::Corruption(format!("page {id} at the wrong level")));
     }
@@ -96,7 +98,7 @@ fn walk(
     let mut d = 0;
     for (child, clo, chi) in children {
         d = walk(
-            inner,
+            store,
             w,
             child,
             Some(below),

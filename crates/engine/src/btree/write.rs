@@ -17,13 +17,14 @@
 //! and redoes the operation (`next(k)` may have changed meanwhile).
 
 use crate::btree::page_op::{apply_op, fits, op_for};
-use crate::btree::TreeLatch;
+
+use crate::btree::Btree;
 use crate::buffer_pool::PageWrite;
-use crate::db::Inner;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::lock::{LockMode, LockName};
 use crate::log_record::Record;
+use crate::store::Store;
 use crate::txn_table::TxnShared;
 use sluice_wal::{Appended, Lsn};
 
@@ -32,7 +33,7 @@ pub(crate) trait ChangeLogger {
     /// Appends the record for `key` on `page` of `tree` going from `old` to `new`.
     fn log(
         &mut self,
-        inner: &Inner,
+        store: &Store,
         page: PageId,
         tree: PageId,
         key: &[u8],
@@ -79,7 +80,7 @@ enum Attempt {
 /// leaves can be let go one by one.
 pub(crate) const MAX_COUPLED: usize = 4;
 
-/// What [`Inner::lock_next`] found.
+/// What [`Btree::lock_next`] found.
 enum NextLock {
     Locked,
     Blocked(LockName),
@@ -96,7 +97,7 @@ pub(crate) struct ClrLogger<'a> {
 impl ChangeLogger for ClrLogger<'_> {
     fn log(
         &mut self,
-        inner: &Inner,
+        store: &Store,
         page: PageId,
         _tree: PageId,
         key: &[u8],
@@ -106,7 +107,7 @@ impl ChangeLogger for ClrLogger<'_> {
         let op = op_for(key, old, new).expect("only real changes are logged");
         let txn = self.txn.id;
         let undo_next = self.undo_next;
-        self.txn.append(&inner.log, |prev| Record::Clr {
+        self.txn.append(&store.log, |prev| Record::Clr {
             txn,
             prev,
             page,
@@ -116,37 +117,34 @@ impl ChangeLogger for ClrLogger<'_> {
     }
 }
 
-impl Inner {
-    /// Makes `key` map to `new` (`None`: absent) in the tree at `root`, taking no gap
+impl Btree<'_> {
+    /// Makes `key` map to `new` (`None`: absent) in the tree, taking no gap
     /// locks; returns the old value. For rollback and restart undo, whose transaction's
     /// own locks cover what they undo.
-    pub(crate) fn tree_set(
+    pub(crate) fn set(
         &self,
-        latch: &TreeLatch,
-        root: PageId,
         key: &[u8],
         new: Option<&[u8]>,
         logger: &mut dyn ChangeLogger,
     ) -> Result<Option<Vec<u8>>> {
-        match self.tree_set_locking(latch, root, key, new, logger, None)? {
+        match self.set_locking(key, new, logger, None)? {
             SetOutcome::Done(old) => Ok(old),
             SetOutcome::Blocked(..) => unreachable!("no gap is locked without a locker"),
         }
     }
 
-    /// Makes `key` map to `new` in the tree at `root`. The caller holds the key's record
+    /// Makes `key` map to `new` in the tree. The caller holds the key's record
     /// X lock (or is undo). With `gaps`, an insert or delete first try-locks its next
     /// key (module docs) and returns [`SetOutcome::Blocked`], changing nothing, if the
     /// lock is not free.
-    pub(crate) fn tree_set_locking(
+    pub(crate) fn set_locking(
         &self,
-        latch: &TreeLatch,
-        root: PageId,
         key: &[u8],
         new: Option<&[u8]>,
         logger: &mut dyn ChangeLogger,
         mut gaps: Option<&mut dyn GapLocker>,
     ) -> Result<SetOutcome> {
+        let (root, latch) = (self.root, self.latch);
         {
             let _shared = latch.read();
             let (_, leaf) = self.descend(root, key)?;
@@ -222,8 +220,8 @@ impl Inner {
                 NextLock::TooFar => return Ok(Attempt::TooFar),
             }
         }
-        self.protect_page(w)?;
-        let a = logger.log(self, w.id(), root, key, old.as_deref(), new)?;
+        self.store.protect_page(w)?;
+        let a = logger.log(self.store, w.id(), root, key, old.as_deref(), new)?;
         let op = op_for(key, old.as_deref(), new).expect("a real change");
         apply_op(w.bytes_mut(), &op).expect("the change was checked to apply before logging");
         w.mark_dirty(a.lsn, a.end);
@@ -263,7 +261,7 @@ impl Inner {
         // Guards first in each pair, so they drop before the pins.
         let mut coupled = Vec::new();
         while next.is_some() {
-            let p = self.pool.fetch(next)?;
+            let p = self.store.pool.fetch(next)?;
             let g = p.read_valid()?;
             let leaf = Self::node_of(&g, next)?;
             if !leaf.is_leaf() {
@@ -286,15 +284,10 @@ impl Inner {
         Ok(try_name(locker, LockName::End(0)))
     }
 
-    /// The value of `key` in the tree at `root`. The caller holds an S or X lock on it.
-    pub(crate) fn tree_get(
-        &self,
-        latch: &TreeLatch,
-        root: PageId,
-        key: &[u8],
-    ) -> Result<Option<Vec<u8>>> {
-        let _shared = latch.read();
-        let (_, leaf) = self.descend(root, key)?;
+    /// The value of `key` in the tree. The caller holds an S or X lock on it.
+    pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let _shared = self.latch.read();
+        let (_, leaf) = self.descend(self.root, key)?;
         let g = leaf.read_valid()?;
         let n = Self::node_of(&g, leaf.id())?;
         Ok(n.search(key).ok().map(|i| n.value(i).to_vec()))

@@ -1,10 +1,10 @@
 //! The analysis pass.
 
 use crate::control::Checkpoint;
-use crate::db::Inner;
 use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
 use crate::log_record::Record;
+use crate::recovery::Context;
 use sluice_wal::frame::frame_len;
 use sluice_wal::Lsn;
 use std::collections::{BTreeMap, HashMap};
@@ -29,21 +29,21 @@ pub(crate) fn decode(lsn: Lsn, payload: &[u8]) -> Result<Record> {
     Record::decode(payload).map_err(|e| Error::Corruption(format!("log record at LSN {lsn}: {e}")))
 }
 
-pub(crate) fn run(inner: &Inner, control: Option<Checkpoint>) -> Result<Analysis> {
-    let log = &inner.log;
+pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analysis> {
+    let log = &cx.store.log;
     let mut att: HashMap<TxnId, Loser> = HashMap::new();
     let mut dirty: HashMap<PageId, Lsn> = HashMap::new();
     let mut next_txn = 1;
     let scan_from = match control {
         Some(c) => {
             if c.begin < log.start_lsn() {
-                return Err(inner.missing_log(c.begin, "the checkpoint"));
+                return Err(cx.missing_log(c.begin, "the checkpoint"));
             }
             if c.end >= log.durable_lsn() {
                 return Err(Error::Corruption(format!(
                     "the control file names a checkpoint ending at LSN {}, but the log in {} ends at {}",
                     c.end,
-                    inner.log_dir.display(),
+                    cx.log_dir.display(),
                     log.durable_lsn()
                 )));
             }
@@ -83,7 +83,7 @@ pub(crate) fn run(inner: &Inner, control: Option<Checkpoint>) -> Result<Analysis
         None => log.start_lsn(),
     };
     if scan_from < log.start_lsn() {
-        return Err(inner.missing_log(scan_from, "undo of a transaction active at the checkpoint"));
+        return Err(cx.missing_log(scan_from, "undo of a transaction active at the checkpoint"));
     }
     let mut records = 0;
     for item in log.read_from(scan_from)? {

@@ -22,12 +22,41 @@ mod redo;
 mod undo;
 
 use crate::control::Checkpoint;
-use crate::db::Inner;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::log_record::Record;
 use crate::page::{compress, Meta, NodeMut};
+use crate::store::Store;
+use crate::txn_table::TxnTable;
+use sluice_wal::segment::{segment_name, segment_start};
 use sluice_wal::Lsn;
+use std::path::Path;
+
+/// What restart recovery works on: the page store, the transaction table it rebuilds,
+/// and where the log is (to name a missing segment).
+pub(crate) struct Context<'a> {
+    pub(crate) store: &'a Store,
+    pub(crate) txns: &'a TxnTable,
+    pub(crate) log_dir: &'a Path,
+    /// LSN bytes per log segment.
+    pub(crate) segment_bytes: u64,
+}
+
+impl Context<'_> {
+    /// The error for a log that no longer holds `lsn`, which recovery needs.
+    fn missing_log(&self, lsn: Lsn, why: &str) -> Error {
+        missing_segment(self.log_dir, self.segment_bytes, lsn, why)
+    }
+}
+
+/// A `Corruption` naming the segment file that should hold `lsn`.
+pub(crate) fn missing_segment(log_dir: &Path, segment_bytes: u64, lsn: Lsn, why: &str) -> Error {
+    let name = segment_name(segment_start(lsn, segment_bytes));
+    Error::Corruption(format!(
+        "log segment {} is missing: {why} needs the log from LSN {lsn}",
+        log_dir.join(name).display()
+    ))
+}
 
 /// What restart recovery did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -54,34 +83,34 @@ pub struct RecoveryReport {
     pub created: bool,
 }
 
-pub(crate) fn recover(inner: &Inner, control: Option<Checkpoint>) -> Result<RecoveryReport> {
-    let a = analysis::run(inner, control)?;
+pub(crate) fn recover(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<RecoveryReport> {
+    let a = analysis::run(cx, control)?;
     let mut report = RecoveryReport {
         checkpoint: control.map(|c| c.begin),
         scan_from: a.scan_from,
         redo_from: a.redo_from,
-        log_end: inner.log.recovery().end,
+        log_end: cx.store.log.recovery().end,
         records: a.records,
         losers: a.losers.len(),
         ..RecoveryReport::default()
     };
-    inner.txns.advance(a.next_txn);
-    let (redone, restored) = redo::run(inner, &a)?;
+    cx.txns.advance(a.next_txn);
+    let (redone, restored) = redo::run(cx, &a)?;
     report.redone = redone;
     report.restored_pages = restored;
-    report.created = format_if_new(inner, control.is_some())?;
+    report.created = format_if_new(cx, control.is_some())?;
     if report.created && !a.losers.is_empty() {
         return Err(Error::Corruption(
             "the log holds transactions but the database has no meta page".into(),
         ));
     }
-    report.undone = undo::run(inner, a.losers)?;
+    report.undone = undo::run(cx, a.losers)?;
     Ok(report)
 }
 
 /// Formats a new database (meta page and empty catalog) if page 0 holds none.
-fn format_if_new(inner: &Inner, has_checkpoint: bool) -> Result<bool> {
-    let mp = inner.pool.fetch(PageId::META)?;
+fn format_if_new(cx: &Context<'_>, has_checkpoint: bool) -> Result<bool> {
+    let mp = cx.store.pool.fetch(PageId::META)?;
     let mut mw = mp.write();
     if mw.is_valid() {
         return Ok(false);
@@ -91,13 +120,13 @@ fn format_if_new(inner: &Inner, has_checkpoint: bool) -> Result<bool> {
             "meta page is damaged and no log record restores it".into(),
         ));
     }
-    let cp = inner.pool.fetch(PageId::CATALOG)?;
+    let cp = cx.store.pool.fetch(PageId::CATALOG)?;
     let mut cw = cp.write();
-    let mut meta = vec![0u8; inner.page_size];
+    let mut meta = vec![0u8; cx.store.page_size];
     Meta::format(&mut meta, 2);
-    let mut cat = vec![0u8; inner.page_size];
+    let mut cat = vec![0u8; cx.store.page_size];
     NodeMut::format(&mut cat, PageId::CATALOG, 0);
-    let a = inner.append(&Record::Images {
+    let a = cx.store.append(&Record::Images {
         pages: vec![
             (PageId::META, compress(&meta)),
             (PageId::CATALOG, compress(&cat)),

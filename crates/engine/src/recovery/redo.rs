@@ -1,18 +1,18 @@
 //! The redo pass: repeating history, page by page.
 
 use crate::btree::apply_op;
-use crate::db::Inner;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::log_record::{PageOp, Record};
 use crate::page;
 use crate::recovery::analysis::{decode, Analysis};
+use crate::recovery::Context;
 use sluice_wal::frame::frame_len;
 use sluice_wal::Lsn;
 use std::collections::BTreeSet;
 
 struct Redo<'a> {
-    inner: &'a Inner,
+    cx: &'a Context<'a>,
     a: &'a Analysis,
     /// Pages that failed verification and have not been restored by an image yet.
     torn: BTreeSet<PageId>,
@@ -30,7 +30,7 @@ impl Redo<'_> {
         if !self.wanted(page, lsn) {
             return Ok(());
         }
-        let p = self.inner.pool.fetch(page)?;
+        let p = self.cx.store.pool.fetch(page)?;
         let mut w = p.write();
         if !w.is_valid() {
             // Torn or never written: a later full image must restore it.
@@ -51,13 +51,13 @@ impl Redo<'_> {
         if !self.wanted(page, lsn) {
             return Ok(());
         }
-        let p = self.inner.pool.fetch(page)?;
+        let p = self.cx.store.pool.fetch(page)?;
         let mut w = p.write();
         let valid = w.is_valid();
         if valid && w.page_lsn() >= end.0 {
             return Ok(());
         }
-        let bytes = page::expand(image, self.inner.page_size)
+        let bytes = page::expand(image, self.cx.store.page_size)
             .map_err(|e| Error::Corruption(format!("image of page {page} at LSN {lsn}: {e}")))?;
         page::validate(&bytes, page)
             .map_err(|e| Error::Corruption(format!("image of page {page} at LSN {lsn}: {e}")))?;
@@ -75,18 +75,18 @@ impl Redo<'_> {
 
 /// Replays the log from the analysis' redo point. Returns (changes redone, pages
 /// restored from images).
-pub(crate) fn run(inner: &Inner, a: &Analysis) -> Result<(u64, u64)> {
+pub(crate) fn run(cx: &Context<'_>, a: &Analysis) -> Result<(u64, u64)> {
     let Some(from) = a.redo_from else {
         return Ok((0, 0));
     };
     let mut r = Redo {
-        inner,
+        cx,
         a,
         torn: BTreeSet::new(),
         redone: 0,
         restored: 0,
     };
-    for item in inner.log.read_from(from)? {
+    for item in cx.store.log.read_from(from)? {
         let (lsn, payload) = item?;
         let end = lsn.add(frame_len(payload.len()));
         match decode(lsn, &payload)? {

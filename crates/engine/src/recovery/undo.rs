@@ -1,20 +1,21 @@
 //! The undo pass: rolling back the losers with compensation records.
 
+use crate::btree::Btree;
 use crate::btree::ClrLogger;
-use crate::db::Inner;
 use crate::error::{Error, Result};
 use crate::ids::TxnId;
 use crate::log_record::Record;
 use crate::recovery::analysis::Loser;
+use crate::recovery::Context;
 use crate::txn_table::Chain;
 use std::collections::{BinaryHeap, HashMap};
 
 /// Undoes every loser; returns the number of changes undone.
-pub(crate) fn run(inner: &Inner, losers: HashMap<TxnId, Loser>) -> Result<u64> {
+pub(crate) fn run(cx: &Context<'_>, losers: HashMap<TxnId, Loser>) -> Result<u64> {
     let mut heap = BinaryHeap::new();
     let mut shared = HashMap::new();
     for (&id, l) in &losers {
-        let s = inner.txns.register(
+        let s = cx.txns.register(
             id,
             Chain {
                 last_end: None,
@@ -39,12 +40,12 @@ pub(crate) fn run(inner: &Inner, losers: HashMap<TxnId, Loser>) -> Result<u64> {
                 change,
                 ..
             } => {
-                let latch = inner.tree_latch(*tree);
+                let latch = cx.store.tree_latch(*tree);
                 let mut logger = ClrLogger {
                     txn,
                     undo_next: *prev,
                 };
-                inner.tree_set(&latch, *tree, key, change.before(), &mut logger)?;
+                Btree::new(cx.store, *tree, &latch).set(key, change.before(), &mut logger)?;
                 undone += 1;
                 *prev
             }
@@ -65,8 +66,8 @@ pub(crate) fn run(inner: &Inner, losers: HashMap<TxnId, Loser>) -> Result<u64> {
                 heap.push((n, id));
             }
             None => {
-                txn.append(&inner.log, |prev| Record::End { txn: id, prev })?;
-                inner.txns.end(id);
+                txn.append(&cx.store.log, |prev| Record::End { txn: id, prev })?;
+                cx.txns.end(id);
             }
         }
     }

@@ -1,0 +1,188 @@
+//! The state a database handle shares with its transactions and agents: the page store,
+//! the lock manager, the transaction table, the catalog, the checkpoint state and the
+//! background checkpointer. It composes the layers below it and is known only to the
+//! layers above (the transaction, the commit sequencer, the catalog, the handle): the
+//! B+tree, recovery and the checkpoint are given narrow contexts, never this.
+
+use crate::checkpoint::{self, Checkpoints};
+use crate::checkpointer::{self, Background, Checkpointer, LogState, Trigger};
+use crate::error::{Error, Result};
+use crate::ids::PageId;
+use crate::lock::LockManager;
+use crate::options::Options;
+use crate::recovery;
+use crate::store::Store;
+use crate::txn_table::TxnTable;
+use parking_lot::Mutex;
+use sluice_storage::{LockGuard, Storage};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The state shared by a database handle and its transactions.
+pub(crate) struct Inner {
+    /// Pages and the log.
+    pub(crate) store: Store,
+    pub(crate) storage: Arc<dyn Storage>,
+    pub(crate) dir: PathBuf,
+    pub(crate) log_dir: PathBuf,
+    /// LSN bytes per log segment (to name a missing segment file).
+    pub(crate) log_segment_bytes: u64,
+    pub(crate) options: Options,
+    /// The random id chosen when the database was created (kept in `CONTROL`).
+    pub(crate) database_id: u64,
+    pub(crate) locks: LockManager,
+    pub(crate) txns: TxnTable,
+    /// Table roots by name (roots never move, tables are never dropped).
+    pub(crate) catalog: Mutex<HashMap<String, PageId>>,
+    pub(crate) checkpoints: Checkpoints,
+    pub(crate) checkpointer: Checkpointer,
+    /// The first failed checkpoint; the database refuses work from then on.
+    pub(crate) poison: Mutex<Option<String>>,
+    /// `poison` is set (read on every operation, so no mutex in the common case).
+    pub(crate) poisoned: AtomicBool,
+    /// True once `open` succeeded: only then may closing checkpoint (the teardown of a
+    /// failed open must do nothing that can fail or panic and mask the real error).
+    pub(crate) opened: AtomicBool,
+    pub(crate) closed: AtomicBool,
+    pub(crate) _lock: Box<dyn LockGuard>,
+}
+
+impl Inner {
+    /// An error if the database cannot take work.
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed("database"));
+        }
+        if self.poisoned.load(Ordering::Acquire) {
+            let p = self.poison.lock().clone().expect("poisoned with a cause");
+            return Err(Error::Poisoned(p));
+        }
+        if let Some(p) = self.store.pool.poisoned() {
+            return Err(Error::Poisoned(p));
+        }
+        if let Some(e) = self.store.log.poisoned() {
+            return Err(Error::Poisoned(format!("log: {e}")));
+        }
+        Ok(())
+    }
+
+    /// Records a failed checkpoint: every later operation fails with it.
+    pub(crate) fn poison_checkpoint(&self, cause: &dyn std::fmt::Display) {
+        let mut p = self.poison.lock();
+        if p.is_none() {
+            *p = Some(format!("checkpoint failed: {cause}"));
+        }
+        self.poisoned.store(true, Ordering::Release);
+    }
+
+    /// Which trigger, if any, calls for a checkpoint now (`checkpointer::due`). Without
+    /// `with_timer`, a few atomic loads: what a committing thread pays.
+    pub(crate) fn checkpoint_due(&self, with_timer: bool) -> Option<Trigger> {
+        let state = LogState {
+            end: self.store.log.released_lsn().0,
+            start: self.store.log.start_lsn().0,
+            last_begin: self.checkpoints.last_begin.load(Ordering::Acquire),
+            last_end: self.checkpoints.last_end.load(Ordering::Acquire),
+            segment_bytes: self.log_segment_bytes,
+        };
+        let elapsed = with_timer.then(|| self.checkpoints.last_at.lock().elapsed());
+        checkpointer::due(&self.options, state, elapsed)
+    }
+
+    /// Called by committing threads: wakes the background checkpointer if a checkpoint
+    /// is due. Never runs one on the calling thread.
+    pub(crate) fn maybe_checkpoint(&self) {
+        if self.checkpoint_due(false).is_some() {
+            self.checkpointer.notify();
+        }
+    }
+
+    /// A checkpoint now, on this thread; a failure poisons the database and is returned.
+    pub(crate) fn checkpoint_now(&self) -> Result<()> {
+        let guard = self.checkpoints.lock.lock();
+        checkpoint::run(&self.checkpoint_scope(), &guard).inspect_err(|e| self.poison_checkpoint(e))
+    }
+
+    /// What a checkpoint works on.
+    fn checkpoint_scope(&self) -> checkpoint::Scope<'_> {
+        checkpoint::Scope {
+            store: &self.store,
+            txns: &self.txns,
+            storage: &*self.storage,
+            dir: &self.dir,
+            log_dir: &self.log_dir,
+            database_id: self.database_id,
+            state: &self.checkpoints,
+        }
+    }
+
+    /// What restart recovery works on.
+    pub(crate) fn recovery_context(&self) -> recovery::Context<'_> {
+        recovery::Context {
+            store: &self.store,
+            txns: &self.txns,
+            log_dir: &self.log_dir,
+            segment_bytes: self.log_segment_bytes,
+        }
+    }
+
+    pub(crate) fn close(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.checkpointer.stop();
+        let r = if self.opened.load(Ordering::Acquire) && self.check().is_ok() {
+            self.checkpoint_now()
+        } else {
+            Ok(())
+        };
+        self.closed.store(true, Ordering::Release);
+        let closed = self.store.log.close().map(|_| ()).map_err(Error::from);
+        r.and(closed)
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Best effort; `Database::close` reports errors.
+        let _ = self.close();
+    }
+}
+
+impl Background for Inner {
+    /// The background checkpointer's work: a checkpoint if one is due and the database
+    /// is healthy. A failure poisons the database.
+    fn checkpoint_if_due(&self) {
+        if self.check().is_err() || self.checkpoint_due(true).is_none() {
+            return;
+        }
+        // A checkpoint someone asked for is running: it resets the triggers.
+        let Some(guard) = self.checkpoints.lock.try_lock() else {
+            return;
+        };
+        // A panic (a broken invariant) must not kill the thread silently and leave the
+        // database running without checkpoints: it is a failed checkpoint like any other.
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            checkpoint::run(&self.checkpoint_scope(), &guard)
+        }));
+        match run {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => self.poison_checkpoint(&e),
+            Err(panic) => {
+                let msg = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "a panic".into());
+                self.poison_checkpoint(&format!("panic: {msg}"));
+            }
+        }
+    }
+
+    fn last_checkpoint_time(&self) -> Instant {
+        *self.checkpoints.last_at.lock()
+    }
+}
