@@ -1,0 +1,151 @@
+//! The engine's modules form layers: imports point down only (ARCHITECTURE.md, "Layers").
+//! Before issue 9, `db`, `btree`, `catalog`, `checkpoint`, `checkpointer`, `recovery` and
+//! `txn` formed one circle through the shared `Inner`. This reads every source file,
+//! maps each `crate::module` path outside `#[cfg(test)]` modules and comments to an edge
+//! between top-level modules, and fails naming any circle. Run with `--nocapture` to see
+//! the graph.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The text without comments and without `#[cfg(test)] mod … { … }` blocks.
+fn code(text: &str) -> String {
+    let mut kept = String::new();
+    for line in text.lines() {
+        let line = line.split("//").next().unwrap_or("");
+        kept.push_str(line);
+        kept.push('\n');
+    }
+    let mut out = String::new();
+    let mut rest = kept.as_str();
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "#[cfg(test)]".len()..];
+        let t = after.trim_start();
+        if !t.starts_with("mod ") || !t.split('\n').next().unwrap_or("").contains('{') {
+            out.push_str("#[cfg(test)]");
+            rest = after;
+            continue;
+        }
+        let open = after.find('{').unwrap();
+        let mut depth = 0;
+        let mut end = after.len();
+        for (i, c) in after[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = open + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn graph() -> BTreeMap<String, BTreeSet<String>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    let module_of = |p: &Path| {
+        let first = p.strip_prefix(&root).unwrap().components().next().unwrap();
+        let s = first.as_os_str().to_str().unwrap();
+        s.strip_suffix(".rs").unwrap_or(s).to_string()
+    };
+    let modules: BTreeSet<String> = files.iter().map(|p| module_of(p)).collect();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in &files {
+        let from = module_of(f);
+        if from == "lib" {
+            continue;
+        }
+        let text = code(&fs::read_to_string(f).unwrap());
+        for (i, _) in text.match_indices("crate::") {
+            let to: String = text[i + 7..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if to != from && modules.contains(&to) {
+                edges.entry(from.clone()).or_default().insert(to);
+            }
+        }
+    }
+    edges
+}
+
+/// A circle reachable from `v`, if any (depth-first search with the path on a stack).
+fn circle(
+    v: &str,
+    edges: &BTreeMap<String, BTreeSet<String>>,
+    path: &mut Vec<String>,
+    done: &mut BTreeSet<String>,
+) -> Option<Vec<String>> {
+    if let Some(at) = path.iter().position(|p| p == v) {
+        let mut c = path[at..].to_vec();
+        c.push(v.to_string());
+        return Some(c);
+    }
+    if done.contains(v) {
+        return None;
+    }
+    path.push(v.to_string());
+    for w in edges.get(v).into_iter().flatten() {
+        if let Some(c) = circle(w, edges, path, done) {
+            return Some(c);
+        }
+    }
+    path.pop();
+    done.insert(v.to_string());
+    None
+}
+
+#[test]
+fn the_engine_modules_import_each_other_without_a_circle() {
+    let edges = graph();
+    for (m, to) in &edges {
+        println!(
+            "{m} -> {}",
+            to.iter().cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
+    // The check itself must see the layers it guards.
+    assert!(edges["txn"].contains("inner") && edges["btree"].contains("store"));
+    let mut done = BTreeSet::new();
+    for m in edges.keys() {
+        if let Some(c) = circle(m, &edges, &mut Vec::new(), &mut done) {
+            panic!("import circle: {}", c.join(" -> "));
+        }
+    }
+}
+
+#[test]
+fn the_check_finds_a_circle() {
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    edges.entry("a".into()).or_default().insert("b".into());
+    edges.entry("b".into()).or_default().insert("c".into());
+    edges.entry("c".into()).or_default().insert("a".into());
+    let c = circle("a", &edges, &mut Vec::new(), &mut BTreeSet::new());
+    assert_eq!(c.unwrap(), ["a", "b", "c", "a"]);
+    let stripped =
+        code("use crate::x; // crate::y\n#[cfg(test)]\nmod tests {\n use crate::z;\n}\n");
+    assert!(stripped.contains("crate::x") && !stripped.contains("crate::y"));
+    assert!(!stripped.contains("crate::z"));
+}
