@@ -8,10 +8,10 @@
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use sluice::testing::fence::FencedStorage;
 use sluice::{AgentOptions, Agents, CommitProtocol, Database, Error, Options, Outcome};
 use sluice_bench::tpcb::{self, TpcbGenerator, TpcbShape, TpcbTables};
 use sluice_storage::{FaultKind, FaultOp, FaultPlan, SimStorage};
+use sluice_testkit::fence::FencedStorage;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};

@@ -3,8 +3,8 @@
 use crate::progress;
 use crate::Failure;
 use serde::Serialize;
-use sluice::testing::crash::crash_test;
 use sluice_bench::report::{json_line, thousands, Table};
+use sluice_testkit::crash::crash_test;
 
 /// Flags of `sluice crash-test engine`.
 #[derive(clap::Args, Debug)]

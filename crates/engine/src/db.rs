@@ -482,6 +482,13 @@ impl Database {
         self.inner.close()
     }
 
+    /// `Ok` while the database takes work; otherwise the error every operation returns:
+    /// [`Error::Closed`], or [`Error::Poisoned`] after a failed write or sync of the
+    /// disk or a failed checkpoint (reopen the directory to recover).
+    pub fn health(&self) -> Result<()> {
+        self.inner.check()
+    }
+
     /// What restart recovery did when this database was opened.
     pub fn recovery_report(&self) -> &RecoveryReport {
         &self.report

@@ -96,13 +96,14 @@ mod error;
 mod ids;
 mod inner;
 mod lock;
-pub mod log_record;
+mod log_record;
 mod options;
-pub mod page;
+mod page;
 mod recovery;
 mod store;
 mod table;
-pub mod testing;
+#[cfg(test)]
+mod tests;
 mod txn;
 mod txn_table;
 

@@ -602,7 +602,18 @@ impl Transaction {
     /// the pipelined protocols behave as their blocking counterparts; see
     /// [`crate::Agents`] for flush pipelining. A failed transaction (see the type's
     /// docs) is rolled back and its [`Error::TransactionFailed`] returned.
-    pub fn commit(mut self) -> Result<()> {
+    pub fn commit(self) -> Result<()> {
+        self.commit_observed(|_| {})
+    }
+
+    /// As [`Transaction::commit`], and calls `observe` with the end LSN of the commit
+    /// record (`None`: the transaction wrote nothing) as soon as the record is in the
+    /// log's memory buffer, before the wait for the disk — for an observer that tracks
+    /// commits in flight (a replication feed, an audit trail, a test that must know which
+    /// commits a crash may take). What `observe` sees is not yet durable: it must not be
+    /// reported to a client as committed before this method returns `Ok`. Not called
+    /// for a failed transaction, which is rolled back as by `commit`.
+    pub fn commit_observed(mut self, observe: impl FnOnce(Option<Lsn>)) -> Result<()> {
         if let Some(cause) = self.failure.clone() {
             let rolled = self.rollback_in_place();
             let failed = Error::TransactionFailed {
@@ -614,6 +625,7 @@ impl Transaction {
         let db = self.db.clone();
         let seq = Sequencer::new(&db.store.log, db.options.commit);
         let recorded = seq.record(&mut self)?;
+        observe(recorded.record);
         db.maybe_checkpoint();
         // Direct transactions have no agent to detach from: they wait.
         seq.wait(recorded.ack, Some(self))

@@ -16,7 +16,7 @@ fn crash_sweep_keeps_acknowledged_commits_and_nothing_else() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(4000);
     let start = Instant::now();
-    let r = sluice::testing::crash::crash_test(seeds, 0, |_| {});
+    let r = sluice_testkit::crash::crash_test(seeds, 0, |_| {});
     println!(
         "crash sweep: {} seeds in {:.1} s, {} crashes mid-run, {} crashes in recovery, {} process kills, {} failed fsyncs, {} opens refused on read errors, {} shown states rechecked, acknowledged {}, lost {}, violations {}",
         r.seeds,

@@ -3,7 +3,7 @@
 
 #[test]
 fn a_million_keys_load_and_verify() {
-    let r = sluice::testing::load::load_verify(1_000_000).expect("load and verify");
+    let r = sluice_testkit::load::load_verify(1_000_000).expect("load and verify");
     println!(
         "1M-key load: {:.0} keys/s (load {:.2} s, verify {:.2} s)",
         r.keys_per_sec, r.load_secs, r.verify_secs

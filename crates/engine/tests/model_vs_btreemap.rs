@@ -5,9 +5,9 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use sluice::testing::fence::FencedStorage;
 use sluice::{Database, Options, Table};
 use sluice_storage::SimStorage;
+use sluice_testkit::fence::FencedStorage;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 

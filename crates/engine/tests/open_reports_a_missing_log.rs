@@ -4,9 +4,9 @@
 //! Never a panic (the failed open's teardown used to checkpoint into the fresh, empty log
 //! and trip over "redo point moved backwards", losing the real error).
 
-use sluice::testing::fence::FencedStorage;
 use sluice::{Database, Error, Options};
 use sluice_storage::{OsStorage, SimStorage, Storage};
+use sluice_testkit::fence::FencedStorage;
 use std::path::Path;
 use std::sync::Arc;
 

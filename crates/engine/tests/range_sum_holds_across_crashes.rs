@@ -8,10 +8,10 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use sluice::testing::fence::FencedStorage;
-use sluice::testing::range_sum::{self, Via, Workload, TOTAL};
 use sluice::{CommitProtocol, Database, Options};
 use sluice_storage::SimStorage;
+use sluice_testkit::fence::FencedStorage;
+use sluice_testkit::range_sum::{self, Via, Workload, TOTAL};
 use std::time::Duration;
 
 const SEEDS_PER_CASE: u64 = 12;

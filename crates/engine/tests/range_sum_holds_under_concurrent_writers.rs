@@ -4,9 +4,9 @@
 //! through agents, every committed scan sees exactly the constant, a scan repeated in
 //! its transaction sees the same keys, and the table ends consistent.
 
-use sluice::testing::range_sum::{self, Via, Workload, TOTAL};
 use sluice::{CommitProtocol, Database, Options};
 use sluice_storage::SimStorage;
+use sluice_testkit::range_sum::{self, Via, Workload, TOTAL};
 use std::sync::Arc;
 use std::time::Duration;
 

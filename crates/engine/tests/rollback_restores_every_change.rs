@@ -1,9 +1,9 @@
 //! Rollback undoes inserts, updates and deletes, including ones that split pages, and
 //! the undone state survives a crash (the compensation records are redone, not undone).
 
-use sluice::testing::fence::FencedStorage;
 use sluice::{Database, Options};
 use sluice_storage::SimStorage;
+use sluice_testkit::fence::FencedStorage;
 use std::collections::BTreeMap;
 
 #[test]

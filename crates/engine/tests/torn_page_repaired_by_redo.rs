@@ -2,9 +2,9 @@
 //! change after the last checkpoint; a page damaged with no image to repair it is
 //! reported as corruption, never read as if valid.
 
-use sluice::testing::fence::FencedStorage;
 use sluice::{Database, Error, Options};
 use sluice_storage::{OpenOptions, SimStorage, Storage};
+use sluice_testkit::fence::FencedStorage;
 use std::path::Path;
 
 fn options() -> Options {

@@ -23,7 +23,7 @@ pub(crate) mod node;
 pub use image::{compress, expand};
 pub(crate) use layout::set_image_lsn;
 pub use layout::{
-    checksum_ok, image_lsn, page_id, page_lsn, page_type, seal, set_page_lsn, validate, PageType,
+    checksum_ok, image_lsn, page_lsn, page_type, seal, set_page_lsn, validate, PageType,
     HEADER_LEN, MAX_PAGE_SIZE, MIN_PAGE_SIZE,
 };
 pub use meta::Meta;

@@ -129,10 +129,6 @@ impl<'a> Node<'a> {
     pub fn free_space(&self) -> usize {
         self.cell_start() - (HEADER_LEN + SLOT * self.len()) + self.frag()
     }
-    /// Bytes in use by slots and cells (what an image of the page must carry).
-    pub fn used_bytes(&self) -> usize {
-        self.b.len() - HEADER_LEN - self.free_space()
-    }
     /// The end of the slot array (the start of the gap before the cells).
     pub(crate) fn slots_end(&self) -> usize {
         HEADER_LEN + SLOT * self.len()

@@ -1,11 +1,13 @@
+//! (A unit test: it damages a page through the crate-private page format.)
+//!
 //! The data file must hold at least what the control file says the last checkpoint
 //! synced, and every table root in the catalog must be a page the meta page allocated.
 //! A truncated or missing data file, or a catalog pointing past the end, fails the open
 //! with one `Corruption` line naming the file — it used to open cleanly and fail later,
 //! on some read.
 
-use sluice::page::{self, Node};
-use sluice::{Database, Error, Options};
+use crate::page::{self, Node};
+use crate::{Database, Error, Options};
 use sluice_storage::{OpenOptions, SimStorage, Storage};
 use std::path::Path;
 use std::sync::Arc;

@@ -15,9 +15,9 @@
 //! that is not lock contention, so it can also be cut by a crash (then check
 //! [`range_sum`] on the recovered database).
 
-use crate::{Agents, Database, Error, Outcome, Result, Table, Transaction};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use sluice::{Agents, Database, Error, Outcome, Result, Table, Transaction};
 use std::sync::Mutex;
 
 /// Keys the range can hold.

@@ -25,13 +25,13 @@
 //! missing acknowledged write is a loss. Finally every table must verify: key order, tree
 //! structure, and every page on disk with a valid checksum.
 
-use crate::testing::fence::FencedStorage;
-use crate::{
+use crate::fence::FencedStorage;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use sluice::{
     AgentOptions, Agents, CommitProtocol, Database, Error, Finished, Options,
     Outcome as TxnOutcome, Submitter, Table, TxnId,
 };
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use sluice_storage::{FaultKind, FaultOp, FaultPlan, SimStorage};
 use sluice_wal::Lsn;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -136,24 +136,18 @@ fn run_txn(
     if rng.gen_bool(0.15) {
         return tx.rollback();
     }
-    let commit = tx.commit_record()?;
-    let idx = {
+    let mut idx = None;
+    tx.commit_observed(|commit| {
         let mut l = log.lock().expect("outcome log");
         l.push(Outcome {
             writes,
             commit,
             acked: false,
         });
-        l.len() - 1
-    };
-    if let Some(end) = commit {
-        db.wait_durable(end)?;
-    }
+        idx = Some(l.len() - 1);
+    })?;
+    let idx = idx.expect("a committed transaction was observed");
     log.lock().expect("outcome log")[idx].acked = true;
-    tx.release_locks();
-    // As `Transaction::commit` does: let the background checkpointer know about the log
-    // volume, so that checkpoints (and their data-file syncs) run during the workload.
-    db.inner.maybe_checkpoint();
     Ok(())
 }
 
@@ -325,7 +319,7 @@ fn client_step(sub: Submitter, c: Arc<Client>, i: usize) {
     };
     let body_c = c.clone();
     let tag = format!("{}.{i}", c.tag);
-    let body = move |tx: &mut crate::Transaction| {
+    let body = move |tx: &mut sluice::Transaction| {
         let mut writes = Vec::new();
         for (j, &(t, k)) in picks.iter().enumerate() {
             let kb = key(k);
@@ -464,9 +458,11 @@ fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
     let sim = SimStorage::new(seed);
     let mut res = SeedResult::new();
     let mut opts = options();
-    if let CrashMode::Agents(p) = mode {
-        opts.commit = p;
-    }
+    opts.commit = match mode {
+        CrashMode::Agents(p) => p,
+        // Record, durable, release: strict two-phase locking.
+        CrashMode::Direct => CommitProtocol::Classic,
+    };
     let options = || opts;
     let setup = (|| {
         let db = reopen(&sim, options())?;
@@ -528,7 +524,7 @@ fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
             }
         });
     }
-    let failed_sync = halt == Halt::FsyncFailure && db.inner.check().is_err();
+    let failed_sync = halt == Halt::FsyncFailure && db.health().is_err();
     res.failed_syncs += failed_sync as u64;
     sim.clear_faults();
     sim.disarm_crash();

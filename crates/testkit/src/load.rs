@@ -1,6 +1,6 @@
 //! Bulk load and verification of one large B+tree.
 
-use crate::{Database, Error, Options, Result};
+use sluice::{Database, Error, Options, Result};
 use sluice_storage::{SimStorage, Storage};
 use std::sync::Arc;
 use std::time::Instant;

@@ -1,0 +1,4 @@
+//! Scenario tests that need the crate's private modules (the page format); the others
+//! are in `crates/engine/tests`.
+
+mod open_checks_the_data_file_against_control;
