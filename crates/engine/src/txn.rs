@@ -18,6 +18,7 @@ use crate::commit::{Sequencer, Steps};
 use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
 use crate::inner::Inner;
+use crate::key_range::KeyRange;
 use crate::lock::{Granted, LockKey, LockManager, LockMode, LockName};
 use crate::log_record::{Change, Record};
 use crate::store::Store;
@@ -25,7 +26,7 @@ use crate::table::Table;
 use crate::txn_table::TxnShared;
 use sluice_wal::{Appended, Lsn};
 use std::collections::VecDeque;
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 use std::sync::Arc;
 
 /// Entries a scan reads per latch session.
@@ -464,10 +465,11 @@ impl Transaction {
     /// scan repeated returns the same entries, and no uncommitted insert or delete of
     /// another transaction is seen or skipped. An error is yielded as an item (and
     /// fails the transaction).
-    pub fn scan<K: AsRef<[u8]>>(&mut self, table: &Table, range: impl RangeBounds<K>) -> Scan<'_> {
+    pub fn scan(&mut self, table: &Table, range: impl KeyRange) -> Scan<'_> {
+        let (from, to) = range.into_bounds();
         Scan {
-            from: owned(range.start_bound()),
-            to: owned(range.end_bound()),
+            from,
+            to,
             table: table.clone(),
             txn: self,
             buf: VecDeque::new(),
@@ -477,22 +479,21 @@ impl Transaction {
 
     /// Every entry of the table, in key order.
     pub fn scan_all(&mut self, table: &Table) -> Scan<'_> {
-        self.scan::<&[u8]>(table, ..)
+        self.scan(table, ..)
     }
 
     /// Deletes the entries in `range` for which `keep(key, value)` is false; returns how
     /// many it deleted. Reads with [`Transaction::scan`]'s locking (so the range is
     /// serializable), a batch at a time, so memory stays bounded however large the
     /// range. An error stops it and fails the transaction, as any operation's does.
-    pub fn retain<K: AsRef<[u8]>>(
+    pub fn retain(
         &mut self,
         table: &Table,
-        range: impl RangeBounds<K>,
+        range: impl KeyRange,
         mut keep: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<u64> {
         const BATCH: usize = 256;
-        let mut from = owned(range.start_bound());
-        let to = owned(range.end_bound());
+        let (mut from, to) = range.into_bounds();
         let mut deleted = 0;
         loop {
             let mut doomed = Vec::new();
@@ -704,15 +705,6 @@ impl Steps for Transaction {
     }
     fn rollback(self) -> Result<()> {
         Transaction::rollback(self)
-    }
-}
-
-/// A range bound over any byte-string type, as an owned key.
-fn owned<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<Vec<u8>> {
-    match b {
-        Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
-        Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
-        Bound::Unbounded => Bound::Unbounded,
     }
 }
 

@@ -52,11 +52,8 @@ fn retain_deletes_the_rejected_entries_of_the_range_only() {
     // A predicate that keeps everything deletes nothing; one that keeps nothing empties
     // the table.
     let mut tx = db.begin();
-    assert_eq!(tx.retain::<&[u8]>(&t, .., |_, _| true).unwrap(), 0);
-    assert_eq!(
-        tx.retain::<&[u8]>(&t, .., |_, _| false).unwrap(),
-        want.len() as u64
-    );
+    assert_eq!(tx.retain(&t, .., |_, _| true).unwrap(), 0);
+    assert_eq!(tx.retain(&t, .., |_, _| false).unwrap(), want.len() as u64);
     let rest: Vec<_> = tx
         .scan_all(&t)
         .map(|e| String::from_utf8(e.unwrap().0).unwrap())

@@ -95,7 +95,7 @@ pub fn load_verify_on(
         let chunk: Vec<(Vec<u8>, Vec<u8>)> = match &last {
             None => tx.scan_all(&t).take(SCAN_CHUNK).collect::<Result<_>>()?,
             Some(k) => tx
-                .scan::<&[u8]>(
+                .scan(
                     &t,
                     (
                         std::ops::Bound::Excluded(&k[..]),
