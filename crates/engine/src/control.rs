@@ -183,9 +183,8 @@ impl Control {
             .open(
                 &tmp,
                 OpenOptions {
-                    create: true,
-                    create_new: false,
                     truncate: true,
+                    ..OpenOptions::CREATE
                 },
             )
             .map_err(io)?;

@@ -277,6 +277,9 @@ impl<S: Storage> Storage for DeviceModel<S> {
     fn lock(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
         self.inner.lock(path)
     }
+    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
+        self.inner.lock_shared(path)
+    }
 }
 
 #[cfg(test)]

@@ -125,4 +125,7 @@ impl Storage for GatedStorage {
     fn lock(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
         self.inner.lock(path)
     }
+    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
+        self.inner.lock_shared(path)
+    }
 }

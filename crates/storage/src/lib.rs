@@ -97,6 +97,11 @@ pub struct OpenOptions {
     pub create_new: bool,
     /// Truncate the file to zero length on open.
     pub truncate: bool,
+    /// Open for reading only: writes, length changes and syncs through the handle fail
+    /// (as writes to a file opened `O_RDONLY` do; every backend refuses the sync too), and a file the process may read but not write
+    /// (read-only media, another user's backup) can be opened. Cannot be combined with
+    /// `create`, `create_new` or `truncate` (`InvalidInput`).
+    pub read_only: bool,
 }
 
 impl OpenOptions {
@@ -105,23 +110,46 @@ impl OpenOptions {
         create: false,
         create_new: false,
         truncate: false,
+        read_only: false,
+    };
+    /// Open an existing file for reading only (see [`OpenOptions::read_only`]); fail
+    /// with `NotFound` if it does not exist.
+    pub const READ_ONLY: OpenOptions = OpenOptions {
+        create: false,
+        create_new: false,
+        truncate: false,
+        read_only: true,
     };
     /// Open the file, creating it (empty) if it does not exist.
     pub const CREATE: OpenOptions = OpenOptions {
         create: true,
         create_new: false,
         truncate: false,
+        read_only: false,
     };
     /// Create a new file; fail with `AlreadyExists` if it exists.
     pub const CREATE_NEW: OpenOptions = OpenOptions {
         create: true,
         create_new: true,
         truncate: false,
+        read_only: false,
     };
+
+    /// The `InvalidInput` error for a read-only open that would also create or truncate.
+    pub(crate) fn check(&self) -> io::Result<()> {
+        if self.read_only && (self.create || self.create_new || self.truncate) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a file opened read-only cannot be created or truncated",
+            ));
+        }
+        Ok(())
+    }
 }
 
-/// A held exclusive lock on a path (for example a database directory's `LOCK` file).
-/// The lock is released when the guard is dropped.
+/// A held lock on a path (for example a database directory's `LOCK` file), exclusive
+/// ([`Storage::lock`]) or shared ([`Storage::lock_shared`]). The lock is released when
+/// the guard is dropped.
 pub trait LockGuard: Send + Sync {}
 
 /// A file system: the one place where sluice touches a disk.
@@ -151,8 +179,21 @@ pub trait Storage: Send + Sync + 'static {
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// Takes an exclusive lock on `path` (creating the file if needed). Fails with
     /// `WouldBlock` if another holder (another process, or another open in this one) has
-    /// it.
+    /// it, exclusive or shared.
     fn lock(&self, path: &Path) -> io::Result<Box<dyn LockGuard>>;
+    /// Takes a shared lock on the existing file at `path`, opening it read-only: it never
+    /// creates or changes the file. Any number of shared holders coexist; fails with
+    /// `WouldBlock` while an exclusive holder ([`Storage::lock`]) has it, and with
+    /// `NotFound` if there is no file. (Wrappers must forward it: there is no default.)
+    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>>;
+}
+
+/// What a write, length change or sync through a read-only handle fails with.
+pub(crate) fn read_only_error() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        "the file was opened read-only",
+    )
 }
 
 /// Joins a file name onto a directory; a small helper so callers need not import `Path`.

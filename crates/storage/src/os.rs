@@ -34,6 +34,9 @@ struct OsFile {
     file: File,
     /// The path it was opened with, for errors.
     path: PathBuf,
+    /// Opened with [`OpenOptions::read_only`]: syncs are refused too, as every backend
+    /// does (Linux would sync a read-only descriptor; nothing read-only should ask).
+    read_only: bool,
 }
 
 impl OsFile {
@@ -93,6 +96,9 @@ impl FileHandle for OsFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
+        if self.read_only {
+            return Err(with_path(&self.path, crate::read_only_error()));
+        }
         // fdatasync: the data and the length (metadata needed to read the data back) are
         // made durable; timestamps are not, which is what lets it be cheaper than fsync.
         self.file.sync_data().map_err(|e| with_path(&self.path, e))
@@ -115,7 +121,7 @@ impl FileHandle for OsFile {
     }
 }
 
-/// An exclusive `flock` on a file. The lock belongs to the open file description, so it
+/// An exclusive or shared `flock` on a file. The lock belongs to the open file description, so it
 /// lives exactly as long as this `File`, and dropping the guard closes it and unlocks.
 #[derive(Debug)]
 struct OsLock {
@@ -157,11 +163,26 @@ fn lock_file(path: &Path) -> io::Result<Box<dyn LockGuard>> {
     }
 }
 
+/// A shared lock on an existing file, opened read-only (so a reader that may not write
+/// the directory can still take it).
+fn lock_file_shared(path: &Path) -> io::Result<Box<dyn LockGuard>> {
+    let file = File::open(path)?;
+    match file.try_lock_shared() {
+        Ok(()) => Ok(Box::new(OsLock { _file: file })),
+        Err(TryLockError::WouldBlock) => Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            "locked exclusively by another process or handle",
+        )),
+        Err(TryLockError::Error(e)) => Err(e),
+    }
+}
+
 impl Storage for OsStorage {
     fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn FileHandle>> {
+        options.check().map_err(|e| with_path(path, e))?;
         let file = fs::OpenOptions::new()
             .read(true)
-            .write(true)
+            .write(!options.read_only)
             .create(options.create || options.create_new)
             .create_new(options.create_new)
             .truncate(options.truncate)
@@ -170,6 +191,7 @@ impl Storage for OsStorage {
         Ok(Box::new(OsFile {
             file,
             path: path.to_path_buf(),
+            read_only: options.read_only,
         }))
     }
 
@@ -235,6 +257,10 @@ impl Storage for OsStorage {
 
     fn lock(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
         lock_file(path).map_err(|e| with_path(path, e))
+    }
+
+    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
+        lock_file_shared(path).map_err(|e| with_path(path, e))
     }
 }
 
@@ -373,6 +399,53 @@ mod tests {
         let _again = storage
             .lock(&path)
             .expect("lock is free after the guard drops");
+    }
+
+    #[test]
+    fn shared_locks_coexist_and_exclude_an_exclusive_one() {
+        let dir = temp();
+        let storage = OsStorage::new();
+        let path = dir.path().join("LOCK");
+        let err = storage.lock_shared(&path).err().expect("no file to lock");
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert!(!path.exists(), "a shared lock never creates the file");
+        let exclusive = storage.lock(&path).unwrap();
+        let err = storage.lock_shared(&path).err().expect("held exclusively");
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+        drop(exclusive);
+        let a = storage.lock_shared(&path).unwrap();
+        let b = storage.lock_shared(&path).expect("shared locks coexist");
+        let err = storage.lock(&path).err().expect("held shared");
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+        drop(a);
+        assert!(storage.lock(&path).is_err(), "one shared holder is left");
+        drop(b);
+        let _exclusive = storage.lock(&path).expect("free once every holder is gone");
+    }
+
+    #[test]
+    fn read_only_handles_read_but_refuse_writes() {
+        let dir = temp();
+        let storage = OsStorage::new();
+        let path = dir.path().join("f");
+        storage
+            .open(&path, OpenOptions::CREATE)
+            .unwrap()
+            .write_at(b"abc", 0)
+            .unwrap();
+        let f = storage.open(&path, OpenOptions::READ_ONLY).unwrap();
+        let mut buf = [0u8; 3];
+        f.read_exact_at(&mut buf, 0).unwrap();
+        assert_eq!(&buf, b"abc");
+        assert!(f.write_at(b"x", 0).is_err());
+        assert!(f.set_len(0).is_err());
+        let creating = OpenOptions {
+            create: true,
+            ..OpenOptions::READ_ONLY
+        };
+        let err = storage.open(&dir.path().join("g"), creating).err().unwrap();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert!(!dir.path().join("g").exists());
     }
 
     #[test]

@@ -154,4 +154,7 @@ impl Storage for Spy {
     fn lock(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
         self.inner.lock(path)
     }
+    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
+        self.inner.lock_shared(path)
+    }
 }

@@ -20,6 +20,13 @@ use crate::{
     dirs_top_down, parent_dir, read_exact_with, FileHandle, LockGuard, OpenOptions, Storage,
 };
 
+/// Who holds a lock: one exclusive guard, or any number of shared ones.
+#[derive(Debug)]
+enum Held {
+    Exclusive(u64),
+    Shared(Vec<u64>),
+}
+
 /// Everything behind the one mutex. A test disk values simple and obviously correct over
 /// concurrency: every operation takes the lock for a few memory copies.
 #[derive(Debug)]
@@ -39,8 +46,8 @@ struct State {
     ends: Vec<(Halt, u64)>,
     stats: SimStats,
     trace: Option<Vec<TraceEvent>>,
-    /// Held locks: path -> the token of the guard holding it.
-    locks: HashMap<PathBuf, u64>,
+    /// Held locks: path -> the tokens of the guards holding it.
+    locks: HashMap<PathBuf, Held>,
     next_lock_token: u64,
 }
 
@@ -382,10 +389,12 @@ impl SimStorage {
             inode,
             incarnation: state.incarnation,
             path,
+            read_only: false,
         }
     }
 
     fn open_file(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn FileHandle>> {
+        options.check()?;
         let mut state = self.live()?;
         state.disk.check_file_path(path)?;
         let inode = match state.disk.lookup(path) {
@@ -408,11 +417,9 @@ impl SimStorage {
                 return Err(io::Error::new(io::ErrorKind::NotFound, "no such file"));
             }
         };
-        Ok(Box::new(self.new_handle(
-            &mut state,
-            inode,
-            path.to_path_buf(),
-        )))
+        let mut handle = self.new_handle(&mut state, inode, path.to_path_buf());
+        handle.read_only = options.read_only;
+        Ok(Box::new(handle))
     }
 
     /// Creates the missing directories top down, and syncs the parent of every directory
@@ -453,7 +460,41 @@ impl SimStorage {
         }
         let token = state.next_lock_token;
         state.next_lock_token += 1;
-        state.locks.insert(path.to_path_buf(), token);
+        state
+            .locks
+            .insert(path.to_path_buf(), Held::Exclusive(token));
+        Ok(Box::new(SimLock {
+            shared: Arc::clone(&self.shared),
+            path: path.to_path_buf(),
+            token,
+        }))
+    }
+}
+
+impl SimStorage {
+    fn lock_file_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
+        let mut state = self.live()?;
+        state.disk.check_file_path(path)?;
+        // Like the real backend: the file is opened read-only, never created.
+        if state.disk.lookup(path).is_none() {
+            return Err(io::Error::new(io::ErrorKind::NotFound, "no such file"));
+        }
+        let token = state.next_lock_token;
+        match state.locks.get_mut(path) {
+            Some(Held::Exclusive(_)) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    "locked exclusively by another process or handle",
+                ));
+            }
+            Some(Held::Shared(tokens)) => tokens.push(token),
+            None => {
+                state
+                    .locks
+                    .insert(path.to_path_buf(), Held::Shared(vec![token]));
+            }
+        }
+        state.next_lock_token += 1;
         Ok(Box::new(SimLock {
             shared: Arc::clone(&self.shared),
             path: path.to_path_buf(),
@@ -524,6 +565,12 @@ impl Storage for SimStorage {
         let path = normalize(path);
         self.lock_file(&path).map_err(|e| with_path(&path, e))
     }
+
+    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
+        let path = normalize(path);
+        self.lock_file_shared(&path)
+            .map_err(|e| with_path(&path, e))
+    }
 }
 
 /// A held simulated lock; dropping it releases the lock unless a halt already did.
@@ -539,7 +586,15 @@ impl Drop for SimLock {
     fn drop(&mut self) {
         let mut state = self.shared.state.lock();
         // After a halt released it, someone else may hold the path: leave theirs alone.
-        if state.locks.get(&self.path) == Some(&self.token) {
+        let emptied = match state.locks.get_mut(&self.path) {
+            Some(Held::Exclusive(t)) => *t == self.token,
+            Some(Held::Shared(tokens)) => {
+                tokens.retain(|&t| t != self.token);
+                tokens.is_empty()
+            }
+            None => false,
+        };
+        if emptied {
             state.locks.remove(&self.path);
         }
     }
@@ -555,6 +610,8 @@ struct SimHandle {
     incarnation: u64,
     /// The path it was opened with, for errors, the trace and path-scoped faults.
     path: PathBuf,
+    /// Opened with [`OpenOptions::read_only`]: writes, length changes and syncs fail.
+    read_only: bool,
 }
 
 impl SimHandle {
@@ -573,8 +630,18 @@ impl SimHandle {
         Ok(state.disk.inode(self.inode).read(buf, offset))
     }
 
+    /// The error for a change through a read-only handle (checked before anything is
+    /// counted, as the kernel refuses it before it reaches the disk).
+    fn writable(&self) -> io::Result<()> {
+        if self.read_only {
+            return Err(crate::read_only_error());
+        }
+        Ok(())
+    }
+
     fn write(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         let mut state = self.live()?;
+        self.writable()?;
         Inode::check_size(offset.checked_add(buf.len() as u64))?;
         state.begin(OpKind::Write, &[&self.path])?;
         state.disk.inode_mut(self.inode).write(offset, buf);
@@ -590,6 +657,7 @@ impl SimHandle {
 
     fn sync(&self) -> io::Result<()> {
         let mut state = self.live()?;
+        self.writable()?;
         if let Err(e) = state.begin(OpKind::SyncData, &[&self.path]) {
             // An injected failure has Linux's semantics (the type's docs). A halt that
             // fired here left the disk to the power loss or the next incarnation.
@@ -606,6 +674,7 @@ impl SimHandle {
 
     fn resize(&self, len: u64) -> io::Result<()> {
         let mut state = self.live()?;
+        self.writable()?;
         Inode::check_size(Some(len))?;
         state.begin(OpKind::SetLen, &[&self.path])?;
         state.disk.inode_mut(self.inode).set_len(len);

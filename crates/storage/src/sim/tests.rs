@@ -488,6 +488,80 @@ fn lock_conflicts_until_dropped_or_crashed() {
 }
 
 #[test]
+fn shared_locks_coexist_exclude_an_exclusive_one_and_never_create() {
+    let sim = SimStorage::new(13);
+    sim.create_dir_all(&p("db")).unwrap();
+    let err = sim
+        .lock_shared(&p("db/LOCK"))
+        .err()
+        .expect("no file to lock");
+    assert_eq!(err.kind(), io::ErrorKind::NotFound);
+    assert!(!sim.exists(&p("db/LOCK")).unwrap(), "never created");
+    let exclusive = sim.lock(&p("db/LOCK")).unwrap();
+    let err = sim
+        .lock_shared(&p("db/LOCK"))
+        .err()
+        .expect("held exclusively");
+    assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+    drop(exclusive);
+    let a = sim.lock_shared(&p("db/LOCK")).unwrap();
+    let b = sim
+        .lock_shared(&p("db/LOCK"))
+        .expect("shared locks coexist");
+    let err = sim.lock(&p("db/LOCK")).err().expect("held shared");
+    assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+    drop(a);
+    assert!(
+        sim.lock(&p("db/LOCK")).is_err(),
+        "one shared holder is left"
+    );
+    drop(b);
+    let exclusive = sim
+        .lock(&p("db/LOCK"))
+        .expect("free once every holder is gone");
+    drop(exclusive);
+
+    let shared = sim.lock_shared(&p("db/LOCK")).unwrap();
+    sim.sync_dir(&p("db")).unwrap();
+    sim.crash();
+    let after_crash = sim
+        .lock(&p("db/LOCK"))
+        .expect("a crash releases shared locks");
+    drop(shared); // the stale guard must not release the new holder's lock
+    assert!(sim.lock_shared(&p("db/LOCK")).is_err());
+    drop(after_crash);
+}
+
+#[test]
+fn read_only_handles_read_but_change_nothing() {
+    let sim = SimStorage::new(14);
+    sim.create_dir_all(&p("d")).unwrap();
+    durable_file(&sim, &p("d/f"), b"data");
+    let ops = sim.stats().ops;
+    let f = sim.open(&p("d/f"), OpenOptions::READ_ONLY).unwrap();
+    let mut buf = [0u8; 4];
+    f.read_exact_at(&mut buf, 0).unwrap();
+    assert_eq!(&buf, b"data");
+    for err in [
+        f.write_at(b"x", 0).unwrap_err(),
+        f.set_len(1).unwrap_err(),
+        f.sync_data().unwrap_err(),
+    ] {
+        assert_eq!(err.kind(), io::ErrorKind::PermissionDenied, "{err}");
+        assert!(err.to_string().contains("d/f"), "{err}");
+    }
+    assert_eq!(sim.stats().ops, ops, "nothing reached the disk");
+    assert_eq!(read_all(&sim, &p("d/f")).unwrap(), b"data");
+    let creating = OpenOptions {
+        create: true,
+        ..OpenOptions::READ_ONLY
+    };
+    let err = sim.open(&p("d/g"), creating).err().unwrap();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    assert!(!sim.exists(&p("d/g")).unwrap());
+}
+
+#[test]
 fn same_seed_same_outcome_and_seeds_differ() {
     fn run(seed: u64) -> Vec<Option<Vec<u8>>> {
         let sim = SimStorage::new(seed);
