@@ -67,6 +67,11 @@ pub enum Error {
         /// The error that failed it.
         cause: Box<Error>,
     },
+    /// The database was opened read-only ([`crate::Builder::read_only`]) and the
+    /// operation would change it: a write, a table creation, a checkpoint. Not
+    /// retryable; as any error of an operation, it fails its transaction.
+    #[error("the database is open read-only")]
+    ReadOnly,
     /// An agent's transaction body panicked; the transaction was rolled back.
     #[error("a transaction body panicked (the transaction was rolled back): {0}")]
     Panicked(String),
@@ -113,6 +118,7 @@ impl From<WalError> for Error {
             WalError::Locked(dir) => Error::Locked(dir),
             WalError::InvalidArgument(s) => Error::InvalidArgument(format!("log: {s}")),
             WalError::Closed => Error::Closed("log"),
+            WalError::ReadOnly => Error::ReadOnly,
         }
     }
 }

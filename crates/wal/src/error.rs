@@ -33,6 +33,10 @@ pub enum WalError {
     /// The log was closed.
     #[error("log is closed")]
     Closed,
+    /// The log was opened with [`crate::Log::open_read_only`]: it takes no records and
+    /// syncs, truncates and waits for nothing.
+    #[error("the log is open read-only")]
+    ReadOnly,
 }
 
 impl WalError {

@@ -115,6 +115,49 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The state of a log whose end `rec` found.
+    fn new(
+        storage: Arc<dyn Storage>,
+        dir: PathBuf,
+        options: LogOptions,
+        rec: &recovery::Recovered,
+        lock: Option<Box<dyn LockGuard>>,
+    ) -> Result<Arc<Shared>> {
+        let buffer = LogBuffer::new(
+            &BufferOptions {
+                capacity: options.buffer_bytes,
+                segment_bytes: rec.segment_bytes,
+                variant: options.variant,
+                slots: options.slots,
+            },
+            rec.info.end,
+        )?;
+        buffer
+            .core
+            .wake_bytes
+            .store(options.group_commit.max_bytes, Ordering::Relaxed);
+        Ok(Arc::new(Shared {
+            storage,
+            dir,
+            options,
+            segment_bytes: rec.segment_bytes,
+            buffer,
+            waiters: Waiters::new(),
+            closing: AtomicBool::new(false),
+            sync_requested: AtomicU64::new(0),
+            sync_done: AtomicU64::new(0),
+            sync_done_parker: Parker::new(),
+            stats: Stats::default(),
+            preparer: crate::prepare::Preparer::default(),
+            poisoned: AtomicBool::new(false),
+            poison: crate::sync::Mutex::new(None),
+            segments: crate::sync::Mutex::new(rec.list.starts.clone()),
+            truncation: crate::sync::Mutex::new(()),
+            start: AtomicU64::new(rec.info.start.0),
+            lock: crate::sync::Mutex::new(lock),
+        }))
+    }
+
     pub(crate) fn is_poisoned(&self) -> bool {
         self.poisoned.load(Ordering::Acquire)
     }
@@ -184,6 +227,23 @@ impl Shared {
     }
 }
 
+/// Refuses a segment size the log cannot use.
+fn check_options(options: &LogOptions) -> Result<()> {
+    let bounds = segment::MIN_SEGMENT_BYTES..=segment::MAX_SEGMENT_BYTES;
+    if !bounds.contains(&options.segment_bytes)
+        || !options.segment_bytes.is_multiple_of(crate::frame::ALIGN)
+    {
+        return Err(WalError::InvalidArgument(format!(
+            "segment size {} must be at least {}, at most {} and a multiple of {}",
+            options.segment_bytes,
+            segment::MIN_SEGMENT_BYTES,
+            segment::MAX_SEGMENT_BYTES,
+            crate::frame::ALIGN
+        )));
+    }
+    Ok(())
+}
+
 /// Where an appended record lies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Appended {
@@ -218,6 +278,8 @@ pub struct Log {
     daemon: crate::sync::Mutex<Option<JoinHandle<()>>>,
     preparer: crate::sync::Mutex<Option<JoinHandle<()>>>,
     recovery: RecoveryInfo,
+    /// Opened by [`Log::open_read_only`]: no threads, no appends, no disk changes.
+    read_only: bool,
 }
 
 impl Log {
@@ -231,18 +293,7 @@ impl Log {
         options: LogOptions,
     ) -> Result<Log> {
         let dir = dir.as_ref().to_path_buf();
-        let bounds = segment::MIN_SEGMENT_BYTES..=segment::MAX_SEGMENT_BYTES;
-        if !bounds.contains(&options.segment_bytes)
-            || !options.segment_bytes.is_multiple_of(crate::frame::ALIGN)
-        {
-            return Err(WalError::InvalidArgument(format!(
-                "segment size {} must be at least {}, at most {} and a multiple of {}",
-                options.segment_bytes,
-                segment::MIN_SEGMENT_BYTES,
-                segment::MAX_SEGMENT_BYTES,
-                crate::frame::ALIGN
-            )));
-        }
+        check_options(&options)?;
         // The storage's errors name the path; nothing to add.
         storage.create_dir_all(&dir)?;
         let lock = storage.lock(&dir.join("LOCK")).map_err(|e| {
@@ -252,40 +303,8 @@ impl Log {
                 WalError::from(e)
             }
         })?;
-        let rec = recovery::recover(&storage, &dir, options.segment_bytes)?;
-        let buffer = LogBuffer::new(
-            &BufferOptions {
-                capacity: options.buffer_bytes,
-                segment_bytes: rec.segment_bytes,
-                variant: options.variant,
-                slots: options.slots,
-            },
-            rec.info.end,
-        )?;
-        buffer
-            .core
-            .wake_bytes
-            .store(options.group_commit.max_bytes, Ordering::Relaxed);
-        let shared = Arc::new(Shared {
-            storage,
-            dir,
-            options,
-            segment_bytes: rec.segment_bytes,
-            buffer,
-            waiters: Waiters::new(),
-            closing: AtomicBool::new(false),
-            sync_requested: AtomicU64::new(0),
-            sync_done: AtomicU64::new(0),
-            sync_done_parker: Parker::new(),
-            stats: Stats::default(),
-            preparer: crate::prepare::Preparer::default(),
-            poisoned: AtomicBool::new(false),
-            poison: crate::sync::Mutex::new(None),
-            segments: crate::sync::Mutex::new(rec.list.starts.clone()),
-            truncation: crate::sync::Mutex::new(()),
-            start: AtomicU64::new(rec.info.start.0),
-            lock: crate::sync::Mutex::new(Some(lock)),
-        });
+        let rec = recovery::recover(&storage, &dir, options.segment_bytes, false)?;
+        let shared = Shared::new(storage, dir, options, &rec, Some(lock))?;
         let p = shared.clone();
         let preparer = std::thread::Builder::new()
             .name("sluice-prepare".into())
@@ -301,7 +320,67 @@ impl Log {
             daemon: crate::sync::Mutex::new(Some(handle)),
             preparer: crate::sync::Mutex::new(Some(preparer)),
             recovery: rec.info,
+            read_only: false,
         })
+    }
+
+    /// Opens the existing log in `dir` for reading only — a log another process may read
+    /// while no process writes it, or a copy of one (a backup, a crashed process's
+    /// directory). It changes nothing on disk and starts no thread: the directory is not
+    /// created (a missing one is an error), nothing is synced, a torn tail is left in
+    /// place (the log ends before it) and leftover temporary files stay. It takes a
+    /// *shared* lock on `dir/LOCK` (so it fails with [`WalError::Locked`] while a writer
+    /// holds the log, and several read-only openers coexist); a directory without a
+    /// `LOCK` file — a copy — is read without a lock.
+    ///
+    /// What it reads is what the operating system shows: the unsynced writes a killed
+    /// process left in the page cache count, where [`Log::open`] would make them durable
+    /// first. [`Log::read_from`] works up to the end found; [`Log::append`],
+    /// [`Log::sync`], [`Log::truncate_below`] and waits past that end fail with
+    /// [`WalError::ReadOnly`].
+    pub fn open_read_only(
+        storage: Arc<dyn Storage>,
+        dir: impl AsRef<Path>,
+        options: LogOptions,
+    ) -> Result<Log> {
+        let dir = dir.as_ref().to_path_buf();
+        check_options(&options)?;
+        if !storage.exists(&dir)? {
+            return Err(WalError::from(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("log directory {} does not exist", dir.display()),
+            )));
+        }
+        let lock = match storage.lock_shared(&dir.join("LOCK")) {
+            Ok(g) => Some(g),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Err(WalError::Locked(dir.display().to_string()));
+            }
+            Err(e) => return Err(WalError::from(e)),
+        };
+        let rec = recovery::recover(&storage, &dir, options.segment_bytes, true)?;
+        let shared = Shared::new(storage, dir, options, &rec, lock)?;
+        Ok(Log {
+            shared,
+            daemon: crate::sync::Mutex::new(None),
+            preparer: crate::sync::Mutex::new(None),
+            recovery: rec.info,
+            read_only: true,
+        })
+    }
+
+    /// True if the log was opened with [`Log::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The error for a call a read-only log cannot serve, if this is one.
+    fn refuse_if_read_only(&self) -> Result<()> {
+        if self.read_only {
+            return Err(WalError::ReadOnly);
+        }
+        Ok(())
     }
 
     /// What recovery found when this log was opened.
@@ -323,6 +402,7 @@ impl Log {
     /// Appends a record. Returns once it is in the log buffer (not yet durable): wait for
     /// `end` with [`Log::wait_durable`] or register with [`Log::on_durable`].
     pub fn append(&self, payload: &[u8]) -> Result<Appended> {
+        self.refuse_if_read_only()?;
         self.shared.check()?;
         let lsn = self.shared.buffer.insert(payload).map_err(|e| match e {
             WalError::Closed => self.shared.poison_error().unwrap_or(WalError::Closed),
@@ -341,6 +421,8 @@ impl Log {
         if durable >= lsn {
             return Ok(durable);
         }
+        // Nothing read-only ever becomes durable: do not wait for it.
+        self.refuse_if_read_only()?;
         s.check_wait()?;
         s.waiters.outstanding.fetch_add(1, Ordering::SeqCst);
         s.buffer.core.flusher.notify_all();
@@ -366,7 +448,7 @@ impl Log {
         if durable >= lsn {
             return callback(Ok(durable));
         }
-        if let Err(e) = s.check_wait() {
+        if let Err(e) = self.refuse_if_read_only().and_then(|()| s.check_wait()) {
             return callback(Err(e));
         }
         s.waiters.register(lsn, callback);
@@ -396,6 +478,7 @@ impl Log {
     /// Writes and syncs everything released so far — and issues a sync even if nothing
     /// new is buffered. Returns the durable LSN.
     pub fn sync(&self) -> Result<Lsn> {
+        self.refuse_if_read_only()?;
         let s = &*self.shared;
         s.check()?;
         let ticket = s.sync_requested.fetch_add(1, Ordering::AcqRel) + 1;
@@ -476,6 +559,7 @@ impl Log {
     /// [`Log::segments`] stays exact, and a later call goes on from there); so is a failed
     /// sync of the directory.
     pub fn truncate_below(&self, lsn: Lsn) -> Result<usize> {
+        self.refuse_if_read_only()?;
         let s = &*self.shared;
         s.check()?;
         let _one_at_a_time = s.truncation.lock();
@@ -530,6 +614,9 @@ impl Log {
     /// Flushes and syncs everything appended, stops the daemon, and returns the final
     /// durable LSN. Later calls (and every other method) return [`WalError::Closed`].
     pub fn close(&self) -> Result<Lsn> {
+        if self.read_only {
+            return self.close_read_only();
+        }
         let handle = self.daemon.lock().take();
         let Some(handle) = handle else {
             return Err(WalError::Closed);
@@ -561,6 +648,20 @@ impl Log {
         if let Some(e) = s.poison_error() {
             return Err(e);
         }
+        Ok(s.buffer.durable())
+    }
+}
+
+impl Log {
+    /// [`Log::close`] of a read-only log: no thread to stop, nothing to flush.
+    fn close_read_only(&self) -> Result<Lsn> {
+        let s = &*self.shared;
+        if s.closing.swap(true, Ordering::AcqRel) {
+            return Err(WalError::Closed);
+        }
+        s.buffer.stop();
+        s.waiters.fail_all(&WalError::Closed);
+        drop(s.lock.lock().take());
         Ok(s.buffer.durable())
     }
 }

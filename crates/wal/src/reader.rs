@@ -43,7 +43,9 @@ impl SegmentWindow {
         let buf_end = self.buf_start.0 + self.buf.len() as u64;
         if !(lsn >= self.buf_start && end <= buf_end && self.buf_start >= seg) {
             if self.file.as_ref().map(|f| f.0) != Some(seg) {
-                self.file = Some((seg, segment::open(&*self.storage, &self.dir, seg)?));
+                // Read-only: this only reads, and a read-only log may lie on media it
+                // cannot write.
+                self.file = Some((seg, segment::open_read(&*self.storage, &self.dir, seg)?));
             }
             let read_end = limit
                 .0

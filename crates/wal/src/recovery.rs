@@ -51,12 +51,19 @@ pub(crate) struct Recovered {
     pub(crate) list: SegmentList,
 }
 
+/// Finds the end of the log in `dir`. `read_only`: change nothing — no sync before the
+/// scan, and a torn tail is left as it is (the log simply ends before it).
 pub(crate) fn recover(
     storage: &Arc<dyn Storage>,
     dir: &Path,
     default_segment_bytes: u64,
+    read_only: bool,
 ) -> Result<Recovered> {
-    let list = segment::scan_dir(&**storage, dir)?;
+    let list = if read_only {
+        segment::scan_dir_read_only(&**storage, dir)?
+    } else {
+        segment::scan_dir(&**storage, dir)?
+    };
     let segment_bytes = list.segment_bytes.unwrap_or(default_segment_bytes);
     let Some(&first) = list.starts.first() else {
         return Ok(Recovered {
@@ -125,9 +132,27 @@ pub(crate) fn recover(
         });
     }
 
+    let keep_through = segment::segment_start(x, segment_bytes);
+    if read_only {
+        // The tail stays on disk; nothing reads past the end.
+        let kept: Vec<Lsn> = list
+            .starts
+            .iter()
+            .copied()
+            .filter(|&s| s <= keep_through)
+            .collect();
+        info.segments = kept.len();
+        return Ok(Recovered {
+            info,
+            segment_bytes,
+            list: SegmentList {
+                starts: kept,
+                segment_bytes: Some(segment_bytes),
+            },
+        });
+    }
     // A tail: zero it, drop whole segments past it, and make that durable.
     info.cut_bytes = last_nonzero_end.0 - x.0;
-    let keep_through = segment::segment_start(x, segment_bytes);
     let mut zero_from = x;
     while zero_from < last_nonzero_end {
         let seg = segment::segment_start(zero_from, segment_bytes);

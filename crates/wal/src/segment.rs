@@ -147,24 +147,44 @@ fn settle(storage: &dyn Storage, dir: &Path, start: Lsn) -> Result<Box<dyn FileH
 /// is durable too. Fails on a bad header or a gap between segments, and on a sync that
 /// fails.
 pub fn scan_dir(storage: &dyn Storage, dir: &Path) -> Result<SegmentList> {
+    scan(storage, dir, false)
+}
+
+/// [`scan_dir`] for a reader that may change nothing: leftover temporary files are
+/// skipped, not removed, nothing is synced, and the segments are opened read-only, so
+/// what it sees is what the operating system shows (a dead process's unsynced writes
+/// included — only a read-write open can make them durable).
+pub fn scan_dir_read_only(storage: &dyn Storage, dir: &Path) -> Result<SegmentList> {
+    scan(storage, dir, true)
+}
+
+fn scan(storage: &dyn Storage, dir: &Path, read_only: bool) -> Result<SegmentList> {
     let mut starts = Vec::new();
     for name in storage.list(dir)? {
         if name.ends_with(TMP_SUFFIX) {
             // A creation that crashed before its rename: it never held acknowledged data.
-            storage.remove(&dir.join(&name))?;
+            if !read_only {
+                storage.remove(&dir.join(&name))?;
+            }
         } else if let Some(start) = parse_segment_name(&name) {
             starts.push(start);
         }
     }
     // Entries an earlier incarnation created, renamed or removed without syncing them (a
     // process kill keeps them in the cache), and the removals above.
-    storage
-        .sync_dir(dir)
-        .map_err(|e| io_context("recovery cannot make the log directory durable", e))?;
+    if !read_only {
+        storage
+            .sync_dir(dir)
+            .map_err(|e| io_context("recovery cannot make the log directory durable", e))?;
+    }
     starts.sort();
     let mut size: Option<u64> = None;
     for &start in &starts {
-        let f = settle(storage, dir, start)?;
+        let f = if read_only {
+            open_read(storage, dir, start)?
+        } else {
+            settle(storage, dir, start)?
+        };
         let mut h = [0u8; HEADER_USED];
         let n = f.read_at(&mut h, 0)?;
         let s = decode_header(&h[..n], start)?;
@@ -250,6 +270,11 @@ pub fn create(
 /// Opens existing segment `start`.
 pub fn open(storage: &dyn Storage, dir: &Path, start: Lsn) -> Result<Box<dyn FileHandle>> {
     Ok(storage.open(&dir.join(segment_name(start)), OpenOptions::EXISTING)?)
+}
+
+/// Opens existing segment `start` for reading only.
+pub fn open_read(storage: &dyn Storage, dir: &Path, start: Lsn) -> Result<Box<dyn FileHandle>> {
+    Ok(storage.open(&dir.join(segment_name(start)), OpenOptions::READ_ONLY)?)
 }
 
 /// The start of the segment holding `lsn`.
