@@ -121,6 +121,67 @@ impl Builder {
         self
     }
 
+    /// Opens the database read-only (default `false`), as SQLite's
+    /// `SQLITE_OPEN_READONLY` or redb's `ReadOnlyDatabase` do: for a second process
+    /// reading a database that no process holds for writing, or for a copy of one (a
+    /// backup, the directory of a crashed process), also on media it may not write.
+    ///
+    /// * **Nothing on disk changes.** No file or directory is created, written, synced,
+    ///   renamed, removed or resized, and no log record is appended: no checkpoint at
+    ///   open, none in the background (no checkpointer thread) and none at close. A
+    ///   missing directory, or one that is not a sluice database, is an error.
+    /// * **Locking.** It takes a *shared* lock on the directory's `LOCK` file (and on
+    ///   the log directory's): any number of read-only openers coexist, while a
+    ///   read-write opener and read-only openers exclude each other with
+    ///   [`Error::Locked`](crate::Error::Locked). A directory without a `LOCK` file (a
+    ///   copy made without it) is opened without a lock — the file is not created — and
+    ///   then nothing stops a read-write opener from arriving later and changing the
+    ///   files underneath: open copies read-only only where no writer will.
+    /// * **A database that was not closed cleanly** (a crash: log beyond the last
+    ///   checkpoint) shows the state recovery would give it: restart recovery runs *in
+    ///   memory* — redo into the buffer pool, losers undone without logging — and the
+    ///   pages it changed stay in the pool, never written back, for as long as the
+    ///   database is open. If they do not fit,
+    ///   opening fails with [`Error::InvalidArgument`](crate::Error::InvalidArgument)
+    ///   asking for a larger [`Builder::pool_pages`] or a read-write open (which
+    ///   recovers on disk). What is read is what the operating system shows: writes a
+    ///   killed process left unsynced in the page cache count (a read-write open would
+    ///   make them durable first).
+    /// * **Transactions.** Reads (`get`, `get_for_update`, `scan`, `scan_prefix`) work;
+    ///   every write (`put`, `delete`, a `retain` that deletes, creating a table, also
+    ///   through [`Database::table_or_create`](crate::Database::table_or_create) of a
+    ///   missing one) fails with [`Error::ReadOnly`](crate::Error::ReadOnly), which
+    ///   fails its transaction as every error does; so does
+    ///   [`Database::checkpoint`](crate::Database::checkpoint). Committing a transaction
+    ///   that wrote nothing succeeds. [`Database::verify`](crate::Database::verify)
+    ///   checks without checkpointing first.
+    /// * The data file's page size and the log's segment size come from the database;
+    ///   the commit protocol and the checkpoint options have nothing to do.
+    ///
+    /// [`Database::options`](crate::Database::options) reports `read_only: true`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use sluice::{Database, Error};
+    ///
+    /// let db = Database::open_path(dir.path())?;
+    /// let t = db.table_or_create("t")?;
+    /// db.transaction(|tx| tx.put(&t, b"k", b"v"))?;
+    /// db.close()?;
+    ///
+    /// let ro = Database::builder(dir.path()).read_only(true).open()?;
+    /// assert!(ro.options().read_only);
+    /// let t = ro.table("t")?;
+    /// let mut tx = ro.begin();
+    /// assert_eq!(tx.get(&t, b"k")?, Some(b"v".to_vec()));
+    /// assert!(matches!(tx.put(&t, b"k", b"w"), Err(Error::ReadOnly)));
+    /// # Ok::<(), sluice::Error>(())
+    /// ```
+    pub fn read_only(mut self, read_only: bool) -> Builder {
+        self.options.read_only = read_only;
+        self
+    }
+
     /// Opens the files through `storage` instead of the real file system — for example
     /// a [`sluice_storage::SimStorage`] in tests. The log uses it too unless
     /// [`Builder::log_storage`] says otherwise.
@@ -142,7 +203,8 @@ impl Builder {
     }
 
     /// Opens (creating if needed) the database, running restart recovery; see
-    /// [`Database::open_with_log`] for what it refuses.
+    /// [`Database::open_with_log`] for what it refuses. Read-only
+    /// ([`Builder::read_only`]), it opens an existing database and changes nothing.
     pub fn open(self) -> Result<Database> {
         let storage = self
             .storage

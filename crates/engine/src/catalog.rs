@@ -66,11 +66,14 @@ fn decode_root(name: &str, v: &[u8]) -> Result<PageId> {
 impl Database {
     /// Creates a table (committed and durable at once, whatever the commit protocol: a
     /// table must not vanish in a crash even under `async`). [`Error::AlreadyExists`] if
-    /// it exists.
+    /// it exists; [`Error::ReadOnly`] in a read-only database.
     pub fn create_table(&self, name: &str) -> Result<Table> {
         check_name(name)?;
         let inner = &self.inner;
         inner.check()?;
+        if inner.options.read_only {
+            return Err(Error::ReadOnly);
+        }
         let cat = inner.catalog_table();
         let mut tx = self.begin();
         if tx.get_for_update(&cat, name.as_bytes())?.is_some() {
@@ -106,7 +109,8 @@ impl Database {
         Ok(Table::new(inner, name, root))
     }
 
-    /// Opens the table, creating it if it does not exist.
+    /// Opens the table, creating it if it does not exist (which a read-only database
+    /// refuses with [`Error::ReadOnly`]).
     pub fn table_or_create(&self, name: &str) -> Result<Table> {
         match self.table(name) {
             Err(Error::NotFound(_)) => match self.create_table(name) {

@@ -27,7 +27,6 @@
 use crate::error::{Error, Result};
 use crate::options::CommitProtocol;
 use sluice_wal::{Log, Lsn};
-use std::sync::Arc;
 
 /// The steps a transaction offers the sequencer (implemented by
 /// [`Transaction`](crate::Transaction); kept as a trait so that the sequencer depends on
@@ -51,7 +50,7 @@ pub(crate) trait Steps: Send + 'static {
 
 /// Runs the commit steps of one protocol over one log.
 pub(crate) struct Sequencer<'a> {
-    log: &'a Arc<Log>,
+    log: &'a Log,
     protocol: CommitProtocol,
 }
 
@@ -66,7 +65,7 @@ pub(crate) struct Recorded {
 }
 
 impl<'a> Sequencer<'a> {
-    pub(crate) fn new(log: &'a Arc<Log>, protocol: CommitProtocol) -> Sequencer<'a> {
+    pub(crate) fn new(log: &'a Log, protocol: CommitProtocol) -> Sequencer<'a> {
         Sequencer { log, protocol }
     }
 

@@ -149,16 +149,33 @@ impl Control {
 
     /// Reads the control file in `dir`, `None` if there is none.
     pub(crate) fn read(storage: &dyn Storage, dir: &Path) -> Result<Option<Control>> {
+        Control::read_with(storage, dir, false)
+    }
+
+    /// [`Control::read`] for a read-only database: the file is opened read-only and read
+    /// as the operating system shows it, with no sync.
+    pub(crate) fn read_only(storage: &dyn Storage, dir: &Path) -> Result<Option<Control>> {
+        Control::read_with(storage, dir, true)
+    }
+
+    fn read_with(storage: &dyn Storage, dir: &Path, read_only: bool) -> Result<Option<Control>> {
         let path = dir.join(NAME);
         let io = |e| file_error("control file", &path, e);
         if !storage.exists(&path).map_err(io)? {
             return Ok(None);
         }
-        let f = storage.open(&path, OpenOptions::EXISTING).map_err(io)?;
-        // Read what the device holds, not what a dead process left in the cache (see
-        // `DataFile::open`): sync, then drop the cached pages.
-        f.sync_data().map_err(io)?;
-        f.drop_cache().map_err(io)?;
+        let how = if read_only {
+            OpenOptions::READ_ONLY
+        } else {
+            OpenOptions::EXISTING
+        };
+        let f = storage.open(&path, how).map_err(io)?;
+        if !read_only {
+            // Read what the device holds, not what a dead process left in the cache (see
+            // `DataFile::open`): sync, then drop the cached pages.
+            f.sync_data().map_err(io)?;
+            f.drop_cache().map_err(io)?;
+        }
         let len = f.len().map_err(io)?;
         // Bounded before allocating: a damaged length must not become a huge buffer.
         let mut b = vec![0u8; len.min(LEN as u64 + 1) as usize];

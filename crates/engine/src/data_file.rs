@@ -15,6 +15,18 @@ pub(crate) fn file_error(what: &str, path: &Path, e: io::Error) -> Error {
     ))
 }
 
+/// The error for a data file that cannot be opened: a missing one is damage.
+fn missing_or(path: &Path, e: io::Error) -> Error {
+    if e.kind() == io::ErrorKind::NotFound {
+        Error::Corruption(format!(
+            "data file {} is missing but the control file says the database exists",
+            path.display()
+        ))
+    } else {
+        file_error("data file", path, e)
+    }
+}
+
 /// The file that holds the pages.
 pub(crate) struct DataFile {
     file: Box<dyn FileHandle>,
@@ -37,16 +49,7 @@ impl DataFile {
         } else {
             OpenOptions::EXISTING
         };
-        let file = storage.open(path, how).map_err(|e| {
-            if e.kind() == io::ErrorKind::NotFound {
-                Error::Corruption(format!(
-                    "data file {} is missing but the control file says the database exists",
-                    path.display()
-                ))
-            } else {
-                file_error("data file", path, e)
-            }
-        })?;
+        let file = storage.open(path, how).map_err(|e| missing_or(path, e))?;
         // What recovery reads must be what the device holds. A dead process may have left
         // page writes in the OS cache that never reached the device: sync them (so that
         // what is read stays true across a power loss), then drop the cache, because after
@@ -56,6 +59,24 @@ impl DataFile {
             .map_err(|e| file_error("data file", path, e))?;
         file.drop_cache()
             .map_err(|e| file_error("data file", path, e))?;
+        Ok(DataFile {
+            file,
+            page_size,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Opens the existing data file at `path` for reading only, as it is: no sync, no
+    /// cache dropped (a read-only database changes nothing, and reads what the operating
+    /// system shows).
+    pub(crate) fn open_read_only(
+        storage: &dyn Storage,
+        path: &Path,
+        page_size: usize,
+    ) -> Result<DataFile> {
+        let file = storage
+            .open(path, OpenOptions::READ_ONLY)
+            .map_err(|e| missing_or(path, e))?;
         Ok(DataFile {
             file,
             page_size,

@@ -17,6 +17,7 @@ use crate::ids::PageId;
 use crate::inner::Inner;
 use crate::lock::LockManager;
 use crate::log_record;
+use crate::log_sink::LogSink;
 use crate::options::{Limits, Options};
 use crate::page::{self, Meta};
 use crate::recovery::{self, missing_segment, RecoveryReport};
@@ -24,12 +25,12 @@ use crate::store::Store;
 use crate::txn::Transaction;
 use crate::txn_table::TxnTable;
 use parking_lot::Mutex;
-use sluice_storage::{OsStorage, Storage};
+use sluice_storage::{LockGuard, OsStorage, Storage};
 use sluice_wal::segment::{parse_segment_name, scan_dir};
 use sluice_wal::{BufferOptions, Log, LogBuffer, LogOptions, Lsn, WalError};
 use std::collections::HashMap;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -141,8 +142,14 @@ fn probe_log_max(options: &Options) -> Result<usize> {
     Ok(buffer.max_payload())
 }
 
-/// Before the log is opened: the log that `checkpoint` needs must be there.
-fn check_log_present(storage: &dyn Storage, log_dir: &Path, checkpoint: Checkpoint) -> Result<u64> {
+/// Before the log is opened: the log that `checkpoint` needs must be there. `read_only`:
+/// look without changing anything ([`sluice_wal::segment::scan_dir_read_only`]).
+fn check_log_present(
+    storage: &dyn Storage,
+    log_dir: &Path,
+    checkpoint: Checkpoint,
+    read_only: bool,
+) -> Result<u64> {
     let io = |e| file_error("log directory", log_dir, e);
     let need = checkpoint.begin;
     let gone = |what: &str| {
@@ -154,7 +161,12 @@ fn check_log_present(storage: &dyn Storage, log_dir: &Path, checkpoint: Checkpoi
     if !storage.exists(log_dir).map_err(io)? {
         return Err(gone("is missing"));
     }
-    let list = scan_dir(storage, log_dir).map_err(|e| log_error(log_dir, e))?;
+    let list = if read_only {
+        sluice_wal::segment::scan_dir_read_only(storage, log_dir)
+    } else {
+        scan_dir(storage, log_dir)
+    };
+    let list = list.map_err(|e| log_error(log_dir, e))?;
     let (Some(&first), Some(bytes)) = (list.starts.first(), list.segment_bytes) else {
         return Err(gone("holds no log segment"));
     };
@@ -162,6 +174,62 @@ fn check_log_present(storage: &dyn Storage, log_dir: &Path, checkpoint: Checkpoi
         return Err(missing_segment(log_dir, bytes, need, "the checkpoint"));
     }
     Ok(bytes)
+}
+
+/// The state of an opened database, before recovery: `log_dir` with its segment size,
+/// the options asked for, what the control file says, the log, the data file and the
+/// directory lock.
+#[allow(clippy::too_many_arguments)]
+fn assemble(
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+    (log_dir, log_segment_bytes): (PathBuf, u64),
+    options: Options,
+    control: &Control,
+    log: Arc<Log>,
+    file: DataFile,
+    lock: Option<Box<dyn LockGuard>>,
+) -> Arc<Inner> {
+    let page_size = control.page_size as usize;
+    let redo_point = control.checkpoint.map_or(Lsn(0), |c| c.begin);
+    let in_force = LogOptions {
+        segment_bytes: log.segment_bytes(),
+        ..options.log
+    };
+    let log = Arc::new(LogSink::new(log));
+    let pool = BufferPool::new(
+        options.pool_pages,
+        page_size,
+        file,
+        log.clone(),
+        redo_point,
+        options.read_only,
+    );
+    Arc::new(Inner {
+        store: Store::new(pool, log, page_size, redo_point.0),
+        storage,
+        dir,
+        log_dir,
+        log_segment_bytes,
+        // What is in force: an existing database keeps its page size and its log
+        // its segment size, whatever the options asked for.
+        options: Options {
+            page_size,
+            log: in_force,
+            ..options
+        },
+        database_id: control.database_id,
+        locks: LockManager::new(options.lock_timeout),
+        txns: TxnTable::new(1),
+        catalog: Mutex::new(HashMap::new()),
+        checkpoints: Checkpoints::new(redo_point),
+        checkpointer: Checkpointer::default(),
+        poison: Mutex::new(None),
+        poisoned: AtomicBool::new(false),
+        opened: AtomicBool::new(false),
+        closed: AtomicBool::new(false),
+        _lock: lock,
+    })
 }
 
 /// What [`Database::verify`] found.
@@ -259,6 +327,9 @@ impl Database {
         options.check()?;
         let dir = dir.as_ref().to_path_buf();
         let log_dir = log_dir.as_ref().to_path_buf();
+        if options.read_only {
+            return Database::open_read_only_with_log(storage, dir, log_storage, log_dir, options);
+        }
         let dir_io = |e| file_error("database directory", &dir, e);
         if !survey(&*storage, &dir)? {
             // A new database: refuse what it could not live with before creating it.
@@ -297,7 +368,7 @@ impl Database {
         let page_size = control.page_size as usize;
         let mut log_segment_bytes = options.log.segment_bytes;
         if let Some(cp) = control.checkpoint {
-            log_segment_bytes = check_log_present(&*log_storage, &log_dir, cp)?;
+            log_segment_bytes = check_log_present(&*log_storage, &log_dir, cp, false)?;
         }
         let log = Arc::new(
             Log::open(log_storage, &log_dir, options.log).map_err(|e| log_error(&log_dir, e))?,
@@ -320,39 +391,24 @@ impl Database {
         }
         // The data file's directory entry must be durable before anything relies on it.
         storage.sync_dir(&dir).map_err(dir_io)?;
-        let redo_point = control.checkpoint.map_or(Lsn(0), |c| c.begin);
-        let pool = BufferPool::new(options.pool_pages, page_size, file, log.clone(), redo_point);
-        let in_force = LogOptions {
-            segment_bytes: log.segment_bytes(),
-            ..options.log
-        };
-        let inner = Arc::new(Inner {
-            store: Store::new(pool, log, page_size, redo_point.0),
+        let inner = assemble(
             storage,
             dir,
-            log_dir,
-            log_segment_bytes,
-            // What is in force: an existing database keeps its page size and its log
-            // its segment size, whatever the options asked for.
-            options: Options {
-                page_size,
-                log: in_force,
-                ..options
-            },
-            database_id: control.database_id,
-            locks: LockManager::new(options.lock_timeout),
-            txns: TxnTable::new(1),
-            catalog: Mutex::new(HashMap::new()),
-            checkpoints: Checkpoints::new(redo_point),
-            checkpointer: Checkpointer::default(),
-            poison: Mutex::new(None),
-            poisoned: AtomicBool::new(false),
-            opened: AtomicBool::new(false),
-            closed: AtomicBool::new(false),
-            _lock: lock,
-        });
+            (log_dir, log_segment_bytes),
+            options,
+            &control,
+            log,
+            file,
+            Some(lock),
+        );
         let report = recovery::recover(&inner.recovery_context(), control.checkpoint)?;
         inner.checkpoint_now()?;
+        Database::finish_open(inner, report)
+    }
+
+    /// The end of every open, after recovery (and, read-write, its checkpoint): checks
+    /// the catalog and starts the background checkpointer (read-write only).
+    fn finish_open(inner: Arc<Inner>, report: RecoveryReport) -> Result<Database> {
         let db = Database {
             _handles: Arc::new(Handles {
                 inner: Arc::downgrade(&inner),
@@ -362,12 +418,99 @@ impl Database {
         };
         db.check_catalog()?;
         db.inner.opened.store(true, Ordering::Release);
-        let background: Weak<dyn Background> = Arc::downgrade(&db.inner) as Weak<dyn Background>;
-        db.inner
-            .checkpointer
-            .start(background, db.inner.options.checkpoint_interval)
-            .map_err(|e| Error::Io(Arc::new(e)))?;
+        if !db.inner.options.read_only {
+            let background: Weak<dyn Background> =
+                Arc::downgrade(&db.inner) as Weak<dyn Background>;
+            db.inner
+                .checkpointer
+                .start(background, db.inner.options.checkpoint_interval)
+                .map_err(|e| Error::Io(Arc::new(e)))?;
+        }
         Ok(db)
+    }
+
+    /// Opens the existing database in `dir` read-only (see [`crate::Builder::read_only`]):
+    /// the open path that changes nothing on disk. Where a read-write open creates, syncs
+    /// and checkpoints, this one only looks: a shared lock on `LOCK` (none if the file is
+    /// absent: a copy), the control file, the log (`Log::open_read_only`: no sync, a torn
+    /// tail left in place, no threads) and the data file opened read-only. Restart
+    /// recovery then runs as usual, into a buffer pool that never writes a page back and
+    /// with the records undo would log sent nowhere ([`LogSink`]); once it is over the
+    /// sink refuses everything, and no checkpointer is started.
+    fn open_read_only_with_log(
+        storage: Arc<dyn Storage>,
+        dir: PathBuf,
+        log_storage: Arc<dyn Storage>,
+        log_dir: PathBuf,
+        options: Options,
+    ) -> Result<Database> {
+        debug_assert!(options.read_only);
+        let dir_io = |e| file_error("database directory", &dir, e);
+        if !storage.exists(&dir).map_err(dir_io)? {
+            return Err(dir_io(io::Error::new(
+                io::ErrorKind::NotFound,
+                "does not exist (a read-only open creates nothing)",
+            )));
+        }
+        let lock = match storage.lock_shared(&dir.join(LOCK)) {
+            Ok(g) => Some(g),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Err(Error::Locked(dir.display().to_string()));
+            }
+            Err(e) => return Err(dir_io(e)),
+        };
+        let not_a_database = |why: String| {
+            Error::InvalidArgument(format!(
+                "{} is not a sluice database: {why} (a read-only open creates nothing)",
+                dir.display()
+            ))
+        };
+        if !survey(&*storage, &dir)? {
+            return Err(not_a_database(format!("it has no {}", control::NAME)));
+        }
+        let Some(control) = Control::read_only(&*storage, &dir)? else {
+            return Err(not_a_database(format!(
+                "its {} vanished while it was being opened",
+                control::NAME
+            )));
+        };
+        let Some(checkpoint) = control.checkpoint else {
+            // Creation writes CONTROL, then the log and the data file, and the first
+            // checkpoint ends it: no data was ever committed here.
+            return Err(Error::InvalidArgument(format!(
+                "the creation of the database in {} was interrupted before its first checkpoint: open it read-write once to finish it",
+                dir.display()
+            )));
+        };
+        let page_size = control.page_size as usize;
+        let log_segment_bytes = check_log_present(&*log_storage, &log_dir, checkpoint, true)?;
+        let log = Log::open_read_only(log_storage, &log_dir, options.log)
+            .map_err(|e| log_error(&log_dir, e))?;
+        let data_path = dir.join(DATA);
+        let file = DataFile::open_read_only(&*storage, &data_path, page_size)?;
+        let data_len = file.len()?;
+        if data_len < control.data_len {
+            return Err(Error::Corruption(format!(
+                "data file {} is {data_len} bytes, shorter than the {} bytes the control file recorded at the last checkpoint",
+                data_path.display(),
+                control.data_len
+            )));
+        }
+        let inner = assemble(
+            storage,
+            dir,
+            (log_dir, log_segment_bytes),
+            options,
+            &control,
+            Arc::new(log),
+            file,
+            lock,
+        );
+        let report = recovery::recover(&inner.recovery_context(), control.checkpoint)?;
+        // From here on nothing may produce a log record, not even in memory.
+        inner.store.log.seal();
+        Database::finish_open(inner, report)
     }
 
     /// Every table root in the catalog must be a page the meta page allocated (and not
@@ -405,8 +548,23 @@ impl Database {
         Database::open(Arc::new(OsStorage::new()), path, Options::default())
     }
 
+    /// Opens the existing database in directory `path` on the real file system
+    /// read-only, with default options: the same as
+    /// `Database::builder(path).read_only(true).open()` — see
+    /// [`Builder::read_only`](crate::Builder::read_only) for what that means. Fails with
+    /// [`Error::Locked`] while a read-write handle holds the database.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Database> {
+        Database::builder(path).read_only(true).open()
+    }
+
+    /// True if the database was opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.inner.options.read_only
+    }
+
     /// The options in force: those the database was opened with, except the page size
-    /// and the log's segment size, which an existing database keeps from its creation.
+    /// and the log's segment size, which an existing database keeps from its creation
+    /// (`read_only` says whether it was opened read-only).
     pub fn options(&self) -> &Options {
         &self.inner.options
     }
@@ -472,8 +630,13 @@ impl Database {
     /// transactions, updates the control file and truncates the log below what recovery
     /// needs. A failure is returned, and poisons the database: every later operation
     /// fails with "checkpoint failed: …".
+    ///
+    /// A read-only database refuses it with [`Error::ReadOnly`].
     pub fn checkpoint(&self) -> Result<()> {
         self.inner.check()?;
+        if self.inner.options.read_only {
+            return Err(Error::ReadOnly);
+        }
         self.inner.checkpoint_now()
     }
 
@@ -527,8 +690,19 @@ impl Database {
 
     /// Checkpoints, then checks every table (levels, key order, separators, leaf chain)
     /// and reads every page of the data file back from disk to verify its checksum.
+    ///
+    /// Read-only, it cannot checkpoint: it checks the tables as they are (with what
+    /// recovery changed in memory) and skips on disk the pages recovery changed, whose
+    /// disk image the log supersedes.
     pub fn verify(&self) -> Result<VerifyReport> {
-        self.checkpoint()?;
+        let superseded: std::collections::HashSet<PageId> = if self.inner.options.read_only {
+            self.inner.check()?;
+            let dirty = self.inner.store.pool.dirty_pages();
+            dirty.into_iter().map(|(p, _)| p).collect()
+        } else {
+            self.checkpoint()?;
+            Default::default()
+        };
         let inner = &self.inner;
         let mut report = VerifyReport::default();
         let catalog = inner.store.tree_latch(PageId::CATALOG);
@@ -546,6 +720,9 @@ impl Database {
         };
         let mut buf = vec![0u8; inner.store.page_size];
         for id in 0..count {
+            if superseded.contains(&PageId(id)) {
+                continue;
+            }
             inner.store.pool.read_disk(PageId(id), &mut buf)?;
             if !page::checksum_ok(&buf) {
                 return Err(Error::Corruption(format!(

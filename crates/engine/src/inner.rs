@@ -47,7 +47,8 @@ pub(crate) struct Inner {
     /// failed open must do nothing that can fail or panic and mask the real error).
     pub(crate) opened: AtomicBool,
     pub(crate) closed: AtomicBool,
-    pub(crate) _lock: Box<dyn LockGuard>,
+    /// `None` only for a read-only database in a directory without a `LOCK` file.
+    pub(crate) _lock: Option<Box<dyn LockGuard>>,
 }
 
 impl Inner {
@@ -95,7 +96,7 @@ impl Inner {
     /// Called by committing threads: wakes the background checkpointer if a checkpoint
     /// is due. Never runs one on the calling thread.
     pub(crate) fn maybe_checkpoint(&self) {
-        if self.checkpoint_due(false).is_some() {
+        if !self.options.read_only && self.checkpoint_due(false).is_some() {
             self.checkpointer.notify();
         }
     }
@@ -134,7 +135,10 @@ impl Inner {
             return Ok(());
         }
         self.checkpointer.stop();
-        let r = if self.opened.load(Ordering::Acquire) && self.check().is_ok() {
+        let r = if self.opened.load(Ordering::Acquire)
+            && !self.options.read_only
+            && self.check().is_ok()
+        {
             self.checkpoint_now()
         } else {
             Ok(())

@@ -98,6 +98,7 @@ mod inner;
 mod key_range;
 mod lock;
 mod log_record;
+mod log_sink;
 mod options;
 mod page;
 mod recovery;

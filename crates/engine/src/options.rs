@@ -122,6 +122,10 @@ pub struct Options {
     pub checkpoint_interval: Duration,
     /// How transactions commit.
     pub commit: CommitProtocol,
+    /// Open the database read-only ([`crate::Builder::read_only`]): nothing on disk is
+    /// created or changed, and every write fails with
+    /// [`Error::ReadOnly`](crate::Error::ReadOnly).
+    pub read_only: bool,
 }
 
 impl Default for Options {
@@ -134,6 +138,7 @@ impl Default for Options {
             checkpoint_log_bytes: 64 << 20,
             checkpoint_interval: Duration::from_secs(30),
             commit: CommitProtocol::default(),
+            read_only: false,
         }
     }
 }
@@ -158,6 +163,7 @@ impl Options {
             checkpoint_log_bytes: 128 << 10,
             checkpoint_interval: Duration::from_secs(30),
             commit: CommitProtocol::default(),
+            read_only: false,
         }
     }
 

@@ -16,9 +16,10 @@ use crate::buffer_pool::{BufferPool, PageWrite};
 use crate::error::Result;
 use crate::ids::PageId;
 use crate::log_record::Record;
+use crate::log_sink::LogSink;
 use crate::options::Limits;
 use parking_lot::{Mutex, RwLock};
-use sluice_wal::{Appended, Log};
+use sluice_wal::Appended;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -30,7 +31,9 @@ pub(crate) type TreeLatch = RwLock<()>;
 /// The buffer pool, the log, and what logging a page change needs.
 pub(crate) struct Store {
     pub(crate) pool: BufferPool,
-    pub(crate) log: Arc<Log>,
+    /// The log — through a sink that, for a read-only database, sends the records
+    /// recovery's undo writes nowhere (see [`LogSink`]).
+    pub(crate) log: Arc<LogSink>,
     pub(crate) page_size: usize,
     pub(crate) limits: Limits,
     /// The redo point of the last checkpoint (its begin record): a page whose last full
@@ -41,7 +44,12 @@ pub(crate) struct Store {
 }
 
 impl Store {
-    pub(crate) fn new(pool: BufferPool, log: Arc<Log>, page_size: usize, redo_point: u64) -> Store {
+    pub(crate) fn new(
+        pool: BufferPool,
+        log: Arc<LogSink>,
+        page_size: usize,
+        redo_point: u64,
+    ) -> Store {
         Store {
             pool,
             log,

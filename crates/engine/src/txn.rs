@@ -386,6 +386,9 @@ impl Transaction {
     /// latch (`btree/write.rs`), and if that lock is not free, waits for it with no
     /// latch held and starts over.
     fn write(&mut self, table: &Table, key: &[u8], new: Option<&[u8]>) -> Result<Option<Vec<u8>>> {
+        if self.db.options.read_only {
+            return Err(Error::ReadOnly);
+        }
         self.check_table(table)?;
         self.check_key(key, new)?;
         self.db.check()?;
@@ -450,7 +453,9 @@ impl Transaction {
         })
     }
 
-    /// Inserts or updates `key`; returns the previous value.
+    /// Inserts or updates `key`; returns the previous value. In a read-only database,
+    /// [`Error::ReadOnly`] (as for [`Transaction::delete`] and a
+    /// [`Transaction::retain`] that deletes).
     pub fn put(&mut self, table: &Table, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
         self.set(table, key, Some(value))
     }

@@ -3,8 +3,9 @@
 use crate::error::Result;
 use crate::ids::TxnId;
 use crate::log_record::{ActiveTxn, Record};
+use crate::log_sink::LogSink;
 use parking_lot::Mutex;
-use sluice_wal::{Appended, Log, Lsn};
+use sluice_wal::{Appended, Lsn};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -31,7 +32,7 @@ impl TxnShared {
     /// Appends the record `build(prev)` to the transaction's chain.
     pub(crate) fn append(
         &self,
-        log: &Log,
+        log: &LogSink,
         build: impl FnOnce(Option<Lsn>) -> Record,
     ) -> Result<Appended> {
         let mut c = self.chain.lock();

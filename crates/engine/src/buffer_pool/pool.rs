@@ -6,9 +6,10 @@ use crate::data_file::DataFile;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::log_record::Record;
+use crate::log_sink::LogSink;
 use crate::page;
 use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
-use sluice_wal::{Log, Lsn};
+use sluice_wal::Lsn;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -50,7 +51,11 @@ pub(crate) struct BufferPool {
     /// Read-locked by every hit; write-locked to change the map or pick a victim.
     table: RwLock<Table>,
     file: DataFile,
-    log: Arc<Log>,
+    log: Arc<LogSink>,
+    /// A read-only database's pool: it never writes a page back. A dirty frame (changed
+    /// by restart recovery in memory) is never a victim; when only dirty or pinned frames
+    /// are left, a fetch fails (`read_only_full`).
+    read_only: bool,
     /// The image floor F: a page is written only if its last full image is above F
     /// (otherwise one is logged first). F is the redo point of the last checkpoint whose
     /// data-file sync covers every write made before F was raised; only rises.
@@ -78,8 +83,9 @@ impl BufferPool {
         frames: usize,
         page_size: usize,
         file: DataFile,
-        log: Arc<Log>,
+        log: Arc<LogSink>,
         image_floor: Lsn,
+        read_only: bool,
     ) -> Self {
         assert!(frames >= 2);
         BufferPool {
@@ -90,6 +96,7 @@ impl BufferPool {
             }),
             file,
             log,
+            read_only,
             image_floor: AtomicU64::new(image_floor.0),
             write_gate: RwLock::new(()),
             poisoned: AtomicBool::new(false),
@@ -158,8 +165,15 @@ impl BufferPool {
             }
             let Some(i) = self.clock(&mut t) else {
                 drop(t);
+                if self.read_only && self.dirty_count() == self.frames.len() {
+                    // Nothing can ever free a frame: dirty ones stay for good.
+                    return Err(self.read_only_full());
+                }
                 let deadline = *deadline.get_or_insert_with(|| Instant::now() + FULL_WAIT);
                 if Instant::now() > deadline {
+                    if self.read_only && self.dirty_count() > 0 {
+                        return Err(self.read_only_full());
+                    }
                     return Err(Error::BufferPoolFull(self.frames.len()));
                 }
                 std::thread::sleep(Duration::from_micros(200));
@@ -232,12 +246,32 @@ impl BufferPool {
             if !f.page_id().is_some() {
                 return Some(i);
             }
+            if self.read_only && f.is_dirty() {
+                continue; // it cannot be written back
+            }
             if f.referenced.swap(false, Ordering::Relaxed) {
                 continue;
             }
             return Some(i);
         }
         None
+    }
+
+    /// Frames holding a dirty page.
+    fn dirty_count(&self) -> usize {
+        self.frames
+            .iter()
+            .filter(|f| f.page_id().is_some() && f.is_dirty())
+            .count()
+    }
+
+    /// The error of a read-only pool that has no frame left to load a page into.
+    fn read_only_full(&self) -> Error {
+        Error::InvalidArgument(format!(
+            "the buffer pool of {} pages is too small for this read-only database: {} of them hold pages that restart recovery changed in memory and a read-only database never writes back; open it with a larger pool (pool_pages) or read-write once, which recovers on disk",
+            self.frames.len(),
+            self.dirty_count()
+        ))
     }
 
     /// Maps frame `i` (pinned by us, clean) to `id` and reads the page in.
@@ -328,6 +362,9 @@ impl BufferPool {
     /// image is logged first (under the X latch) and the write starts over. Otherwise the
     /// sealed copy is written and CleanLSN advances.
     pub(crate) fn write_frame(&self, i: usize, wait: Wait) -> Result<bool> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
         self.check()?;
         if let Some(e) = self.log.poisoned() {
             // A page may hold a change whose record never reached the log.
@@ -429,6 +466,9 @@ impl BufferPool {
 
     /// Makes every page write so far durable.
     pub(crate) fn sync(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
         self.check()?;
         self.file.sync().map_err(|e| self.fail(e))
     }
