@@ -317,6 +317,9 @@ impl Database {
     /// before a file is created in it. An existing database whose log, checkpoint segment
     /// or data file is missing or shorter than the control file records fails with
     /// [`Error::Corruption`] naming the file.
+    ///
+    /// With [`Options::read_only`] it opens an existing database and changes nothing on
+    /// either storage (see [`Builder::read_only`](crate::Builder::read_only)).
     pub fn open_with_log(
         storage: Arc<dyn Storage>,
         dir: impl AsRef<Path>,
