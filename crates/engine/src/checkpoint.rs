@@ -13,7 +13,8 @@
 //! 4. Sync the data file: every change below R, and every write made before step 3, is
 //!    now on disk.
 //! 5. Append `EndCheckpoint` with the active transactions (first and last LSN) and the
-//!    dirty pages (recovery LSN), make it durable, replace the control file (temp file,
+//!    dirty pages (recovery LSN, or the page's last full image if older: see
+//!    `BufferPool::checkpoint_dirty_pages`), make it durable, replace the control file (temp file,
 //!    sync, rename, directory sync) to point at R, at the end record and at the
 //!    data-file length, then truncate the log below what recovery may still read: R, the
 //!    first record of every active transaction, and the recovery LSN of every dirty page.
@@ -133,7 +134,7 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
         begin: r,
         next_txn: cx.txns.next_id(),
         active: cx.txns.snapshot(),
-        dirty: store.pool.dirty_pages(),
+        dirty: store.pool.checkpoint_dirty_pages(),
     };
     // Recovery reads from the oldest of: the redo point, the first record of every active
     // transaction (undo), and the recovery LSN of every page still dirty (redo) — a page

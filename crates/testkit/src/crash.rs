@@ -111,11 +111,21 @@ fn run_txn(
     rng: &mut StdRng,
     tag: String,
     log: &Mutex<Vec<Outcome>>,
+    shape: Shape,
 ) -> Result<(), Error> {
-    let n = rng.gen_range(1..=4);
-    let mut picks: Vec<(usize, u32)> = (0..n)
-        .map(|_| (rng.gen_range(0..tables.len()), rng.gen_range(0..KEYS)))
-        .collect();
+    let mut picks: Vec<(usize, u32)> = if shape.run > 0 {
+        // A run of adjacent keys: many pages of one tree in one transaction.
+        let t = rng.gen_range(0..tables.len());
+        let start = rng.gen_range(0..shape.keys);
+        (start..start + shape.run)
+            .map(|k| (t, k % shape.keys))
+            .collect()
+    } else {
+        let n = rng.gen_range(1..=4);
+        (0..n)
+            .map(|_| (rng.gen_range(0..tables.len()), rng.gen_range(0..shape.keys)))
+            .collect()
+    };
     picks.sort_unstable();
     picks.dedup();
     let mut tx = db.begin();
@@ -272,9 +282,53 @@ pub enum CrashMode {
     /// Each thread runs its transactions and commits them step by step itself (strict
     /// two-phase locking, blocking on the log).
     Direct,
+    /// As `Direct`, with two threads whose transactions each write a run of 300
+    /// adjacent keys (of 1,000): every transaction dirties many more pages than the
+    /// 16-page pool holds, so pages are evicted mid-transaction, stay dirty across
+    /// checkpoints, and recovery's redo must evict too. (This found redo stamping
+    /// evicted pages with a full image's LSN and then skipping their later records.)
+    LongTransactions,
     /// Logical clients submit to an agent pool committing by this protocol (two agents
     /// for the pipelined protocols, one per client otherwise).
     Agents(CommitProtocol),
+}
+
+/// The size of a mode's workload.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    threads: usize,
+    txns: usize,
+    keys: u32,
+    /// Adjacent keys per transaction (0: one to four random keys).
+    run: u32,
+    crash_range: u64,
+}
+
+impl CrashMode {
+    fn shape(self) -> Shape {
+        let small = Shape {
+            threads: THREADS,
+            txns: TXNS_PER_THREAD,
+            keys: KEYS,
+            run: 0,
+            crash_range: CRASH_RANGE,
+        };
+        match self {
+            CrashMode::Direct => small,
+            CrashMode::Agents(CommitProtocol::Async) => Shape {
+                crash_range: ASYNC_CRASH_RANGE,
+                ..small
+            },
+            CrashMode::Agents(_) => small,
+            CrashMode::LongTransactions => Shape {
+                threads: 2,
+                txns: 6,
+                keys: 1000,
+                run: 300,
+                crash_range: 3000,
+            },
+        }
+    }
 }
 
 /// Candidates and acknowledgements collected from an agent-pool run.
@@ -461,7 +515,7 @@ fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
     opts.commit = match mode {
         CrashMode::Agents(p) => p,
         // Record, durable, release: strict two-phase locking.
-        CrashMode::Direct => CommitProtocol::Classic,
+        CrashMode::Direct | CrashMode::LongTransactions => CommitProtocol::Classic,
     };
     let options = || opts;
     let setup = (|| {
@@ -477,10 +531,7 @@ fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
         Err(e) => return res.fail(format!("setup failed: {e}")),
     };
     let outcomes = Mutex::new(Vec::new());
-    let range = match mode {
-        CrashMode::Agents(CommitProtocol::Async) => ASYNC_CRASH_RANGE,
-        _ => CRASH_RANGE,
-    };
+    let range = mode.shape().crash_range;
     match halt {
         Halt::PowerLoss | Halt::ReadErrorsInRecovery => sim.crash_at_op(rng.gen_range(1..=range)),
         Halt::KillThenPowerLoss => sim.kill_at_op(rng.gen_range(1..=range)),
@@ -504,7 +555,8 @@ fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
         }
     }
     let incarnation = sim.incarnation();
-    let seeds: Vec<u64> = (0..THREADS).map(|_| rng.gen()).collect();
+    let shape = mode.shape();
+    let seeds: Vec<u64> = (0..shape.threads).map(|_| rng.gen()).collect();
     if let CrashMode::Agents(p) = mode {
         *outcomes.lock().expect("outcome log") = run_agents(&db, &tables, p, &seeds, seed);
     } else {
@@ -513,10 +565,9 @@ fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
                 let (db, tables, outcomes) = (&db, &tables, &outcomes);
                 s.spawn(move || {
                     let mut rng = StdRng::seed_from_u64(ts);
-                    for i in 0..TXNS_PER_THREAD {
-                        if run_txn(db, tables, &mut rng, format!("{seed}.{t}.{i}"), outcomes)
-                            .is_err()
-                        {
+                    for i in 0..shape.txns {
+                        let tag = format!("{seed}.{t}.{i}");
+                        if run_txn(db, tables, &mut rng, tag, outcomes, shape).is_err() {
                             return;
                         }
                     }

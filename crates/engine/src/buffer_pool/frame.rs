@@ -31,6 +31,9 @@ pub(crate) struct Frame {
     pub(crate) clean_lsn: AtomicU64,
     /// The LSN of the first record that dirtied the page since it was last clean.
     pub(crate) rec_lsn: AtomicU64,
+    /// The page's image LSN (its last full image in the log), mirrored from the header
+    /// so a checkpoint can read it without latching.
+    pub(crate) image_lsn: AtomicU64,
     /// Serialises writes of this frame so an older image never lands after a newer one.
     pub(crate) io: Mutex<()>,
 }
@@ -47,6 +50,7 @@ impl Frame {
             page_lsn: AtomicU64::new(0),
             clean_lsn: AtomicU64::new(0),
             rec_lsn: AtomicU64::new(0),
+            image_lsn: AtomicU64::new(0),
             io: Mutex::new(()),
         }
     }

@@ -124,11 +124,15 @@ impl<'a> PageWrite<'a> {
             self.page_lsn()
         );
         page::set_image_lsn(&mut self.guard, lsn.0);
+        self.frame.image_lsn.store(lsn.0, Ordering::SeqCst);
     }
     /// Replaces the whole page with `bytes` (a validated image from the log); the
     /// caller stamps it with [`PageWrite::mark_dirty`].
     pub(crate) fn install(&mut self, bytes: &[u8]) {
         self.guard.copy_from_slice(bytes);
+        self.frame
+            .image_lsn
+            .store(page::image_lsn(bytes), Ordering::SeqCst);
         self.frame.valid.store(true, Ordering::Release);
     }
     /// Stamps the change made by the record `[lsn, end)`: PageLSN := end, and if the

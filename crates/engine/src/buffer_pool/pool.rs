@@ -10,6 +10,7 @@ use crate::log_sink::LogSink;
 use crate::page;
 use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 use sluice_wal::Lsn;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -60,6 +61,11 @@ pub(crate) struct BufferPool {
     /// (otherwise one is logged first). F is the redo point of the last checkpoint whose
     /// data-file sync covers every write made before F was raised; only rises.
     image_floor: AtomicU64,
+    /// Restart recovery's redo pass is running (`set_redo`).
+    redo: AtomicBool,
+    /// During the redo pass: the pages it has met a full image of in the part of the log
+    /// any recovery from the same checkpoint replays for them (`set_redo`).
+    redo_imaged: Mutex<HashSet<PageId>>,
     /// Held shared by every page write from reading the floor to the end of its
     /// `write_at`; exclusively by a checkpoint while it moves its redo point and the
     /// floor, so that no write straddles either move. Nobody waits for a latch while
@@ -98,6 +104,8 @@ impl BufferPool {
             log,
             read_only,
             image_floor: AtomicU64::new(image_floor.0),
+            redo: AtomicBool::new(false),
+            redo_imaged: Mutex::new(HashSet::new()),
             write_gate: RwLock::new(()),
             poisoned: AtomicBool::new(false),
             poison: Mutex::new(None),
@@ -147,6 +155,9 @@ impl BufferPool {
     pub(crate) fn fetch(&self, id: PageId) -> Result<PageRef<'_>> {
         assert!(id.is_some());
         let mut deadline = None;
+        // Victims given up in a row: a pool whose dirty pages cannot be written now (the
+        // redo pass's, see `set_redo`) waits, as a pool of pinned pages does.
+        let mut refused = 0;
         loop {
             // A hit needs the table shared only: pinning is atomic, and whoever changes
             // the map (or picks a victim, which must see its pin count at zero) holds it
@@ -163,7 +174,13 @@ impl BufferPool {
                 // Loaded by someone else since we looked.
                 continue;
             }
-            let Some(i) = self.clock(&mut t) else {
+            let victim = if refused >= self.frames.len() {
+                refused = 0;
+                None
+            } else {
+                self.clock(&mut t)
+            };
+            let Some(i) = victim else {
                 drop(t);
                 if self.read_only && self.dirty_count() == self.frames.len() {
                     // Nothing can ever free a frame: dirty ones stay for good.
@@ -196,6 +213,7 @@ impl BufferPool {
                     f.pin.fetch_sub(1, Ordering::AcqRel);
                     drop(t2);
                     written?;
+                    refused += 1;
                     continue;
                 }
                 if t2.map.contains_key(&id) {
@@ -310,6 +328,8 @@ impl BufferPool {
                 let lsn = if valid { page::page_lsn(&g) } else { 0 };
                 f.valid.store(valid, Ordering::Release);
                 f.rec_lsn.store(0, Ordering::SeqCst);
+                let image = if valid { page::image_lsn(&g) } else { 0 };
+                f.image_lsn.store(image, Ordering::SeqCst);
                 f.clean_lsn.store(lsn, Ordering::SeqCst);
                 f.page_lsn.store(lsn, Ordering::SeqCst);
                 f.state.store(STATE_READY, Ordering::Release);
@@ -378,6 +398,9 @@ impl BufferPool {
                 None => return Ok(false),
             },
         };
+        if self.redo.load(Ordering::Acquire) {
+            return self.write_during_redo(f);
+        }
         // Each round that does not write logs an image above the floor it saw; another
         // round is needed only if a whole checkpoint raised the floor past that image
         // meanwhile, so this ends.
@@ -434,6 +457,61 @@ impl BufferPool {
         }
     }
 
+    /// Restart recovery's redo pass runs with this set (`recovery::recover`). While it
+    /// is, a page write logs no full image, and a page the redo pass has not yet seen a
+    /// full image of in its part of the log is not written at all (the evictor picks
+    /// another victim).
+    ///
+    /// Why. An image logged now would go to the end of the log, after records the redo
+    /// pass has not applied to the page yet, and would stamp the page with its LSN: the
+    /// redo pass would then skip those records as already applied, and lose them (found
+    /// by a crash sweep with long transactions in a 16-page pool: pages dirty across a
+    /// checkpoint were evicted halfway through their redo). And a later recovery would
+    /// install that image, older in content than records before it. So redo writes pages
+    /// as they are. That is safe against a torn write (a crash during this recovery)
+    /// only if the next recovery, which reads the same part of the log, finds a full
+    /// image of the page to restart from: hence the second rule. Pages changed after the
+    /// checkpoint have one (the first change after a redo point logs it); the exceptions
+    /// are pages dirty since before the checkpoint, which were all in the pool at the
+    /// crash and fit it again.
+    pub(crate) fn set_redo(&self, on: bool) {
+        self.redo.store(on, Ordering::Release);
+        if !on {
+            self.redo_imaged.lock().clear();
+        }
+    }
+
+    /// During the redo pass: it met a full image of `id` in the part of the log it
+    /// replays for the page, so the page may be written (`set_redo`).
+    pub(crate) fn redo_met_image(&self, id: PageId) {
+        self.redo_imaged.lock().insert(id);
+    }
+
+    /// `write_frame` during the redo pass (see `set_redo`).
+    fn write_during_redo(&self, f: &Frame) -> Result<bool> {
+        let g = f.latch.read();
+        if !f.is_dirty() {
+            return Ok(true);
+        }
+        if !self.redo_imaged.lock().contains(&f.page_id()) {
+            return Ok(false);
+        }
+        let (id, mut copy, lsn) = (f.page_id(), g.to_vec(), f.page_lsn.load(Ordering::SeqCst));
+        drop(g);
+        // Redo appends nothing: every record it applied is durable already.
+        let durable = self.log.durable_lsn();
+        assert!(
+            durable.0 >= lsn,
+            "write-ahead rule: page {id} at {lsn} but log durable only to {durable}"
+        );
+        page::seal(&mut copy);
+        debug_assert_eq!(page::validate(&copy, id).map(|_| ()), Ok(()));
+        self.file.write(id, &copy).map_err(|e| self.fail(e))?;
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        f.clean_lsn.fetch_max(lsn, Ordering::SeqCst);
+        Ok(true)
+    }
+
     /// Logs the X-latched page's current image and stamps the page with it (PageLSN
     /// and image LSN). The one place an image of an existing page is logged.
     pub(crate) fn log_full_image(&self, w: &mut PageWrite<'_>) -> Result<()> {
@@ -480,6 +558,27 @@ impl BufferPool {
             .iter()
             .filter(|f| f.page_id().is_some() && f.is_dirty())
             .map(|f| (f.page_id(), Lsn(f.rec_lsn.load(Ordering::SeqCst))))
+            .collect()
+    }
+
+    /// The dirty-page table a checkpoint records: each dirty page with the LSN redo
+    /// must start from for it — its recovery LSN, or its last full image if that is
+    /// older. Starting at the image means any recovery from this checkpoint replays a
+    /// full image of every page it may write, so that the redo pass can write them
+    /// without logging images of its own (`set_redo`); it also keeps that image in the
+    /// log. The image is after the previous checkpoint's redo point (the first change
+    /// after a redo point logs one), so this keeps at most one checkpoint interval more.
+    pub(crate) fn checkpoint_dirty_pages(&self) -> Vec<(PageId, Lsn)> {
+        let _t = self.table.read();
+        self.frames
+            .iter()
+            .filter(|f| f.page_id().is_some() && f.is_dirty())
+            .map(|f| {
+                let rec = f.rec_lsn.load(Ordering::SeqCst);
+                let image = f.image_lsn.load(Ordering::SeqCst);
+                let from = if image > 0 { rec.min(image) } else { rec };
+                (f.page_id(), Lsn(from))
+            })
             .collect()
     }
 

@@ -95,7 +95,12 @@ pub(crate) fn recover(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<R
         ..RecoveryReport::default()
     };
     cx.txns.advance(a.next_txn);
-    let (redone, restored) = redo::run(cx, &a)?;
+    // No full images while redo runs, and no writes of pages without one in reach
+    // (`BufferPool::set_redo`).
+    cx.store.pool.set_redo(true);
+    let redo = redo::run(cx, &a);
+    cx.store.pool.set_redo(false);
+    let (redone, restored) = redo?;
     report.redone = redone;
     report.restored_pages = restored;
     report.created = format_if_new(cx, control.is_some())?;

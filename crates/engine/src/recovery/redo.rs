@@ -53,6 +53,9 @@ impl Redo<'_> {
         }
         let p = self.cx.store.pool.fetch(page)?;
         let mut w = p.write();
+        // This image is in the part of the log any recovery from this checkpoint
+        // replays for the page: the page may be written during redo from now on.
+        self.cx.store.pool.redo_met_image(page);
         let valid = w.is_valid();
         if valid && w.page_lsn() >= end.0 {
             return Ok(());
