@@ -154,7 +154,6 @@ impl FlushDaemon {
             let seg = segment::segment_start(at, seg_bytes);
             if self.current.as_ref().map(|c| c.0) != Some(seg) {
                 let next = s.preparer.obtain(&s, seg)?;
-                s.preparer.request(seg.add(seg_bytes));
                 if let Some((_, old)) = self.current.replace((seg, next)) {
                     if let Some(unsynced) = self.previous.replace(old) {
                         unsynced.sync_data()?;
@@ -162,6 +161,8 @@ impl FlushDaemon {
                 }
             }
             let piece = (seg.0 + seg_bytes).min(to.0) - at.0;
+            // Never write past the file's zero-filled, synced extent (the preparer's).
+            s.preparer.reserve(&s, seg, at.0 + piece - seg.0)?;
             let file = &self.current.as_ref().unwrap().1;
             file.write_at(
                 &self.staging[off..off + piece as usize],

@@ -162,7 +162,7 @@ impl Shared {
         self.poisoned.load(Ordering::Acquire)
     }
 
-    fn poison_error(&self) -> Option<WalError> {
+    pub(crate) fn poison_error(&self) -> Option<WalError> {
         if self.is_poisoned() {
             self.poison.lock().clone().map(WalError::Poisoned)
         } else {
