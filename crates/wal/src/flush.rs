@@ -83,16 +83,14 @@ impl FlushDaemon {
                     let left = gc
                         .max_delay
                         .saturating_sub(now.duration_since(self.pending_since.unwrap()));
-                    s.buffer.core.flusher.park_timeout(left, || self.wanted());
+                    s.buffer.core.flush.park_timeout(left, || self.wanted());
                 } else {
                     // Nothing pending: sleep until an insert, a wait or a request wakes us.
-                    s.buffer.core.flusher_idle.store(true, Ordering::SeqCst);
-                    s.buffer.core.flusher.park(|| {
+                    s.buffer.core.flush.park_idle(|| {
                         s.buffer.released() > written
                             || s.sync_requested.load(Ordering::Acquire) != sync_done
                             || s.closing.load(Ordering::Acquire)
                     });
-                    s.buffer.core.flusher_idle.store(false, Ordering::SeqCst);
                 }
                 continue;
             }

@@ -17,6 +17,7 @@
 mod buffer;
 mod error;
 mod flush;
+mod flush_signal;
 pub mod frame;
 mod log;
 mod lsn;

@@ -34,6 +34,7 @@ mod ring;
 mod turns;
 
 use crate::error::{Result, WalError};
+use crate::flush_signal::FlushSignal;
 use crate::frame;
 use crate::sync::{fence, AtomicBool, AtomicU64, Ordering};
 use crate::wait::Parker;
@@ -209,12 +210,8 @@ pub(crate) struct BufferCore {
     space: Parker,
     /// Threads parked until `released` reaches their turn (see `turns`).
     turns: turns::Turns,
-    /// The flush side waits here for work; inserters wake it when it is idle.
-    pub(crate) flusher: Parker,
-    /// True while the flush side sleeps without a deadline and must be woken by releases.
-    pub(crate) flusher_idle: CachePadded<AtomicBool>,
-    /// Release beyond this many pending bytes wakes the flush side (group-commit `L`).
-    pub(crate) wake_bytes: AtomicU64,
+    /// The flush side's signal: releases and inserters short of space ring it.
+    pub(crate) flush: FlushSignal,
 }
 
 impl BufferCore {
@@ -237,9 +234,7 @@ impl BufferCore {
             stopped: AtomicBool::new(false),
             space: Parker::new(),
             turns: turns::Turns::new(),
-            flusher: Parker::new(),
-            flusher_idle: CachePadded::new(AtomicBool::new(false)),
-            wake_bytes: AtomicU64::new(u64::MAX),
+            flush: FlushSignal::new(),
         }
     }
 
@@ -324,7 +319,7 @@ impl BufferCore {
             return Ok(());
         }
         // The flush side may be asleep with nothing due; it must free space now.
-        self.flusher.notify_all();
+        self.flush.request();
         self.space.wait_until(|| room() || self.is_stopped());
         if room() {
             Ok(())
@@ -401,18 +396,11 @@ impl BufferCore {
     }
 
     fn after_release(&self) {
-        // Wake the flush side only when it sleeps with nothing due, or when enough bytes
-        // are pending to meet the group-commit byte threshold; otherwise it finds the new
-        // bytes on its own schedule and the insert path stays cheaper. (The caller issued
-        // the fence that orders this check after the new position: a flush side that set
-        // `flusher_idle` and then found nothing released is seen here.)
-        let end = self.released.load(Ordering::Relaxed);
-        let wake_bytes = self.wake_bytes.load(Ordering::Relaxed);
-        if self.flusher_idle.load(Ordering::SeqCst)
-            || (wake_bytes != u64::MAX && end - self.durable.load(Ordering::Relaxed) >= wake_bytes)
-        {
-            self.flusher.notify_all();
-        }
+        // (The caller issued the fence that orders this after the new position.)
+        self.flush.released(
+            self.released.load(Ordering::Relaxed),
+            self.durable.load(Ordering::Relaxed),
+        );
     }
 
     /// Copies the released bytes `[from, to)` into `out` (appending).
@@ -445,7 +433,7 @@ impl BufferCore {
     pub(crate) fn stop(&self) {
         self.stopped.store(true, Ordering::SeqCst);
         self.space.notify_all();
-        self.flusher.notify_all();
+        self.flush.request();
         self.turns.wake_all();
     }
 }
@@ -565,13 +553,11 @@ impl LogBuffer {
     /// Waits until something beyond `past` is released, the buffer is stopped, or
     /// `timeout` passes; returns the released position. For flush sides.
     pub fn wait_released(&self, past: Lsn, timeout: std::time::Duration) -> Lsn {
-        self.core.flusher_idle.store(true, Ordering::SeqCst);
-        self.core.flusher.park_timeout(timeout, || {
+        self.core.flush.park_idle_timeout(timeout, || {
             self.core.released() > past
                 || self.core.space_wanted()
                 || self.core.stopped.load(Ordering::Acquire)
         });
-        self.core.flusher_idle.store(false, Ordering::SeqCst);
         self.core.released()
     }
 
