@@ -270,7 +270,7 @@ pub struct Appended {
 ///
 /// let log = Log::open(storage, "/db/log", LogOptions::default()).unwrap();
 /// let records: Vec<_> = log.read_from(log.start_lsn()).unwrap()
-///     .map(|r| r.unwrap().1).collect();
+///     .map(|r| r.unwrap().payload).collect();
 /// assert_eq!(records, vec![b"hello".to_vec()]);
 /// ```
 pub struct Log {

@@ -101,10 +101,24 @@ impl SegmentWindow {
     }
 }
 
+/// A record read back from the log: where its frame lies and its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadRecord {
+    /// The record's LSN (its frame's first byte).
+    pub lsn: Lsn,
+    /// The position just past its frame, as [`crate::Appended::end`] gave it: the LSN a
+    /// page stamped with this record's change carries, and the durable position that
+    /// covers it. Readers take it from here rather than recompute the framing.
+    pub end: Lsn,
+    /// The record's bytes.
+    pub payload: Vec<u8>,
+}
+
 /// Iterates the records of a log from an LSN up to a limit, in LSN order.
 ///
-/// Yields `(lsn, payload)`. Stops at the limit; a frame that does not verify before the
-/// limit is reported as [`WalError::Corruption`] (the limit is durable data).
+/// Yields a [`ReadRecord`] for each. Stops at the limit; a frame that does not verify
+/// before the limit is reported as [`WalError::Corruption`] with its LSN (the limit is
+/// durable data).
 pub struct LogReader {
     window: SegmentWindow,
     segment_bytes: u64,
@@ -135,7 +149,7 @@ impl LogReader {
         self.pos
     }
 
-    fn step(&mut self) -> Result<Option<(Lsn, Vec<u8>)>> {
+    fn step(&mut self) -> Result<Option<ReadRecord>> {
         loop {
             if self.pos >= self.limit {
                 return Ok(None);
@@ -145,9 +159,14 @@ impl LogReader {
                 Decoded::Record {
                     payload, frame_len, ..
                 } => {
-                    let p = payload.to_vec();
+                    let payload = payload.to_vec();
+                    debug_assert_eq!(frame_len, frame::frame_len(payload.len()));
                     self.pos = at.add(frame_len);
-                    return Ok(Some((at, p)));
+                    return Ok(Some(ReadRecord {
+                        lsn: at,
+                        end: self.pos,
+                        payload,
+                    }));
                 }
                 Decoded::Padding { frame_len } => self.pos = at.add(frame_len),
                 Decoded::Invalid(why) => {
@@ -166,7 +185,7 @@ impl LogReader {
 }
 
 impl Iterator for LogReader {
-    type Item = Result<(Lsn, Vec<u8>)>;
+    type Item = Result<ReadRecord>;
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed {
             return None;
