@@ -12,7 +12,7 @@
 //! commits that arrive during one sync share the next.
 
 use crate::error::WalError;
-use crate::log::Shared;
+use crate::log::{GroupCommit, Shared};
 use crate::segment;
 use crate::sync::Ordering;
 use crate::Lsn;
@@ -67,31 +67,30 @@ impl FlushDaemon {
             if pending && self.pending_since.is_none() {
                 self.pending_since = Some(now);
             }
-            // An inserter waiting for ring space is a reason to flush only if there are
-            // released bytes to free; otherwise the round would be an empty sync, repeated
-            // until someone releases (the release wakes the daemon).
-            let due = sync_wanted != sync_done
-                || closing
-                || (pending && s.buffer.core.space_wanted())
-                || (pending
-                    && (s.waiters.outstanding.load(Ordering::SeqCst) >= gc.max_waiters.max(1)
-                        || released.0 - written.0 >= gc.max_bytes
-                        || now.duration_since(self.pending_since.unwrap()) >= gc.max_delay));
+            let due = flush_due(
+                &FlushWants {
+                    pending_bytes: released.0 - written.0,
+                    pending_for: self.pending_since.map_or(Duration::ZERO, |t| now - t),
+                    waiters: s.waiters.outstanding.load(Ordering::SeqCst),
+                    space_wanted: s.buffer.core.space_wanted(),
+                    sync_requested: sync_wanted != sync_done,
+                    closing,
+                },
+                gc,
+            );
             if !due {
                 if pending {
                     let left = gc
                         .max_delay
                         .saturating_sub(now.duration_since(self.pending_since.unwrap()));
-                    s.buffer.core.flusher.park_timeout(left, || self.wanted());
+                    s.buffer.core.flush.park_timeout(left, || self.wanted());
                 } else {
                     // Nothing pending: sleep until an insert, a wait or a request wakes us.
-                    s.buffer.core.flusher_idle.store(true, Ordering::SeqCst);
-                    s.buffer.core.flusher.park(|| {
+                    s.buffer.core.flush.park_idle(|| {
                         s.buffer.released() > written
                             || s.sync_requested.load(Ordering::Acquire) != sync_done
                             || s.closing.load(Ordering::Acquire)
                     });
-                    s.buffer.core.flusher_idle.store(false, Ordering::SeqCst);
                 }
                 continue;
             }
@@ -130,14 +129,22 @@ impl FlushDaemon {
         s.buffer.released().max(released)
     }
 
-    /// True if a timed park should end early.
+    /// True if a timed park should end early: a flush is due (the deadline itself ends
+    /// the park, so time is left out).
     fn wanted(&self) -> bool {
         let s = &*self.shared;
-        s.waiters.outstanding.load(Ordering::SeqCst) >= s.options.group_commit.max_waiters.max(1)
-            || s.buffer.core.space_wanted()
-            || s.closing.load(Ordering::Acquire)
-            || s.sync_requested.load(Ordering::Acquire) != s.sync_done.load(Ordering::Acquire)
-            || s.buffer.released().0 - s.buffer.written().0 >= s.options.group_commit.max_bytes
+        flush_due(
+            &FlushWants {
+                pending_bytes: s.buffer.released().0 - s.buffer.written().0,
+                pending_for: Duration::ZERO,
+                waiters: s.waiters.outstanding.load(Ordering::SeqCst),
+                space_wanted: s.buffer.core.space_wanted(),
+                sync_requested: s.sync_requested.load(Ordering::Acquire)
+                    != s.sync_done.load(Ordering::Acquire),
+                closing: s.closing.load(Ordering::Acquire),
+            },
+            &s.options.group_commit,
+        )
     }
 
     /// Writes and syncs `[from, to)`; syncs even when the range is empty (an explicit
@@ -154,7 +161,6 @@ impl FlushDaemon {
             let seg = segment::segment_start(at, seg_bytes);
             if self.current.as_ref().map(|c| c.0) != Some(seg) {
                 let next = s.preparer.obtain(&s, seg)?;
-                s.preparer.request(seg.add(seg_bytes));
                 if let Some((_, old)) = self.current.replace((seg, next)) {
                     if let Some(unsynced) = self.previous.replace(old) {
                         unsynced.sync_data()?;
@@ -162,6 +168,8 @@ impl FlushDaemon {
                 }
             }
             let piece = (seg.0 + seg_bytes).min(to.0) - at.0;
+            // Never write past the file's zero-filled, synced extent (the preparer's).
+            s.preparer.reserve(&s, seg, at.0 + piece - seg.0)?;
             let file = &self.current.as_ref().unwrap().1;
             file.write_at(
                 &self.staging[off..off + piece as usize],
@@ -198,3 +206,145 @@ impl FlushDaemon {
 
 /// How long the daemon may wait before flushing pending bytes nobody waits for.
 pub(crate) const DEFAULT_MAX_DELAY: Duration = Duration::from_millis(1);
+
+/// What the flush daemon knows when it decides whether to start a round.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct FlushWants {
+    /// Released bytes not yet written (`released - written`).
+    pub(crate) pending_bytes: u64,
+    /// How long bytes have been pending (zero if none are).
+    pub(crate) pending_for: Duration,
+    /// Waits outstanding: blocked committers and registered callbacks.
+    pub(crate) waiters: usize,
+    /// Some inserter waits for ring space.
+    pub(crate) space_wanted: bool,
+    /// An explicit sync was requested and is not done.
+    pub(crate) sync_requested: bool,
+    /// The log is closing (it drains what is pending, then stops).
+    pub(crate) closing: bool,
+}
+
+/// Whether a flush round is due (Aether §4.1): an explicit sync or closing always; with
+/// bytes pending, `X` waits outstanding, `L` bytes pending, bytes pending for `T`, or an
+/// inserter waiting for ring space, whichever comes first.
+///
+/// Without pending bytes only a sync or closing calls for a round: an inserter waiting
+/// for space would otherwise get an empty sync, repeated until someone releases (the
+/// release wakes the daemon), and waiters whose records are already written only need
+/// the sync in progress.
+pub(crate) fn flush_due(w: &FlushWants, gc: &GroupCommit) -> bool {
+    if w.sync_requested || w.closing {
+        return true;
+    }
+    w.pending_bytes > 0
+        && (w.space_wanted
+            || w.waiters >= gc.max_waiters.max(1)
+            || w.pending_bytes >= gc.max_bytes
+            || w.pending_for >= gc.max_delay)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gc() -> GroupCommit {
+        GroupCommit {
+            max_waiters: 3,
+            max_bytes: 1000,
+            max_delay: Duration::from_millis(5),
+        }
+    }
+
+    fn pending() -> FlushWants {
+        FlushWants {
+            pending_bytes: 10,
+            pending_for: Duration::from_millis(1),
+            ..FlushWants::default()
+        }
+    }
+
+    #[test]
+    fn nothing_pending_and_nothing_asked_is_not_due() {
+        assert!(!flush_due(&FlushWants::default(), &gc()));
+        assert!(!flush_due(&pending(), &gc()), "below every threshold");
+    }
+
+    #[test]
+    fn a_sync_request_or_closing_is_due_even_with_nothing_pending() {
+        let sync = FlushWants {
+            sync_requested: true,
+            ..FlushWants::default()
+        };
+        let closing = FlushWants {
+            closing: true,
+            ..FlushWants::default()
+        };
+        assert!(flush_due(&sync, &gc()));
+        assert!(flush_due(&closing, &gc()));
+    }
+
+    #[test]
+    fn each_threshold_alone_makes_pending_bytes_due() {
+        let gc = gc();
+        let waiters = FlushWants {
+            waiters: 3,
+            ..pending()
+        };
+        let bytes = FlushWants {
+            pending_bytes: 1000,
+            ..pending()
+        };
+        let delay = FlushWants {
+            pending_for: Duration::from_millis(5),
+            ..pending()
+        };
+        let space = FlushWants {
+            space_wanted: true,
+            ..pending()
+        };
+        for (name, w) in [("X", waiters), ("L", bytes), ("T", delay), ("space", space)] {
+            assert!(flush_due(&w, &gc), "{name}");
+        }
+        assert!(!flush_due(
+            &FlushWants {
+                waiters: 2,
+                ..pending()
+            },
+            &gc
+        ));
+        assert!(!flush_due(
+            &FlushWants {
+                pending_bytes: 999,
+                ..pending()
+            },
+            &gc
+        ));
+    }
+
+    #[test]
+    fn waiters_or_space_without_pending_bytes_are_not_due() {
+        let w = FlushWants {
+            waiters: 100,
+            space_wanted: true,
+            pending_for: Duration::from_secs(1),
+            ..FlushWants::default()
+        };
+        assert!(!flush_due(&w, &gc()));
+    }
+
+    #[test]
+    fn zero_waiters_threshold_means_one() {
+        let gc = GroupCommit {
+            max_waiters: 0,
+            ..gc()
+        };
+        assert!(!flush_due(&pending(), &gc));
+        assert!(flush_due(
+            &FlushWants {
+                waiters: 1,
+                ..pending()
+            },
+            &gc
+        ));
+    }
+}

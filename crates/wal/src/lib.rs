@@ -17,6 +17,7 @@
 mod buffer;
 mod error;
 mod flush;
+mod flush_signal;
 pub mod frame;
 mod log;
 mod lsn;
@@ -33,7 +34,7 @@ pub use error::{Result, WalError};
 pub use log::{Appended, GroupCommit, Log, LogOptions, LogStats};
 pub use lsn::Lsn;
 pub use notify::{DurableCallback, DurableFuture};
-pub use reader::LogReader;
+pub use reader::{LogReader, ReadRecord};
 pub use recovery::RecoveryInfo;
 
 /// Internals the loom models (`tests/loom.rs`) check directly; absent from normal builds.

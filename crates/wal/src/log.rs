@@ -134,8 +134,8 @@ impl Shared {
         )?;
         buffer
             .core
-            .wake_bytes
-            .store(options.group_commit.max_bytes, Ordering::Relaxed);
+            .flush
+            .set_wake_bytes(options.group_commit.max_bytes);
         Ok(Arc::new(Shared {
             storage,
             dir,
@@ -162,7 +162,7 @@ impl Shared {
         self.poisoned.load(Ordering::Acquire)
     }
 
-    fn poison_error(&self) -> Option<WalError> {
+    pub(crate) fn poison_error(&self) -> Option<WalError> {
         if self.is_poisoned() {
             self.poison.lock().clone().map(WalError::Poisoned)
         } else {
@@ -270,7 +270,7 @@ pub struct Appended {
 ///
 /// let log = Log::open(storage, "/db/log", LogOptions::default()).unwrap();
 /// let records: Vec<_> = log.read_from(log.start_lsn()).unwrap()
-///     .map(|r| r.unwrap().1).collect();
+///     .map(|r| r.unwrap().payload).collect();
 /// assert_eq!(records, vec![b"hello".to_vec()]);
 /// ```
 pub struct Log {
@@ -425,7 +425,7 @@ impl Log {
         self.refuse_if_read_only()?;
         s.check_wait()?;
         s.waiters.outstanding.fetch_add(1, Ordering::SeqCst);
-        s.buffer.core.flusher.notify_all();
+        s.request_flush();
         s.waiters.block_until(lsn, || {
             s.buffer.durable() >= lsn || s.is_poisoned() || s.daemon_gone()
         });
@@ -452,7 +452,7 @@ impl Log {
             return callback(Err(e));
         }
         s.waiters.register(lsn, callback);
-        s.buffer.core.flusher.notify_all();
+        s.request_flush();
         // The daemon may have published past `lsn`, or failed, between the check and the
         // registration; sweep so the callback is not stranded.
         let durable = s.buffer.durable();
@@ -482,7 +482,7 @@ impl Log {
         let s = &*self.shared;
         s.check()?;
         let ticket = s.sync_requested.fetch_add(1, Ordering::AcqRel) + 1;
-        s.buffer.core.flusher.notify_all();
+        s.request_flush();
         s.sync_done_parker.wait_until(|| {
             s.sync_done.load(Ordering::Acquire) >= ticket || s.is_poisoned() || s.daemon_gone()
         });
@@ -623,7 +623,7 @@ impl Log {
         };
         let s = &*self.shared;
         s.closing.store(true, Ordering::Release);
-        s.buffer.core.flusher.notify_all();
+        s.request_flush();
         if handle.thread().id() == std::thread::current().id() {
             // Closed from a durable callback running on the daemon (it dropped the last
             // owner of this log): the daemon cannot join itself. It sees `closing` and
@@ -675,6 +675,12 @@ impl Shared {
             return Err(WalError::Closed);
         }
         Ok(())
+    }
+
+    /// Wakes the flush daemon after changing what it decides on (a wait counted, a sync
+    /// requested, closing): the one way anything outside the buffer asks for a flush.
+    pub(crate) fn request_flush(&self) {
+        self.buffer.core.flush.request();
     }
 
     /// True once the daemon has stopped for good (closing and drained).

@@ -1,26 +1,73 @@
-//! The segment preparer: a background thread that creates (zero-fills, syncs, renames)
-//! the next segment while the flush daemon is still filling the current one, so a
-//! rollover costs the daemon an `open`, not the write of a whole segment.
+//! The segment preparer: a background thread that does all of the log's zero-filling, so
+//! that the flush daemon, whose rounds commits wait for, never does.
+//!
+//! A segment file holds the segment's first `extent` bytes, zero-filled and synced (see
+//! the `segment` module docs). The preparer
+//!
+//! * creates the segment the daemon is about to need: on demand at the small
+//!   [`segment::initial_extent`] (a new log's first segment, or the first one after a
+//!   recovery), or ahead, at full size, once the daemon has filled half of the current one
+//!   (a log that fills half a segment is busy enough to fill the next, and the zero-fill
+//!   then happens while the current one fills; an idle database never pays for it);
+//! * extends the current segment's file ahead of the daemon, doubling its extent each
+//!   time the daemon has written into the second half of it.
+//!
+//! The daemon writes only below the extent the preparer has published, which is synced
+//! before it is published: a log write never changes a file's size, and a crash in the
+//! middle of an extension leaves bytes past the published extent that never held log
+//! data. If the daemon outruns the preparer, it parks on the preparer's condition
+//! variable until the extension it needs is published.
 
-use crate::error::Result;
+use crate::error::{Result, WalError};
 use crate::log::Shared;
 use crate::segment;
-use crate::sync::{Condvar, Mutex};
+use crate::sync::{Condvar, Mutex, MutexGuard};
 use crate::Lsn;
 use sluice_storage::FileHandle;
 use std::sync::Arc;
 
+/// A piece of work for the preparer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Job {
+    /// Create segment `start` with `extent` data bytes.
+    Create { start: Lsn, extent: u64 },
+    /// Zero-fill the data bytes `[from, to)` of segment `start`.
+    Extend { start: Lsn, from: u64, to: u64 },
+}
+
 #[derive(Default)]
 struct State {
-    /// The segment to prepare next.
-    want: Option<Lsn>,
-    /// The segment being prepared now.
-    busy: Option<Lsn>,
+    /// The segment the daemon writes and its published extent: data bytes zero-filled and
+    /// durable, below which a log write needs only an `fdatasync`.
+    current: Option<(Lsn, u64)>,
+    /// The extent the daemon asked the current segment to reach.
+    target: u64,
+    /// The segment to create next, and the extent to create it with.
+    create: Option<(Lsn, u64)>,
+    /// What the preparer is doing now.
+    busy: Option<Job>,
     stop: bool,
 }
 
-/// The preparer's queue (one segment ahead is enough: a segment takes far longer to fill
-/// than to zero).
+impl State {
+    /// The next job, most urgent first: the daemon may be parked on an extension.
+    fn next_job(&mut self) -> Option<Job> {
+        if let Some((start, extent)) = self.current {
+            if self.target > extent {
+                return Some(Job::Extend {
+                    start,
+                    from: extent,
+                    to: self.target,
+                });
+            }
+        }
+        self.create
+            .take()
+            .map(|(start, extent)| Job::Create { start, extent })
+    }
+}
+
+/// The preparer's queue and the current segment's extent.
 #[derive(Default)]
 pub(crate) struct Preparer {
     state: Mutex<State>,
@@ -28,64 +75,148 @@ pub(crate) struct Preparer {
 }
 
 impl Preparer {
-    /// Asks for `start` to be prepared (if it does not exist yet).
-    pub(crate) fn request(&self, start: Lsn) {
-        let mut s = self.state.lock();
-        if s.busy != Some(start) {
-            s.want = Some(start);
-            drop(s);
-            self.cv.notify_all();
-        }
-    }
-
-    /// Stops the thread after the segment in progress.
+    /// Stops the thread after the job in progress. From then on the daemon (only still
+    /// running while the log closes) does its own preparing.
     pub(crate) fn stop(&self) {
         self.state.lock().stop = true;
         self.cv.notify_all();
     }
 
-    /// The segment file for `start`: prepared (waiting for the preparer if it is on it
-    /// right now) or created here.
+    /// Parks the daemon until the preparer's state changes; fails if the log is poisoned
+    /// (the preparer's own failure is one way).
+    fn wait<'a>(&self, shared: &Shared, s: MutexGuard<'a, State>) -> Result<MutexGuard<'a, State>> {
+        if let Some(e) = shared.poison_error() {
+            return Err(e);
+        }
+        Ok(self.cv.wait(s))
+    }
+
+    /// The file of segment `start`, which the daemon is about to write: prepared ahead, or
+    /// created now by the preparer (the daemon parks meanwhile). Its extent becomes the
+    /// current one.
     pub(crate) fn obtain(&self, shared: &Shared, start: Lsn) -> Result<Box<dyn FileHandle>> {
-        {
-            let mut s = self.state.lock();
-            while s.busy == Some(start) {
-                s = self.cv.wait(s);
+        let mut s = self.state.lock();
+        // The preparer notes a segment as existing once it is whole and durable.
+        while !shared.existing_segment(start) {
+            let creating = matches!(s.busy, Some(Job::Create { start: b, .. }) if b == start);
+            if s.stop && !creating {
+                drop(s);
+                let extent = segment::initial_extent(shared.segment_bytes);
+                let f = segment::create(
+                    &*shared.storage,
+                    &shared.dir,
+                    start,
+                    shared.segment_bytes,
+                    extent,
+                )?;
+                shared.note_segment(start);
+                return self.adopt(shared, start, f);
             }
-            if s.want == Some(start) {
-                s.want = None; // the daemon makes it itself
+            if !creating && s.create.map(|c| c.0) != Some(start) {
+                s.create = Some((start, segment::initial_extent(shared.segment_bytes)));
+                self.cv.notify_all();
             }
+            s = self.wait(shared, s)?;
         }
-        if shared.existing_segment(start) {
-            return segment::open(&*shared.storage, &shared.dir, start);
+        if s.create.map(|c| c.0) == Some(start) {
+            s.create = None;
         }
-        let f = segment::create(&*shared.storage, &shared.dir, start, shared.segment_bytes)?;
-        shared.note_segment(start);
+        drop(s);
+        let f = segment::open(&*shared.storage, &shared.dir, start)?;
+        self.adopt(shared, start, f)
+    }
+
+    /// Makes `start`, open as `f`, the current segment, with the extent its file has.
+    fn adopt(
+        &self,
+        shared: &Shared,
+        start: Lsn,
+        f: Box<dyn FileHandle>,
+    ) -> Result<Box<dyn FileHandle>> {
+        // Recovery synced every segment file, and a segment created since is synced before
+        // it is noted: the whole length is durable.
+        let extent = segment::extent_of_file(f.len()?, shared.segment_bytes);
+        let mut s = self.state.lock();
+        s.current = Some((start, extent));
+        s.target = extent;
         Ok(f)
+    }
+
+    /// Returns once the current segment `start` is extended past `end` of its data bytes
+    /// (the end of the daemon's next write into it), parking if the preparer is behind;
+    /// asks for the next extension, and for the next segment, ahead of need.
+    pub(crate) fn reserve(&self, shared: &Shared, start: Lsn, end: u64) -> Result<()> {
+        let segment_bytes = shared.segment_bytes;
+        assert!(
+            end <= segment_bytes,
+            "write to {end} in a {segment_bytes}-byte segment"
+        );
+        let mut s = self.state.lock();
+        let (current, extent) = s.current.expect("the daemon writes a segment it obtained");
+        assert_eq!(current, start, "the daemon writes the current segment");
+        let mut wanted = false;
+        // Double the extent once the daemon writes into its second half.
+        if end.saturating_mul(2) > extent && extent < segment_bytes {
+            let target = extent.saturating_mul(2).max(end).min(segment_bytes);
+            if target > s.target {
+                s.target = target;
+                wanted = true;
+            }
+        }
+        // Create the next segment, at full size, once this one is half full.
+        let next = start.add(segment_bytes);
+        if end >= segment_bytes / 2
+            && s.create.is_none()
+            && !matches!(s.busy, Some(Job::Create { start: b, .. }) if b == next)
+            && !shared.existing_segment(next)
+        {
+            s.create = Some((next, segment_bytes));
+            wanted = true;
+        }
+        if wanted {
+            self.cv.notify_all();
+        }
+        loop {
+            let (_, extent) = s.current.expect("still the current segment");
+            if extent >= end {
+                return Ok(());
+            }
+            let extending = matches!(s.busy, Some(Job::Extend { .. }));
+            if s.stop && !extending {
+                // Closing, and the preparer is gone: extend here.
+                let to = s.target.max(end);
+                drop(s);
+                let f = segment::open(&*shared.storage, &shared.dir, start)?;
+                segment::extend(&*f, extent, to)?;
+                s = self.state.lock();
+                s.current = Some((start, to));
+                continue;
+            }
+            s = self.wait(shared, s)?;
+        }
     }
 
     /// The thread's body.
     pub(crate) fn run(shared: Arc<Shared>) {
         let p = &shared.preparer;
         loop {
-            let start = {
+            let job = {
                 let mut s = p.state.lock();
                 loop {
                     if s.stop {
                         return;
                     }
-                    if let Some(w) = s.want.take() {
-                        s.busy = Some(w);
-                        break w;
+                    if let Some(job) = s.next_job() {
+                        s.busy = Some(job);
+                        break job;
                     }
                     s = p.cv.wait(s);
                 }
             };
-            let r: Result<()> = if shared.existing_segment(start) || shared.is_poisoned() {
+            let r = if shared.is_poisoned() {
                 Ok(())
             } else {
-                segment::create(&*shared.storage, &shared.dir, start, shared.segment_bytes)
-                    .map(|_| shared.note_segment(start))
+                Self::work(&shared, job)
             };
             // A failed write or sync poisons the log like any other: after a failed fsync
             // the kernel may have dropped the dirty pages (the header, say), so a later
@@ -93,8 +224,36 @@ impl Preparer {
             if let Err(e) = r {
                 shared.poison(e);
             }
-            p.state.lock().busy = None;
+            let mut s = p.state.lock();
+            s.busy = None;
+            if let (Job::Extend { start, to, .. }, Some((current, extent))) = (job, s.current) {
+                if current == start && !shared.is_poisoned() {
+                    s.current = Some((start, extent.max(to)));
+                }
+            }
+            drop(s);
             p.cv.notify_all();
+        }
+    }
+
+    fn work(shared: &Shared, job: Job) -> Result<(), WalError> {
+        match job {
+            Job::Create { start, .. } if shared.existing_segment(start) => Ok(()),
+            Job::Create { start, extent } => {
+                segment::create(
+                    &*shared.storage,
+                    &shared.dir,
+                    start,
+                    shared.segment_bytes,
+                    extent,
+                )?;
+                shared.note_segment(start);
+                Ok(())
+            }
+            Job::Extend { start, from, to } => {
+                let f = segment::open(&*shared.storage, &shared.dir, start)?;
+                segment::extend(&*f, from, to)
+            }
         }
     }
 }

@@ -32,25 +32,45 @@ impl SegmentWindow {
         }
     }
 
-    /// The bytes from `lsn` to at most `want` bytes further, clipped at `limit` and at the
-    /// end of `lsn`'s segment.
+    /// Opens segment `seg` (if it is not the open one already).
+    fn open(&mut self, seg: Lsn) -> Result<&dyn FileHandle> {
+        if self.file.as_ref().map(|f| f.0) != Some(seg) {
+            // Read-only: this only reads, and a read-only log may lie on media it
+            // cannot write.
+            self.file = Some((seg, segment::open_read(&*self.storage, &self.dir, seg)?));
+        }
+        Ok(&*self.file.as_ref().unwrap().1)
+    }
+
+    /// The end of segment `seg`'s data on disk: its file may be shorter than the segment
+    /// (see the `segment` module docs). Asked afresh each time: a live log's preparer
+    /// extends the file.
+    pub(crate) fn data_end(&mut self, seg: Lsn) -> Result<Lsn> {
+        let segment_bytes = self.segment_bytes;
+        let len = self.open(seg)?.len()?;
+        Ok(seg.add(segment::extent_of_file(len, segment_bytes)))
+    }
+
+    /// The bytes from `lsn` to at most `want` bytes further, clipped at `limit`, at the
+    /// end of `lsn`'s segment and at the end of the segment's file (so possibly none).
     pub(crate) fn bytes(&mut self, lsn: Lsn, want: u64, limit: Lsn) -> Result<&[u8]> {
         let seg = segment::segment_start(lsn, self.segment_bytes);
-        let end = limit
+        let mut end = limit
             .0
             .min(seg.0 + self.segment_bytes)
             .min(lsn.0 + want.max(1));
         let buf_end = self.buf_start.0 + self.buf.len() as u64;
         if !(lsn >= self.buf_start && end <= buf_end && self.buf_start >= seg) {
-            if self.file.as_ref().map(|f| f.0) != Some(seg) {
-                // Read-only: this only reads, and a read-only log may lie on media it
-                // cannot write.
-                self.file = Some((seg, segment::open_read(&*self.storage, &self.dir, seg)?));
-            }
+            // The buffer only ever holds bytes the file has, so a request it covers needs
+            // no clipping at the file's end; one it does not is clipped here.
+            let data_end = self.data_end(seg)?.0;
             let read_end = limit
                 .0
                 .min(seg.0 + self.segment_bytes)
-                .min(lsn.0 + want.max(CHUNK));
+                .min(data_end)
+                .min(lsn.0 + want.max(CHUNK))
+                .max(lsn.0);
+            end = end.min(read_end);
             self.buf.clear();
             self.buf.resize((read_end - lsn.0) as usize, 0);
             let f = &self.file.as_ref().unwrap().1;
@@ -81,10 +101,24 @@ impl SegmentWindow {
     }
 }
 
+/// A record read back from the log: where its frame lies and its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadRecord {
+    /// The record's LSN (its frame's first byte).
+    pub lsn: Lsn,
+    /// The position just past its frame, as [`crate::Appended::end`] gave it: the LSN a
+    /// page stamped with this record's change carries, and the durable position that
+    /// covers it. Readers take it from here rather than recompute the framing.
+    pub end: Lsn,
+    /// The record's bytes.
+    pub payload: Vec<u8>,
+}
+
 /// Iterates the records of a log from an LSN up to a limit, in LSN order.
 ///
-/// Yields `(lsn, payload)`. Stops at the limit; a frame that does not verify before the
-/// limit is reported as [`WalError::Corruption`] (the limit is durable data).
+/// Yields a [`ReadRecord`] for each. Stops at the limit; a frame that does not verify
+/// before the limit is reported as [`WalError::Corruption`] with its LSN (the limit is
+/// durable data).
 pub struct LogReader {
     window: SegmentWindow,
     segment_bytes: u64,
@@ -115,7 +149,7 @@ impl LogReader {
         self.pos
     }
 
-    fn step(&mut self) -> Result<Option<(Lsn, Vec<u8>)>> {
+    fn step(&mut self) -> Result<Option<ReadRecord>> {
         loop {
             if self.pos >= self.limit {
                 return Ok(None);
@@ -125,9 +159,14 @@ impl LogReader {
                 Decoded::Record {
                     payload, frame_len, ..
                 } => {
-                    let p = payload.to_vec();
+                    let payload = payload.to_vec();
+                    debug_assert_eq!(frame_len, frame::frame_len(payload.len()));
                     self.pos = at.add(frame_len);
-                    return Ok(Some((at, p)));
+                    return Ok(Some(ReadRecord {
+                        lsn: at,
+                        end: self.pos,
+                        payload,
+                    }));
                 }
                 Decoded::Padding { frame_len } => self.pos = at.add(frame_len),
                 Decoded::Invalid(why) => {
@@ -146,7 +185,7 @@ impl LogReader {
 }
 
 impl Iterator for LogReader {
-    type Item = Result<(Lsn, Vec<u8>)>;
+    type Item = Result<ReadRecord>;
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed {
             return None;

@@ -44,6 +44,8 @@ pub struct RecoveryInfo {
 
 /// Bytes of zeros written per call when cutting a tail.
 const ZERO_CHUNK: u64 = 64 << 10;
+/// Bytes the evidence scan looks at per read.
+const CHUNK_BYTES: u64 = 64 << 10;
 
 pub(crate) struct Recovered {
     pub(crate) info: RecoveryInfo,
@@ -72,8 +74,11 @@ pub(crate) fn recover(
             list,
         });
     };
-    let last_end = Lsn(list.starts.last().unwrap().0 + segment_bytes);
     let mut window = SegmentWindow::new(storage.clone(), dir.to_path_buf(), segment_bytes);
+    // The end of the newest segment's file: nothing past it was ever written. (A file
+    // shorter than its segment before the newest one ends that segment's data likewise:
+    // the scan finds no frame at its end, as at any other end of the written log.)
+    let last_end = window.data_end(*list.starts.last().unwrap())?;
     let mut pos = first;
     let mut records = 0u64;
     let mut bad = None;
@@ -108,20 +113,61 @@ pub(crate) fn recover(
     // Evidence scan: every aligned position after `pos`.
     let x = pos;
     let mut max_hint = Lsn(0);
+    // A verifying record in a segment after `x`'s, if `x`'s file is shorter than its
+    // segment: the daemon only writes a segment after writing the one before it to its
+    // end, which it only does once that file is whole (extended and synced). No crash
+    // shortens a synced file, so that file was damaged.
+    let x_segment = segment::segment_start(x, segment_bytes);
+    let x_file_end = window.data_end(x_segment)?;
+    let x_file_short = x_file_end < x_segment.add(segment_bytes);
+    let mut later_record = None;
     let mut last_nonzero_end = x;
     let mut p = x;
+    let mut nonzero = Vec::new();
     while p < last_end {
-        let word = window.bytes(p, frame::ALIGN, last_end)?;
-        if word.iter().any(|&b| b != 0) {
-            last_nonzero_end = p.add(frame::ALIGN);
-            if p > x {
-                if let Decoded::Record { hint, .. } = window.decode(p, last_end)? {
+        let seg = segment::segment_start(p, segment_bytes);
+        if p >= window.data_end(seg)? {
+            p = seg.add(segment_bytes); // past this segment's file: nothing there
+            continue;
+        }
+        // A chunk at a time, noting the words that are not zero (the scan covers up to
+        // a whole segment, and in a debug build a call per word is what made a reopen
+        // slow), then looking for a frame at each of them.
+        let chunk = window.bytes(p, CHUNK_BYTES, last_end)?;
+        assert!(!chunk.is_empty() && chunk.len().is_multiple_of(frame::ALIGN as usize));
+        nonzero.clear();
+        nonzero.extend(
+            chunk
+                .chunks_exact(frame::ALIGN as usize)
+                .enumerate()
+                .filter(|(_, word)| word.iter().any(|&b| b != 0))
+                .map(|(i, _)| p.add(i as u64 * frame::ALIGN)),
+        );
+        let next = p.add(chunk.len() as u64);
+        for &q in &nonzero {
+            last_nonzero_end = q.add(frame::ALIGN);
+            if q > x {
+                if let Decoded::Record { hint, .. } = window.decode(q, last_end)? {
                     max_hint = max_hint.max(hint);
+                    if q >= x_segment.add(segment_bytes) {
+                        later_record.get_or_insert(q);
+                    }
                 }
             }
         }
-        p = p.add(frame::ALIGN);
+        p = next;
     }
+    if let (true, Some(later)) = (x_file_short, later_record) {
+        return Err(WalError::Corruption {
+            lsn: x,
+            reason: format!(
+                "{}: the segment file ends at LSN {x_file_end}, short of the segment's \
+                 end, but a later segment holds a record at LSN {later}",
+                why.describe()
+            ),
+        });
+    }
+
     if max_hint > x {
         return Err(WalError::Corruption {
             lsn: x,
@@ -131,7 +177,6 @@ pub(crate) fn recover(
             ),
         });
     }
-
     let keep_through = segment::segment_start(x, segment_bytes);
     if read_only {
         // The tail stays on disk; nothing reads past the end.
@@ -159,7 +204,11 @@ pub(crate) fn recover(
         if seg > keep_through {
             break;
         }
-        let seg_end = (seg.0 + segment_bytes).min(last_nonzero_end.0);
+        // Nothing lies past the segment's file: no zeros are written there.
+        let seg_end = window.data_end(seg)?.0.min(last_nonzero_end.0);
+        if zero_from.0 >= seg_end {
+            break;
+        }
         let f = segment::open(&**storage, dir, seg)?;
         // In bounded chunks: the tail can be as long as a segment, whose size came from a
         // header on disk.

@@ -2,10 +2,12 @@
 //!
 //! The log stream is cut into segments of `segment_bytes` LSN bytes each; segment `k`
 //! holds LSNs `[k·S, (k+1)·S)` and is named by its start LSN (`{start:016x}.wal`). A file
-//! is a 4 KiB header block followed by the segment's bytes, preallocated to full size so
-//! (zeros written, not a sparse file) so that `fdatasync` never has to persist a size
-//! change or a block allocation. A background thread prepares the next segment while the
-//! current one fills (`prepare.rs`).
+//! is a 4 KiB header block followed by the segment's first `extent` bytes, zero-filled
+//! (zeros written, not a sparse file) and synced, so that the `fdatasync` after a log
+//! write never has to persist a size change or a block allocation. The extent may be
+//! shorter than the segment: the end of the file is the end of the segment's data, and
+//! the segment preparer (`prepare.rs`) extends the file ahead of the flush daemon, so an
+//! empty log costs a few KiB rather than a whole segment.
 //!
 //! Creation is atomic: the header is written to `{name}.tmp`, the file is extended and
 //! synced, renamed to its final name, and the directory synced. A file with a final name
@@ -39,6 +41,9 @@ const HEADER_USED: usize = 36;
 const SUFFIX: &str = ".wal";
 /// Bytes of zeros written per call when preallocating.
 const ZERO_CHUNK: usize = 1 << 20;
+/// The most data bytes a new log's first segment file starts with (64 KiB: an empty
+/// database's log is a header block and this; each extension doubles it).
+pub const INITIAL_EXTENT_BYTES: u64 = 64 << 10;
 const TMP_SUFFIX: &str = ".wal.tmp";
 
 /// A segment's file name.
@@ -198,13 +203,15 @@ fn scan(storage: &dyn Storage, dir: &Path, read_only: bool) -> Result<SegmentLis
             }
             _ => {}
         }
+        // A file shorter than its segment is normal (see the module docs); one shorter
+        // than its header block is not: creation syncs the whole block before the
+        // rename, and no file is ever shortened.
         let len = f.len()?;
-        if len < SEGMENT_HEADER_BYTES + s {
+        if len < SEGMENT_HEADER_BYTES {
             return Err(WalError::Corruption {
                 lsn: start,
                 reason: format!(
-                    "segment file is {len} bytes, shorter than its preallocated {}",
-                    SEGMENT_HEADER_BYTES + s
+                    "segment file is {len} bytes, shorter than its {SEGMENT_HEADER_BYTES}-byte header block"
                 ),
             });
         }
@@ -230,17 +237,63 @@ fn scan(storage: &dyn Storage, dir: &Path, read_only: bool) -> Result<SegmentLis
     })
 }
 
-/// Creates segment `start` atomically (see the module docs) and returns it open.
+/// Data bytes a segment of `segment_bytes` starts with when nothing asks for more: at
+/// most [`INITIAL_EXTENT_BYTES`], and a quarter of a small segment (so the logs of the
+/// tests, with segments of a few KiB, grow their files too).
+pub fn initial_extent(segment_bytes: u64) -> u64 {
+    let quarter = segment_bytes / 4 / crate::frame::ALIGN * crate::frame::ALIGN;
+    INITIAL_EXTENT_BYTES.min(quarter).max(crate::frame::ALIGN)
+}
+
+/// The segment's data bytes that exist on disk, given its file's length: the end of the
+/// file is the end of the segment's data. A crash in the middle of an extension may leave
+/// any length past the last synced extent; the bytes there were never written with log
+/// data, so rounding down to a frame boundary loses nothing.
+pub fn extent_of_file(file_len: u64, segment_bytes: u64) -> u64 {
+    let data = file_len.saturating_sub(SEGMENT_HEADER_BYTES);
+    (data - data % crate::frame::ALIGN).min(segment_bytes)
+}
+
+/// Zero-fills the data bytes `[from, to)` of an open segment file and syncs them: after
+/// this returns, log data may be written anywhere below `to` and made durable by a plain
+/// `fdatasync`. A crash before it returns leaves a file that ends anywhere in the range,
+/// with zeros or junk there but no log data (see [`extent_of_file`]).
+pub fn extend(f: &dyn FileHandle, from: u64, to: u64) -> Result<()> {
+    assert!(from <= to, "extension from {from} back to {to}");
+    if from == to {
+        return Ok(());
+    }
+    // Write the zeros rather than leave a sparse file: a sync after appending into a
+    // hole must also commit the block allocation (on ext4 a journal commit), which
+    // made every commit's sync several times slower.
+    let zeros = vec![0u8; ZERO_CHUNK.min((to - from) as usize)];
+    let mut off = from;
+    while off < to {
+        let n = (to - off).min(zeros.len() as u64) as usize;
+        f.write_at(&zeros[..n], SEGMENT_HEADER_BYTES + off)?;
+        off += n as u64;
+    }
+    f.sync_data()?;
+    Ok(())
+}
+
+/// Creates segment `start` atomically (see the module docs), with its first `extent` data
+/// bytes zero-filled, and returns it open.
 pub fn create(
     storage: &dyn Storage,
     dir: &Path,
     start: Lsn,
     segment_bytes: u64,
+    extent: u64,
 ) -> Result<Box<dyn FileHandle>> {
     assert_eq!(
         start.0 % segment_bytes,
         0,
         "segment start {start} not on a boundary"
+    );
+    assert!(
+        extent <= segment_bytes && extent.is_multiple_of(crate::frame::ALIGN),
+        "extent {extent} of a {segment_bytes}-byte segment"
     );
     let name = segment_name(start);
     let tmp: PathBuf = dir.join(format!("{name}.tmp"));
@@ -248,19 +301,14 @@ pub fn create(
     {
         let f = storage.open(&tmp, OpenOptions::CREATE)?;
         f.set_len(0)?;
-        f.set_len(SEGMENT_HEADER_BYTES + segment_bytes)?;
-        // Write the zeros rather than leave a sparse file: a sync after appending into a
-        // hole must also commit the block allocation (on ext4 a journal commit), which
-        // made every commit's sync several times slower.
-        let zeros = vec![0u8; ZERO_CHUNK.min(segment_bytes as usize)];
-        let mut off = 0;
-        while off < segment_bytes {
-            let n = (segment_bytes - off).min(zeros.len() as u64) as usize;
-            f.write_at(&zeros[..n], SEGMENT_HEADER_BYTES + off)?;
-            off += n as u64;
-        }
+        f.set_len(SEGMENT_HEADER_BYTES)?;
         f.write_at(&encode_header(start, segment_bytes), 0)?;
-        f.sync_data()?;
+        // `extend` syncs the header with the zeros (and syncs when there are none).
+        if extent == 0 {
+            f.sync_data()?;
+        } else {
+            extend(&*f, 0, extent)?;
+        }
     }
     storage.rename(&tmp, &path)?;
     storage.sync_dir(dir)?;
@@ -320,6 +368,30 @@ mod tests {
         v[32..36].copy_from_slice(&crc.to_le_bytes());
         expect(&v, Lsn(0), "version");
         expect(&encode_header(Lsn(0), 100), Lsn(0), "impossible size");
+    }
+
+    #[test]
+    fn a_file_extent_is_its_aligned_data_length_within_the_segment() {
+        let h = SEGMENT_HEADER_BYTES;
+        assert_eq!(extent_of_file(0, 8192), 0);
+        assert_eq!(extent_of_file(h, 8192), 0);
+        assert_eq!(extent_of_file(h + 2048, 8192), 2048);
+        // A crash in the middle of an extension: the partial frame slot is not data.
+        assert_eq!(extent_of_file(h + 2051, 8192), 2048);
+        assert_eq!(extent_of_file(h + 9000, 8192), 8192);
+    }
+
+    #[test]
+    fn initial_extents_are_small_aligned_and_inside_the_segment() {
+        assert_eq!(initial_extent(16 << 20), INITIAL_EXTENT_BYTES);
+        assert_eq!(initial_extent(8192), 2048);
+        for s in [4096u64, 4104, 8192, 1 << 20, MAX_SEGMENT_BYTES] {
+            let e = initial_extent(s);
+            assert!(
+                e > 0 && e <= s && e.is_multiple_of(crate::frame::ALIGN),
+                "{s}: {e}"
+            );
+        }
     }
 
     proptest! {

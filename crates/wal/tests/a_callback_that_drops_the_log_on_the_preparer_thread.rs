@@ -18,7 +18,7 @@ use std::time::Duration;
 fn a_callback_may_drop_the_last_owner_of_the_log_while_the_preparer_poisons_it() {
     let (sim, storage) = sim(3);
     let opts = small_options();
-    // The preparer makes segment 1 as soon as the daemon starts filling segment 0: fail
+    // The preparer makes segment 1 once the daemon has filled half of segment 0: fail
     // every write of its temporary file.
     let tmp = format!(
         "{DIR}/{}.tmp",
@@ -40,9 +40,13 @@ fn a_callback_may_drop_the_last_owner_of_the_log_while_the_preparer_poisons_it()
             done_tx.send(r.is_err()).unwrap();
         }),
     );
-    let rec = log.append(b"fills segment 0, so the preparer starts on segment 1");
+    // Fill segment 0 past its half, so the preparer starts on segment 1. (An append may
+    // already meet the poison.)
+    let record = [7u8; 600];
+    for _ in 0..(opts.segment_bytes as usize / 2 / record.len() + 1) {
+        let _ = log.append(&record);
+    }
     drop(log);
-    drop(rec);
     let failed = done_rx
         .recv_timeout(Duration::from_secs(10))
         .expect("the callback must run to its end: closing the log from it must not panic");

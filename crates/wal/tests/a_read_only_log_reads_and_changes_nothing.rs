@@ -15,7 +15,7 @@ use std::path::Path;
 fn records(log: &Log) -> Vec<Vec<u8>> {
     log.read_from(log.start_lsn())
         .unwrap()
-        .map(|r| r.unwrap().1)
+        .map(|r| r.unwrap().payload)
         .collect()
 }
 

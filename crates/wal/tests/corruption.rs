@@ -208,7 +208,7 @@ fn each_bad_segment_header_is_reported() {
             }),
         ),
         (
-            "shorter than its preallocated",
+            "the segment file ends at LSN",
             Box::new(|s| {
                 let f = s
                     .open(&segment_path(Lsn(8192)), OpenOptions::EXISTING)

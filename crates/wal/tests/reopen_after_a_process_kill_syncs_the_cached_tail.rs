@@ -37,16 +37,21 @@ fn wait_for_prepared_segments(log: &Log, n: usize) {
     }
 }
 
-/// The first incarnation: one synced record, then a round that crosses into the second
-/// segment, written but held at its first sync when the process is killed.
+/// The first incarnation: synced records filling the first segment past its half (so the
+/// preparer has made the first segment's file whole and the second segment, and has
+/// nothing left to do), then a round that crosses into the second segment, written but
+/// held at its first sync when the process is killed.
 fn first_incarnation_killed_mid_sync(sim: &SimStorage) {
     let gated = GatedStorage::new(Arc::new(sim.pinned()));
     let log = Arc::new(Log::open(Arc::new(gated.clone()), DIR, options()).unwrap());
-    log.append(&payload(0, 0, 600)).unwrap();
+    let mut seq = 0;
+    while log.released_lsn() < Lsn(SEGMENT_BYTES / 2 + 600) {
+        log.append(&payload(0, seq, 600)).unwrap();
+        seq += 1;
+    }
     log.sync().unwrap();
     wait_for_prepared_segments(&log, 2);
     gated.close();
-    let mut seq = 1;
     while log.released_lsn() < Lsn(SEGMENT_BYTES + 1500) {
         log.append(&payload(0, seq, 600)).unwrap();
         seq += 1;
@@ -55,8 +60,9 @@ fn first_incarnation_killed_mid_sync(sim: &SimStorage) {
         let log = log.clone();
         std::thread::spawn(move || log.sync())
     };
-    // The daemon's sync of the first segment and the preparer's sync of the third.
-    gated.wait_held(2);
+    // The daemon's sync of the first segment (the preparer makes the third segment only
+    // once the second is half full).
+    gated.wait_held(1);
     sim.kill_process();
     gated.open();
     assert!(

@@ -54,8 +54,9 @@ fn reader_starts_anywhere_on_a_record_boundary_and_crosses_segments() {
     let from = appended[17].0.lsn;
     let got: Vec<_> = log.read_from(from).unwrap().map(|r| r.unwrap()).collect();
     assert_eq!(got.len(), 23);
-    for ((lsn, p), (a, q)) in got.iter().zip(&appended[17..]) {
-        assert_eq!((lsn, p), (&a.lsn, q));
+    for (r, (a, q)) in got.iter().zip(&appended[17..]) {
+        // Each record read back lies where its append said: LSN, end and bytes.
+        assert_eq!((r.lsn, r.end, &r.payload), (a.lsn, a.end, q));
     }
     assert!(log.read_from(Lsn(3)).is_err(), "unaligned start refused");
     assert!(
@@ -86,7 +87,7 @@ fn truncation_removes_whole_segments_below_the_point() {
         .next()
         .unwrap()
         .unwrap();
-    assert!(first.0 >= log.start_lsn());
+    assert!(first.lsn >= log.start_lsn());
     assert!(
         log.read_from(Lsn(0)).is_err(),
         "truncated range no longer readable"

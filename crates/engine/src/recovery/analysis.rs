@@ -5,7 +5,6 @@ use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
 use crate::log_record::Record;
 use crate::recovery::Context;
-use sluice_wal::frame::frame_len;
 use sluice_wal::Lsn;
 use std::collections::{BTreeMap, HashMap};
 
@@ -47,11 +46,11 @@ pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analy
                     log.durable_lsn()
                 )));
             }
-            let (lsn, payload) = log
+            let end_record = log
                 .read_from(c.end)?
                 .next()
                 .ok_or_else(|| Error::Corruption(format!("no checkpoint record at {}", c.end)))??;
-            let Record::EndCheckpoint(d) = decode(lsn, &payload)? else {
+            let Record::EndCheckpoint(d) = decode(end_record.lsn, &end_record.payload)? else {
                 return Err(Error::Corruption(format!(
                     "record at {} is not the end of a checkpoint",
                     c.end
@@ -87,10 +86,9 @@ pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analy
     }
     let mut records = 0;
     for item in log.read_from(scan_from)? {
-        let (lsn, payload) = item?;
+        let sluice_wal::ReadRecord { lsn, payload, .. } = item?;
         records += 1;
         let rec = decode(lsn, &payload)?;
-        let _end = lsn.add(frame_len(payload.len()));
         let mut touch = |p: PageId| {
             let e = dirty.entry(p).or_insert(lsn);
             *e = (*e).min(lsn);

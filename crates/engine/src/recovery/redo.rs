@@ -7,7 +7,6 @@ use crate::log_record::{PageOp, Record};
 use crate::page;
 use crate::recovery::analysis::{decode, Analysis};
 use crate::recovery::Context;
-use sluice_wal::frame::frame_len;
 use sluice_wal::Lsn;
 use std::collections::BTreeSet;
 
@@ -90,8 +89,7 @@ pub(crate) fn run(cx: &Context<'_>, a: &Analysis) -> Result<(u64, u64)> {
         restored: 0,
     };
     for item in cx.store.log.read_from(from)? {
-        let (lsn, payload) = item?;
-        let end = lsn.add(frame_len(payload.len()));
+        let sluice_wal::ReadRecord { lsn, end, payload } = item?;
         match decode(lsn, &payload)? {
             Record::Update {
                 page, key, change, ..

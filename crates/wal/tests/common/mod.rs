@@ -62,7 +62,14 @@ pub fn check_payload(p: &[u8], max_len: usize) -> Option<(u32, u32)> {
 pub fn read_all(log: &Log) -> Vec<(Lsn, Vec<u8>)> {
     log.read_from(log.start_lsn())
         .unwrap()
-        .map(|r| r.expect("durable log reads back"))
+        .map(|r| {
+            let r = r.expect("durable log reads back");
+            assert_eq!(
+                r.end,
+                r.lsn.add(sluice_wal::frame::frame_len(r.payload.len()))
+            );
+            (r.lsn, r.payload)
+        })
         .collect()
 }
 
