@@ -56,12 +56,16 @@ fn a_reader_of_early_released_data_is_not_acknowledged_before_its_predecessor() 
     // T1 writes and commits: its commit record is in the buffer, its locks are released
     // early, and it waits for a sync the gate holds.
     let (db1, t1) = (db.clone(), t.clone());
+    let (recorded, in_buffer) = std::sync::mpsc::channel();
     let writer = std::thread::spawn(move || {
         let mut tx = db1.begin();
         tx.put(&t1, b"k", b"v1").unwrap();
-        tx.commit().unwrap();
+        tx.commit_observed(|_| recorded.send(()).unwrap()).unwrap();
         db1.log().durable_lsn()
     });
+    // T1's commit record is in the buffer and its locks are gone (a held sync alone
+    // could be the segment preparer's, before T1 even wrote).
+    in_buffer.recv().unwrap();
     gate.wait_held(1);
     // T2 reads what T1 wrote (the lock was released early) and commits read-only. The
     // value is not even handed to it before T1 is durable (the read barrier).
@@ -97,13 +101,25 @@ fn a_reader_of_early_released_data_is_not_acknowledged_before_its_predecessor() 
     // The same through agents with flush pipelining.
     let (db, gate) = open(CommitProtocol::ElrPipelined, 2);
     let t = db.create_table("t").unwrap();
-    let agents = Agents::start(&db, 2);
+    let (recorded, in_buffer) = std::sync::mpsc::channel::<()>();
+    let recorded = Mutex::new(recorded);
+    let agents = Agents::start_with(
+        &db,
+        AgentOptions {
+            agents: 2,
+            on_commit_record: Some(Arc::new(move |_, _| {
+                let _ = recorded.lock().unwrap().send(());
+            })),
+            ..AgentOptions::default()
+        },
+    );
     gate.close();
     let t1 = t.clone();
     let w = agents.execute(move |tx| {
         tx.put(&t1, b"k", b"v2")?;
         Ok(Outcome::Commit(()))
     });
+    in_buffer.recv().unwrap();
     gate.wait_held(1);
     let seen = Arc::new(AtomicU64::new(0));
     let (t2, s2, db2) = (t.clone(), seen.clone(), db.clone());
