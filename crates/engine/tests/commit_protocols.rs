@@ -148,11 +148,13 @@ fn classic_holds_locks_until_durable_and_elr_does_not() {
         let t = db.create_table("t").unwrap();
         gate.close();
         let (db1, t1) = (db.clone(), t.clone());
+        let (recorded, in_buffer) = std::sync::mpsc::channel();
         let writer = std::thread::spawn(move || {
             let mut tx = db1.begin();
             tx.put(&t1, b"k", b"v").unwrap();
-            tx.commit().unwrap();
+            tx.commit_observed(|_| recorded.send(()).unwrap()).unwrap();
         });
+        in_buffer.recv().unwrap();
         gate.wait_held(1);
         let (db2, t2) = (db.clone(), t.clone());
         let overwriter = std::thread::spawn(move || {

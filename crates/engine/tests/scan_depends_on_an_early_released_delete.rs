@@ -5,7 +5,7 @@
 
 use sluice::{CommitProtocol, Database, Options};
 use sluice_storage::{GatedStorage, SimStorage, Storage};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 #[test]
@@ -28,11 +28,15 @@ fn a_scan_past_an_early_released_delete_waits_for_its_durability() {
     // The deleter commits under ELR: its locks are released at once, its commit waits
     // for a sync the gate holds.
     let (db1, t1) = (db.clone(), t.clone());
+    let (recorded, in_buffer) = mpsc::channel();
     let deleter = std::thread::spawn(move || {
         let mut tx = db1.begin();
         tx.delete(&t1, b"b").unwrap();
-        tx.commit().unwrap();
+        tx.commit_observed(|_| recorded.send(()).unwrap()).unwrap();
     });
+    // The commit record is in the buffer (a held sync alone could be the segment
+    // preparer's, before the deleter ran).
+    in_buffer.recv().unwrap();
     gate.wait_held(1);
     let delete_end = db.log().released_lsn();
     assert!(db.log().durable_lsn() < delete_end);
