@@ -7,6 +7,7 @@ mod bench_log_insert;
 mod bench_sweep;
 mod bench_txn;
 mod bench_wal;
+mod compare;
 mod crash_test;
 mod progress;
 
@@ -27,6 +28,9 @@ enum Command {
         #[command(subcommand)]
         which: Bench,
     },
+    /// TPC-B on sluice and on SQLite, RocksDB and PostgreSQL at equal durability, in
+    /// alternating rounds; table, JSON, CSV and a bar chart.
+    Compare(compare::Args),
     /// Run a crash sweep over the simulated disk and check what recovery finds.
     CrashTest {
         #[command(subcommand)]
@@ -103,6 +107,7 @@ fn main() -> ExitCode {
             Bench::Tatp(a) => bench_txn::tatp(a),
             Bench::CommitSweep(a) => bench_sweep::run(a),
         },
+        Command::Compare(a) => compare::run(a),
         Command::CrashTest { which } => match which {
             CrashTest::Engine(a) => crash_test::engine(a),
         },
