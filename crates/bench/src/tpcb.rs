@@ -495,3 +495,34 @@ impl crate::driver::Workload for TpcbWorkload {
         Ok(sluice::Outcome::Commit(true))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tally_checks_sums_per_branch_and_rows() {
+        let mut t = Tally::new();
+        t.branch(5);
+        t.teller(0, 5);
+        t.account(5);
+        t.history(0, 0, 5);
+        assert!(t.finish(Some(1)).ok());
+
+        // Balances that add up overall but not per branch: only finish_sums accepts.
+        let feed = || {
+            let mut t = Tally::new();
+            t.branch(5);
+            t.branch(-5);
+            t.teller(0, -5);
+            t.teller(1, 5);
+            t.account(0);
+            t.history_group(0, 1, -5, 1);
+            t.history_group(1, 0, 5, 1);
+            t
+        };
+        assert!(!feed().finish(Some(2)).ok());
+        assert!(feed().finish_sums(Some(2)).ok());
+        assert!(!feed().finish_sums(Some(3)).ok());
+    }
+}

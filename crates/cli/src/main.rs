@@ -9,6 +9,7 @@ mod bench_txn;
 mod bench_wal;
 mod compare;
 mod crash_test;
+mod peer_child;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -31,6 +32,10 @@ enum Command {
     /// TPC-B on sluice and on SQLite, RocksDB and PostgreSQL at equal durability, in
     /// alternating rounds; table, JSON, CSV and a bar chart.
     Compare(compare::Args),
+    /// TPC-B on a peer engine forever, printing each acknowledged commit (the peer kill
+    /// test's child process).
+    #[command(hide = true)]
+    PeerChild(peer_child::Args),
     /// Run a crash sweep over the simulated disk and check what recovery finds.
     CrashTest {
         #[command(subcommand)]
@@ -108,6 +113,7 @@ fn main() -> ExitCode {
             Bench::CommitSweep(a) => bench_sweep::run(a),
         },
         Command::Compare(a) => compare::run(a),
+        Command::PeerChild(a) => peer_child::run(a),
         Command::CrashTest { which } => match which {
             CrashTest::Engine(a) => crash_test::engine(a),
         },

@@ -191,3 +191,29 @@ pub fn median(mut v: Vec<u64>) -> u64 {
         (v[n / 2 - 1] + v[n / 2]) / 2
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_ones_are_refused() {
+        for e in Engine::ALL {
+            assert_eq!(Engine::parse(e.name()), Ok(e));
+        }
+        assert!(Engine::parse("oracle").unwrap_err().contains("oracle"));
+    }
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(vec![3, 1, 2]), 2);
+        assert_eq!(median(vec![4, 1, 3, 2]), 2);
+        assert_eq!(median(vec![]), 0);
+    }
+
+    #[test]
+    fn an_unavailable_row_has_as_many_cells_as_columns() {
+        let r = CompareRow::unavailable("tpcb", Engine::Sqlite, "", 8, "why".into());
+        assert_eq!(r.cells().len(), CompareRow::COLUMNS.len());
+    }
+}
