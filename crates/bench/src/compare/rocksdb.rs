@@ -69,9 +69,9 @@ impl RocksTpcb {
         mut progress: impl FnMut(f64),
     ) -> Result<RocksTpcb, String> {
         let r = RocksTpcb::with(RocksTpcb::open_db(dir)?);
-        // The load is written unsynced and then flushed to table files, which syncs
-        // them: it is durable before the first measured commit.
-        let nosync = WriteOptions::default();
+        // Large batches, each synced (a few dozen syncs): the load is durable before
+        // the first measured commit.
+        let synced = &r.sync;
         let mut batch = WriteBatchWithTransaction::<true>::default();
         for b in 0..shape.scale {
             batch.put(key(BRANCH, b), tpcb::encode_row(b, 0));
@@ -79,7 +79,7 @@ impl RocksTpcb {
         for t in 0..shape.scale * TELLERS_PER_BRANCH {
             batch.put(key(TELLER, t), tpcb::encode_row(t / TELLERS_PER_BRANCH, 0));
         }
-        r.db.write_opt(batch, &nosync).map_err(err)?;
+        r.db.write_opt(batch, synced).map_err(err)?;
         let accounts = shape.scale * shape.accounts_per_branch;
         const BATCH: u32 = 50_000;
         let mut a = 0;
@@ -92,11 +92,10 @@ impl RocksTpcb {
                     tpcb::encode_row(id / shape.accounts_per_branch, 0),
                 );
             }
-            r.db.write_opt(batch, &nosync).map_err(err)?;
+            r.db.write_opt(batch, synced).map_err(err)?;
             a = end;
             progress(a as f64 / accounts as f64);
         }
-        r.db.flush().map_err(err)?;
         Ok(r)
     }
 

@@ -377,6 +377,7 @@ fn load_peer(
     shape: &TpcbShape,
     progress: &mut dyn CompareProgress,
 ) -> Result<Loaded, String> {
+    use super::peer::TpcbPeer;
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     Ok(match engine {
         Engine::Sqlite => {
