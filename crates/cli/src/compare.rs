@@ -21,7 +21,7 @@ fn parse_workload(s: &str) -> Result<CompareWorkload, String> {
 /// Flags of `sluice compare`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The workload: tpcb or tatp (TATP runs on sluice only so far).
+    /// The workload: tpcb or tatp (TATP: sluice, SQLite and RocksDB; pgbench has none).
     #[arg(value_parser = parse_workload)]
     workload: CompareWorkload,
     /// Clients for every engine (peers: one thread and connection each).

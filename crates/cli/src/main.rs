@@ -29,8 +29,8 @@ enum Command {
         #[command(subcommand)]
         which: Bench,
     },
-    /// TPC-B on sluice and on SQLite, RocksDB and PostgreSQL at equal durability, in
-    /// alternating rounds; table, JSON, CSV and a bar chart.
+    /// TPC-B or TATP on sluice and on SQLite, RocksDB and PostgreSQL at equal
+    /// durability, in alternating rounds; table, JSON, CSV and a bar chart.
     Compare(compare::Args),
     /// TPC-B on a peer engine forever, printing each acknowledged commit (the peer kill
     /// test's child process).

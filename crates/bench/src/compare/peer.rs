@@ -6,6 +6,7 @@
 //! from the same [`TpcbGenerator`] and the same per-client seeds, so every engine runs
 //! the same transactions' distribution.
 
+use crate::tatp::{TatpGenerator, TatpInput, TatpKind};
 use crate::tpcb::{Consistency, TpcbGenerator, TpcbInput, TpcbShape};
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
@@ -64,7 +65,8 @@ pub struct PeerRunConfig {
 pub struct PeerRun {
     /// Seconds measured.
     pub seconds: f64,
-    /// Committed in the measured window.
+    /// Completed in the measured window (TPC-B: committed; TATP: committed or rolled
+    /// back because it found nothing).
     pub committed: u64,
     /// Committed in total, warm-up included (for the history-row check).
     pub committed_total: u64,
@@ -74,6 +76,24 @@ pub struct PeerRun {
     pub p50_us: u64,
     /// 99th percentile, µs.
     pub p99_us: u64,
+    /// Per transaction type (TATP: in `TatpKind::ALL` order): (completed, found what it
+    /// looked for), in the measured window.
+    pub kinds: Vec<(u64, u64)>,
+}
+
+/// A peer engine loaded with TATP.
+pub trait TatpPeer: Sync {
+    /// One client's connection or handle.
+    type Client: Send;
+    /// A new client.
+    fn client(&self) -> Result<Self::Client, String>;
+    /// Runs `input` as one transaction: commits it when it found what it looked for or
+    /// only read, rolls it back otherwise (as sluice's TATP does). Returns whether it
+    /// found what it looked for.
+    fn transact(&self, client: &mut Self::Client, input: &TatpInput) -> Result<bool, PeerError>;
+    /// Whether an acknowledged commit is on disk under the settings in force, and those
+    /// settings in words.
+    fn durability(&self) -> Result<(bool, String), String>;
 }
 
 /// Runs TPC-B on `peer` in a closed loop. `on_ack` is called with each input whose
@@ -85,25 +105,85 @@ pub fn run<P: TpcbPeer>(
     cfg: &PeerRunConfig,
     on_ack: &(dyn Fn(&TpcbInput) + Sync),
     stop: &AtomicBool,
-    mut tick: impl FnMut(f64),
+    tick: impl FnMut(f64),
 ) -> Result<PeerRun, String> {
-    assert!(cfg.clients > 0);
     let gen = TpcbGenerator::new(shape)?;
     let clients: Vec<P::Client> = (0..cfg.clients)
         .map(|_| peer.client())
         .collect::<Result<_, _>>()?;
+    let tag = cfg.run_tag;
+    drive(
+        clients,
+        cfg,
+        1,
+        &|rng, n| gen.next(rng, tag << 40 | n),
+        &|_| 0,
+        &|c, i| peer.transact(c, i).map(|()| true),
+        on_ack,
+        stop,
+        tick,
+    )
+}
+
+/// Runs TATP on `peer` in a closed loop, inputs drawn by `gen`.
+pub fn run_tatp<P: TatpPeer>(
+    peer: &P,
+    gen: &TatpGenerator,
+    cfg: &PeerRunConfig,
+    tick: impl FnMut(f64),
+) -> Result<PeerRun, String> {
+    let clients: Vec<P::Client> = (0..cfg.clients)
+        .map(|_| peer.client())
+        .collect::<Result<_, _>>()?;
+    let never = AtomicBool::new(false);
+    drive(
+        clients,
+        cfg,
+        TatpKind::ALL.len(),
+        &|rng, _| gen.next(rng),
+        &|i: &TatpInput| {
+            TatpKind::ALL
+                .iter()
+                .position(|&k| k == i.kind)
+                .expect("a known kind")
+        },
+        &|c, i| peer.transact(c, i),
+        &|_| {},
+        &never,
+        tick,
+    )
+}
+
+type ClientTotals = (Histogram<u64>, u64, u64, Vec<(u64, u64)>);
+
+/// The closed loop: one thread per client, each drawing inputs, running them until they
+/// commit (retrying what the engine says to retry), and counting.
+#[allow(clippy::too_many_arguments)]
+fn drive<C: Send, I>(
+    clients: Vec<C>,
+    cfg: &PeerRunConfig,
+    kinds: usize,
+    input: &(dyn Fn(&mut SmallRng, u64) -> I + Sync),
+    kind_of: &(dyn Fn(&I) -> usize + Sync),
+    transact: &(dyn Fn(&mut C, &I) -> Result<bool, PeerError> + Sync),
+    on_ack: &(dyn Fn(&I) + Sync),
+    stop: &AtomicBool,
+    mut tick: impl FnMut(f64),
+) -> Result<PeerRun, String> {
+    assert!(!clients.is_empty());
+    let n_clients = clients.len();
     let measuring = AtomicBool::new(false);
     let done = AtomicBool::new(false);
     let seq = AtomicU64::new(0);
     let committed_total = AtomicU64::new(0);
     let fatal: Mutex<Option<String>> = Mutex::new(None);
-    let start = Barrier::new(cfg.clients + 1);
+    let start = Barrier::new(n_clients + 1);
     let hist = || Histogram::<u64>::new_with_bounds(1, 600_000_000, 3).expect("valid bounds");
-    let results: Mutex<Vec<(Histogram<u64>, u64, u64)>> = Mutex::new(Vec::new());
+    let results: Mutex<Vec<ClientTotals>> = Mutex::new(Vec::new());
     let mut seconds = 0.0;
     std::thread::scope(|s| {
         for (id, mut client) in clients.into_iter().enumerate() {
-            let (gen, measuring, done, seq) = (&gen, &measuring, &done, &seq);
+            let (measuring, done, seq) = (&measuring, &done, &seq);
             let (committed_total, fatal, start, results) =
                 (&committed_total, &fatal, &start, &results);
             s.spawn(move || {
@@ -112,16 +192,17 @@ pub fn run<P: TpcbPeer>(
                 );
                 let mut h = hist();
                 let (mut committed, mut retries) = (0u64, 0u64);
+                let mut per_kind = vec![(0u64, 0u64); kinds];
                 start.wait();
                 'run: while !done.load(Ordering::Acquire) {
                     let n = seq.fetch_add(1, Ordering::Relaxed);
-                    let input = gen.next(&mut rng, cfg.run_tag << 40 | n);
+                    let input = input(&mut rng, n);
                     let t0 = Instant::now();
                     let mut attempts = 0;
-                    loop {
+                    let found = loop {
                         attempts += 1;
-                        match peer.transact(&mut client, &input) {
-                            Ok(()) => break,
+                        match transact(&mut client, &input) {
+                            Ok(found) => break found,
                             Err(PeerError::Retry) if attempts < MAX_ATTEMPTS => {
                                 retries += measuring.load(Ordering::Acquire) as u64;
                             }
@@ -137,18 +218,21 @@ pub fn run<P: TpcbPeer>(
                                 break 'run;
                             }
                         }
-                    }
+                    };
                     committed_total.fetch_add(1, Ordering::Relaxed);
                     on_ack(&input);
                     if measuring.load(Ordering::Acquire) {
                         committed += 1;
+                        let k = &mut per_kind[kind_of(&input)];
+                        k.0 += 1;
+                        k.1 += found as u64;
                         h.record((t0.elapsed().as_micros() as u64).max(1)).ok();
                     }
                 }
                 results
                     .lock()
                     .expect("peer driver")
-                    .push((h, committed, retries));
+                    .push((h, committed, retries, per_kind));
             });
         }
         start.wait();
@@ -175,10 +259,15 @@ pub fn run<P: TpcbPeer>(
     }
     let mut all = hist();
     let (mut committed, mut retries) = (0, 0);
-    for (h, c, r) in results.into_inner().expect("peer driver") {
+    let mut kinds_total = vec![(0u64, 0u64); kinds];
+    for (h, c, r, k) in results.into_inner().expect("peer driver") {
         all.add(&h).expect("same bounds");
         committed += c;
         retries += r;
+        for (t, x) in kinds_total.iter_mut().zip(k) {
+            t.0 += x.0;
+            t.1 += x.1;
+        }
     }
     Ok(PeerRun {
         seconds,
@@ -187,5 +276,6 @@ pub fn run<P: TpcbPeer>(
         retries,
         p50_us: all.value_at_quantile(0.5),
         p99_us: all.value_at_quantile(0.99),
+        kinds: kinds_total,
     })
 }

@@ -45,20 +45,36 @@ pub struct RocksTpcb {
     sync: WriteOptions,
 }
 
+/// What the durability column says of RocksDB.
+pub(crate) const DURABILITY: &str = "TransactionDB, WAL synced per commit (WriteOptions::set_sync)";
+
+/// Opens (creating) the `TransactionDB` in `dir/rocksdb`.
+pub(crate) fn open_db(dir: &Path) -> Result<TransactionDB, String> {
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    let mut txn = TransactionDBOptions::default();
+    txn.set_txn_lock_timeout(LOCK_TIMEOUT_MS);
+    TransactionDB::open(&opts, &txn, dir.join("rocksdb")).map_err(err)
+}
+
+/// Write options that sync the WAL at every commit.
+pub(crate) fn sync_options() -> WriteOptions {
+    let mut sync = WriteOptions::default();
+    sync.set_sync(true);
+    sync.disable_wal(false);
+    sync
+}
+
 impl RocksTpcb {
     fn open_db(dir: &Path) -> Result<TransactionDB, String> {
-        let mut opts = Options::default();
-        opts.create_if_missing(true);
-        let mut txn = TransactionDBOptions::default();
-        txn.set_txn_lock_timeout(LOCK_TIMEOUT_MS);
-        TransactionDB::open(&opts, &txn, dir.join("rocksdb")).map_err(err)
+        open_db(dir)
     }
 
     fn with(db: TransactionDB) -> RocksTpcb {
-        let mut sync = WriteOptions::default();
-        sync.set_sync(true);
-        sync.disable_wal(false);
-        RocksTpcb { db, sync }
+        RocksTpcb {
+            db,
+            sync: sync_options(),
+        }
     }
 
     /// Creates the database in `dir` and loads it at `shape`. `progress` gets the
@@ -149,7 +165,8 @@ impl RocksTpcb {
     }
 }
 
-fn fail(e: rocksdb::Error) -> PeerError {
+/// Busy, timed out and try-again are retryable; anything else ends the run.
+pub(crate) fn fail(e: rocksdb::Error) -> PeerError {
     match e.kind() {
         ErrorKind::Busy | ErrorKind::TimedOut | ErrorKind::TryAgain => PeerError::Retry,
         _ => PeerError::Fatal(err(e)),
@@ -211,9 +228,6 @@ impl TpcbPeer for RocksTpcb {
 
     fn durability(&self) -> Result<(bool, String), String> {
         // The write options are ours; RocksDB has no call to read them back.
-        Ok((
-            true,
-            "TransactionDB, WAL synced per commit (WriteOptions::set_sync)".into(),
-        ))
+        Ok((true, DURABILITY.into()))
     }
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 pub enum CompareWorkload {
     /// TPC-B on every engine.
     Tpcb,
-    /// TATP (sluice only so far; the peers are reported unavailable).
+    /// TATP on sluice, SQLite and RocksDB (pgbench has no TATP).
     Tatp,
 }
 
@@ -120,6 +120,10 @@ enum Contestant {
     Sqlite(super::sqlite::SqliteTpcb),
     #[cfg(feature = "peers")]
     Rocksdb(super::rocksdb::RocksTpcb),
+    #[cfg(feature = "peers")]
+    SqliteTatp(super::sqlite_tatp::SqliteTatp),
+    #[cfg(feature = "peers")]
+    RocksdbTatp(super::rocksdb_tatp::RocksTatp),
     Postgres(usize),
 }
 
@@ -233,13 +237,13 @@ pub fn compare(
                 );
                 trackers.push(Tracker::new(row, c));
             }
-            _ if cfg.workload == CompareWorkload::Tatp => {
+            Engine::Postgres if cfg.workload == CompareWorkload::Tatp => {
                 trackers.push(Tracker::gone(CompareRow::unavailable(
                     w,
                     engine,
                     "",
                     cfg.clients,
-                    "TATP runs on sluice only so far; the peers run TPC-B".into(),
+                    "pgbench has no TATP; PostgreSQL runs TPC-B only".into(),
                 )));
             }
             Engine::Sqlite | Engine::Rocksdb if !engine.built() => {
@@ -253,7 +257,7 @@ pub fn compare(
             }
             Engine::Sqlite | Engine::Rocksdb => {
                 load_tick(&format!("loading {w} for {}", engine.name()));
-                let r = load_peer(engine, &sub, &shape, progress);
+                let r = load_peer(engine, cfg, &sub, &shape, progress);
                 progress.end();
                 match r {
                     Ok((c, (durable, how), variant)) => {
@@ -373,14 +377,30 @@ type Loaded = (Contestant, (bool, String), String);
 #[cfg(feature = "peers")]
 fn load_peer(
     engine: Engine,
+    cfg: &CompareConfig,
     dir: &std::path::Path,
     shape: &TpcbShape,
     progress: &mut dyn CompareProgress,
 ) -> Result<Loaded, String> {
-    use super::peer::TpcbPeer;
+    use super::peer::{TatpPeer, TpcbPeer};
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-    Ok(match engine {
-        Engine::Sqlite => {
+    let n = cfg.subscribers;
+    Ok(match (engine, cfg.workload) {
+        (Engine::Sqlite, CompareWorkload::Tatp) => {
+            let p = super::sqlite_tatp::SqliteTatp::load(dir, n, |f| progress.tick(f))?;
+            let d = p.durability()?;
+            (Contestant::SqliteTatp(p), d, "WAL, key-value tables".into())
+        }
+        (_, CompareWorkload::Tatp) => {
+            let p = super::rocksdb_tatp::RocksTatp::load(dir, n, |f| progress.tick(f))?;
+            let d = p.durability()?;
+            (
+                Contestant::RocksdbTatp(p),
+                d,
+                "TransactionDB, thread per client".into(),
+            )
+        }
+        (Engine::Sqlite, CompareWorkload::Tpcb) => {
             let p = super::sqlite::SqliteTpcb::load(dir, shape, |f| progress.tick(f))?;
             let d = p.durability()?;
             (
@@ -389,7 +409,7 @@ fn load_peer(
                 "WAL, connection per client".into(),
             )
         }
-        _ => {
+        (_, CompareWorkload::Tpcb) => {
             let p = super::rocksdb::RocksTpcb::load(dir, shape, |f| progress.tick(f))?;
             let d = p.durability()?;
             (
@@ -404,6 +424,7 @@ fn load_peer(
 #[cfg(not(feature = "peers"))]
 fn load_peer(
     engine: Engine,
+    _: &CompareConfig,
     _: &std::path::Path,
     _: &TpcbShape,
     _: &mut dyn CompareProgress,
@@ -443,6 +464,34 @@ fn peer_round<P: super::peer::TpcbPeer>(
         p50_us: r.p50_us,
         p99_us: r.p99_us,
         violations: c.violations,
+    })
+}
+
+#[cfg(feature = "peers")]
+fn peer_tatp_round<P: super::peer::TatpPeer>(
+    p: &P,
+    cfg: &CompareConfig,
+    round: usize,
+    progress: &mut dyn CompareProgress,
+) -> Result<Round, String> {
+    use crate::tatp::{self, TatpGenerator, TatpKeys};
+    let gen = TatpGenerator::new(cfg.subscribers, TatpKeys::NuRand, None)?;
+    let run_cfg = super::peer::PeerRunConfig {
+        clients: cfg.clients,
+        warmup: cfg.warmup,
+        measure: cfg.round_seconds(),
+        seed: round as u64 + 1,
+        run_tag: round as u64 + 1,
+    };
+    let r = super::peer::run_tatp(p, &gen, &run_cfg, |f| progress.tick(f))?;
+    Ok(Round {
+        committed: r.committed,
+        seconds: r.seconds,
+        retries: r.retries,
+        p50_us: r.p50_us,
+        p99_us: r.p99_us,
+        // The same check as sluice's TATP: success rates that match the population.
+        violations: tatp::check_success_rates(&r.kinds),
     })
 }
 
@@ -496,6 +545,16 @@ fn run_round(
         Contestant::Rocksdb(p) => {
             row.threads = cfg.clients;
             peer_round(p, cfg, round, shape, committed_total, progress)
+        }
+        #[cfg(feature = "peers")]
+        Contestant::SqliteTatp(p) => {
+            row.threads = cfg.clients;
+            peer_tatp_round(p, cfg, round, progress)
+        }
+        #[cfg(feature = "peers")]
+        Contestant::RocksdbTatp(p) => {
+            row.threads = cfg.clients;
+            peer_tatp_round(p, cfg, round, progress)
         }
         Contestant::Postgres(v) => {
             let _ = (round, shape, committed_total);

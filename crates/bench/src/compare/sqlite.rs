@@ -29,7 +29,8 @@ fn err(e: rusqlite::Error) -> String {
     format!("sqlite: {e}")
 }
 
-fn is_busy(e: &rusqlite::Error) -> bool {
+/// SQLITE_BUSY or SQLITE_LOCKED: the attempt is rolled back and retried.
+pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(
         e.sqlite_error_code(),
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
@@ -42,7 +43,8 @@ impl SqliteTpcb {
         dir.join("tpcb.sqlite")
     }
 
-    fn connect(path: &Path) -> Result<Connection, rusqlite::Error> {
+    /// A connection in WAL mode with `synchronous=FULL` and the busy timeout.
+    pub(crate) fn connect(path: &Path) -> Result<Connection, rusqlite::Error> {
         let c = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -246,26 +248,30 @@ impl TpcbPeer for SqliteTpcb {
     }
 
     fn durability(&self) -> Result<(bool, String), String> {
-        // Read back from a client connection: the settings are per connection.
-        let c = self.client()?;
-        let mode: String = c
-            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-            .map_err(err)?;
-        let sync: i64 = c
-            .query_row("PRAGMA synchronous", [], |r| r.get(0))
-            .map_err(err)?;
-        // FULL (2) or EXTRA (3) syncs the WAL at every commit; NORMAL (1) in WAL mode
-        // does not (a power loss may lose the last commits).
-        let durable = mode.eq_ignore_ascii_case("wal") && sync >= 2;
-        let name = match sync {
-            0 => "OFF",
-            1 => "NORMAL",
-            2 => "FULL",
-            _ => "EXTRA",
-        };
-        Ok((
-            durable,
-            format!("journal_mode={mode}, synchronous={name}, BEGIN IMMEDIATE"),
-        ))
+        durability_of(&self.client()?)
     }
+}
+
+/// Whether a commit on `c` is durable, read back from the connection (the settings are
+/// per connection), and the settings in words.
+pub(crate) fn durability_of(c: &Connection) -> Result<(bool, String), String> {
+    let mode: String = c
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .map_err(err)?;
+    let sync: i64 = c
+        .query_row("PRAGMA synchronous", [], |r| r.get(0))
+        .map_err(err)?;
+    // FULL (2) or EXTRA (3) syncs the WAL at every commit; NORMAL (1) in WAL mode
+    // does not (a power loss may lose the last commits).
+    let durable = mode.eq_ignore_ascii_case("wal") && sync >= 2;
+    let name = match sync {
+        0 => "OFF",
+        1 => "NORMAL",
+        2 => "FULL",
+        _ => "EXTRA",
+    };
+    Ok((
+        durable,
+        format!("journal_mode={mode}, synchronous={name}, BEGIN IMMEDIATE"),
+    ))
 }
