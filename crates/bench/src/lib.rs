@@ -6,10 +6,12 @@
 #![warn(missing_docs)]
 
 pub mod commit_sweep;
+pub mod compare;
 pub mod driver;
 pub mod log_insert;
 pub mod log_insert_sweep;
 pub mod plot;
+pub mod plot_bars;
 pub mod report;
 pub mod session;
 pub mod setup;

@@ -12,7 +12,7 @@ use std::sync::Once;
 static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 static REGISTER: Once = Once::new();
 
-fn ensure_font() {
+pub(crate) fn ensure_font() {
     REGISTER.call_once(|| {
         if register_font("sans-serif", FontStyle::Normal, FONT).is_err() {
             // The bundled font is valid; failure here means a plotters bug. Figures then

@@ -327,24 +327,8 @@ impl TatpSession {
         out.mqth = Some(r.completed_per_sec);
         // The loader is right if the success rates match the population rules (checked
         // only for types with enough samples to judge).
-        for (kind, expected, tol) in tatp::EXPECTED_SUCCESS {
-            let k = &r.kinds[TatpKind::ALL
-                .iter()
-                .position(|&x| x == kind)
-                .expect("known")];
-            if k.completed >= 2_000 {
-                let rate = k.succeeded as f64 / k.completed as f64;
-                if (rate - expected).abs() > tol {
-                    out.violations.push(format!(
-                        "{} succeeded {:.1} % of the time, expected {:.1} % ± {:.0}",
-                        kind.name(),
-                        rate * 100.0,
-                        expected * 100.0,
-                        tol * 100.0
-                    ));
-                }
-            }
-        }
+        let counts: Vec<(u64, u64)> = r.kinds.iter().map(|k| (k.completed, k.succeeded)).collect();
+        out.violations.extend(tatp::check_success_rates(&counts));
         out.consistent = out.violations.is_empty();
         out.kinds = r.kinds;
         Ok(out)

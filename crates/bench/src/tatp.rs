@@ -175,6 +175,88 @@ fn numberx(rng: &mut impl Rng) -> [u8; 15] {
     n
 }
 
+/// A TATP table, named for stores that keep the tables as byte maps (the peers of
+/// `sluice compare`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TatpTable {
+    /// `subscriber`.
+    Subscriber,
+    /// `subscriber_nbr` (sub_nbr → s_id).
+    SubscriberNbr,
+    /// `access_info`.
+    AccessInfo,
+    /// `special_facility`.
+    SpecialFacility,
+    /// `call_forwarding`.
+    CallForwarding,
+}
+
+impl TatpTable {
+    /// All tables.
+    pub const ALL: [TatpTable; 5] = [
+        TatpTable::Subscriber,
+        TatpTable::SubscriberNbr,
+        TatpTable::AccessInfo,
+        TatpTable::SpecialFacility,
+        TatpTable::CallForwarding,
+    ];
+
+    /// The table's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TatpTable::Subscriber => "subscriber",
+            TatpTable::SubscriberNbr => "subscriber_nbr",
+            TatpTable::AccessInfo => "access_info",
+            TatpTable::SpecialFacility => "special_facility",
+            TatpTable::CallForwarding => "call_forwarding",
+        }
+    }
+}
+
+impl TatpTables {
+    /// The handle of `table`.
+    pub fn table(&self, table: TatpTable) -> &Table {
+        match table {
+            TatpTable::Subscriber => &self.subscriber,
+            TatpTable::SubscriberNbr => &self.subscriber_nbr,
+            TatpTable::AccessInfo => &self.access_info,
+            TatpTable::SpecialFacility => &self.special_facility,
+            TatpTable::CallForwarding => &self.call_forwarding,
+        }
+    }
+}
+
+/// A loader's sink for one row: (table, key, value).
+pub type PutRow<'a, E> = dyn FnMut(TatpTable, &[u8], &[u8]) -> Result<(), E> + 'a;
+
+/// Draws the rows of subscriber `s_id` by the population rules and hands each to `put`
+/// (every engine's loader uses this, so all hold the same kind of population).
+pub fn populate<E>(rng: &mut impl Rng, s_id: u32, put: &mut PutRow<'_, E>) -> Result<(), E> {
+    put(TatpTable::Subscriber, &k1(s_id), &subscriber_row(rng, s_id))?;
+    put(TatpTable::SubscriberNbr, &sub_nbr(s_id), &k1(s_id))?;
+    for ai in random_types(rng) {
+        let mut v = [0u8; 10];
+        rng.fill(&mut v[..]);
+        put(TatpTable::AccessInfo, &k2(s_id, ai), &v)?;
+    }
+    for sf in random_types(rng) {
+        let active = rng.gen_ratio(85, 100) as u8;
+        let mut v = [0u8; 8];
+        v[0] = active;
+        rng.fill(&mut v[1..]);
+        put(TatpTable::SpecialFacility, &k2(s_id, sf), &v)?;
+        let mut starts = [0u8, 8, 16];
+        starts.shuffle(rng);
+        for &st in &starts[..rng.gen_range(0..=3)] {
+            let mut v = [0u8; 16];
+            v[0] = st + rng.gen_range(1..=8);
+            v[1..].copy_from_slice(&numberx(rng));
+            put(TatpTable::CallForwarding, &k3(s_id, sf, st), &v)?;
+        }
+    }
+    Ok(())
+}
+
 /// Creates and fills the tables for `subscribers` subscribers.
 pub fn load(
     db: &Database,
@@ -195,28 +277,9 @@ pub fn load(
         let end = (s + BATCH).min(subscribers + 1);
         let mut tx = db.begin();
         for s_id in s..end {
-            tx.put(&t.subscriber, &k1(s_id), &subscriber_row(rng, s_id))?;
-            tx.put(&t.subscriber_nbr, &sub_nbr(s_id), &k1(s_id))?;
-            for ai in random_types(rng) {
-                let mut v = [0u8; 10];
-                rng.fill(&mut v[..]);
-                tx.put(&t.access_info, &k2(s_id, ai), &v)?;
-            }
-            for sf in random_types(rng) {
-                let active = rng.gen_ratio(85, 100) as u8;
-                let mut v = [0u8; 8];
-                v[0] = active;
-                rng.fill(&mut v[1..]);
-                tx.put(&t.special_facility, &k2(s_id, sf), &v)?;
-                let mut starts = [0u8, 8, 16];
-                starts.shuffle(rng);
-                for &st in &starts[..rng.gen_range(0..=3)] {
-                    let mut v = [0u8; 16];
-                    v[0] = st + rng.gen_range(1..=8);
-                    v[1..].copy_from_slice(&numberx(rng));
-                    tx.put(&t.call_forwarding, &k3(s_id, sf, st), &v)?;
-                }
-            }
+            populate(rng, s_id, &mut |table, k, v| {
+                tx.put(t.table(table), k, v).map(|_| ())
+            })?;
         }
         tx.commit()?;
         s = end;
@@ -326,16 +389,65 @@ pub struct TatpInput {
     pub value: u32,
 }
 
+/// What TATP's transactions need of a store: point reads, reads that lock the row for
+/// an update, writes and deletes, in one transaction. sluice's `Transaction` is one
+/// (through [`TatpTables`]); so are the peers of `sluice compare`.
+pub trait TatpStore {
+    /// The store's error.
+    type Error;
+    /// Reads a row.
+    fn get(&mut self, table: TatpTable, key: &[u8]) -> Result<Option<Vec<u8>>, Self::Error>;
+    /// Reads a row to update it (an exclusive lock where the store has row locks).
+    fn get_for_update(
+        &mut self,
+        table: TatpTable,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, Self::Error>;
+    /// Writes a row.
+    fn put(&mut self, table: TatpTable, key: &[u8], value: &[u8]) -> Result<(), Self::Error>;
+    /// Deletes a row; says whether it was there.
+    fn delete(&mut self, table: TatpTable, key: &[u8]) -> Result<bool, Self::Error>;
+    /// An error for a malformed row.
+    fn corrupt(what: String) -> Self::Error;
+}
+
+/// sluice's transaction over loaded tables, as a [`TatpStore`].
+pub struct SluiceTatp<'a> {
+    /// The transaction.
+    pub tx: &'a mut Transaction,
+    /// The tables.
+    pub tables: &'a TatpTables,
+}
+
+impl TatpStore for SluiceTatp<'_> {
+    type Error = Error;
+    fn get(&mut self, t: TatpTable, k: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        self.tx.get(self.tables.table(t), k)
+    }
+    fn get_for_update(&mut self, t: TatpTable, k: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        self.tx.get_for_update(self.tables.table(t), k)
+    }
+    fn put(&mut self, t: TatpTable, k: &[u8], v: &[u8]) -> Result<(), Error> {
+        self.tx.put(self.tables.table(t), k, v).map(|_| ())
+    }
+    fn delete(&mut self, t: TatpTable, k: &[u8]) -> Result<bool, Error> {
+        Ok(self.tx.delete(self.tables.table(t), k)?.is_some())
+    }
+    fn corrupt(what: String) -> Error {
+        Error::Corruption(what)
+    }
+}
+
 /// Looks up a subscriber's id through the `sub_nbr` index, as the transactions that are
 /// given a number (not an id) must.
-fn s_id_by_number(tx: &mut Transaction, t: &TatpTables, s_id: u32) -> Result<Option<u32>, Error> {
-    let Some(id) = tx.get(&t.subscriber_nbr, &sub_nbr(s_id))? else {
+fn s_id_by_number<S: TatpStore>(tx: &mut S, s_id: u32) -> Result<Option<u32>, S::Error> {
+    let Some(id) = tx.get(TatpTable::SubscriberNbr, &sub_nbr(s_id))? else {
         return Ok(None);
     };
     let bytes: [u8; 4] = id
         .get(..4)
         .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| Error::Corruption(format!("sub_nbr index entry of {} bytes", id.len())))?;
+        .ok_or_else(|| S::corrupt(format!("sub_nbr index entry of {} bytes", id.len())))?;
     Ok(Some(u32::from_be_bytes(bytes)))
 }
 
@@ -343,73 +455,89 @@ fn s_id_by_number(tx: &mut Transaction, t: &TatpTables, s_id: u32) -> Result<Opt
 /// for; `Ok(false)`: "not found" (counted as completed; the caller rolls back the
 /// updating types that fail).
 pub fn run(tx: &mut Transaction, t: &TatpTables, i: &TatpInput) -> Result<bool, Error> {
+    run_on(&mut SluiceTatp { tx, tables: t }, i)
+}
+
+/// [`run`] on any [`TatpStore`].
+pub fn run_on<S: TatpStore>(tx: &mut S, i: &TatpInput) -> Result<bool, S::Error> {
+    use TatpTable as T;
     match i.kind {
-        TatpKind::GetSubscriberData => Ok(tx.get(&t.subscriber, &k1(i.s_id))?.is_some()),
+        TatpKind::GetSubscriberData => Ok(tx.get(T::Subscriber, &k1(i.s_id))?.is_some()),
         TatpKind::GetNewDestination => {
-            let sf = tx.get(&t.special_facility, &k2(i.s_id, i.ty))?;
+            let sf = tx.get(T::SpecialFacility, &k2(i.s_id, i.ty))?;
             if !matches!(sf, Some(v) if v.first() == Some(&1)) {
                 return Ok(false);
             }
             let mut found = false;
             for start in [0u8, 8, 16].into_iter().filter(|&s| s <= i.start) {
-                if let Some(v) = tx.get(&t.call_forwarding, &k3(i.s_id, i.ty, start))? {
+                if let Some(v) = tx.get(T::CallForwarding, &k3(i.s_id, i.ty, start))? {
                     found |= v.first().is_some_and(|&end| i.end < end);
                 }
             }
             Ok(found)
         }
-        TatpKind::GetAccessData => Ok(tx.get(&t.access_info, &k2(i.s_id, i.ty))?.is_some()),
+        TatpKind::GetAccessData => Ok(tx.get(T::AccessInfo, &k2(i.s_id, i.ty))?.is_some()),
         TatpKind::UpdateSubscriberData => {
             let k = k1(i.s_id);
-            let Some(mut row) = tx.get_for_update(&t.subscriber, &k)? else {
+            let Some(mut row) = tx.get_for_update(T::Subscriber, &k)? else {
                 return Ok(false);
             };
+            if row.len() != SUB_ROW {
+                return Err(S::corrupt(format!("subscriber row of {} bytes", row.len())));
+            }
             row[15] = (row[15] & !1) | (i.value & 1) as u8;
-            tx.put(&t.subscriber, &k, &row)?;
+            tx.put(T::Subscriber, &k, &row)?;
             let fk = k2(i.s_id, i.ty);
-            let Some(mut sf) = tx.get_for_update(&t.special_facility, &fk)? else {
+            let Some(mut sf) = tx.get_for_update(T::SpecialFacility, &fk)? else {
                 return Ok(false);
             };
+            if sf.len() < 3 {
+                return Err(S::corrupt(format!(
+                    "special_facility row of {} bytes",
+                    sf.len()
+                )));
+            }
             sf[2] = i.value as u8;
-            tx.put(&t.special_facility, &fk, &sf)?;
+            tx.put(T::SpecialFacility, &fk, &sf)?;
             Ok(true)
         }
         TatpKind::UpdateLocation => {
-            let Some(s_id) = s_id_by_number(tx, t, i.s_id)? else {
+            let Some(s_id) = s_id_by_number(tx, i.s_id)? else {
                 return Ok(false);
             };
             let id = k1(s_id);
-            let Some(mut row) = tx.get_for_update(&t.subscriber, &id)? else {
+            let Some(mut row) = tx.get_for_update(T::Subscriber, &id)? else {
                 return Ok(false);
             };
+            if row.len() != SUB_ROW {
+                return Err(S::corrupt(format!("subscriber row of {} bytes", row.len())));
+            }
             row[VLR_AT..VLR_AT + 4].copy_from_slice(&i.value.to_le_bytes());
-            tx.put(&t.subscriber, &id, &row)?;
+            tx.put(T::Subscriber, &id, &row)?;
             Ok(true)
         }
         TatpKind::InsertCallForwarding => {
-            let Some(s_id) = s_id_by_number(tx, t, i.s_id)? else {
+            let Some(s_id) = s_id_by_number(tx, i.s_id)? else {
                 return Ok(false);
             };
-            if tx.get(&t.special_facility, &k2(s_id, i.ty))?.is_none() {
+            if tx.get(T::SpecialFacility, &k2(s_id, i.ty))?.is_none() {
                 return Ok(false);
             }
             let k = k3(s_id, i.ty, i.start);
-            if tx.get_for_update(&t.call_forwarding, &k)?.is_some() {
+            if tx.get_for_update(T::CallForwarding, &k)?.is_some() {
                 return Ok(false); // primary-key violation: the row exists
             }
             let mut v = [0u8; 16];
             v[0] = i.start + 1 + (i.value % 8) as u8;
             v[1..].copy_from_slice(&sub_nbr(i.value % 1_000_000));
-            tx.put(&t.call_forwarding, &k, &v)?;
+            tx.put(T::CallForwarding, &k, &v)?;
             Ok(true)
         }
         TatpKind::DeleteCallForwarding => {
-            let Some(s_id) = s_id_by_number(tx, t, i.s_id)? else {
+            let Some(s_id) = s_id_by_number(tx, i.s_id)? else {
                 return Ok(false);
             };
-            Ok(tx
-                .delete(&t.call_forwarding, &k3(s_id, i.ty, i.start))?
-                .is_some())
+            tx.delete(T::CallForwarding, &k3(s_id, i.ty, i.start))
         }
     }
 }
@@ -423,6 +551,35 @@ pub const EXPECTED_SUCCESS: [(TatpKind, f64, f64); 5] = [
     (TatpKind::DeleteCallForwarding, 0.31, 0.08),
     (TatpKind::GetNewDestination, 0.15, 0.08),
 ];
+
+/// Checks the measured success rates against [`EXPECTED_SUCCESS`]: `kinds[k]` is
+/// (completed, succeeded) of `TatpKind::ALL[k]`. Types with fewer than 2,000 samples are
+/// not judged. Returns what is off.
+pub fn check_success_rates(kinds: &[(u64, u64)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (kind, expected, tol) in EXPECTED_SUCCESS {
+        let at = TatpKind::ALL
+            .iter()
+            .position(|&x| x == kind)
+            .expect("known");
+        let Some(&(completed, succeeded)) = kinds.get(at) else {
+            continue;
+        };
+        if completed >= 2_000 {
+            let rate = succeeded as f64 / completed as f64;
+            if (rate - expected).abs() > tol {
+                out.push(format!(
+                    "{} succeeded {:.1} % of the time, expected {:.1} % ± {:.0}",
+                    kind.name(),
+                    rate * 100.0,
+                    expected * 100.0,
+                    tol * 100.0
+                ));
+            }
+        }
+    }
+    out
+}
 
 /// TATP as a [`crate::driver::Workload`].
 pub struct TatpWorkload {

@@ -261,6 +261,174 @@ impl Consistency {
     }
 }
 
+/// The consistency check, fed row by row from any engine: sluice's [`check`] feeds it
+/// from scans, and the peer engines of `sluice compare` from their own tables, so every
+/// engine is judged by the same identities.
+#[derive(Debug, Default)]
+pub struct Tally {
+    c: Consistency,
+    branch_bal: Vec<i64>,
+    teller_bal: Vec<i64>,
+    teller_branch: Vec<u32>,
+    hist_branch: Vec<i64>,
+    hist_teller: Vec<i64>,
+}
+
+impl Tally {
+    /// An empty tally.
+    pub fn new() -> Tally {
+        Tally::default()
+    }
+
+    /// A branch row; branches must come in id order (0, 1, …).
+    pub fn branch(&mut self, balance: i64) {
+        self.branch_bal.push(balance);
+    }
+
+    /// A teller row; tellers must come in id order (0, 1, …).
+    pub fn teller(&mut self, branch: u32, balance: i64) {
+        self.teller_bal.push(balance);
+        self.teller_branch.push(branch);
+    }
+
+    /// An account row.
+    pub fn account(&mut self, balance: i64) {
+        self.c.account_sum += balance;
+    }
+
+    /// A history row.
+    pub fn history(&mut self, teller: u32, branch: u32, delta: i64) {
+        self.history_group(teller, branch, delta, 1);
+    }
+
+    /// `rows` history rows of one teller and branch whose deltas add up to `delta` (an
+    /// engine that can aggregate — SQL's `GROUP BY` — sends these instead of rows).
+    pub fn history_group(&mut self, teller: u32, branch: u32, delta: i64, rows: u64) {
+        self.c.history_sum += delta;
+        self.c.history_rows += rows;
+        let (t, b) = (teller as usize, branch as usize);
+        if self.hist_teller.len() <= t {
+            self.hist_teller.resize(t + 1, 0);
+        }
+        if self.hist_branch.len() <= b {
+            self.hist_branch.resize(b + 1, 0);
+        }
+        self.hist_teller[t] += delta;
+        self.hist_branch[b] += delta;
+    }
+
+    /// A problem found while reading (a malformed row).
+    pub fn violation(&mut self, what: String) {
+        self.c.violations.push(what);
+    }
+
+    /// Checks Σ account = Σ teller = Σ branch = Σ history.delta, the same per branch and
+    /// per teller, and (if given) that the history holds exactly `expected_rows` rows.
+    pub fn finish(self, expected_rows: Option<u64>) -> Consistency {
+        self.finish_with(expected_rows, true)
+    }
+
+    /// [`Tally::finish`] without the per-branch and per-teller identities, for a
+    /// workload that draws teller and branch independently (pgbench's built-in
+    /// `tpcb-like`): the global sums and the row count still hold.
+    pub fn finish_sums(self, expected_rows: Option<u64>) -> Consistency {
+        self.finish_with(expected_rows, false)
+    }
+
+    fn finish_with(mut self, expected_rows: Option<u64>, per_owner: bool) -> Consistency {
+        let mut c = std::mem::take(&mut self.c);
+        let branches = self.branch_bal.len();
+        let mut per_branch_tellers = vec![0i64; branches];
+        for (id, (&b, &bal)) in self.teller_branch.iter().zip(&self.teller_bal).enumerate() {
+            match per_branch_tellers.get_mut(b as usize) {
+                Some(s) => *s += bal,
+                None => c
+                    .violations
+                    .push(format!("teller {id} names missing branch {b}")),
+            }
+        }
+        if self.hist_branch.len() > branches || self.hist_teller.len() > self.teller_bal.len() {
+            c.violations.push(format!(
+                "history rows name tellers up to {} / branches up to {}, but there are {} / {}",
+                self.hist_teller.len(),
+                self.hist_branch.len(),
+                self.teller_bal.len(),
+                branches
+            ));
+        }
+        self.hist_branch
+            .resize(branches.max(self.hist_branch.len()), 0);
+        self.hist_teller
+            .resize(self.teller_bal.len().max(self.hist_teller.len()), 0);
+        c.branch_sum = self.branch_bal.iter().sum();
+        c.teller_sum = self.teller_bal.iter().sum();
+        let sums = [c.account_sum, c.teller_sum, c.branch_sum, c.history_sum];
+        if sums.iter().any(|&s| s != sums[0]) {
+            c.violations.push(format!(
+                "sums differ: account {} teller {} branch {} history {}",
+                c.account_sum, c.teller_sum, c.branch_sum, c.history_sum
+            ));
+        }
+        if !per_owner {
+            self.branch_bal.clear();
+            self.teller_bal.clear();
+        }
+        for (b, &bal) in self.branch_bal.iter().enumerate() {
+            if bal != per_branch_tellers[b] || bal != self.hist_branch[b] {
+                c.violations.push(format!(
+                    "branch {b}: balance {bal}, its tellers {}, its history {}",
+                    per_branch_tellers[b], self.hist_branch[b]
+                ));
+            }
+        }
+        for (te, &bal) in self.teller_bal.iter().enumerate() {
+            if bal != self.hist_teller[te] {
+                c.violations.push(format!(
+                    "teller {te}: balance {bal}, its history {}",
+                    self.hist_teller[te]
+                ));
+            }
+        }
+        if let Some(n) = expected_rows {
+            if n != c.history_rows {
+                c.violations.push(format!(
+                    "{} history rows for {n} committed transactions",
+                    c.history_rows
+                ));
+            }
+        }
+        c
+    }
+}
+
+/// Decodes a branch, teller or account row as sluice stores it: (owner id, balance).
+/// Peers that store rows as bytes (RocksDB) store exactly these.
+pub fn decode_row(v: &[u8]) -> Result<(u32, i64), Error> {
+    parse_row(v)
+}
+
+/// Encodes a branch, teller or account row as sluice stores it.
+pub fn encode_row(owner: u32, balance: i64) -> [u8; ROW] {
+    row(owner, balance)
+}
+
+/// Encodes a history row as sluice stores it.
+pub fn encode_history(i: &TpcbInput) -> [u8; HISTORY_ROW] {
+    history_row(i)
+}
+
+/// Feeds one stored history row into `tally` (a malformed one is a violation).
+pub fn tally_history(tally: &mut Tally, v: &[u8]) {
+    if v.len() != HISTORY_ROW {
+        tally.violation(format!("history row of {} bytes", v.len()));
+        return;
+    }
+    let te = u32::from_le_bytes(v[4..8].try_into().unwrap());
+    let b = u32::from_le_bytes(v[8..12].try_into().unwrap());
+    let d = i64::from_le_bytes(v[12..20].try_into().unwrap());
+    tally.history(te, b, d);
+}
+
 /// Checks Σ account = Σ teller = Σ branch = Σ history.delta, the same per branch and per
 /// teller, and (if given) that the history holds exactly `expected_rows` rows.
 pub fn check(
@@ -268,94 +436,27 @@ pub fn check(
     t: &TpcbTables,
     expected_rows: Option<u64>,
 ) -> Result<Consistency, Error> {
-    let mut c = Consistency::default();
+    let mut tally = Tally::new();
     let mut tx = db.begin();
-    let mut branch_bal = Vec::new();
     for r in tx.scan_all(&t.branch) {
         let (_, v) = r?;
-        branch_bal.push(parse_row(&v)?.1);
+        tally.branch(parse_row(&v)?.1);
     }
-    let mut teller_bal = Vec::new();
-    let mut per_branch_tellers = vec![0i64; branch_bal.len()];
     for r in tx.scan_all(&t.teller) {
-        let (k, v) = r?;
+        let (_, v) = r?;
         let (b, bal) = parse_row(&v)?;
-        let id = u32::from_be_bytes(
-            k[..4]
-                .try_into()
-                .map_err(|_| Error::Corruption("teller key".into()))?,
-        );
-        teller_bal.push(bal);
-        match per_branch_tellers.get_mut(b as usize) {
-            Some(s) => *s += bal,
-            None => c
-                .violations
-                .push(format!("teller {id} names missing branch {b}")),
-        }
+        tally.teller(b, bal);
     }
     for r in tx.scan_all(&t.account) {
         let (_, v) = r?;
-        c.account_sum += parse_row(&v)?.1;
+        tally.account(parse_row(&v)?.1);
     }
-    let mut hist_branch = vec![0i64; branch_bal.len()];
-    let mut hist_teller = vec![0i64; teller_bal.len()];
     for r in tx.scan_all(&t.history) {
         let (_, v) = r?;
-        if v.len() != HISTORY_ROW {
-            c.violations
-                .push(format!("history row of {} bytes", v.len()));
-            continue;
-        }
-        let te = u32::from_le_bytes(v[4..8].try_into().unwrap()) as usize;
-        let b = u32::from_le_bytes(v[8..12].try_into().unwrap()) as usize;
-        let d = i64::from_le_bytes(v[12..20].try_into().unwrap());
-        c.history_sum += d;
-        c.history_rows += 1;
-        match (hist_branch.get_mut(b), hist_teller.get_mut(te)) {
-            (Some(hb), Some(ht)) => {
-                *hb += d;
-                *ht += d;
-            }
-            _ => c
-                .violations
-                .push(format!("history row names teller {te} / branch {b}")),
-        }
+        tally_history(&mut tally, &v);
     }
     tx.commit()?;
-    c.branch_sum = branch_bal.iter().sum();
-    c.teller_sum = teller_bal.iter().sum();
-    let sums = [c.account_sum, c.teller_sum, c.branch_sum, c.history_sum];
-    if sums.iter().any(|&s| s != sums[0]) {
-        c.violations.push(format!(
-            "sums differ: account {} teller {} branch {} history {}",
-            c.account_sum, c.teller_sum, c.branch_sum, c.history_sum
-        ));
-    }
-    for (b, &bal) in branch_bal.iter().enumerate() {
-        if bal != per_branch_tellers[b] || bal != hist_branch[b] {
-            c.violations.push(format!(
-                "branch {b}: balance {bal}, its tellers {}, its history {}",
-                per_branch_tellers[b], hist_branch[b]
-            ));
-        }
-    }
-    for (te, &bal) in teller_bal.iter().enumerate() {
-        if bal != hist_teller[te] {
-            c.violations.push(format!(
-                "teller {te}: balance {bal}, its history {}",
-                hist_teller[te]
-            ));
-        }
-    }
-    if let Some(n) = expected_rows {
-        if n != c.history_rows {
-            c.violations.push(format!(
-                "{} history rows for {n} committed transactions",
-                c.history_rows
-            ));
-        }
-    }
-    Ok(c)
+    Ok(tally.finish(expected_rows))
 }
 
 /// TPC-B as a [`crate::driver::Workload`].
@@ -392,5 +493,36 @@ impl crate::driver::Workload for TpcbWorkload {
     fn body(&self, tx: &mut Transaction, i: &TpcbInput) -> Result<sluice::Outcome<bool>, Error> {
         run(tx, &self.tables, i)?;
         Ok(sluice::Outcome::Commit(true))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tally_checks_sums_per_branch_and_rows() {
+        let mut t = Tally::new();
+        t.branch(5);
+        t.teller(0, 5);
+        t.account(5);
+        t.history(0, 0, 5);
+        assert!(t.finish(Some(1)).ok());
+
+        // Balances that add up overall but not per branch: only finish_sums accepts.
+        let feed = || {
+            let mut t = Tally::new();
+            t.branch(5);
+            t.branch(-5);
+            t.teller(0, -5);
+            t.teller(1, 5);
+            t.account(0);
+            t.history_group(0, 1, -5, 1);
+            t.history_group(1, 0, 5, 1);
+            t
+        };
+        assert!(!feed().finish(Some(2)).ok());
+        assert!(feed().finish_sums(Some(2)).ok());
+        assert!(!feed().finish_sums(Some(3)).ok());
     }
 }

@@ -7,7 +7,9 @@ mod bench_log_insert;
 mod bench_sweep;
 mod bench_txn;
 mod bench_wal;
+mod compare;
 mod crash_test;
+mod peer_child;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -27,6 +29,13 @@ enum Command {
         #[command(subcommand)]
         which: Bench,
     },
+    /// TPC-B or TATP on sluice and on SQLite, RocksDB and PostgreSQL at equal
+    /// durability, in alternating rounds; table, JSON, CSV and a bar chart.
+    Compare(compare::Args),
+    /// TPC-B on a peer engine forever, printing each acknowledged commit (the peer kill
+    /// test's child process).
+    #[command(hide = true)]
+    PeerChild(peer_child::Args),
     /// Run a crash sweep over the simulated disk and check what recovery finds.
     CrashTest {
         #[command(subcommand)]
@@ -103,6 +112,8 @@ fn main() -> ExitCode {
             Bench::Tatp(a) => bench_txn::tatp(a),
             Bench::CommitSweep(a) => bench_sweep::run(a),
         },
+        Command::Compare(a) => compare::run(a),
+        Command::PeerChild(a) => peer_child::run(a),
         Command::CrashTest { which } => match which {
             CrashTest::Engine(a) => crash_test::engine(a),
         },

@@ -1,0 +1,219 @@
+//! The engines `sluice compare` knows, and the row it reports for each.
+
+use serde::Serialize;
+
+/// How to build the peers that need crates (printed when they are missing).
+pub const BUILD_PEERS: &str = "cargo build --release -p sluice-cli --features peers";
+
+/// An engine to compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// sluice itself, through the bench driver.
+    Sluice,
+    /// SQLite through rusqlite (feature `peers`).
+    Sqlite,
+    /// RocksDB's TransactionDB through the rocksdb crate (feature `peers`).
+    Rocksdb,
+    /// PostgreSQL through pgbench, on a throwaway cluster.
+    Postgres,
+}
+
+impl Engine {
+    /// All engines, in the default order.
+    pub const ALL: [Engine; 4] = [
+        Engine::Sluice,
+        Engine::Sqlite,
+        Engine::Rocksdb,
+        Engine::Postgres,
+    ];
+
+    /// The name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Sluice => "sluice",
+            Engine::Sqlite => "sqlite",
+            Engine::Rocksdb => "rocksdb",
+            Engine::Postgres => "postgres",
+        }
+    }
+
+    /// Parses a name as [`Engine::name`] gives it.
+    pub fn parse(s: &str) -> Result<Engine, String> {
+        Engine::ALL
+            .into_iter()
+            .find(|e| e.name() == s.trim())
+            .ok_or_else(|| {
+                format!("unknown engine '{s}' (expected sluice, sqlite, rocksdb or postgres)")
+            })
+    }
+
+    /// Whether this binary was built with the engine (SQLite and RocksDB need the
+    /// `peers` feature; PostgreSQL is an external program, found or not at run time).
+    pub fn built(self) -> bool {
+        match self {
+            Engine::Sqlite | Engine::Rocksdb => cfg!(feature = "peers"),
+            Engine::Sluice | Engine::Postgres => true,
+        }
+    }
+}
+
+/// One result row of a comparison (one JSON object).
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareRow {
+    /// "tpcb" or "tatp".
+    pub workload: &'static str,
+    /// The engine.
+    pub engine: Engine,
+    /// How it was driven, e.g. "pgbench tpcb-like" or "1 round trip".
+    pub variant: String,
+    /// False when the engine could not run; then `unavailable` says why and the
+    /// measurements are zero.
+    pub available: bool,
+    /// Why the engine did not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+    /// Clients (transactions in the system at once).
+    pub clients: usize,
+    /// Threads that ran them (sluice: agents; peers: one per client; pgbench: `-j`).
+    pub threads: usize,
+    /// Committed transactions per second over all rounds.
+    pub tps: f64,
+    /// Median latency (median of the rounds' medians), µs.
+    pub p50_us: u64,
+    /// 99th percentile latency (median of the rounds'), µs.
+    pub p99_us: u64,
+    /// Transactions committed in the measured windows.
+    pub committed: u64,
+    /// Attempts that failed with a retryable error (SQLITE_BUSY, lock timeout, busy,
+    /// deadlock victim) and were run again.
+    pub retries: u64,
+    /// The workload's consistency check passed after every round.
+    pub consistent: bool,
+    /// What failed.
+    pub violations: Vec<String>,
+    /// Every acknowledged commit is on disk under the settings in force.
+    pub durable: bool,
+    /// The settings that make it durable (read back from the engine where it can say).
+    pub durability: String,
+    /// tps ÷ sluice's tps (when sluice ran).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_to_sluice: Option<f64>,
+    /// Rounds run.
+    pub rounds: usize,
+    /// Seconds measured over all rounds.
+    pub seconds: f64,
+}
+
+impl CompareRow {
+    /// A row for an engine that did not run.
+    pub fn unavailable(
+        workload: &'static str,
+        engine: Engine,
+        variant: &str,
+        clients: usize,
+        why: String,
+    ) -> CompareRow {
+        CompareRow {
+            workload,
+            engine,
+            variant: variant.to_string(),
+            available: false,
+            unavailable: Some(why),
+            clients,
+            threads: 0,
+            tps: 0.0,
+            p50_us: 0,
+            p99_us: 0,
+            committed: 0,
+            retries: 0,
+            consistent: false,
+            violations: Vec::new(),
+            durable: false,
+            durability: String::new(),
+            ratio_to_sluice: None,
+            rounds: 0,
+            seconds: 0.0,
+        }
+    }
+
+    /// Names of [`CompareRow::cells`]' columns.
+    pub const COLUMNS: [&'static str; 11] = [
+        "engine",
+        "variant",
+        "clients",
+        "threads",
+        "tps",
+        "p50 µs",
+        "p99 µs",
+        "retries",
+        "consistent",
+        "durable",
+        "× sluice",
+    ];
+
+    /// The row as table cells.
+    pub fn cells(&self) -> Vec<String> {
+        if !self.available {
+            let mut c = vec![self.engine.name().to_string(), self.variant.clone()];
+            c.push("unavailable".into());
+            c.extend(std::iter::repeat_n("-".to_string(), 8));
+            return c;
+        }
+        vec![
+            self.engine.name().to_string(),
+            self.variant.clone(),
+            self.clients.to_string(),
+            self.threads.to_string(),
+            crate::report::thousands(self.tps),
+            self.p50_us.to_string(),
+            self.p99_us.to_string(),
+            self.retries.to_string(),
+            if self.consistent { "yes" } else { "NO" }.to_string(),
+            if self.durable { "yes" } else { "no" }.to_string(),
+            self.ratio_to_sluice
+                .map(|r| format!("{r:.3}"))
+                .unwrap_or_else(|| "-".into()),
+        ]
+    }
+}
+
+/// The median of some values (the mean of the middle two for an even count).
+pub fn median(mut v: Vec<u64>) -> u64 {
+    if v.is_empty() {
+        return 0;
+    }
+    v.sort_unstable();
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_ones_are_refused() {
+        for e in Engine::ALL {
+            assert_eq!(Engine::parse(e.name()), Ok(e));
+        }
+        assert!(Engine::parse("oracle").unwrap_err().contains("oracle"));
+    }
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(vec![3, 1, 2]), 2);
+        assert_eq!(median(vec![4, 1, 3, 2]), 2);
+        assert_eq!(median(vec![]), 0);
+    }
+
+    #[test]
+    fn an_unavailable_row_has_as_many_cells_as_columns() {
+        let r = CompareRow::unavailable("tpcb", Engine::Sqlite, "", 8, "why".into());
+        assert_eq!(r.cells().len(), CompareRow::COLUMNS.len());
+    }
+}

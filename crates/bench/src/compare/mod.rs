@@ -1,0 +1,24 @@
+//! `sluice compare`: TPC-B (and TATP) on sluice and on peer engines (SQLite, RocksDB,
+//! PostgreSQL) in one run, at equal durability, with the same inputs and the same consistency check
+//! (docs/BENCHMARKS.md, "Comparison with other engines").
+//!
+//! SQLite and RocksDB are compiled only with the `peers` feature (RocksDB's C++ takes
+//! many minutes to build); PostgreSQL needs no crate, only its binaries on the machine.
+
+pub mod cleanup;
+pub mod engine;
+pub mod peer;
+pub mod postgres;
+#[cfg(feature = "peers")]
+pub mod rocksdb;
+#[cfg(feature = "peers")]
+pub mod rocksdb_tatp;
+pub mod run;
+#[cfg(feature = "peers")]
+pub mod sqlite;
+#[cfg(feature = "peers")]
+pub mod sqlite_tatp;
+
+pub use engine::{CompareRow, Engine, BUILD_PEERS};
+pub use peer::{PeerError, PeerRun, PeerRunConfig, TatpPeer, TpcbPeer};
+pub use run::{compare, CompareConfig, CompareProgress};

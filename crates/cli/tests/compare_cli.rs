@@ -1,0 +1,84 @@
+//! `sluice compare`: bad flags are one-line usage errors (exit 2), and a tiny run of
+//! sluice alone (the default build has no peers) writes its table, JSON, CSV and
+//! figure, with each missing peer reported as unavailable with how to build it.
+
+mod common;
+use common::{assert_usage_error, sluice};
+
+#[test]
+fn bad_flags_are_usage_errors() {
+    assert_usage_error(&["compare", "tpcc"], "tpcc");
+    assert_usage_error(&["compare", "tpcb", "--engines", "sluice,oracle"], "oracle");
+    assert_usage_error(&["compare", "tpcb", "--engines", "sluice,sluice"], "twice");
+    assert_usage_error(&["compare", "tpcb", "--clients", "0"], "--clients");
+    assert_usage_error(&["compare", "tpcb", "--rounds", "0"], "--rounds");
+    assert_usage_error(&["compare", "tpcb", "--seconds=-1"], "--seconds");
+    assert_usage_error(&["compare", "tpcb", "--seconds", "nan"], "--seconds");
+    assert_usage_error(&["compare", "tpcb", "--scale", "0"], "--scale");
+    assert_usage_error(
+        &["compare", "tpcb", "--dir", "/nonexistent/sluice-compare"],
+        "--dir",
+    );
+}
+
+#[test]
+fn a_small_run_writes_every_file_and_names_missing_peers() {
+    let data = tempfile::tempdir_in(".").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let o = sluice(&[
+        "compare",
+        "tpcb",
+        "--engines",
+        "sluice,sqlite",
+        "--scale",
+        "1",
+        "--clients",
+        "2",
+        "--seconds",
+        "0.4",
+        "--warmup",
+        "0",
+        "--dir",
+        data.path().to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+        "--json",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rows: Vec<serde_json::Value> = stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    let sluice_row = &rows[0];
+    assert_eq!(sluice_row["engine"], "sluice");
+    for key in ["tps", "p50_us", "p99_us", "consistent", "durable"] {
+        assert!(sluice_row.get(key).is_some(), "{key} missing: {sluice_row}");
+    }
+    assert_eq!(sluice_row["consistent"], true);
+    assert_eq!(sluice_row["durable"], true);
+    assert!(sluice_row["tps"].as_f64().unwrap() > 0.0);
+    assert_eq!(sluice_row["rounds"], 2);
+    if !cfg!(feature = "peers") {
+        assert_eq!(rows[1]["available"], false);
+        let why = rows[1]["unavailable"].as_str().unwrap();
+        assert!(why.contains("--features peers"), "{why}");
+    }
+    for ext in ["txt", "json", "csv", "png", "svg"] {
+        let p = out.path().join(format!("compare-tpcb.{ext}"));
+        assert!(
+            std::fs::metadata(&p).map(|m| m.len() > 0).unwrap_or(false),
+            "{}",
+            p.display()
+        );
+    }
+    // Every data directory is gone afterwards.
+    assert_eq!(std::fs::read_dir(data.path()).unwrap().count(), 0);
+}
