@@ -23,6 +23,36 @@ impl Inner {
         Table::new(self, "", PageId::CATALOG)
     }
 
+    /// The hidden table of large values' chunks (`crate::blob`), listed in the catalog
+    /// under the empty name, which no user table can have. Created with `create` if it
+    /// does not exist yet (committed and durable at once, as any table); `None` if it
+    /// does not exist and `create` is false.
+    pub(crate) fn blob_table(self: &Arc<Self>, create: bool) -> Result<Option<Table>> {
+        const NAME: &str = "";
+        const SHOWN: &str = "(large values)";
+        if let Some(root) = self.catalog.lock().get(NAME).copied() {
+            return Ok(Some(Table::new(self, SHOWN, root)));
+        }
+        let cat = self.catalog_table();
+        let mut tx = crate::Transaction::new(self.clone());
+        let root = match tx.get_for_update(&cat, NAME.as_bytes())? {
+            Some(v) => {
+                tx.commit()?;
+                decode_root(SHOWN, &v)?
+            }
+            None if !create => return Ok(None),
+            None => {
+                let root = self.allocate_root()?;
+                tx.put(&cat, NAME.as_bytes(), &root.0.to_le_bytes())?;
+                tx.commit()?;
+                self.store.log.sync()?;
+                root
+            }
+        };
+        self.catalog.lock().insert(NAME.to_string(), root);
+        Ok(Some(Table::new(self, SHOWN, root)))
+    }
+
     /// Allocates and formats an empty leaf as a new table's root.
     fn allocate_root(&self) -> Result<PageId> {
         let mp = self.store.pool.fetch(PageId::META)?;
@@ -128,6 +158,10 @@ impl Database {
         let mut names = Vec::new();
         for e in tx.scan_all(&cat) {
             let (k, _) = e?;
+            if k.is_empty() {
+                // The hidden table of large values.
+                continue;
+            }
             names.push(String::from_utf8(k).map_err(|_| {
                 Error::Corruption("catalog holds a table name that is not UTF-8".into())
             })?);

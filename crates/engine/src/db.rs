@@ -716,6 +716,9 @@ impl Database {
             report.tables += 1;
             report.entries += r.entries;
         }
+        if let Some(t) = inner.blob_table(false)? {
+            Btree::new(&inner.store, t.root, &t.latch).verify()?;
+        }
         let count = {
             let p = inner.store.pool.fetch(PageId::META)?;
             let g = p.read_valid()?;

@@ -82,6 +82,7 @@
 #![warn(missing_docs)]
 
 mod agents;
+mod blob;
 mod btree;
 mod buffer_pool;
 mod builder;

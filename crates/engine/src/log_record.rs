@@ -9,7 +9,7 @@
 
 use crate::ids::{PageId, TxnId};
 use crate::options::Limits;
-use crate::page::{MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+use crate::page::{CellValue, StoredValue, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 use sluice_wal::Lsn;
 
 /// Bytes of one page in an `Images` record: page id, length, and a compact image of at
@@ -81,19 +81,19 @@ pub enum Change {
     /// The key was absent and now maps to `value`.
     Insert {
         /// The new value.
-        value: Vec<u8>,
+        value: StoredValue,
     },
     /// The key mapped to `old` and now maps to `new`.
     Update {
         /// The value before.
-        old: Vec<u8>,
+        old: StoredValue,
         /// The value after.
-        new: Vec<u8>,
+        new: StoredValue,
     },
     /// The key mapped to `old` and is now absent.
     Delete {
         /// The value before.
-        old: Vec<u8>,
+        old: StoredValue,
     },
 }
 
@@ -113,10 +113,10 @@ impl Change {
         }
     }
     /// What the key must map to after undo (`None`: absent).
-    pub fn before(&self) -> Option<&[u8]> {
+    pub fn before(&self) -> Option<CellValue<'_>> {
         match self {
             Change::Insert { .. } => None,
-            Change::Update { old, .. } | Change::Delete { old } => Some(old),
+            Change::Update { old, .. } | Change::Delete { old } => Some(old.as_cell()),
         }
     }
 }
@@ -130,14 +130,14 @@ pub enum PageOp {
         /// The key.
         key: Vec<u8>,
         /// Its value.
-        value: Vec<u8>,
+        value: StoredValue,
     },
     /// Replace the value of a present key.
     Set {
         /// The key.
         key: Vec<u8>,
         /// Its new value.
-        value: Vec<u8>,
+        value: StoredValue,
     },
     /// Remove the cell of a present key.
     Remove {
@@ -253,6 +253,8 @@ const TAG_END_CKPT: u8 = 7;
 
 /// The largest byte string a record field may carry (a page image is at most a page).
 const MAX_FIELD: usize = 1 << 20;
+/// In a value's length field: the value is a large value's descriptor.
+const EXTERNAL_FLAG: u32 = 1 << 31;
 
 struct Writer(Vec<u8>);
 
@@ -271,6 +273,17 @@ impl Writer {
         self.u32(b.len() as u32);
         self.0.extend_from_slice(b);
     }
+    /// A leaf value: its length with [`EXTERNAL_FLAG`] set for a descriptor, its bytes.
+    fn value(&mut self, v: &StoredValue) {
+        assert!(
+            v.bytes.len() <= MAX_FIELD,
+            "record field of {} bytes",
+            v.bytes.len()
+        );
+        let flag = if v.external { EXTERNAL_FLAG } else { 0 };
+        self.u32(v.bytes.len() as u32 | flag);
+        self.0.extend_from_slice(&v.bytes);
+    }
     fn opt_lsn(&mut self, l: Option<Lsn>) {
         match l {
             None => self.u8(0),
@@ -285,12 +298,12 @@ impl Writer {
             PageOp::Insert { key, value } => {
                 self.u8(1);
                 self.bytes(key);
-                self.bytes(value);
+                self.value(value);
             }
             PageOp::Set { key, value } => {
                 self.u8(2);
                 self.bytes(key);
-                self.bytes(value);
+                self.value(value);
             }
             PageOp::Remove { key } => {
                 self.u8(3);
@@ -334,6 +347,17 @@ impl<'a> Reader<'a> {
         }
         Ok(self.take(n)?.to_vec())
     }
+    fn value(&mut self) -> Result<StoredValue, String> {
+        let field = self.u32()?;
+        let n = (field & !EXTERNAL_FLAG) as usize;
+        if n > MAX_FIELD {
+            return Err(format!("record field of {n} bytes"));
+        }
+        Ok(StoredValue {
+            bytes: self.take(n)?.to_vec(),
+            external: field & EXTERNAL_FLAG != 0,
+        })
+    }
     fn opt_lsn(&mut self) -> Result<Option<Lsn>, String> {
         match self.u8()? {
             0 => Ok(None),
@@ -353,11 +377,11 @@ impl<'a> Reader<'a> {
         Ok(match self.u8()? {
             1 => PageOp::Insert {
                 key: self.bytes()?,
-                value: self.bytes()?,
+                value: self.value()?,
             },
             2 => PageOp::Set {
                 key: self.bytes()?,
-                value: self.bytes()?,
+                value: self.value()?,
             },
             3 => PageOp::Remove { key: self.bytes()? },
             t => return Err(format!("bad page op {t}")),
@@ -387,16 +411,16 @@ impl Record {
                 match change {
                     Change::Insert { value } => {
                         w.u8(1);
-                        w.bytes(value);
+                        w.value(value);
                     }
                     Change::Update { old, new } => {
                         w.u8(2);
-                        w.bytes(old);
-                        w.bytes(new);
+                        w.value(old);
+                        w.value(new);
                     }
                     Change::Delete { old } => {
                         w.u8(3);
-                        w.bytes(old);
+                        w.value(old);
                     }
                 }
             }
@@ -466,16 +490,16 @@ impl Record {
         match self {
             Record::Update { key, change, .. } => {
                 let values = match change {
-                    Change::Insert { value } => vec![value.len()],
-                    Change::Update { old, new } => vec![old.len(), new.len()],
-                    Change::Delete { old } => vec![old.len()],
+                    Change::Insert { value } => vec![value.bytes.len()],
+                    Change::Update { old, new } => vec![old.bytes.len(), new.bytes.len()],
+                    Change::Delete { old } => vec![old.bytes.len()],
                 };
                 max_page_record_bytes(smallest_page_for(key.len(), &values))
             }
             Record::Clr { op, .. } => {
                 let (key, values) = match op {
                     PageOp::Insert { key, value } | PageOp::Set { key, value } => {
-                        (key.len(), vec![value.len()])
+                        (key.len(), vec![value.bytes.len()])
                     }
                     PageOp::Remove { key } => (key.len(), vec![]),
                 };
@@ -506,12 +530,12 @@ impl Record {
                 let tree = PageId(r.u64()?);
                 let key = r.bytes()?;
                 let change = match r.u8()? {
-                    1 => Change::Insert { value: r.bytes()? },
+                    1 => Change::Insert { value: r.value()? },
                     2 => Change::Update {
-                        old: r.bytes()?,
-                        new: r.bytes()?,
+                        old: r.value()?,
+                        new: r.value()?,
                     },
-                    3 => Change::Delete { old: r.bytes()? },
+                    3 => Change::Delete { old: r.value()? },
                     t => return Err(format!("bad change kind {t}")),
                 };
                 Record::Update {
@@ -594,8 +618,11 @@ mod tests {
                 tree: PageId(2),
                 key: b"k".to_vec(),
                 change: Change::Update {
-                    old: b"a".to_vec(),
-                    new: b"bb".to_vec(),
+                    old: StoredValue::inline(b"a".to_vec()),
+                    new: StoredValue {
+                        bytes: b"bb".to_vec(),
+                        external: true,
+                    },
                 },
             },
             Record::Clr {

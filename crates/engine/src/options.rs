@@ -186,15 +186,43 @@ impl Options {
     }
 }
 
-/// Size limits of keys and values, derived from the page size so that every leaf holds
-/// at least four entries and every internal node at least four separators (which keeps
-/// splits simple: one split always makes room).
+/// Size limits of keys and values. Keys, and entries stored in the leaf, are bounded by
+/// the page size so that every leaf holds at least four entries and every internal node
+/// at least four separators (which keeps splits simple: one split always makes room).
+/// A value too large for its leaf (key plus value above `max_entry`) is stored apart, in
+/// chunks, up to `max_value` bytes; its key may then be at most `max_large_key` bytes
+/// (the chunks' keys contain it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// The longest key.
     pub max_key: usize,
-    /// The longest key plus value.
+    /// The longest key plus value stored in the leaf itself; larger values are stored
+    /// apart.
     pub max_entry: usize,
+    /// The longest value (1 GiB). The whole value is held in memory by `put` and `get`,
+    /// and overwriting or deleting it keeps the old one in memory for rollback.
+    pub max_value: usize,
+    /// The longest key of a value stored apart (`max_entry - 79`, capped at `max_key`:
+    /// 1,024 with 8 KiB pages).
+    pub max_large_key: usize,
+}
+
+/// The longest value, whatever the page size.
+pub const MAX_VALUE: usize = 1 << 30;
+
+/// Bytes of a large value's descriptor (`crate::blob`).
+pub(crate) const DESC_LEN: usize = 18;
+/// Bytes of a large value's chunk key besides the user's key (`crate::blob`).
+pub(crate) const CHUNK_KEY_OVERHEAD: usize = 15;
+/// The fewest value bytes a chunk may carry: a key so long that chunks would be smaller
+/// cannot have a large value.
+pub(crate) const MIN_CHUNK: usize = 64;
+
+/// The chunk size for a user key of `key_len` bytes when entries may be `max_entry`
+/// bytes; `None` if the key is too long for a large value.
+pub(crate) fn chunk_size(max_entry: usize, key_len: usize) -> Option<usize> {
+    let room = max_entry.checked_sub(CHUNK_KEY_OVERHEAD + key_len)?;
+    (room >= MIN_CHUNK && key_len + DESC_LEN <= max_entry).then_some(room)
 }
 
 impl Limits {
@@ -206,6 +234,10 @@ impl Limits {
         Limits {
             max_key: max_entry.min(1024),
             max_entry,
+            max_value: MAX_VALUE,
+            max_large_key: max_entry
+                .saturating_sub(CHUNK_KEY_OVERHEAD + MIN_CHUNK)
+                .min(max_entry.min(1024)),
         }
     }
 }
@@ -220,6 +252,11 @@ mod tests {
             let l = Limits::for_page_size(size);
             assert!(4 * (l.max_entry + 12) <= size - HEADER_LEN);
             assert!(l.max_key <= l.max_entry);
+            assert!(chunk_size(l.max_entry, l.max_large_key).is_some());
+            assert!(
+                chunk_size(l.max_entry, l.max_large_key + 1).is_none()
+                    || l.max_large_key == l.max_key
+            );
         }
         assert_eq!(Limits::for_page_size(8192).max_key, 1024);
     }

@@ -13,6 +13,7 @@
 //! undoNext skips what was undone; an end record closes it. Undo takes no locks: the
 //! transaction's own locks cover what it undoes.
 
+use crate::blob::{self, chunk_size, Descriptor};
 use crate::btree::{scan_batch, BatchEnd, Btree, ChangeLogger, ClrLogger, GapLocker, SetOutcome};
 use crate::commit::{Sequencer, Steps};
 use crate::error::{Error, Result};
@@ -21,6 +22,7 @@ use crate::inner::Inner;
 use crate::key_range::KeyRange;
 use crate::lock::{Granted, LockKey, LockManager, LockMode, LockName};
 use crate::log_record::{Change, Record};
+use crate::page::{CellValue, StoredValue};
 use crate::store::Store;
 use crate::table::Table;
 use crate::txn_table::TxnShared;
@@ -42,7 +44,7 @@ struct UndoEntry {
     prev: Option<Lsn>,
     tree: PageId,
     key: Vec<u8>,
-    before: Option<Vec<u8>>,
+    before: Option<StoredValue>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,16 +124,18 @@ impl ChangeLogger for TxnLogger<'_> {
         page: PageId,
         tree: PageId,
         key: &[u8],
-        old: Option<&[u8]>,
-        new: Option<&[u8]>,
+        old: Option<CellValue<'_>>,
+        new: Option<CellValue<'_>>,
     ) -> Result<Appended> {
         let change = match (old, new) {
-            (None, Some(v)) => Change::Insert { value: v.to_vec() },
-            (Some(o), Some(v)) => Change::Update {
-                old: o.to_vec(),
-                new: v.to_vec(),
+            (None, Some(v)) => Change::Insert {
+                value: v.to_owned(),
             },
-            (Some(o), None) => Change::Delete { old: o.to_vec() },
+            (Some(o), Some(v)) => Change::Update {
+                old: o.to_owned(),
+                new: v.to_owned(),
+            },
+            (Some(o), None) => Change::Delete { old: o.to_owned() },
             (None, None) => unreachable!("no change is not logged"),
         };
         let txn = self.txn.id;
@@ -151,7 +155,7 @@ impl ChangeLogger for TxnLogger<'_> {
             prev: prev_seen,
             tree,
             key: key.to_vec(),
-            before: old.map(<[u8]>::to_vec),
+            before: old.map(CellValue::to_owned),
         });
         Ok(a)
     }
@@ -333,7 +337,9 @@ impl Transaction {
             .release(self.shared.id, [&k], None, self.db.store.log.durable_lsn());
     }
 
-    fn check_key(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+    /// Checks the sizes of a key and value; true if the value is too large for the leaf
+    /// and is stored apart (`crate::blob`).
+    fn check_key(&self, key: &[u8], value: Option<&[u8]>) -> Result<bool> {
         let l = self.db.store.limits;
         if key.len() > l.max_key {
             return Err(Error::InvalidArgument(format!(
@@ -344,13 +350,25 @@ impl Transaction {
             )));
         }
         let entry = key.len() + value.map_or(0, <[u8]>::len);
-        if entry > l.max_entry {
+        if entry <= l.max_entry {
+            return Ok(false);
+        }
+        let len = value.map_or(0, <[u8]>::len);
+        if len > l.max_value {
             return Err(Error::InvalidArgument(format!(
-                "key plus value of {entry} bytes exceeds the limit of {} for {}-byte pages",
-                l.max_entry, self.db.store.page_size
+                "value of {len} bytes exceeds the limit of {} bytes",
+                l.max_value
             )));
         }
-        Ok(())
+        if chunk_size(l.max_entry, key.len()).is_none() {
+            return Err(Error::InvalidArgument(format!(
+                "key of {} bytes is too long for a large value ({len} bytes) with {}-byte pages: at most {} bytes",
+                key.len(),
+                self.db.store.page_size,
+                l.max_large_key
+            )));
+        }
+        Ok(true)
     }
 
     /// The value of `key`, read under a record S lock (which also holds for an absent
@@ -373,7 +391,90 @@ impl Transaction {
         self.check_key(key, None)?;
         self.db.check()?;
         self.lock(table, LockName::Key(key.to_vec()), mode)?;
-        Btree::new(&self.db.store, table.root, &table.latch).get(key)
+        let tree = Btree::new(&self.db.store, table.root, &table.latch);
+        match tree.get(key)? {
+            Some(v) if v.external => self.read_blob(table.root, key, &v.bytes).map(Some),
+            v => Ok(v.map(|v| v.bytes)),
+        }
+    }
+
+    /// The hidden table of large values (`crate::blob`), created if `create` and absent.
+    fn blob_table(&self, create: bool) -> Result<Table> {
+        self.db.blob_table(create)?.ok_or_else(|| {
+            Error::Corruption("a large value's descriptor, but no table of large values".into())
+        })
+    }
+
+    /// The descriptor a large `value` of `key` will have: its chunks go under the
+    /// generation the key's current value does not use (`crate::blob`). The caller holds
+    /// record X on the key, so that value cannot change before the descriptor replaces it.
+    fn next_descriptor(
+        &self,
+        table: &Table,
+        key: &[u8],
+        value: &[u8],
+        crc: u32,
+    ) -> Result<Descriptor> {
+        let tree = Btree::new(&self.db.store, table.root, &table.latch);
+        let generation = match tree.get(key)? {
+            Some(old) if old.external => 1 - Descriptor::decode(&old.bytes)?.generation,
+            _ => 0,
+        };
+        let chunk = chunk_size(self.db.store.limits.max_entry, key.len())
+            .expect("the key was checked to allow a large value");
+        Ok(Descriptor {
+            generation,
+            len: value.len() as u64,
+            chunk: chunk as u32,
+            crc,
+        })
+    }
+
+    /// Stores a large value's chunks in the hidden table, logged as this transaction's
+    /// changes, without locks of their own (the user's key, locked, covers them).
+    fn write_blob(
+        &mut self,
+        table: PageId,
+        key: &[u8],
+        d: &Descriptor,
+        value: &[u8],
+    ) -> Result<()> {
+        let blobs = self.blob_table(true)?;
+        let mut logger = TxnLogger {
+            txn: &self.shared,
+            undo: &mut self.undo,
+        };
+        let tree = Btree::new(&self.db.store, blobs.root, &blobs.latch);
+        blob::write(&tree, table, key, d, value, &mut logger)
+    }
+
+    /// Deletes the chunks of the large value of `key` in this transaction; returns the
+    /// value they held.
+    fn delete_blob(&mut self, table: PageId, key: &[u8], desc: &[u8]) -> Result<Vec<u8>> {
+        let d = Descriptor::decode(desc)?;
+        let blobs = self.blob_table(false)?;
+        let mut logger = TxnLogger {
+            txn: &self.shared,
+            undo: &mut self.undo,
+        };
+        let tree = Btree::new(&self.db.store, blobs.root, &blobs.latch);
+        blob::delete(
+            &tree,
+            table,
+            key,
+            &d,
+            self.db.store.limits.max_value,
+            &mut logger,
+        )
+    }
+
+    /// Reads the large value of `key` from its chunks. The caller holds a lock on the
+    /// key, so nobody changes them meanwhile; no page latch is held.
+    fn read_blob(&self, table: PageId, key: &[u8], desc: &[u8]) -> Result<Vec<u8>> {
+        let d = Descriptor::decode(desc)?;
+        let blobs = self.blob_table(false)?;
+        let tree = Btree::new(&self.db.store, blobs.root, &blobs.latch);
+        blob::read(&tree, table, key, &d, self.db.store.limits.max_value)
     }
 
     fn set(&mut self, table: &Table, key: &[u8], new: Option<&[u8]>) -> Result<Option<Vec<u8>>> {
@@ -390,7 +491,7 @@ impl Transaction {
             return Err(Error::ReadOnly);
         }
         self.check_table(table)?;
-        self.check_key(key, new)?;
+        let large = self.check_key(key, new)?;
         self.db.check()?;
         // A delete's gap I on its own key comes with the record lock (module docs of
         // `btree/write.rs`): one request, and no wait while holding half of it.
@@ -400,9 +501,27 @@ impl Transaction {
         };
         let name = || LockName::Key(key.to_vec());
         let mut fresh = self.lock(table, name(), mode)?;
+        let crc = match new {
+            Some(v) if large => crc32c::crc32c(v),
+            _ => 0,
+        };
         // Only a wait for a gap starts the clock (no clock read on the common path).
         let mut waiting_since = None;
         for _ in 0..MAX_GAP_RETRIES {
+            // A large value: the leaf gets its descriptor, then the chunks are written.
+            // Decided anew each round: the key's lock may have been let go meanwhile.
+            let desc = match new {
+                Some(v) if large => Some(self.next_descriptor(table, key, v, crc)?),
+                _ => None,
+            };
+            let encoded = desc.as_ref().map(Descriptor::encode);
+            let cell = match (&encoded, new) {
+                (Some(d), _) => Some(CellValue {
+                    bytes: d,
+                    external: true,
+                }),
+                (None, v) => v.map(CellValue::inline),
+            };
             let Transaction {
                 db,
                 shared,
@@ -421,8 +540,18 @@ impl Transaction {
             };
             let tree = Btree::new(&db.store, table.root, &table.latch);
             let (gap, gap_mode, check) =
-                match tree.set_locking(key, new, &mut logger, Some(&mut gaps))? {
-                    SetOutcome::Done(old) => return Ok(old),
+                match tree.set_locking(key, cell, &mut logger, Some(&mut gaps))? {
+                    SetOutcome::Done(old) => {
+                        if let (Some(d), Some(v)) = (&desc, new) {
+                            self.write_blob(table.root, key, d, v)?;
+                        }
+                        return match old {
+                            Some(o) if o.external => {
+                                self.delete_blob(table.root, key, &o.bytes).map(Some)
+                            }
+                            o => Ok(o.map(|o| o.bytes)),
+                        };
+                    }
                     SetOutcome::Blocked(gap, gap_mode, check) => (gap, gap_mode, check),
                 };
             // Waiting for the gap while holding the key's lock would deadlock against a
@@ -664,11 +793,8 @@ impl Transaction {
                 txn: &self.shared,
                 undo_next: e.prev,
             };
-            Btree::new(&self.db.store, e.tree, &latch).set(
-                &e.key,
-                e.before.as_deref(),
-                &mut logger,
-            )?;
+            let before = e.before.as_ref().map(StoredValue::as_cell);
+            Btree::new(&self.db.store, e.tree, &latch).set(&e.key, before, &mut logger)?;
         }
         if self.shared.chain().last.is_some() {
             let txn = self.shared.id;
@@ -731,7 +857,9 @@ pub struct Scan<'t> {
     /// read.
     from: Bound<Vec<u8>>,
     to: Bound<Vec<u8>>,
-    buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+    /// Entries read, large values still as descriptors: each is read when handed out,
+    /// with no latch held and without holding a batch of them in memory.
+    buf: VecDeque<(Vec<u8>, StoredValue)>,
     done: bool,
 }
 
@@ -811,6 +939,18 @@ impl Iterator for Scan<'_> {
                 return Some(Err(e));
             }
         }
-        self.buf.pop_front().map(Ok)
+        let (k, v) = self.buf.pop_front()?;
+        if !v.external {
+            return Some(Ok((k, v.bytes)));
+        }
+        match self.txn.read_blob(self.table.root, &k, &v.bytes) {
+            Ok(v) => Some(Ok((k, v))),
+            Err(e) => {
+                self.done = true;
+                self.buf.clear();
+                self.txn.fail(&e);
+                Some(Err(e))
+            }
+        }
     }
 }

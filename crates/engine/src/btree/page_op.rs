@@ -3,7 +3,7 @@
 
 use crate::log_record::PageOp;
 use crate::page::node::{LEAF_CELL_HEADER, SLOT};
-use crate::page::{Node, NodeMut};
+use crate::page::{CellValue, Node, NodeMut};
 
 /// Bytes a leaf cell for `(key, value)` takes.
 pub(crate) fn leaf_cell_len(key: &[u8], value: &[u8]) -> usize {
@@ -21,17 +21,17 @@ pub(crate) fn fits(node: &Node<'_>, key: &[u8], old: Option<&[u8]>, new: Option<
 }
 
 /// The page operation that takes `key` from `old` to `new` (`None` if nothing changes).
-pub(crate) fn op_for(key: &[u8], old: Option<&[u8]>, new: Option<&[u8]>) -> Option<PageOp> {
+pub(crate) fn op_for<O>(key: &[u8], old: Option<O>, new: Option<CellValue<'_>>) -> Option<PageOp> {
     let key = key.to_vec();
     match (old, new) {
         (None, None) => None,
         (None, Some(v)) => Some(PageOp::Insert {
             key,
-            value: v.to_vec(),
+            value: v.to_owned(),
         }),
         (Some(_), Some(v)) => Some(PageOp::Set {
             key,
-            value: v.to_vec(),
+            value: v.to_owned(),
         }),
         (Some(_), None) => Some(PageOp::Remove { key }),
     }
@@ -50,21 +50,21 @@ pub(crate) fn apply_op(page: &mut [u8], op: &PageOp) -> Result<(), String> {
             let Err(i) = n.view().search(key) else {
                 return Err("insert of a key already present".into());
             };
-            if !fits(&n.view(), key, None, Some(value)) {
+            if !fits(&n.view(), key, None, Some(&value.bytes)) {
                 return Err("insert does not fit the leaf".into());
             }
-            n.insert_leaf(i, key, value);
+            n.insert_leaf_value(i, key, value.as_cell());
         }
         PageOp::Set { key, value } => {
             let Ok(i) = n.view().search(key) else {
                 return Err("update of an absent key".into());
             };
             let old = n.view().value(i);
-            if !fits(&n.view(), key, Some(old), Some(value)) {
+            if !fits(&n.view(), key, Some(old), Some(&value.bytes)) {
                 return Err("update does not fit the leaf".into());
             }
             n.remove(i);
-            n.insert_leaf(i, key, value);
+            n.insert_leaf_value(i, key, value.as_cell());
         }
         PageOp::Remove { key } => {
             let Ok(i) = n.view().search(key) else {
@@ -87,16 +87,20 @@ mod tests {
         NodeMut::format(&mut b, PageId(4), 0);
         let ins = PageOp::Insert {
             key: b"a".to_vec(),
-            value: b"1".to_vec(),
+            value: crate::page::StoredValue::inline(b"1".to_vec()),
         };
         apply_op(&mut b, &ins).unwrap();
         assert!(apply_op(&mut b, &ins).is_err(), "double insert accepted");
         let set = PageOp::Set {
             key: b"a".to_vec(),
-            value: b"22".to_vec(),
+            value: crate::page::StoredValue {
+                bytes: b"22".to_vec(),
+                external: true,
+            },
         };
         apply_op(&mut b, &set).unwrap();
         assert_eq!(Node::new(&b).value(0), b"22");
+        assert!(Node::new(&b).cell_value(0).external);
         let rm = PageOp::Remove { key: b"a".to_vec() };
         apply_op(&mut b, &rm).unwrap();
         assert!(apply_op(&mut b, &rm).is_err(), "double delete accepted");

@@ -28,6 +28,7 @@ use crate::btree::Btree;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::lock::{LockMode, LockName};
+use crate::page::StoredValue;
 use std::ops::Bound;
 
 /// Try-locks a mode on a key (`None`: the table's end) without waiting; the name to
@@ -48,7 +49,7 @@ pub(crate) enum BatchEnd {
 
 /// Entries in key order and where to go on.
 pub(crate) struct Batch {
-    pub(crate) entries: Vec<(Vec<u8>, Vec<u8>)>,
+    pub(crate) entries: Vec<(Vec<u8>, StoredValue)>,
     pub(crate) end: BatchEnd,
 }
 
@@ -160,7 +161,7 @@ fn read_batch(
                 }
                 // The gap below this key is locked: the leaves before it can go.
                 coupled.clear();
-                entries.push((key.to_vec(), n.value(i).to_vec()));
+                entries.push((key.to_vec(), n.cell_value(i).to_owned()));
             }
             n.link()
         };

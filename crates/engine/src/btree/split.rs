@@ -33,8 +33,8 @@ impl Btree<'_> {
                     break;
                 }
             }
-            let depth = match split_at {
-                Some(d) => d,
+            let (depth, append) = match split_at {
+                Some(d) => (d, None),
                 None => {
                     let g = leaf.read_valid()?;
                     let n = Self::node_of(&g, leaf.id())?;
@@ -43,14 +43,20 @@ impl Btree<'_> {
                         drop(g);
                         return Ok(leaf);
                     }
-                    path.len() - 1
+                    // An insert past the last key of the leaf (an append, as a run of
+                    // a large value's chunks is, at the end of the tree or inside it):
+                    // keep the leaf full and start an empty one for the key, instead of
+                    // leaving a trail of half-full leaves behind the run.
+                    let last = n.len().checked_sub(1).map(|i| n.key(i));
+                    let appending = last.is_some_and(|l| key > l);
+                    (path.len() - 1, appending.then_some(key))
                 }
             };
             drop(leaf);
             if depth == 0 {
-                self.split_root(root)?;
+                self.split_root(root, append)?;
             } else {
-                self.split_child(path[depth - 1], path[depth])?;
+                self.split_child(path[depth - 1], path[depth], append)?;
             }
         }
         Err(Error::Corruption(format!(
@@ -67,8 +73,10 @@ impl Btree<'_> {
         (first..first + n).map(PageId).collect()
     }
 
-    /// Splits non-root node `child` of `parent`.
-    fn split_child(&self, parent: PageId, child: PageId) -> Result<()> {
+    /// Splits non-root node `child` of `parent`. With `append` (a key above every key of
+    /// the leaf `child`), every cell stays and the new sibling starts empty,
+    /// separated at that key.
+    fn split_child(&self, parent: PageId, child: PageId, append: Option<&[u8]>) -> Result<()> {
         let pp = self.store.pool.fetch(parent)?;
         let cp = self.store.pool.fetch(child)?;
         let mp = self.store.pool.fetch(PageId::META)?;
@@ -84,9 +92,8 @@ impl Btree<'_> {
         let mut sib = vec![0u8; left.len()];
         let sep = {
             let n = Self::node_of(&left, child)?;
-            let m = split_index(&n, child)?;
+            let (m, sep) = split_point(&n, child, append)?;
             let cells: Vec<Vec<u8>> = (0..n.len()).map(|i| n.cell(i).to_vec()).collect();
-            let sep = n.key(m).to_vec();
             let mut s = NodeMut::format(&mut sib, sib_id, n.level());
             let leaf = n.is_leaf();
             if leaf {
@@ -126,8 +133,9 @@ impl Btree<'_> {
     }
 
     /// Splits the root in place: its cells move to two new children and it becomes
-    /// their parent, one level higher, so a table's root page never changes.
-    fn split_root(&self, root: PageId) -> Result<()> {
+    /// their parent, one level higher, so a table's root page never changes. `append`:
+    /// as for [`Btree::split_child`].
+    fn split_root(&self, root: PageId, append: Option<&[u8]>) -> Result<()> {
         let rp = self.store.pool.fetch(root)?;
         let mp = self.store.pool.fetch(PageId::META)?;
         let mut rw = rp.write_valid()?;
@@ -148,9 +156,8 @@ impl Btree<'_> {
             if level as usize + 1 >= MAX_DEPTH {
                 return Err(Error::Corruption(format!("tree {root} too deep to split")));
             }
-            let m = split_index(&n, root)?;
+            let (m, sep) = split_point(&n, root, append)?;
             let cells: Vec<Vec<u8>> = (0..n.len()).map(|i| n.cell(i).to_vec()).collect();
-            let sep = n.key(m).to_vec();
             let mut l = NodeMut::format(&mut lbuf, lid, level);
             let mut r = NodeMut::format(&mut rbuf, rid, level);
             l.rebuild(&cells[..m]);
@@ -195,6 +202,19 @@ impl Btree<'_> {
             w.set_image_lsn(a.lsn);
         }
         Ok(())
+    }
+}
+
+/// Where to split a node and its separator: an append to a leaf (a key above all of its
+/// keys) keeps every cell on the left and separates at that key; otherwise
+/// [`split_index`].
+fn split_point(n: &Node<'_>, id: PageId, append: Option<&[u8]>) -> Result<(usize, Vec<u8>)> {
+    match append {
+        Some(key) if n.is_leaf() => Ok((n.len(), key.to_vec())),
+        _ => {
+            let m = split_index(n, id)?;
+            Ok((m, n.key(m).to_vec()))
+        }
     }
 }
 

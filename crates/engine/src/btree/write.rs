@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::lock::{LockMode, LockName};
 use crate::log_record::Record;
+use crate::page::{CellValue, StoredValue};
 use crate::store::Store;
 use crate::txn_table::TxnShared;
 use sluice_wal::{Appended, Lsn};
@@ -37,8 +38,8 @@ pub(crate) trait ChangeLogger {
         page: PageId,
         tree: PageId,
         key: &[u8],
-        old: Option<&[u8]>,
-        new: Option<&[u8]>,
+        old: Option<CellValue<'_>>,
+        new: Option<CellValue<'_>>,
     ) -> Result<Appended>;
 }
 
@@ -57,7 +58,7 @@ pub(crate) trait GapLocker {
 #[derive(Debug)]
 pub(crate) enum SetOutcome {
     /// Done: the old value (`None`: the key was absent).
-    Done(Option<Vec<u8>>),
+    Done(Option<StoredValue>),
     /// Nothing was changed: this lock (a mode and an instant-duration check) was not
     /// free. Wait for it with no latch held, then set again.
     Blocked(LockName, LockMode, LockMode),
@@ -65,7 +66,7 @@ pub(crate) enum SetOutcome {
 
 /// What one attempt at a latched leaf did.
 enum Attempt {
-    Applied(Option<Vec<u8>>),
+    Applied(Option<StoredValue>),
     Blocked(LockName, LockMode, LockMode),
     NoRoom,
     /// `next(k)` lies beyond more than [`MAX_COUPLED`] empty leaves: try again with the
@@ -101,8 +102,8 @@ impl ChangeLogger for ClrLogger<'_> {
         page: PageId,
         _tree: PageId,
         key: &[u8],
-        old: Option<&[u8]>,
-        new: Option<&[u8]>,
+        old: Option<CellValue<'_>>,
+        new: Option<CellValue<'_>>,
     ) -> Result<Appended> {
         let op = op_for(key, old, new).expect("only real changes are logged");
         let txn = self.txn.id;
@@ -124,9 +125,9 @@ impl Btree<'_> {
     pub(crate) fn set(
         &self,
         key: &[u8],
-        new: Option<&[u8]>,
+        new: Option<CellValue<'_>>,
         logger: &mut dyn ChangeLogger,
-    ) -> Result<Option<Vec<u8>>> {
+    ) -> Result<Option<StoredValue>> {
         match self.set_locking(key, new, logger, None)? {
             SetOutcome::Done(old) => Ok(old),
             SetOutcome::Blocked(..) => unreachable!("no gap is locked without a locker"),
@@ -140,7 +141,7 @@ impl Btree<'_> {
     pub(crate) fn set_locking(
         &self,
         key: &[u8],
-        new: Option<&[u8]>,
+        new: Option<CellValue<'_>>,
         logger: &mut dyn ChangeLogger,
         mut gaps: Option<&mut dyn GapLocker>,
     ) -> Result<SetOutcome> {
@@ -158,7 +159,7 @@ impl Btree<'_> {
             }
         }
         let _exclusive = latch.write();
-        let leaf = self.make_room(root, key, new)?;
+        let leaf = self.make_room(root, key, new.map(|v| v.bytes))?;
         let mut w = leaf.write_valid()?;
         match self.try_apply(&mut w, root, key, new, logger, gaps, true)? {
             Attempt::Applied(old) => Ok(SetOutcome::Done(old)),
@@ -178,7 +179,7 @@ impl Btree<'_> {
         w: &mut PageWrite<'_>,
         root: PageId,
         key: &[u8],
-        new: Option<&[u8]>,
+        new: Option<CellValue<'_>>,
         logger: &mut dyn ChangeLogger,
         gaps: Option<&mut (dyn GapLocker + 'g)>,
         exclusive: bool,
@@ -192,8 +193,13 @@ impl Btree<'_> {
                 )));
             }
             let at = n.search(key);
-            let old = at.ok().map(|i| n.value(i).to_vec());
-            let room = fits(&n, key, old.as_deref(), new);
+            let old = at.ok().map(|i| n.cell_value(i).to_owned());
+            let room = fits(
+                &n,
+                key,
+                old.as_ref().map(|o| &o.bytes[..]),
+                new.map(|v| v.bytes),
+            );
             // Where next(k) is in this leaf: after k if present, else where k would go.
             let next = match at {
                 Ok(i) => i + 1,
@@ -201,7 +207,7 @@ impl Btree<'_> {
             };
             (old, room, next)
         };
-        if old.as_deref() == new {
+        if old.as_ref().map(StoredValue::as_cell) == new {
             return Ok(Attempt::Applied(old));
         }
         if !room {
@@ -221,8 +227,9 @@ impl Btree<'_> {
             }
         }
         self.store.protect_page(w)?;
-        let a = logger.log(self.store, w.id(), root, key, old.as_deref(), new)?;
-        let op = op_for(key, old.as_deref(), new).expect("a real change");
+        let old_cell = old.as_ref().map(StoredValue::as_cell);
+        let a = logger.log(self.store, w.id(), root, key, old_cell, new)?;
+        let op = op_for(key, old_cell, new).expect("a real change");
         apply_op(w.bytes_mut(), &op).expect("the change was checked to apply before logging");
         w.mark_dirty(a.lsn, a.end);
         Ok(Attempt::Applied(old))
@@ -285,11 +292,11 @@ impl Btree<'_> {
     }
 
     /// The value of `key` in the tree. The caller holds an S or X lock on it.
-    pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    pub(crate) fn get(&self, key: &[u8]) -> Result<Option<StoredValue>> {
         let _shared = self.latch.read();
         let (_, leaf) = self.descend(self.root, key)?;
         let g = leaf.read_valid()?;
         let n = Self::node_of(&g, leaf.id())?;
-        Ok(n.search(key).ok().map(|i| n.value(i).to_vec()))
+        Ok(n.search(key).ok().map(|i| n.cell_value(i).to_owned()))
     }
 }

@@ -27,4 +27,4 @@ pub use layout::{
     HEADER_LEN, MAX_PAGE_SIZE, MIN_PAGE_SIZE,
 };
 pub use meta::Meta;
-pub use node::{Node, NodeMut};
+pub use node::{CellValue, Node, NodeMut, StoredValue};

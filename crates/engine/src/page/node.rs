@@ -21,6 +21,69 @@ pub(crate) const LEAF_CELL_HEADER: usize = 4;
 pub(crate) const INTERNAL_CELL_HEADER: usize = 10;
 /// Bytes of one slot.
 pub(crate) const SLOT: usize = 2;
+/// The flag in a leaf cell's `value_len` marking a large value's descriptor. Pages are at
+/// most 32 KiB, so no length reaches it.
+pub(crate) const EXTERNAL: u16 = 0x8000;
+const _: () = assert!(crate::page::layout::MAX_PAGE_SIZE <= EXTERNAL as usize);
+
+/// A value as a leaf cell holds it: inline bytes, or (`external`) the descriptor of a
+/// large value stored elsewhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CellValue<'a> {
+    /// The cell's value bytes.
+    pub bytes: &'a [u8],
+    /// The bytes are a large value's descriptor.
+    pub external: bool,
+}
+
+impl<'a> CellValue<'a> {
+    /// Inline bytes.
+    pub fn inline(bytes: &'a [u8]) -> CellValue<'a> {
+        CellValue {
+            bytes,
+            external: false,
+        }
+    }
+    /// An owned copy.
+    pub fn to_owned(self) -> StoredValue {
+        StoredValue {
+            bytes: self.bytes.to_vec(),
+            external: self.external,
+        }
+    }
+}
+
+/// An owned [`CellValue`]: what log records and undo carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredValue {
+    /// The cell's value bytes.
+    pub bytes: Vec<u8>,
+    /// The bytes are a large value's descriptor.
+    pub external: bool,
+}
+
+impl StoredValue {
+    /// Inline bytes.
+    #[cfg(test)]
+    pub fn inline(bytes: Vec<u8>) -> StoredValue {
+        StoredValue {
+            bytes,
+            external: false,
+        }
+    }
+    /// A borrowed view.
+    pub fn as_cell(&self) -> CellValue<'_> {
+        CellValue {
+            bytes: &self.bytes,
+            external: self.external,
+        }
+    }
+}
+
+/// The length in a leaf cell's `value_len` field.
+fn value_len(field: u16) -> usize {
+    (field & !EXTERNAL) as usize
+}
 
 /// A read-only view of a validated node page.
 #[derive(Clone, Copy)]
@@ -69,7 +132,7 @@ impl<'a> Node<'a> {
     fn cell_len_at(&self, off: usize) -> usize {
         let klen = get_u16(self.b, off) as usize;
         if self.is_leaf() {
-            LEAF_CELL_HEADER + klen + get_u16(self.b, off + 2) as usize
+            LEAF_CELL_HEADER + klen + value_len(get_u16(self.b, off + 2))
         } else {
             INTERNAL_CELL_HEADER + klen
         }
@@ -90,14 +153,21 @@ impl<'a> Node<'a> {
         };
         &self.b[off + h..off + h + klen]
     }
-    /// The value of leaf cell `i`.
+    /// The value bytes of leaf cell `i` (a descriptor if the value is external).
     pub fn value(&self, i: usize) -> &'a [u8] {
+        self.cell_value(i).bytes
+    }
+    /// The value of leaf cell `i`, inline or external.
+    pub fn cell_value(&self, i: usize) -> CellValue<'a> {
         debug_assert!(self.is_leaf());
         let off = self.slot(i);
         let klen = get_u16(self.b, off) as usize;
-        let vlen = get_u16(self.b, off + 2) as usize;
+        let field = get_u16(self.b, off + 2);
         let start = off + LEAF_CELL_HEADER + klen;
-        &self.b[start..start + vlen]
+        CellValue {
+            bytes: &self.b[start..start + value_len(field)],
+            external: field & EXTERNAL != 0,
+        }
     }
     /// The child of internal cell `i`.
     pub fn child(&self, i: usize) -> PageId {
@@ -170,7 +240,7 @@ impl<'a> Node<'a> {
             }
             let klen = get_u16(b, off) as usize;
             let len = if leaf {
-                hdr + klen + get_u16(b, off + 2) as usize
+                hdr + klen + value_len(get_u16(b, off + 2))
             } else {
                 hdr + klen
             };
@@ -250,8 +320,14 @@ impl<'a> NodeMut<'a> {
         debug_assert!(self.view().slots_end() <= start);
     }
 
-    /// Inserts `(key, value)` at slot `i` of a leaf.
+    /// Inserts `(key, value)` at slot `i` of a leaf, the value inline.
+    #[cfg(test)]
     pub fn insert_leaf(&mut self, i: usize, key: &[u8], value: &[u8]) {
+        self.insert_cell(i, &leaf_cell(key, CellValue::inline(value)));
+    }
+
+    /// Inserts `(key, value)` at slot `i` of a leaf.
+    pub fn insert_leaf_value(&mut self, i: usize, key: &[u8], value: CellValue<'_>) {
         self.insert_cell(i, &leaf_cell(key, value));
     }
 
@@ -309,12 +385,19 @@ impl<'a> NodeMut<'a> {
 }
 
 /// The bytes of a leaf cell.
-pub(crate) fn leaf_cell(key: &[u8], value: &[u8]) -> Vec<u8> {
-    let mut c = Vec::with_capacity(LEAF_CELL_HEADER + key.len() + value.len());
+pub(crate) fn leaf_cell(key: &[u8], value: CellValue<'_>) -> Vec<u8> {
+    let bytes = value.bytes;
+    assert!(
+        bytes.len() < EXTERNAL as usize,
+        "leaf value of {} bytes",
+        bytes.len()
+    );
+    let field = bytes.len() as u16 | if value.external { EXTERNAL } else { 0 };
+    let mut c = Vec::with_capacity(LEAF_CELL_HEADER + key.len() + bytes.len());
     c.extend_from_slice(&(key.len() as u16).to_le_bytes());
-    c.extend_from_slice(&(value.len() as u16).to_le_bytes());
+    c.extend_from_slice(&field.to_le_bytes());
     c.extend_from_slice(key);
-    c.extend_from_slice(value);
+    c.extend_from_slice(bytes);
     c
 }
 
