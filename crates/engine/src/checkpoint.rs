@@ -127,6 +127,10 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
 
     // 3. and 4.
     let data_len = store.pool.raise_image_floor(r)?;
+    // A torn write that extended the file before a crash can leave it ending inside a
+    // page (the device keeps some of the page's sectors); that page reads as torn and redo
+    // repairs it, but the control file records whole pages.
+    let data_len = data_len - data_len % store.page_size as u64;
     store.pool.sync()?;
 
     // 5.
