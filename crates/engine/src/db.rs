@@ -691,6 +691,20 @@ impl Database {
         }
     }
 
+    /// The chunks in the table of large values (each up to [`Limits::chunk_len`] bytes
+    /// of one value stored apart), after checking that table's structure; changes
+    /// nothing, so it also works on a read-only database. A value that was deleted,
+    /// overwritten or rolled back leaves none behind, so with no transaction running this
+    /// is the chunk count of the large values the tables hold.
+    pub fn large_value_chunks(&self) -> Result<u64> {
+        let inner = &self.inner;
+        inner.check()?;
+        match inner.blob_table(false)? {
+            Some(t) => Ok(Btree::new(&inner.store, t.root, &t.latch).verify()?.entries),
+            None => Ok(0),
+        }
+    }
+
     /// Checkpoints, then checks every table (levels, key order, separators, leaf chain)
     /// and reads every page of the data file back from disk to verify its checksum.
     ///

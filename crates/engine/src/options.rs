@@ -226,6 +226,13 @@ pub(crate) fn chunk_size(max_entry: usize, key_len: usize) -> Option<usize> {
 }
 
 impl Limits {
+    /// The bytes of a large value each of its chunks holds (the last holds the rest),
+    /// for a key of `key_len` bytes; `None` if such a key is too long for a large value
+    /// (above `max_large_key`).
+    pub fn chunk_len(&self, key_len: usize) -> Option<usize> {
+        chunk_size(self.max_entry, key_len)
+    }
+
     /// The limits for pages of `page_size` bytes.
     pub fn for_page_size(page_size: usize) -> Limits {
         // Four cells of (cell header + slot + payload) must fit the page body; the
