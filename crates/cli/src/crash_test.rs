@@ -4,7 +4,7 @@ use crate::progress;
 use crate::Failure;
 use serde::Serialize;
 use sluice_bench::report::{json_line, thousands, Table};
-use sluice_testkit::crash::crash_test;
+use sluice_testkit::crash::{crash_test, crash_test_large_values};
 
 /// Flags of `sluice crash-test engine`.
 #[derive(clap::Args, Debug)]
@@ -18,6 +18,10 @@ pub struct EngineArgs {
     /// Print one JSON object at the end of stdout.
     #[arg(long)]
     json: bool,
+    /// The workload also writes large values (up to 1 MiB, stored apart from their
+    /// leaves) and the pool has 256 pages instead of 16.
+    #[arg(long)]
+    large_values: bool,
 }
 
 #[derive(Serialize)]
@@ -47,7 +51,11 @@ pub fn engine(a: EngineArgs) -> Result<(), Failure> {
         return Err(Failure::Usage("--first-seed + --seeds overflows".into()));
     }
     let pb = progress::bar(a.seeds, "crash-test engine", a.json);
-    let r = crash_test(a.seeds, a.first_seed, |done| pb.set_position(done));
+    let r = if a.large_values {
+        crash_test_large_values(a.seeds, a.first_seed, |done| pb.set_position(done))
+    } else {
+        crash_test(a.seeds, a.first_seed, |done| pb.set_position(done))
+    };
     pb.finish_and_clear();
     let mut t = Table::new([
         "seeds",

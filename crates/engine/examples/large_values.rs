@@ -73,6 +73,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "data file after a delete and a second put: {:.1} MiB",
         again as f64 / (1 << 20) as f64
     );
+    // An overwrite writes the new chunks before it deletes the old ones, under the other
+    // of two generations of chunk keys: the file holds up to two copies, and no more.
+    for _ in 0..3 {
+        let mut tx = db.begin();
+        tx.put(&files, b"video.bin", &value)?;
+        tx.commit()?;
+    }
+    db.checkpoint()?;
+    let overwritten = std::fs::metadata(path.join("data"))?.len();
+    println!(
+        "data file after three overwrites: {:.1} MiB",
+        overwritten as f64 / (1 << 20) as f64
+    );
     drop(files);
     db.close()?;
     Ok(())

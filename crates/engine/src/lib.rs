@@ -28,7 +28,13 @@
 //! // A closure run in a transaction, run again if it loses a deadlock.
 //! let n = db.transaction(|tx| Ok(tx.scan_prefix(&users, "a").count()))?;
 //! assert_eq!(n, 2);
-//! assert_eq!((db.limits().max_entry, db.limits().max_key), (2024, 1024));
+//!
+//! // Values of any size up to 1 GiB: a large one is stored apart from the tree's leaves.
+//! let photo = vec![7u8; 3 << 20];
+//! db.transaction(|tx| tx.put(&users, b"ada/photo", &photo))?;
+//! assert_eq!(db.transaction(|tx| tx.get(&users, b"ada/photo"))?, Some(photo));
+//! let l = db.limits();
+//! assert_eq!((l.max_key, l.max_value, l.max_entry), (1024, 1 << 30, 2024));
 //! drop(users);
 //! db.close()?;
 //! # Ok::<(), sluice::Error>(())
@@ -37,8 +43,11 @@
 //! **Defaults** ([`Options::default`], or set them one by one with
 //! [`Database::builder`]): 8 KiB pages, a 4,096-page cache (32 MiB), 16 MiB log segments,
 //! a 2 s lock timeout, a background checkpoint every 64 MiB of log or 30 s, and the
-//! `elr-pipelined` commit protocol (below). A key plus its value must fit a quarter of a
-//! page ([`Database::limits`]: 2,024 bytes with 8 KiB pages, keys at most 1,024).
+//! `elr-pipelined` commit protocol (below). Keys are at most 1,024 bytes, values at most
+//! 1 GiB ([`Database::limits`]). A key plus a value of up to a quarter page (2,024 bytes
+//! with 8 KiB pages) lives in the tree's leaf; a larger value is stored apart, in chunks,
+//! and returned whole by every read, as transactional and crash-safe as a small one. A
+//! value is always held whole in memory (no streaming).
 //!
 //! **Isolation: serializable.** Transactions lock what they read and write until they
 //! end (strict two-phase locking), including the gaps between keys a scan covers

@@ -501,26 +501,25 @@ impl Transaction {
         };
         let name = || LockName::Key(key.to_vec());
         let mut fresh = self.lock(table, name(), mode)?;
-        let crc = match new {
-            Some(v) if large => crc32c::crc32c(v),
-            _ => 0,
+        // A large value: the leaf gets its descriptor, then the chunks are written (the
+        // one test a small value pays here, besides the old value's flag below).
+        let mut large = match (large, new) {
+            (true, Some(v)) => {
+                let crc = crc32c::crc32c(v);
+                let d = self.next_descriptor(table, key, v, crc)?;
+                Some((d, d.encode(), v, crc))
+            }
+            _ => None,
         };
         // Only a wait for a gap starts the clock (no clock read on the common path).
         let mut waiting_since = None;
         for _ in 0..MAX_GAP_RETRIES {
-            // A large value: the leaf gets its descriptor, then the chunks are written.
-            // Decided anew each round: the key's lock may have been let go meanwhile.
-            let desc = match new {
-                Some(v) if large => Some(self.next_descriptor(table, key, v, crc)?),
-                _ => None,
-            };
-            let encoded = desc.as_ref().map(Descriptor::encode);
-            let cell = match (&encoded, new) {
-                (Some(d), _) => Some(CellValue {
-                    bytes: d,
+            let cell = match &large {
+                Some((_, encoded, ..)) => Some(CellValue {
+                    bytes: encoded,
                     external: true,
                 }),
-                (None, v) => v.map(CellValue::inline),
+                None => new.map(CellValue::inline),
             };
             let Transaction {
                 db,
@@ -542,7 +541,7 @@ impl Transaction {
             let (gap, gap_mode, check) =
                 match tree.set_locking(key, cell, &mut logger, Some(&mut gaps))? {
                     SetOutcome::Done(old) => {
-                        if let (Some(d), Some(v)) = (&desc, new) {
+                        if let Some((d, _, v, _)) = &large {
                             self.write_blob(table.root, key, d, v)?;
                         }
                         return match old {
@@ -574,6 +573,12 @@ impl Transaction {
             }
             if fresh {
                 fresh = self.lock(table, name(), mode)?;
+                // The key's value may have changed while its lock was let go: a large
+                // value's chunks go under the generation the value now does not use.
+                if let Some((d, encoded, v, crc)) = &mut large {
+                    *d = self.next_descriptor(table, key, v, *crc)?;
+                    *encoded = d.encode();
+                }
             }
         }
         Err(Error::LockTimeout {
@@ -585,6 +590,18 @@ impl Transaction {
     /// Inserts or updates `key`; returns the previous value. In a read-only database,
     /// [`Error::ReadOnly`] (as for [`Transaction::delete`] and a
     /// [`Transaction::retain`] that deletes).
+    ///
+    /// **Sizes** ([`Database::limits`](crate::Database::limits)): a key is at most
+    /// `max_key` bytes (1,024 with 8 KiB pages), a value at most `max_value` (1 GiB);
+    /// beyond, [`Error::InvalidArgument`]. A key plus a value of at most `max_entry`
+    /// bytes (2,024 with 8 KiB pages) is stored in the tree's leaf. A larger value is
+    /// stored apart, in chunks of a hidden table written in this transaction (so it
+    /// commits, rolls back and survives a crash with everything else), and its key may
+    /// then be at most `max_large_key` bytes (1,024 with 8 KiB pages, less with smaller
+    /// pages). Every read returns the whole value. The value is held in memory whole:
+    /// a put of a large value writes about its size to the log and the data file, and
+    /// replacing or deleting one reads the old value back (it is returned) and keeps it
+    /// in memory for rollback until the transaction ends.
     pub fn put(&mut self, table: &Table, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
         self.set(table, key, Some(value))
     }
