@@ -29,16 +29,21 @@ fn tear(sim: &SimStorage, id: u64, page_size: u64, only_leaves: bool) -> bool {
     true
 }
 
+/// Keys in the table: enough for several leaves, which sequential inserts fill.
+const KEYS: u32 = 400;
+
+/// The value of key `i` written by `fill(tag)`: the same length whatever the tag, so that
+/// later fills change every leaf without splitting any (the leaves are full).
+fn value(tag: &str, i: u32) -> Vec<u8> {
+    format!("{tag:<5}{i}").into_bytes()
+}
+
 fn fill(db: &Database, tag: &str) {
     let t = db.table_or_create("t").unwrap();
     let mut tx = db.begin();
-    for i in 0..200u32 {
-        tx.put(
-            &t,
-            format!("key{i:04}").as_bytes(),
-            format!("{tag}{i}").as_bytes(),
-        )
-        .unwrap();
+    for i in 0..KEYS {
+        tx.put(&t, format!("key{i:04}").as_bytes(), &value(tag, i))
+            .unwrap();
     }
     tx.commit().unwrap();
 }
@@ -46,9 +51,9 @@ fn fill(db: &Database, tag: &str) {
 fn check(db: &Database, tag: &str) {
     let t = db.table("t").unwrap();
     let mut tx = db.begin();
-    for i in 0..200u32 {
+    for i in 0..KEYS {
         let v = tx.get(&t, format!("key{i:04}").as_bytes()).unwrap();
-        assert_eq!(v, Some(format!("{tag}{i}").into_bytes()));
+        assert_eq!(v, Some(value(tag, i)));
     }
     tx.commit().unwrap();
 }
