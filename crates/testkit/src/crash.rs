@@ -368,6 +368,9 @@ pub enum CrashMode {
     /// that predates large values — acknowledged commits lost, trees damaged — found
     /// while writing this mode and not fixed yet: `ARCHITECTURE.md`, "Large values".)
     LargeValues,
+    /// `LargeValues` with the pool of 16 pages the other modes use: reproduces that bug
+    /// (several seeds in a hundred fail).
+    LargeValuesSmallPool,
 }
 
 /// The size of a mode's workload.
@@ -408,7 +411,7 @@ impl CrashMode {
                 crash_range: 3000,
                 large_values: false,
             },
-            CrashMode::LargeValues => Shape {
+            CrashMode::LargeValues | CrashMode::LargeValuesSmallPool => Shape {
                 crash_range: LARGE_CRASH_RANGE,
                 large_values: true,
                 ..small
@@ -601,9 +604,10 @@ fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
     opts.commit = match mode {
         CrashMode::Agents(p) => p,
         // Record, durable, release: strict two-phase locking.
-        CrashMode::Direct | CrashMode::LongTransactions | CrashMode::LargeValues => {
-            CommitProtocol::Classic
-        }
+        CrashMode::Direct
+        | CrashMode::LongTransactions
+        | CrashMode::LargeValues
+        | CrashMode::LargeValuesSmallPool => CommitProtocol::Classic,
     };
     if mode == CrashMode::LargeValues {
         opts.pool_pages = 256;
