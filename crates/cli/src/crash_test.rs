@@ -19,7 +19,7 @@ pub struct EngineArgs {
     #[arg(long)]
     json: bool,
     /// The workload also writes large values (up to 1 MiB, stored apart from their
-    /// leaves) and the pool has 256 pages instead of 16.
+    /// leaves).
     #[arg(long)]
     large_values: bool,
 }

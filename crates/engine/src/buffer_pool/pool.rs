@@ -553,12 +553,7 @@ impl BufferPool {
 
     /// The dirty pages and their recovery LSNs (for a checkpoint).
     pub(crate) fn dirty_pages(&self) -> Vec<(PageId, Lsn)> {
-        let _t = self.table.read();
-        self.frames
-            .iter()
-            .filter(|f| f.page_id().is_some() && f.is_dirty())
-            .map(|f| (f.page_id(), Lsn(f.rec_lsn.load(Ordering::SeqCst))))
-            .collect()
+        self.dirty_frames(|f| (f.page_id(), Lsn(f.rec_lsn.load(Ordering::SeqCst))))
     }
 
     /// The dirty-page table a checkpoint records: each dirty page with the LSN redo
@@ -569,16 +564,32 @@ impl BufferPool {
     /// log. The image is after the previous checkpoint's redo point (the first change
     /// after a redo point logs one), so this keeps at most one checkpoint interval more.
     pub(crate) fn checkpoint_dirty_pages(&self) -> Vec<(PageId, Lsn)> {
+        let start = self.log.start_lsn().0;
+        self.dirty_frames(|f| {
+            let rec = f.rec_lsn.load(Ordering::SeqCst);
+            let image = f.image_lsn.load(Ordering::SeqCst);
+            // An image the log no longer holds cannot help; then from the recovery
+            // LSN, as before (redo will not write the page until it meets one).
+            let from = if image >= start { rec.min(image) } else { rec };
+            (f.page_id(), Lsn(from))
+        })
+    }
+
+    /// The frames holding a dirty page, looked at under the table lock. A frame being
+    /// loaded is skipped: its page is clean, and until the load has reset its LSNs they
+    /// may still be the evicted page's (a dirty-looking frame with recovery LSN 0 made a
+    /// checkpoint record a dirty page from LSN 0, and the next open failed reading the
+    /// log there — seen in the large-value crash sweep).
+    fn dirty_frames<T>(&self, each: impl Fn(&Frame) -> T) -> Vec<T> {
         let _t = self.table.read();
         self.frames
             .iter()
-            .filter(|f| f.page_id().is_some() && f.is_dirty())
-            .map(|f| {
-                let rec = f.rec_lsn.load(Ordering::SeqCst);
-                let image = f.image_lsn.load(Ordering::SeqCst);
-                let from = if image > 0 { rec.min(image) } else { rec };
-                (f.page_id(), Lsn(from))
+            .filter(|f| {
+                f.page_id().is_some()
+                    && f.state.load(Ordering::Acquire) == STATE_READY
+                    && f.is_dirty()
             })
+            .map(each)
             .collect()
     }
 
