@@ -444,7 +444,7 @@ impl Transaction {
             txn: &self.shared,
             undo: &mut self.undo,
         };
-        let tree = Btree::new(&self.db.store, blobs.root, &blobs.latch);
+        let tree = Btree::new(&self.db.store, blobs.root, &blobs.latch).for_runs();
         blob::write(&tree, table, key, d, value, &mut logger)
     }
 
@@ -457,7 +457,7 @@ impl Transaction {
             txn: &self.shared,
             undo: &mut self.undo,
         };
-        let tree = Btree::new(&self.db.store, blobs.root, &blobs.latch);
+        let tree = Btree::new(&self.db.store, blobs.root, &blobs.latch).for_runs();
         blob::delete(
             &tree,
             table,
@@ -473,7 +473,7 @@ impl Transaction {
     fn read_blob(&self, table: PageId, key: &[u8], desc: &[u8]) -> Result<Vec<u8>> {
         let d = Descriptor::decode(desc)?;
         let blobs = self.blob_table(false)?;
-        let tree = Btree::new(&self.db.store, blobs.root, &blobs.latch);
+        let tree = Btree::new(&self.db.store, blobs.root, &blobs.latch).for_runs();
         blob::read(&tree, table, key, &d, self.db.store.limits.max_value)
     }
 

@@ -40,11 +40,26 @@ pub(crate) struct Btree<'s> {
     pub(crate) store: &'s Store,
     pub(crate) root: PageId,
     pub(crate) latch: &'s TreeLatch,
+    /// Keys arrive in ascending runs anywhere in the tree (a large value's chunks), so a
+    /// leaf that overflows on a key past its last keeps full everywhere, not only at the
+    /// tree's end (see `make_room`).
+    pub(crate) runs: bool,
 }
 
 impl<'s> Btree<'s> {
     pub(crate) fn new(store: &'s Store, root: PageId, latch: &'s TreeLatch) -> Btree<'s> {
-        Btree { store, root, latch }
+        Btree {
+            store,
+            root,
+            latch,
+            runs: false,
+        }
+    }
+
+    /// The same tree, for keys that arrive in ascending runs inside it (`runs`).
+    pub(crate) fn for_runs(mut self) -> Btree<'s> {
+        self.runs = true;
+        self
     }
 
     /// Checks the tree's structure (see `verify`).
