@@ -57,6 +57,20 @@ fn log_error(log_dir: &Path, e: WalError) -> Error {
     }
 }
 
+/// The data file must hold at least what the control file recorded at the last
+/// checkpoint's sync.
+fn check_data_len(file: &DataFile, data_path: &Path, control: &Control) -> Result<()> {
+    let data_len = file.len()?;
+    if data_len < control.data_len {
+        return Err(Error::Corruption(format!(
+            "data file {} is {data_len} bytes, shorter than the {} bytes the control file recorded at the last checkpoint",
+            data_path.display(),
+            control.data_len
+        )));
+    }
+    Ok(())
+}
+
 /// What is in a database directory before anything is created in it.
 fn survey(storage: &dyn Storage, dir: &Path) -> Result<bool> {
     let io = |e| file_error("database directory", dir, e);
@@ -384,14 +398,7 @@ impl Database {
             page_size,
             control.checkpoint.is_none(),
         )?;
-        let data_len = file.len()?;
-        if data_len < control.data_len {
-            return Err(Error::Corruption(format!(
-                "data file {} is {data_len} bytes, shorter than the {} bytes the control file recorded at the last checkpoint",
-                data_path.display(),
-                control.data_len
-            )));
-        }
+        check_data_len(&file, &data_path, &control)?;
         // The data file's directory entry must be durable before anything relies on it.
         storage.sync_dir(&dir).map_err(dir_io)?;
         let inner = assemble(
@@ -492,14 +499,7 @@ impl Database {
             .map_err(|e| log_error(&log_dir, e))?;
         let data_path = dir.join(DATA);
         let file = DataFile::open_read_only(&*storage, &data_path, page_size)?;
-        let data_len = file.len()?;
-        if data_len < control.data_len {
-            return Err(Error::Corruption(format!(
-                "data file {} is {data_len} bytes, shorter than the {} bytes the control file recorded at the last checkpoint",
-                data_path.display(),
-                control.data_len
-            )));
-        }
+        check_data_len(&file, &data_path, &control)?;
         let inner = assemble(
             storage,
             dir,
