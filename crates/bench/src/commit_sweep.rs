@@ -213,10 +213,10 @@ impl SweepConfig {
         if let Some(l) = self.latencies.iter().find(|&&l| l > MAX_LATENCY) {
             return Err(format!("log latency must be at most 10s, got {l:?}"));
         }
-        if self.scalable_buffer == Some(InsertVariant::default()) {
+        if self.scalable_buffer == Some(InsertVariant::Mutex) {
             return Err(format!(
                 "the scalable-buffer step needs a log buffer other than the baseline '{}'",
-                InsertVariant::default()
+                InsertVariant::Mutex
             ));
         }
         let secs = self.seconds.as_secs_f64();
@@ -244,7 +244,7 @@ impl SweepConfig {
             warmup: self.warmup,
             seconds: self.seconds,
         };
-        let mutex = InsertVariant::default();
+        let mutex = InsertVariant::Mutex;
         let plain = |s: RunSpec| Planned {
             step: None,
             log_buffer: mutex,
@@ -621,7 +621,7 @@ mod tests {
         bad(|c| c.latencies = vec![Duration::from_secs(11)], "latency");
         bad(|c| c.seconds = Duration::ZERO, "seconds");
         bad(
-            |c| c.scalable_buffer = Some(InsertVariant::default()),
+            |c| c.scalable_buffer = Some(InsertVariant::Mutex),
             "scalable",
         );
     }

@@ -26,8 +26,9 @@ pub struct Common {
     /// elr-pipelined, async. Each runs on the same loaded database.
     #[arg(long, default_value = "elr-pipelined,classic", value_delimiter = ',')]
     commit: Vec<CommitProtocol>,
-    /// Log-buffer insertion algorithm.
-    #[arg(long, default_value = "mutex")]
+    /// Log-buffer insertion algorithm (default: the machine's, by the rule of
+    /// `InsertVariant::for_cores`: mutex up to 4 hardware threads, delegated above).
+    #[arg(long, default_value_t = InsertVariant::for_this_machine())]
     log_buffer: InsertVariant,
     /// Zipf skew of key choice (0 = uniform; TPC-B: accounts, tellers, branches).
     #[arg(long, default_value_t = 0.0)]

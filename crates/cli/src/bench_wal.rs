@@ -23,8 +23,9 @@ pub struct Args {
     /// Log directory (default: a fresh temporary directory in the current directory).
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// Log-buffer insertion algorithm.
-    #[arg(long, default_value = "mutex")]
+    /// Log-buffer insertion algorithm (default: the machine's, by the rule of
+    /// `InsertVariant::for_cores`: mutex up to 4 hardware threads, delegated above).
+    #[arg(long, default_value_t = InsertVariant::for_this_machine())]
     log_buffer: InsertVariant,
     /// Print one JSON object at the end of stdout.
     #[arg(long)]

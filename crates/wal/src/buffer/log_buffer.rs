@@ -32,7 +32,7 @@ impl Default for BufferOptions {
         BufferOptions {
             capacity: 8 << 20,
             segment_bytes: 64 << 20,
-            variant: InsertVariant::Mutex,
+            variant: InsertVariant::for_this_machine(),
             slots: 4,
         }
     }
