@@ -11,6 +11,8 @@
 mod frame;
 mod page_ref;
 mod pool;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use frame::Frame;
 pub(crate) use page_ref::{PageRef, PageWrite};
