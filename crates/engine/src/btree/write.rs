@@ -16,7 +16,7 @@
 //! if the lock is not free the operation drops every latch, and the caller waits for it
 //! and redoes the operation (`next(k)` may have changed meanwhile).
 
-use crate::btree::page_op::{apply_op, fits, op_for};
+use crate::btree::page_op::{apply_op_ref, fits, op_for, op_ref_for};
 
 use crate::btree::Btree;
 use crate::buffer_pool::PageWrite;
@@ -148,7 +148,7 @@ impl Btree<'_> {
         let (root, latch) = (self.root, self.latch);
         {
             let _shared = latch.read();
-            let (_, leaf) = self.descend(root, key)?;
+            let leaf = self.leaf_for(root, key)?;
             let mut w = leaf.write_valid()?;
             // Shared tree latch: a walk over a long run of empty leaves stops (TooFar)
             // and is redone below, exclusively.
@@ -229,8 +229,8 @@ impl Btree<'_> {
         self.store.protect_page(w)?;
         let old_cell = old.as_ref().map(StoredValue::as_cell);
         let a = logger.log(self.store, w.id(), root, key, old_cell, new)?;
-        let op = op_for(key, old_cell, new).expect("a real change");
-        apply_op(w.bytes_mut(), &op).expect("the change was checked to apply before logging");
+        let op = op_ref_for(key, old_cell, new).expect("a real change");
+        apply_op_ref(w.bytes_mut(), op).expect("the change was checked to apply before logging");
         w.mark_dirty(a.lsn, a.end);
         Ok(Attempt::Applied(old))
     }
@@ -294,7 +294,7 @@ impl Btree<'_> {
     /// The value of `key` in the tree. The caller holds an S or X lock on it.
     pub(crate) fn get(&self, key: &[u8]) -> Result<Option<StoredValue>> {
         let _shared = self.latch.read();
-        let (_, leaf) = self.descend(self.root, key)?;
+        let leaf = self.leaf_for(self.root, key)?;
         let g = leaf.read_valid()?;
         let n = Self::node_of(&g, leaf.id())?;
         Ok(n.search(key).ok().map(|i| n.cell_value(i).to_owned()))
