@@ -390,7 +390,7 @@ impl Transaction {
         self.check_table(table)?;
         self.check_key(key, None)?;
         self.db.check()?;
-        self.lock(table, LockName::Key(key.to_vec()), mode)?;
+        self.lock(table, LockName::key(key), mode)?;
         let tree = Btree::new(&self.db.store, table.root, &table.latch);
         match tree.get(key)? {
             Some(v) if v.external => self.read_blob(table.root, key, &v.bytes).map(Some),
@@ -499,7 +499,7 @@ impl Transaction {
             Some(_) => LockMode::RECORD_X,
             None => LockMode::RECORD_X.with(LockMode::GAP_I),
         };
-        let name = || LockName::Key(key.to_vec());
+        let name = || LockName::key(key);
         let mut fresh = self.lock(table, name(), mode)?;
         // A large value: the leaf gets its descriptor, then the chunks are written (the
         // one test a small value pays here, besides the old value's flag below).
@@ -895,7 +895,7 @@ impl Scan<'_> {
                 ..
             } = &mut *self.txn;
             let mut try_lock = |key: Option<&[u8]>, mode: LockMode| {
-                let name = key.map_or(LockName::End(0), |k| LockName::Key(k.to_vec()));
+                let name = key.map_or(LockName::End(0), |k| LockName::key(k));
                 try_lock_name(
                     &db.locks,
                     shared.id,

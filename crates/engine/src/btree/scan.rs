@@ -248,7 +248,7 @@ mod tests {
             }
             // Gap S on the end: every stripe.
             let names: Vec<LockName> = match key {
-                Some(k) => vec![LockName::Key(k.to_vec())],
+                Some(k) => vec![LockName::key(k)],
                 None => LockName::end_stripes(scanner, mode)
                     .map(LockName::End)
                     .collect(),

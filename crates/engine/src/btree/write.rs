@@ -262,7 +262,7 @@ impl Btree<'_> {
                 Err(name) => NextLock::Blocked(name),
             };
         if at < n.len() {
-            return Ok(try_name(locker, LockName::Key(n.key(at).to_vec())));
+            return Ok(try_name(locker, LockName::key(n.key(at))));
         }
         let mut next = n.link();
         // Guards first in each pair, so they drop before the pins.
@@ -278,7 +278,7 @@ impl Btree<'_> {
                 )));
             }
             if !leaf.is_empty() {
-                return Ok(try_name(locker, LockName::Key(leaf.key(0).to_vec())));
+                return Ok(try_name(locker, LockName::key(leaf.key(0))));
             }
             next = leaf.link();
             if !exclusive {
