@@ -92,13 +92,35 @@ pub(crate) fn apply_op(page: &mut [u8], op: &PageOp) -> Result<(), String> {
 /// overwrites it in place ([`NodeMut::overwrite_leaf_value`]); redo applies the same
 /// operation the same way, so the page it rebuilds is the same.
 pub(crate) fn apply_op_ref(page: &mut [u8], op: PageOpRef<'_>) -> Result<(), String> {
+    let n = NodeMut::new(page);
+    if !n.view().is_leaf() {
+        return Err("page op on a non-leaf page".into());
+    }
+    let key = match op {
+        PageOpRef::Insert { key, .. } | PageOpRef::Set { key, .. } | PageOpRef::Remove { key } => {
+            key
+        }
+    };
+    let at = n.view().search(key);
+    apply_op_at(page, op, at)
+}
+
+/// [`apply_op_ref`] for a caller that has just searched the leaf for the op's key
+/// under the same X latch: `at` is [`Node::search`]'s answer (saves the second search
+/// of every change).
+pub(crate) fn apply_op_at(
+    page: &mut [u8],
+    op: PageOpRef<'_>,
+    at: Result<usize, usize>,
+) -> Result<(), String> {
     let mut n = NodeMut::new(page);
     if !n.view().is_leaf() {
         return Err("page op on a non-leaf page".into());
     }
     match op {
         PageOpRef::Insert { key, value } => {
-            let Err(i) = n.view().search(key) else {
+            debug_assert_eq!(at, n.view().search(key));
+            let Err(i) = at else {
                 return Err("insert of a key already present".into());
             };
             if !fits(&n.view(), key, None, Some(value.bytes)) {
@@ -107,7 +129,8 @@ pub(crate) fn apply_op_ref(page: &mut [u8], op: PageOpRef<'_>) -> Result<(), Str
             n.insert_leaf_value(i, key, value);
         }
         PageOpRef::Set { key, value } => {
-            let Ok(i) = n.view().search(key) else {
+            debug_assert_eq!(at, n.view().search(key));
+            let Ok(i) = at else {
                 return Err("update of an absent key".into());
             };
             if n.overwrite_leaf_value(i, value) {
@@ -121,7 +144,8 @@ pub(crate) fn apply_op_ref(page: &mut [u8], op: PageOpRef<'_>) -> Result<(), Str
             n.insert_leaf_value(i, key, value);
         }
         PageOpRef::Remove { key } => {
-            let Ok(i) = n.view().search(key) else {
+            debug_assert_eq!(at, n.view().search(key));
+            let Ok(i) = at else {
                 return Err("delete of an absent key".into());
             };
             n.remove(i);

@@ -16,7 +16,7 @@
 //! if the lock is not free the operation drops every latch, and the caller waits for it
 //! and redoes the operation (`next(k)` may have changed meanwhile).
 
-use crate::btree::page_op::{apply_op_ref, fits, op_for, op_ref_for};
+use crate::btree::page_op::{apply_op_at, fits, op_for, op_ref_for};
 
 use crate::btree::Btree;
 use crate::buffer_pool::PageWrite;
@@ -184,7 +184,7 @@ impl Btree<'_> {
         gaps: Option<&mut (dyn GapLocker + 'g)>,
         exclusive: bool,
     ) -> Result<Attempt> {
-        let (old, room, next) = {
+        let (old, room, at) = {
             let n = Self::node_of(w.bytes(), w.id())?;
             if !n.is_leaf() {
                 return Err(Error::Corruption(format!(
@@ -200,12 +200,12 @@ impl Btree<'_> {
                 old.as_ref().map(|o| &o.bytes[..]),
                 new.map(|v| v.bytes),
             );
-            // Where next(k) is in this leaf: after k if present, else where k would go.
-            let next = match at {
-                Ok(i) => i + 1,
-                Err(i) => i,
-            };
-            (old, room, next)
+            (old, room, at)
+        };
+        // Where next(k) is in this leaf: after k if present, else where k would go.
+        let next = match at {
+            Ok(i) => i + 1,
+            Err(i) => i,
         };
         if old.as_ref().map(StoredValue::as_cell) == new {
             return Ok(Attempt::Applied(old));
@@ -230,7 +230,8 @@ impl Btree<'_> {
         let old_cell = old.as_ref().map(StoredValue::as_cell);
         let a = logger.log(self.store, w.id(), root, key, old_cell, new)?;
         let op = op_ref_for(key, old_cell, new).expect("a real change");
-        apply_op_ref(w.bytes_mut(), op).expect("the change was checked to apply before logging");
+        // The leaf stayed X-latched since the search: its slot still holds.
+        apply_op_at(w.bytes_mut(), op, at).expect("the change was checked to apply before logging");
         w.mark_dirty(a.lsn, a.end);
         Ok(Attempt::Applied(old))
     }
