@@ -902,7 +902,7 @@ impl Scan<'_> {
                 ..
             } = &mut *self.txn;
             let mut try_lock = |key: Option<&[u8]>, mode: LockMode| {
-                let name = key.map_or(LockName::End(0), |k| LockName::key(k));
+                let name = key.map_or(LockName::End(0), LockName::key);
                 try_lock_name(
                     &db.locks,
                     shared.id,
