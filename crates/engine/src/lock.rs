@@ -36,16 +36,13 @@
 
 use crate::error::Error;
 use crate::ids::{PageId, TxnId};
-use hashbrown::hash_map::EntryRef;
+use hashbrown::hash_table::Entry as Slot;
+use hashbrown::{DefaultHashBuilder, HashTable};
 use parking_lot::{Condvar, Mutex};
 use sluice_wal::Lsn;
+use smallvec::SmallVec;
 use std::collections::VecDeque;
-
-/// The lock table of one shard. The keys are the users', so the hasher is seeded at
-/// random per map (hashbrown's default, foldhash): an attacker who does not know the
-/// seed cannot aim keys at one bucket chain. SipHash, std's choice, cost a tenth of all
-/// CPU in TPC-B (profile in the issue 8 note); foldhash is several times cheaper.
-type LockMap = hashbrown::HashMap<LockKey, Entry>;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -53,14 +50,23 @@ const SHARDS: usize = 64;
 /// A queue longer than this means runaway contention or a leak; refuse rather than grow.
 const MAX_WAITERS: usize = 1 << 16;
 /// A shard holding more entries than this drops the idle ones it kept for early releases.
-const PRUNE_AT: usize = 1024;
+const PRUNE_AT: usize = 64;
+
+/// The bytes of a locked key: inline up to [`INLINE_KEY`] bytes, so a lock on a short
+/// key (TPC-B's 4- and 8-byte keys, most primary keys) allocates nothing — neither the
+/// name a transaction remembers nor the copy the lock table keeps. Each was a malloc and
+/// a free per lock (issue 10 profile).
+pub(crate) type KeyBytes = SmallVec<[u8; INLINE_KEY]>;
+
+/// Key bytes a lock name holds without allocating.
+pub(crate) const INLINE_KEY: usize = 16;
 
 /// What a lock names inside a table: a key, or the end of the table (whose gap part
 /// covers everything after the last key).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum LockName {
     /// A key (present in the tree or not).
-    Key(Vec<u8>),
+    Key(KeyBytes),
     /// `+∞`, the end of the table: one of [`END_STRIPES`] stripes (see
     /// [`LockName::end_stripes`]).
     End(u16),
@@ -73,6 +79,11 @@ pub(crate) enum LockName {
 pub(crate) const END_STRIPES: u16 = 16;
 
 impl LockName {
+    /// The name of `key`.
+    pub(crate) fn key(key: &[u8]) -> LockName {
+        LockName::Key(KeyBytes::from_slice(key))
+    }
+
     /// The stripes of the end a transaction locks in `mode`: gap I takes the one stripe
     /// its transaction id picks; every other part conflicts with gap I, so it takes them
     /// all, and meets every appender whichever stripe it holds.
@@ -95,20 +106,13 @@ pub(crate) struct LockKey {
     pub(crate) name: LockName,
 }
 
-/// What `entry_ref` inserts: the key, cloned once, for a new entry.
-impl From<&LockKey> for LockKey {
-    fn from(key: &LockKey) -> LockKey {
-        key.clone()
-    }
-}
-
 #[cfg(test)]
 impl LockKey {
     /// The lock on `key` of `table`.
     pub(crate) fn key(table: PageId, key: &[u8]) -> LockKey {
         LockKey {
             table,
-            name: LockName::Key(key.to_vec()),
+            name: LockName::key(key),
         }
     }
 }
@@ -238,7 +242,9 @@ pub(crate) enum Granted {
 
 #[derive(Default)]
 struct Entry {
-    granted: Vec<(TxnId, LockMode)>,
+    /// Inline for two holders (an exclusive lock has one; TPC-B's shared end stripes a
+    /// few), so most entries allocate nothing besides their table slot.
+    granted: SmallVec<[(TxnId, LockMode); 2]>,
     waiting: VecDeque<(TxnId, LockMode)>,
     /// Early lock release (Aether §3.1): the largest commit LSN of a transaction that
     /// released an exposing part here (record X, gap I or gap D) before its commit was
@@ -325,6 +331,50 @@ impl Entry {
     }
 }
 
+/// The lock table of one shard: entries found by the hash [`LockManager::hash`]
+/// computed once per request (it also picked the shard), where a `HashMap` hashed the
+/// key a second time inside the shard.
+#[derive(Default)]
+struct LockMap {
+    table: HashTable<(LockKey, Entry)>,
+}
+
+impl LockMap {
+    fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// The entry of `key` (whose hash is `hash`), made if absent.
+    fn entry(
+        &mut self,
+        hash: u64,
+        key: &LockKey,
+        rehash: &DefaultHashBuilder,
+    ) -> Slot<'_, (LockKey, Entry)> {
+        self.table
+            .entry(hash, |(k, _)| k == key, |(k, _)| rehash.hash_one(k))
+    }
+
+    fn get_mut(&mut self, hash: u64, key: &LockKey) -> Option<&mut Entry> {
+        self.table.find_mut(hash, |(k, _)| k == key).map(|(_, e)| e)
+    }
+
+    fn remove(&mut self, hash: u64, key: &LockKey) {
+        if let Ok(o) = self.table.find_entry(hash, |(k, _)| k == key) {
+            o.remove();
+        }
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&Entry) -> bool) {
+        self.table.retain(|(_, e)| keep(e));
+    }
+
+    #[cfg(test)]
+    fn values(&self) -> impl Iterator<Item = &Entry> {
+        self.table.iter().map(|(_, e)| e)
+    }
+}
+
 struct Shard {
     map: Mutex<LockMap>,
     cv: Condvar,
@@ -376,6 +426,12 @@ impl WaitsFor {
 /// The lock table.
 pub(crate) struct LockManager {
     shards: Box<[Shard]>,
+    /// Hashes names, for the shard and for the shard's table alike (one hash per
+    /// request). The keys are the users', so it is seeded at random per lock manager
+    /// (hashbrown's default, foldhash): an attacker who does not know the seed cannot
+    /// aim keys at one shard or bucket chain. SipHash, std's choice, cost a tenth of all
+    /// CPU in TPC-B (profile in the issue 8 note); foldhash is several times cheaper.
+    hasher: DefaultHashBuilder,
     timeout: Duration,
     /// Taken only by waiters, after their shard's mutex (never the other way round).
     waits: Mutex<WaitsFor>,
@@ -392,33 +448,23 @@ impl LockManager {
                     cv: Condvar::new(),
                 })
                 .collect(),
+            hasher: DefaultHashBuilder::default(),
             timeout,
             waits: Mutex::new(WaitsFor::default()),
         }
     }
 
-    /// The shard of a name. Every lock operation pays this on top of the shard map's
-    /// own (SipHash) hashing of the key, so it is a cheap multiplicative mix (FxHash's)
-    /// rather than a second SipHash — about a tenth of the instructions for a short key.
-    /// Colliding keys could only unbalance the shards; the maps keep SipHash.
-    fn shard(&self, key: &LockKey) -> &Shard {
-        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-        let mix = |h: u64, w: u64| (h.rotate_left(5) ^ w).wrapping_mul(K);
-        let mut h = mix(0, key.table.0);
-        match &key.name {
-            LockName::Key(k) => {
-                let mut chunks = k.chunks_exact(8);
-                for c in &mut chunks {
-                    h = mix(h, u64::from_le_bytes(c.try_into().expect("8 bytes")));
-                }
-                let mut tail = [0u8; 8];
-                tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-                h = mix(h, u64::from_le_bytes(tail) ^ (k.len() as u64) << 56);
-            }
-            LockName::End(stripe) => h = mix(h, u64::MAX - u64::from(*stripe)),
-        }
-        // The high bits are the well-mixed ones.
-        &self.shards[(h >> 32) as usize % SHARDS]
+    /// The hash of a name, computed once per request: its bits 32..38 pick the shard,
+    /// and the shard's table uses the whole of it. hashbrown takes a bucket from the low
+    /// bits and a tag from the top seven, so the shard's bits, from the middle, leave
+    /// both as spread within a shard as across shards.
+    fn hash(&self, key: &LockKey) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// The shard of a name whose hash is `hash`.
+    fn shard(&self, hash: u64) -> &Shard {
+        &self.shards[(hash >> 32) as usize % SHARDS]
     }
 
     /// Grants `mode` on `key` to `txn` if that is possible without waiting (callable
@@ -448,22 +494,23 @@ impl LockManager {
         check: LockMode,
         dep: &mut Option<Lsn>,
     ) -> Option<Granted> {
-        let shard = self.shard(key);
+        let hash = self.hash(key);
+        let shard = self.shard(hash);
         let mut map = shard.map.lock();
         // One lookup; the key is cloned only when a new entry is inserted.
-        match map.entry_ref(key) {
-            EntryRef::Occupied(o) => {
-                let e = o.into_mut();
+        match map.entry(hash, key, &self.hasher) {
+            Slot::Occupied(o) => {
+                let (_, e) = o.into_mut();
                 if !e.compatible_with_others(txn, check) {
                     return None;
                 }
                 e.try_grant(txn, mode, dep)
             }
-            EntryRef::Vacant(v) => {
+            Slot::Vacant(v) => {
                 let mut e = Entry::default();
                 let g = e.try_grant(txn, mode, dep);
                 assert_eq!(g, Some(Granted::New), "a fresh entry grants at once");
-                v.insert(e);
+                v.insert((key.clone(), e));
                 g
             }
         }
@@ -479,10 +526,14 @@ impl LockManager {
         mode: LockMode,
         dep: &mut Option<Lsn>,
     ) -> std::result::Result<Granted, Refused> {
-        let shard = self.shard(key);
+        let hash = self.hash(key);
+        let shard = self.shard(hash);
         let mut map = shard.map.lock();
         // One lookup; the key is cloned only when a new entry is inserted.
-        let e = map.entry_ref(key).or_default();
+        let (_, e) = map
+            .entry(hash, key, &self.hasher)
+            .or_insert_with(|| (key.clone(), Entry::default()))
+            .into_mut();
         if let Some(g) = e.try_grant(txn, mode, dep) {
             return Ok(g);
         }
@@ -501,7 +552,7 @@ impl LockManager {
         let mut deadlock = self.waits.lock().wait(txn, &blockers);
         loop {
             let timed_out = !deadlock && shard.cv.wait_until(&mut map, deadline).timed_out();
-            let e = map.get_mut(key).expect("an entry with waiters stays");
+            let e = map.get_mut(hash, key).expect("an entry with waiters stays");
             let first = e.waiting.front().map(|w| w.0) == Some(txn);
             if !deadlock && first && e.compatible_with_others(txn, mode) {
                 self.waits.lock().done(txn);
@@ -531,7 +582,7 @@ impl LockManager {
             self.waits.lock().done(txn);
             e.waiting.retain(|w| w.0 != txn);
             if e.unused() {
-                map.remove(key);
+                map.remove(hash, key);
             }
             // Our leaving may unblock whoever queued behind us.
             shard.cv.notify_all();
@@ -563,13 +614,14 @@ impl LockManager {
         durable: Lsn,
     ) {
         for key in keys {
-            let shard = self.shard(key);
+            let hash = self.hash(key);
+            let shard = self.shard(hash);
             let mut map = shard.map.lock();
             // One lookup, which also removes the entry if it is left idle.
-            let EntryRef::Occupied(mut o) = map.entry_ref(key) else {
+            let Ok(mut o) = map.table.find_entry(hash, |(k, _)| k == key) else {
                 panic!("{txn} releases a lock it does not hold");
             };
-            let e = o.get_mut();
+            let (_, e) = o.get_mut();
             let Some(i) = e.granted.iter().position(|g| g.0 == txn) else {
                 panic!("{txn} did not hold the lock");
             };
@@ -585,7 +637,7 @@ impl LockManager {
             }
             let prune_at = shard.prune_at.load(Ordering::Relaxed);
             if map.len() > prune_at {
-                map.retain(|_, e| !e.idle(durable));
+                map.retain(|e| !e.idle(durable));
                 shard
                     .prune_at
                     .store(PRUNE_AT.max(2 * map.len()), Ordering::Relaxed);

@@ -6,7 +6,6 @@ use crate::log_record::{ActiveTxn, Record};
 use crate::log_sink::LogSink;
 use parking_lot::Mutex;
 use sluice_wal::{Appended, Lsn};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -54,14 +53,16 @@ impl TxnShared {
 /// Active transactions.
 pub(crate) struct TxnTable {
     next: AtomicU64,
-    active: Mutex<HashMap<TxnId, Arc<TxnShared>>>,
+    /// Hashed with foldhash (hashbrown's default), not std's SipHash: the ids are ours,
+    /// and every transaction inserts and removes itself here.
+    active: Mutex<hashbrown::HashMap<TxnId, Arc<TxnShared>>>,
 }
 
 impl TxnTable {
     pub(crate) fn new(next: u64) -> TxnTable {
         TxnTable {
             next: AtomicU64::new(next.max(1)),
-            active: Mutex::new(HashMap::new()),
+            active: Mutex::new(hashbrown::HashMap::new()),
         }
     }
 

@@ -23,15 +23,29 @@ impl Btree<'_> {
     /// cannot change during the descent.
     pub(crate) fn descend(&self, root: PageId, key: &[u8]) -> Result<(Vec<PageId>, PageRef<'_>)> {
         let mut path = Vec::with_capacity(8);
+        let leaf = self.descend_recording(root, key, Some(&mut path))?;
+        Ok((path, leaf))
+    }
+
+    /// The leaf for `key`, pinned, without the path (every operation but a split): no
+    /// allocation per descent.
+    pub(crate) fn leaf_for(&self, root: PageId, key: &[u8]) -> Result<PageRef<'_>> {
+        self.descend_recording(root, key, None)
+    }
+
+    /// The descent of [`Btree::descend`], pushing each page id onto `path` if given.
+    fn descend_recording(
+        &self,
+        root: PageId,
+        key: &[u8],
+        mut path: Option<&mut Vec<PageId>>,
+    ) -> Result<PageRef<'_>> {
         let mut id = root;
         let mut level: Option<u8> = None;
-        loop {
-            if path.len() >= MAX_DEPTH {
-                return Err(Error::Corruption(format!(
-                    "tree {root} deeper than {MAX_DEPTH}"
-                )));
+        for _ in 0..MAX_DEPTH {
+            if let Some(path) = path.as_deref_mut() {
+                path.push(id);
             }
-            path.push(id);
             let p = self.store.pool.fetch(id)?;
             let next = {
                 let g = p.read_valid()?;
@@ -52,9 +66,12 @@ impl Btree<'_> {
                 }
             };
             match next {
-                None => return Ok((path, p)),
+                None => return Ok(p),
                 Some(child) => id = child,
             }
         }
+        Err(Error::Corruption(format!(
+            "tree {root} deeper than {MAX_DEPTH}"
+        )))
     }
 }

@@ -37,37 +37,115 @@ pub(crate) fn op_for<O>(key: &[u8], old: Option<O>, new: Option<CellValue<'_>>) 
     }
 }
 
+/// A [`PageOp`] over borrowed bytes: what a change applies to its leaf without copying
+/// the key and value it already has (the owned [`PageOp`] is for log records).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum PageOpRef<'a> {
+    /// Add a cell for an absent key.
+    Insert { key: &'a [u8], value: CellValue<'a> },
+    /// Replace the value of a present key.
+    Set { key: &'a [u8], value: CellValue<'a> },
+    /// Remove the cell of a present key.
+    Remove { key: &'a [u8] },
+}
+
+impl PageOp {
+    /// The borrowed form, to apply.
+    pub(crate) fn as_op_ref(&self) -> PageOpRef<'_> {
+        match self {
+            PageOp::Insert { key, value } => PageOpRef::Insert {
+                key,
+                value: value.as_cell(),
+            },
+            PageOp::Set { key, value } => PageOpRef::Set {
+                key,
+                value: value.as_cell(),
+            },
+            PageOp::Remove { key } => PageOpRef::Remove { key },
+        }
+    }
+}
+
+/// [`op_for`] without copies: the borrowed page operation that takes `key` from `old` to
+/// `new` (`None` if nothing changes).
+pub(crate) fn op_ref_for<'a, O>(
+    key: &'a [u8],
+    old: Option<O>,
+    new: Option<CellValue<'a>>,
+) -> Option<PageOpRef<'a>> {
+    match (old, new) {
+        (None, None) => None,
+        (None, Some(value)) => Some(PageOpRef::Insert { key, value }),
+        (Some(_), Some(value)) => Some(PageOpRef::Set { key, value }),
+        (Some(_), None) => Some(PageOpRef::Remove { key }),
+    }
+}
+
 /// Applies `op` to a valid leaf. An error (never a panic) if the leaf disagrees with the
 /// op — the key's presence is wrong or the cell does not fit — which during redo means
 /// the log and the page do not match.
 pub(crate) fn apply_op(page: &mut [u8], op: &PageOp) -> Result<(), String> {
+    apply_op_ref(page, op.as_op_ref())
+}
+
+/// [`apply_op`] for a borrowed operation. An update to a value of the same length
+/// overwrites it in place ([`NodeMut::overwrite_leaf_value`]); redo applies the same
+/// operation the same way, so the page it rebuilds is the same.
+pub(crate) fn apply_op_ref(page: &mut [u8], op: PageOpRef<'_>) -> Result<(), String> {
+    let n = NodeMut::new(page);
+    if !n.view().is_leaf() {
+        return Err("page op on a non-leaf page".into());
+    }
+    let key = match op {
+        PageOpRef::Insert { key, .. } | PageOpRef::Set { key, .. } | PageOpRef::Remove { key } => {
+            key
+        }
+    };
+    let at = n.view().search(key);
+    apply_op_at(page, op, at)
+}
+
+/// [`apply_op_ref`] for a caller that has just searched the leaf for the op's key
+/// under the same X latch: `at` is [`Node::search`]'s answer (saves the second search
+/// of every change).
+pub(crate) fn apply_op_at(
+    page: &mut [u8],
+    op: PageOpRef<'_>,
+    at: Result<usize, usize>,
+) -> Result<(), String> {
     let mut n = NodeMut::new(page);
     if !n.view().is_leaf() {
         return Err("page op on a non-leaf page".into());
     }
     match op {
-        PageOp::Insert { key, value } => {
-            let Err(i) = n.view().search(key) else {
+        PageOpRef::Insert { key, value } => {
+            debug_assert_eq!(at, n.view().search(key));
+            let Err(i) = at else {
                 return Err("insert of a key already present".into());
             };
-            if !fits(&n.view(), key, None, Some(&value.bytes)) {
+            if !fits(&n.view(), key, None, Some(value.bytes)) {
                 return Err("insert does not fit the leaf".into());
             }
-            n.insert_leaf_value(i, key, value.as_cell());
+            n.insert_leaf_value(i, key, value);
         }
-        PageOp::Set { key, value } => {
-            let Ok(i) = n.view().search(key) else {
+        PageOpRef::Set { key, value } => {
+            debug_assert_eq!(at, n.view().search(key));
+            let Ok(i) = at else {
                 return Err("update of an absent key".into());
             };
+            if n.overwrite_leaf_value(i, value) {
+                return Ok(());
+            }
             let old = n.view().value(i);
-            if !fits(&n.view(), key, Some(old), Some(&value.bytes)) {
+            if !fits(&n.view(), key, Some(old), Some(value.bytes)) {
                 return Err("update does not fit the leaf".into());
             }
             n.remove(i);
-            n.insert_leaf_value(i, key, value.as_cell());
+            n.insert_leaf_value(i, key, value);
         }
-        PageOp::Remove { key } => {
-            let Ok(i) = n.view().search(key) else {
+        PageOpRef::Remove { key } => {
+            debug_assert_eq!(at, n.view().search(key));
+            let Ok(i) = at else {
                 return Err("delete of an absent key".into());
             };
             n.remove(i);
@@ -105,5 +183,44 @@ mod tests {
         apply_op(&mut b, &rm).unwrap();
         assert!(apply_op(&mut b, &rm).is_err(), "double delete accepted");
         assert!(Node::new(&b).is_empty());
+    }
+
+    #[test]
+    fn an_update_of_the_same_length_rewrites_the_cell_in_place() {
+        let mut b = vec![0u8; 1024];
+        NodeMut::format(&mut b, PageId(4), 0);
+        for k in [b"a", b"b", b"c"] {
+            let ins = PageOp::Insert {
+                key: k.to_vec(),
+                value: crate::page::StoredValue::inline(b"1234".to_vec()),
+            };
+            apply_op(&mut b, &ins).unwrap();
+        }
+        let (free, hole) = (Node::new(&b).free_space(), Node::new(&b).hole());
+        let set = |v: &[u8], external| PageOp::Set {
+            key: b"b".to_vec(),
+            value: crate::page::StoredValue {
+                bytes: v.to_vec(),
+                external,
+            },
+        };
+        apply_op(&mut b, &set(b"wxyz", true)).unwrap();
+        let n = Node::new(&b);
+        assert_eq!((n.value(1), n.cell_value(1).external), (&b"wxyz"[..], true));
+        assert_eq!((n.free_space(), n.hole()), (free, hole), "not in place");
+        assert!(crate::page::validate(&b, PageId(4)).is_ok());
+        // Another length moves the cell (its old bytes become a fragment).
+        apply_op(&mut b, &set(b"123456", false)).unwrap();
+        let n = Node::new(&b);
+        assert_eq!(
+            (n.value(1), n.cell_value(1).external),
+            (&b"123456"[..], false)
+        );
+        assert_eq!(n.free_space(), free - 2);
+        assert_eq!(
+            (n.key(0), n.key(1), n.key(2)),
+            (&b"a"[..], &b"b"[..], &b"c"[..])
+        );
+        assert!(crate::page::validate(&b, PageId(4)).is_ok());
     }
 }

@@ -112,7 +112,7 @@ fn read_batch(
         Bound::Unbounded => &[],
     };
     let store = tree.store;
-    let (_, mut leaf) = tree.descend(root, start)?;
+    let mut leaf = tree.leaf_for(root, start)?;
     let mut entries = Vec::new();
     // Leaves latched since the last name locked: the gap up to the next name to lock
     // lies in them. Guards come first in each pair so they drop before the pins.
@@ -248,7 +248,7 @@ mod tests {
             }
             // Gap S on the end: every stripe.
             let names: Vec<LockName> = match key {
-                Some(k) => vec![LockName::Key(k.to_vec())],
+                Some(k) => vec![LockName::key(k)],
                 None => LockName::end_stripes(scanner, mode)
                     .map(LockName::End)
                     .collect(),

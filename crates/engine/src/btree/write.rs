@@ -16,7 +16,7 @@
 //! if the lock is not free the operation drops every latch, and the caller waits for it
 //! and redoes the operation (`next(k)` may have changed meanwhile).
 
-use crate::btree::page_op::{apply_op, fits, op_for};
+use crate::btree::page_op::{apply_op_at, fits, op_for, op_ref_for};
 
 use crate::btree::Btree;
 use crate::buffer_pool::PageWrite;
@@ -148,7 +148,7 @@ impl Btree<'_> {
         let (root, latch) = (self.root, self.latch);
         {
             let _shared = latch.read();
-            let (_, leaf) = self.descend(root, key)?;
+            let leaf = self.leaf_for(root, key)?;
             let mut w = leaf.write_valid()?;
             // Shared tree latch: a walk over a long run of empty leaves stops (TooFar)
             // and is redone below, exclusively.
@@ -184,7 +184,7 @@ impl Btree<'_> {
         gaps: Option<&mut (dyn GapLocker + 'g)>,
         exclusive: bool,
     ) -> Result<Attempt> {
-        let (old, room, next) = {
+        let (old, room, at) = {
             let n = Self::node_of(w.bytes(), w.id())?;
             if !n.is_leaf() {
                 return Err(Error::Corruption(format!(
@@ -200,12 +200,12 @@ impl Btree<'_> {
                 old.as_ref().map(|o| &o.bytes[..]),
                 new.map(|v| v.bytes),
             );
-            // Where next(k) is in this leaf: after k if present, else where k would go.
-            let next = match at {
-                Ok(i) => i + 1,
-                Err(i) => i,
-            };
-            (old, room, next)
+            (old, room, at)
+        };
+        // Where next(k) is in this leaf: after k if present, else where k would go.
+        let next = match at {
+            Ok(i) => i + 1,
+            Err(i) => i,
         };
         if old.as_ref().map(StoredValue::as_cell) == new {
             return Ok(Attempt::Applied(old));
@@ -229,8 +229,9 @@ impl Btree<'_> {
         self.store.protect_page(w)?;
         let old_cell = old.as_ref().map(StoredValue::as_cell);
         let a = logger.log(self.store, w.id(), root, key, old_cell, new)?;
-        let op = op_for(key, old_cell, new).expect("a real change");
-        apply_op(w.bytes_mut(), &op).expect("the change was checked to apply before logging");
+        let op = op_ref_for(key, old_cell, new).expect("a real change");
+        // The leaf stayed X-latched since the search: its slot still holds.
+        apply_op_at(w.bytes_mut(), op, at).expect("the change was checked to apply before logging");
         w.mark_dirty(a.lsn, a.end);
         Ok(Attempt::Applied(old))
     }
@@ -262,7 +263,7 @@ impl Btree<'_> {
                 Err(name) => NextLock::Blocked(name),
             };
         if at < n.len() {
-            return Ok(try_name(locker, LockName::Key(n.key(at).to_vec())));
+            return Ok(try_name(locker, LockName::key(n.key(at))));
         }
         let mut next = n.link();
         // Guards first in each pair, so they drop before the pins.
@@ -278,7 +279,7 @@ impl Btree<'_> {
                 )));
             }
             if !leaf.is_empty() {
-                return Ok(try_name(locker, LockName::Key(leaf.key(0).to_vec())));
+                return Ok(try_name(locker, LockName::key(leaf.key(0))));
             }
             next = leaf.link();
             if !exclusive {
@@ -294,7 +295,7 @@ impl Btree<'_> {
     /// The value of `key` in the tree. The caller holds an S or X lock on it.
     pub(crate) fn get(&self, key: &[u8]) -> Result<Option<StoredValue>> {
         let _shared = self.latch.read();
-        let (_, leaf) = self.descend(self.root, key)?;
+        let leaf = self.leaf_for(self.root, key)?;
         let g = leaf.read_valid()?;
         let n = Self::node_of(&g, leaf.id())?;
         Ok(n.search(key).ok().map(|i| n.cell_value(i).to_owned()))
