@@ -66,6 +66,21 @@ pub(crate) fn apply_op(page: &mut [u8], op: &PageOp) -> Result<(), String> {
             n.remove(i);
             n.insert_leaf_value(i, key, value.as_cell());
         }
+        PageOp::Patch { key, delta } => {
+            let Ok(i) = n.view().search(key) else {
+                return Err("patch of an absent key".into());
+            };
+            let old = n.view().cell_value(i);
+            if old.external {
+                return Err("patch of a large value's descriptor".into());
+            }
+            let new = delta.apply(old.bytes)?;
+            if !fits(&n.view(), key, Some(old.bytes), Some(&new)) {
+                return Err("patch does not fit the leaf".into());
+            }
+            n.remove(i);
+            n.insert_leaf_value(i, key, CellValue::inline(&new));
+        }
         PageOp::Remove { key } => {
             let Ok(i) = n.view().search(key) else {
                 return Err("delete of an absent key".into());
@@ -105,5 +120,75 @@ mod tests {
         apply_op(&mut b, &rm).unwrap();
         assert!(apply_op(&mut b, &rm).is_err(), "double delete accepted");
         assert!(Node::new(&b).is_empty());
+    }
+
+    /// Redo of a patch on a leaf: the value it was taken from becomes exactly the new
+    /// one, whatever part changed and whether the length did; a value it was not taken
+    /// from (a page that disagrees with the log) is refused and left as it was.
+    #[test]
+    fn a_patch_redoes_exactly_or_fails_loudly() {
+        use crate::log_record::Delta;
+        use crate::page::StoredValue;
+        let old: Vec<u8> = (0..100).collect();
+        let mut cases: Vec<Vec<u8>> = Vec::new();
+        let mut start = old.clone();
+        start[0] = 200; // the first byte
+        cases.push(start);
+        let mut end = old.clone();
+        end[99] = 200; // the last byte
+        cases.push(end);
+        let mut middle = old.clone();
+        middle[40..48].copy_from_slice(&[9; 8]); // a balance in the middle
+        cases.push(middle);
+        cases.push((100..200).collect()); // every byte
+        let mut longer = old.clone();
+        longer.splice(50..50, [7u8; 30]); // grows in the middle
+        cases.push(longer);
+        cases.push(old[..60].to_vec()); // shrinks at the end
+        cases.push(old[10..].to_vec()); // shrinks at the start
+        cases.push(vec![]); // to nothing
+        for new in cases {
+            let mut b = vec![0u8; 1024];
+            NodeMut::format(&mut b, PageId(4), 0);
+            for (k, v) in [(&b"a"[..], &b"before"[..]), (b"k", &old), (b"z", b"after")] {
+                let value = StoredValue::inline(v.to_vec());
+                apply_op(
+                    &mut b,
+                    &PageOp::Insert {
+                        key: k.to_vec(),
+                        value,
+                    },
+                )
+                .unwrap();
+            }
+            let delta = Delta::between(&old, &new);
+            let patch = PageOp::Patch {
+                key: b"k".to_vec(),
+                delta: delta.clone(),
+            };
+            apply_op(&mut b, &patch).unwrap();
+            let n = Node::new(&b);
+            assert_eq!(
+                (n.value(0), n.value(1), n.value(2)),
+                (&b"before"[..], &new[..], &b"after"[..])
+            );
+            assert!(!n.cell_value(1).external);
+            let before = b.clone();
+            if delta.old != delta.new || delta.old_len() != delta.new_len() {
+                assert!(apply_op(&mut b, &patch).is_err(), "a patch applied twice");
+                assert_eq!(b, before, "a refused patch changed the page");
+            }
+            let undo = PageOp::Patch {
+                key: b"k".to_vec(),
+                delta: delta.reversed(),
+            };
+            apply_op(&mut b, &undo).unwrap();
+            assert_eq!(Node::new(&b).value(1), &old[..]);
+            let absent = PageOp::Patch {
+                key: b"q".to_vec(),
+                delta,
+            };
+            assert!(apply_op(&mut b, &absent).is_err(), "patch of an absent key");
+        }
     }
 }

@@ -23,7 +23,7 @@ use crate::buffer_pool::PageWrite;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::lock::{LockMode, LockName};
-use crate::log_record::Record;
+use crate::log_record::{PageOp, Record};
 use crate::page::{CellValue, StoredValue};
 use crate::store::Store;
 use crate::txn_table::TxnShared;
@@ -105,7 +105,8 @@ impl ChangeLogger for ClrLogger<'_> {
         old: Option<CellValue<'_>>,
         new: Option<CellValue<'_>>,
     ) -> Result<Appended> {
-        let op = op_for(key, old, new).expect("only real changes are logged");
+        // Only the changed bytes when that is smaller (see `log_record::Delta`).
+        let op = PageOp::between(key, old, new).expect("only real changes are logged");
         let txn = self.txn.id;
         let undo_next = self.undo_next;
         self.txn.append(&store.log, |prev| Record::Clr {
