@@ -16,7 +16,7 @@
 
 use crate::ids::{PageId, TxnId};
 use crate::options::Limits;
-use crate::page::{CellValue, StoredValue, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+use crate::page::{image_page_size, CellValue, StoredValue, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 use sluice_wal::Lsn;
 
 mod delta;
@@ -77,18 +77,6 @@ fn smallest_page_for(key: usize, values: &[usize]) -> usize {
         size *= 2;
     }
     size
-}
-
-/// For the encoder's self-check: the page size an image was taken from (its body plus
-/// its hole), or 0 if the image is malformed (tests encode such records on purpose).
-fn image_page_size(img: &[u8]) -> usize {
-    match img.get(4..8) {
-        Some(h) if img.len() >= 8 => {
-            let hole = u32::from_le_bytes(h.try_into().expect("4 bytes")) as usize;
-            img.len() - 8 + hole
-        }
-        _ => 0,
-    }
 }
 
 /// A transaction's change to one key, with what undo needs.
@@ -784,8 +772,11 @@ impl Record {
                 if pages.len() > MAX_IMAGES_PER_RECORD {
                     return 0;
                 }
+                // The page size an image was taken from (0 for a malformed image: tests
+                // encode such records on purpose).
                 let size = pages.iter().map(|(_, i)| image_page_size(i)).max();
-                max_page_record_bytes(size.unwrap_or(0).max(MIN_PAGE_SIZE))
+                let size = size.unwrap_or(0).clamp(MIN_PAGE_SIZE, MAX_PAGE_SIZE);
+                max_page_record_bytes(size.next_power_of_two())
             }
             Record::EndCheckpoint(c) => checkpoint_record_bytes(c.active.len(), c.dirty.len()),
             Record::Commit { .. } | Record::End { .. } | Record::BeginCheckpoint => {
