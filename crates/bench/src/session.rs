@@ -74,6 +74,9 @@ pub struct Row {
     pub involuntary_ctx_per_txn: f64,
     /// CPU used ÷ (wall × cores).
     pub cpu_util: f64,
+    /// Log bytes written per committed (TPC-B) or completed (TATP) transaction in the
+    /// measured window, framing, page images and checkpoints included.
+    pub log_bytes_per_txn: f64,
     /// The workload's consistency checks passed after the run.
     pub consistent: bool,
     /// What failed, if anything.
@@ -87,7 +90,7 @@ pub struct Row {
 
 impl Row {
     /// Names of [`Row::cells`]' columns (TPC-B throughput is tps; TATP's is MQTh).
-    pub const COLUMNS: [&'static str; 14] = [
+    pub const COLUMNS: [&'static str; 15] = [
         "commit",
         "log buffer",
         "clients",
@@ -100,6 +103,7 @@ impl Row {
         "ctx sw/txn",
         "(vol)",
         "cpu",
+        "log B/txn",
         "aborted",
         "consistent",
     ];
@@ -132,6 +136,7 @@ impl Row {
             format!("{:.3}", self.ctx_switches_per_txn),
             format!("{:.3}", self.voluntary_ctx_per_txn),
             format!("{:.0} %", self.cpu_util * 100.0),
+            format!("{:.0}", self.log_bytes_per_txn),
             self.aborted.to_string(),
             self.consistent.to_string(),
         ]
@@ -167,6 +172,7 @@ fn row(workload: &'static str, b: &BenchDb, spec: &RunSpec, agents: usize, r: Dr
         voluntary_ctx_per_txn: r.voluntary_ctx_per_txn,
         involuntary_ctx_per_txn: r.involuntary_ctx_per_txn,
         cpu_util: r.cpu_util,
+        log_bytes_per_txn: r.log_bytes_per_txn,
         consistent: true,
         violations: Vec::new(),
         kinds: Vec::new(),

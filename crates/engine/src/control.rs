@@ -1,12 +1,12 @@
 //! The control file: what identifies a directory as a sluice database, and where its last
 //! complete checkpoint is.
 //!
-//! `CONTROL` (format version 2, 64 bytes, little-endian):
+//! `CONTROL` (format version 3, 64 bytes, little-endian):
 //!
 //! | offset | size | field                                                          |
 //! |-------:|-----:|----------------------------------------------------------------|
 //! | 0      | 8    | magic `SLUICECF`                                               |
-//! | 8      | 4    | format version (2)                                             |
+//! | 8      | 4    | format version (3; 2 is read too)                              |
 //! | 12     | 4    | page size                                                      |
 //! | 16     | 8    | database id (random, chosen at creation; for tools)            |
 //! | 24     | 4    | flags: bit 0 = a checkpoint is recorded; other bits zero       |
@@ -16,6 +16,13 @@
 //! | 48     | 8    | data-file length made durable by that checkpoint's sync        |
 //! | 56     | 4    | CRC32C of bytes 0..56                                          |
 //! | 60     | 4    | zero                                                           |
+//!
+//! The version is the database's: version 3 logs transaction records in the compact form
+//! of `log_record` (varints, updates as deltas); version 2 wrote them fixed-width. This
+//! sluice reads both forms, so it opens a version 2 database, recovers its log, and
+//! writes version 3 at its next checkpoint (the first one is at the end of that open);
+//! a sluice that reads only version 2 refuses a version 3 `CONTROL` by name instead of
+//! meeting record types it does not know in recovery.
 //!
 //! Creating a database writes it first, in the "created, no checkpoint yet" state, before
 //! the log and the data file exist: a directory without `CONTROL` never holds a sluice
@@ -31,7 +38,9 @@ use sluice_wal::Lsn;
 use std::path::Path;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"SLUICECF");
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
+/// The earlier version this one still opens (see the module docs).
+const READ_VERSION: u32 = 2;
 const LEN: usize = 64;
 const CRC_AT: usize = 56;
 const FLAG_CHECKPOINT: u32 = 1;
@@ -97,10 +106,12 @@ impl Control {
     fn decode(b: &[u8]) -> Result<Control, String> {
         let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes"));
         let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
-        if b.len() >= 12 && u64_at(0) == MAGIC && u32_at(8) != VERSION {
+        let version = |b: &[u8]| u32::from_le_bytes(b[8..12].try_into().expect("4 bytes"));
+        if b.len() >= 12 && u64_at(0) == MAGIC && ![VERSION, READ_VERSION].contains(&version(b)) {
             return Err(format!(
-                "format version {} is not supported (this sluice reads version {VERSION})",
-                u32_at(8)
+                "format version {} is not supported (this sluice reads versions \
+                 {READ_VERSION} and {VERSION})",
+                version(b)
             ));
         }
         if b.len() != LEN {
@@ -250,6 +261,21 @@ mod tests {
         b[8..12].copy_from_slice(&1u32.to_le_bytes());
         let e = Control::decode(&b).unwrap_err();
         assert!(e.contains("format version 1"), "{e}");
+    }
+
+    #[test]
+    fn version_2_opens_and_is_rewritten_as_version_3() {
+        // Version 2's log records still decode (log_record.rs), so its CONTROL is read;
+        // the next one written says 3.
+        let mut b = sample().encode();
+        assert_eq!(u32::from_le_bytes(b[8..12].try_into().unwrap()), 3);
+        b[8..12].copy_from_slice(&2u32.to_le_bytes());
+        let crc = crc32c::crc32c(&b[..CRC_AT]);
+        b[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(Control::decode(&b), Ok(sample()));
+        b[8..12].copy_from_slice(&4u32.to_le_bytes());
+        let e = Control::decode(&b).unwrap_err();
+        assert!(e.contains("format version 4"), "{e}");
     }
 
     #[test]

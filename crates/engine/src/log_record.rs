@@ -6,11 +6,21 @@
 //! wherever the key lives by then, after any splits). Structure changes and full page
 //! images are redo-only. Decoding never panics: any byte string decodes to a record or
 //! to an error.
+//!
+//! An update of an inline value logs only the bytes that changed ([`Delta`]) when that is
+//! smaller than the whole old and new values, and so does the compensation record that
+//! undoes it. A transaction's records (update, compensation, commit, end) write their
+//! numbers as LEB128 varints (tags 8–11); the fixed-width forms they replaced (tags 1–4,
+//! format version 2 of the database, see `control.rs`) still decode, so a log written
+//! before the change recovers, and is never written again.
 
 use crate::ids::{PageId, TxnId};
 use crate::options::Limits;
-use crate::page::{CellValue, StoredValue, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+use crate::page::{image_page_size, CellValue, StoredValue, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 use sluice_wal::Lsn;
+
+mod delta;
+pub use delta::Delta;
 
 /// Bytes of one page in an `Images` record: page id, length, and a compact image of at
 /// most the whole page plus its 8-byte hole header.
@@ -23,16 +33,22 @@ const fn image_entry_bytes(page_size: usize) -> usize {
 /// page); creating a database or a table logs two, a torn-page image one.
 pub(crate) const MAX_IMAGES_PER_RECORD: usize = 4;
 
+/// The most bytes a varint takes (a `u64` in 7-bit groups).
+const MAX_VARINT: usize = 10;
+/// The most bytes a varint of a field length takes (at most [`MAX_FIELD`] · 2 + 1, 22 bits).
+const MAX_LEN_VARINT: usize = 4;
+
 /// The largest record about pages the engine writes with pages of `page_size` bytes:
 /// the larger of a split's `Images` record and an `Update` whose key, old and new value
-/// are as large as [`Limits`] allow (a `Clr` carries one value, so it is smaller).
+/// are as large as [`Limits`] allow (a `Clr` carries at most as much: one whole value,
+/// or a delta of two, and one varint more).
 pub(crate) fn max_page_record_bytes(page_size: usize) -> usize {
     let images = 1 + 4 + MAX_IMAGES_PER_RECORD * image_entry_bytes(page_size);
     // key + old and key + new are each at most max_entry, so all three at most twice it.
+    // Numbers: txn, prev, page, tree (or undo next), and a delta's offset and tail.
     let entry = Limits::for_page_size(page_size).max_entry;
-    let update = 1 + 8 + 9 + 8 + 8 + 4 + 1 + 4 + 4 + 2 * entry;
-    let clr = 1 + 8 + 9 + 8 + 1 + 4 + 4 + entry + 9;
-    images.max(update).max(clr)
+    let update = 1 + 6 * MAX_VARINT + 1 + 3 * MAX_LEN_VARINT + 2 * entry;
+    images.max(update)
 }
 
 /// Bytes of an `EndCheckpoint` record with `active` transactions and `dirty` pages.
@@ -63,18 +79,6 @@ fn smallest_page_for(key: usize, values: &[usize]) -> usize {
     size
 }
 
-/// For the encoder's self-check: the page size an image was taken from (its body plus
-/// its hole), or 0 if the image is malformed (tests encode such records on purpose).
-fn image_page_size(img: &[u8]) -> usize {
-    match img.get(4..8) {
-        Some(h) if img.len() >= 8 => {
-            let hole = u32::from_le_bytes(h.try_into().expect("4 bytes")) as usize;
-            img.len() - 8 + hole
-        }
-        _ => 0,
-    }
-}
-
 /// A transaction's change to one key, with what undo needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
@@ -83,12 +87,18 @@ pub enum Change {
         /// The new value.
         value: StoredValue,
     },
-    /// The key mapped to `old` and now maps to `new`.
+    /// The key mapped to `old` and now maps to `new` (whole values: a large value's
+    /// descriptor on either side, or a change a delta would not make smaller).
     Update {
         /// The value before.
         old: StoredValue,
         /// The value after.
         new: StoredValue,
+    },
+    /// The key mapped to an inline value and still does; `delta` is what changed.
+    Patch {
+        /// The changed bytes, before and after.
+        delta: Delta,
     },
     /// The key mapped to `old` and is now absent.
     Delete {
@@ -97,7 +107,57 @@ pub enum Change {
     },
 }
 
+/// Bytes a whole value takes in a record (its varint length and flag, its bytes).
+fn value_record_len(v: CellValue<'_>) -> usize {
+    varint_len(((v.bytes.len() as u64) << 1) | v.external as u64) + v.bytes.len()
+}
+
+/// The delta from `old` to `new` if both are inline and it takes fewer record bytes
+/// than `whole`, what the record would carry instead.
+fn delta_if_smaller(old: CellValue<'_>, new: CellValue<'_>, whole: usize) -> Option<Delta> {
+    if old.external || new.external {
+        // A descriptor is logged whole: redo and undo of a large value stay as simple
+        // as they were, and its 18 bytes change almost everywhere on an overwrite.
+        return None;
+    }
+    let d = Delta::between(old.bytes, new.bytes);
+    (delta_record_len(&d) < whole).then_some(d)
+}
+
+/// Bytes a delta takes in a record.
+fn delta_record_len(d: &Delta) -> usize {
+    varint_len(d.at as u64)
+        + varint_len(d.old.len() as u64)
+        + d.old.len()
+        + varint_len(d.new.len() as u64)
+        + d.new.len()
+        + varint_len(d.tail as u64)
+}
+
 impl Change {
+    /// The change that takes a key from `old` to `new` (`None`: absent), as it is
+    /// logged: a [`Change::Patch`] when that is smaller than [`Change::Update`].
+    /// `None` if nothing changes.
+    pub fn between(old: Option<CellValue<'_>>, new: Option<CellValue<'_>>) -> Option<Change> {
+        Some(match (old, new) {
+            (None, None) => return None,
+            (None, Some(v)) => Change::Insert {
+                value: v.to_owned(),
+            },
+            (Some(o), None) => Change::Delete { old: o.to_owned() },
+            (Some(o), Some(v)) => {
+                let whole = value_record_len(o) + value_record_len(v);
+                match delta_if_smaller(o, v, whole) {
+                    Some(delta) => Change::Patch { delta },
+                    None => Change::Update {
+                        old: o.to_owned(),
+                        new: v.to_owned(),
+                    },
+                }
+            }
+        })
+    }
+
     /// The page operation that redoes this change.
     pub fn redo(&self, key: &[u8]) -> PageOp {
         match self {
@@ -109,14 +169,34 @@ impl Change {
                 key: key.to_vec(),
                 value: new.clone(),
             },
+            Change::Patch { delta } => PageOp::Patch {
+                key: key.to_vec(),
+                delta: delta.clone(),
+            },
             Change::Delete { .. } => PageOp::Remove { key: key.to_vec() },
         }
     }
-    /// What the key must map to after undo (`None`: absent).
-    pub fn before(&self) -> Option<CellValue<'_>> {
+
+    /// True if undo needs the key's current value ([`Change::undone`]).
+    pub fn undo_reads_current(&self) -> bool {
+        matches!(self, Change::Patch { .. })
+    }
+
+    /// What the key must map to after undo (`None`: absent), given what it maps to
+    /// now (`current`; read only for a [`Change::Patch`], whose undo is its delta
+    /// reversed). An error if `current` is not the value the patch made: the log and
+    /// the tree disagree.
+    pub fn undone(&self, current: Option<&StoredValue>) -> Result<Option<StoredValue>, String> {
         match self {
-            Change::Insert { .. } => None,
-            Change::Update { old, .. } | Change::Delete { old } => Some(old.as_cell()),
+            Change::Insert { .. } => Ok(None),
+            Change::Update { old, .. } | Change::Delete { old } => Ok(Some(old.clone())),
+            Change::Patch { delta } => match current {
+                Some(v) if !v.external => {
+                    Ok(Some(StoredValue::inline(delta.reversed().apply(&v.bytes)?)))
+                }
+                Some(_) => Err("undo of a patch finds a large value's descriptor".into()),
+                None => Err("undo of a patch finds the key absent".into()),
+            },
         }
     }
 }
@@ -139,11 +219,47 @@ pub enum PageOp {
         /// Its new value.
         value: StoredValue,
     },
+    /// Change bytes of a present key's inline value (exactly: the value must have the
+    /// delta's old length and old bytes).
+    Patch {
+        /// The key.
+        key: Vec<u8>,
+        /// The change.
+        delta: Delta,
+    },
     /// Remove the cell of a present key.
     Remove {
         /// The key.
         key: Vec<u8>,
     },
+}
+
+impl PageOp {
+    /// The operation that takes `key` from `old` to `new` (`None`: absent), as a
+    /// compensation record logs it: a [`PageOp::Patch`] when that is smaller than the
+    /// whole new value. `None` if nothing changes.
+    pub fn between(
+        key: &[u8],
+        old: Option<CellValue<'_>>,
+        new: Option<CellValue<'_>>,
+    ) -> Option<PageOp> {
+        let key = key.to_vec();
+        Some(match (old, new) {
+            (None, None) => return None,
+            (None, Some(v)) => PageOp::Insert {
+                key,
+                value: v.to_owned(),
+            },
+            (Some(_), None) => PageOp::Remove { key },
+            (Some(o), Some(v)) => match delta_if_smaller(o, v, value_record_len(v)) {
+                Some(delta) => PageOp::Patch { key, delta },
+                None => PageOp::Set {
+                    key,
+                    value: v.to_owned(),
+                },
+            },
+        })
+    }
 }
 
 /// A transaction active at a checkpoint.
@@ -243,18 +359,39 @@ impl Record {
     }
 }
 
-const TAG_UPDATE: u8 = 1;
-const TAG_CLR: u8 = 2;
-const TAG_COMMIT: u8 = 3;
-const TAG_END: u8 = 4;
+/// Tags of the records as written now.
 const TAG_IMAGES: u8 = 5;
 const TAG_BEGIN_CKPT: u8 = 6;
 const TAG_END_CKPT: u8 = 7;
+const TAG_UPDATE: u8 = 8;
+const TAG_CLR: u8 = 9;
+const TAG_COMMIT: u8 = 10;
+const TAG_END: u8 = 11;
+/// Tags of the fixed-width transaction records of format version 2: decoded, never
+/// written.
+const LEGACY_UPDATE: u8 = 1;
+const LEGACY_CLR: u8 = 2;
+const LEGACY_COMMIT: u8 = 3;
+const LEGACY_END: u8 = 4;
+
+/// Kinds of [`Change`] and of [`PageOp`] in a record.
+const KIND_INSERT: u8 = 1;
+const KIND_WHOLE: u8 = 2;
+const KIND_REMOVE: u8 = 3;
+const KIND_PATCH: u8 = 4;
 
 /// The largest byte string a record field may carry (a page image is at most a page).
 const MAX_FIELD: usize = 1 << 20;
 /// In a value's length field: the value is a large value's descriptor.
 const EXTERNAL_FLAG: u32 = 1 << 31;
+
+const _: () = assert!((MAX_FIELD as u64) << 1 < 1 << (7 * MAX_LEN_VARINT));
+
+/// Bytes of `v` as a varint.
+const fn varint_len(v: u64) -> usize {
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    bits.div_ceil(7)
+}
 
 struct Writer(Vec<u8>);
 
@@ -268,46 +405,80 @@ impl Writer {
     fn u32(&mut self, v: u32) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
+    /// LEB128: 7 bits a byte, low first, the top bit set on all but the last.
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+    }
+    fn field_len(&mut self, n: usize) {
+        assert!(n <= MAX_FIELD, "record field of {n} bytes");
+        self.varint(n as u64);
+    }
+    /// A byte string, fixed-width length (page images).
     fn bytes(&mut self, b: &[u8]) {
         assert!(b.len() <= MAX_FIELD, "record field of {} bytes", b.len());
         self.u32(b.len() as u32);
         self.0.extend_from_slice(b);
     }
-    /// A leaf value: its length with [`EXTERNAL_FLAG`] set for a descriptor, its bytes.
+    /// A byte string, varint length.
+    fn vbytes(&mut self, b: &[u8]) {
+        self.field_len(b.len());
+        self.0.extend_from_slice(b);
+    }
+    /// A leaf value: varint of its length times two, plus one for a descriptor; its
+    /// bytes.
     fn value(&mut self, v: &StoredValue) {
-        assert!(
-            v.bytes.len() <= MAX_FIELD,
-            "record field of {} bytes",
-            v.bytes.len()
-        );
-        let flag = if v.external { EXTERNAL_FLAG } else { 0 };
-        self.u32(v.bytes.len() as u32 | flag);
+        let n = v.bytes.len();
+        assert!(n <= MAX_FIELD, "record field of {n} bytes");
+        self.varint(((n as u64) << 1) | v.external as u64);
         self.0.extend_from_slice(&v.bytes);
     }
+    fn delta(&mut self, d: &Delta) {
+        assert!(
+            d.at <= MAX_FIELD && d.tail <= MAX_FIELD,
+            "delta at {} with a tail of {}",
+            d.at,
+            d.tail
+        );
+        self.varint(d.at as u64);
+        self.vbytes(&d.old);
+        self.vbytes(&d.new);
+        self.varint(d.tail as u64);
+    }
+    /// An optional record LSN: 0 for none, else LSN / 8 + 1 (record LSNs are 8-aligned
+    /// frame starts, so the low three bits carry nothing).
     fn opt_lsn(&mut self, l: Option<Lsn>) {
         match l {
-            None => self.u8(0),
+            None => self.varint(0),
             Some(l) => {
-                self.u8(1);
-                self.u64(l.0);
+                assert!(l.0.is_multiple_of(8), "record LSN {l} is not 8-aligned");
+                self.varint(l.0 / 8 + 1);
             }
         }
     }
     fn op(&mut self, op: &PageOp) {
         match op {
             PageOp::Insert { key, value } => {
-                self.u8(1);
-                self.bytes(key);
+                self.u8(KIND_INSERT);
+                self.vbytes(key);
                 self.value(value);
             }
             PageOp::Set { key, value } => {
-                self.u8(2);
-                self.bytes(key);
+                self.u8(KIND_WHOLE);
+                self.vbytes(key);
                 self.value(value);
             }
+            PageOp::Patch { key, delta } => {
+                self.u8(KIND_PATCH);
+                self.vbytes(key);
+                self.delta(delta);
+            }
             PageOp::Remove { key } => {
-                self.u8(3);
-                self.bytes(key);
+                self.u8(KIND_REMOVE);
+                self.vbytes(key);
             }
         }
     }
@@ -340,6 +511,33 @@ impl<'a> Reader<'a> {
             self.take(8)?.try_into().expect("8 bytes"),
         ))
     }
+    /// A LEB128 varint; at most 10 bytes, no bits beyond 64, no redundant zero groups
+    /// (so each number has one encoding and re-encoding a decoded record gives its bytes).
+    fn varint(&mut self) -> Result<u64, String> {
+        let mut v = 0u64;
+        for i in 0..MAX_VARINT {
+            let b = self.u8()?;
+            let group = (b & 0x7F) as u64;
+            if i == MAX_VARINT - 1 && b > 1 {
+                return Err("varint beyond 64 bits".into());
+            }
+            v |= group << (7 * i);
+            if b & 0x80 == 0 {
+                if b == 0 && i > 0 {
+                    return Err("varint with a redundant zero group".into());
+                }
+                return Ok(v);
+            }
+        }
+        Err("varint longer than 10 bytes".into())
+    }
+    fn field_len(&mut self) -> Result<usize, String> {
+        let n = self.varint()?;
+        if n > MAX_FIELD as u64 {
+            return Err(format!("record field of {n} bytes"));
+        }
+        Ok(n as usize)
+    }
     fn bytes(&mut self) -> Result<Vec<u8>, String> {
         let n = self.u32()? as usize;
         if n > MAX_FIELD {
@@ -347,7 +545,61 @@ impl<'a> Reader<'a> {
         }
         Ok(self.take(n)?.to_vec())
     }
+    fn vbytes(&mut self) -> Result<Vec<u8>, String> {
+        let n = self.field_len()?;
+        Ok(self.take(n)?.to_vec())
+    }
     fn value(&mut self) -> Result<StoredValue, String> {
+        let field = self.varint()?;
+        let n = field >> 1;
+        if n > MAX_FIELD as u64 {
+            return Err(format!("record field of {n} bytes"));
+        }
+        Ok(StoredValue {
+            bytes: self.take(n as usize)?.to_vec(),
+            external: field & 1 != 0,
+        })
+    }
+    fn delta(&mut self) -> Result<Delta, String> {
+        let at = self.field_len()?;
+        let old = self.vbytes()?;
+        let new = self.vbytes()?;
+        let tail = self.field_len()?;
+        Ok(Delta { at, old, new, tail })
+    }
+    fn opt_lsn(&mut self) -> Result<Option<Lsn>, String> {
+        match self.varint()? {
+            0 => Ok(None),
+            v => (v - 1)
+                .checked_mul(8)
+                .map(|l| Some(Lsn(l)))
+                .ok_or_else(|| format!("record LSN field {v} out of range")),
+        }
+    }
+    fn op(&mut self) -> Result<PageOp, String> {
+        Ok(match self.u8()? {
+            KIND_INSERT => PageOp::Insert {
+                key: self.vbytes()?,
+                value: self.value()?,
+            },
+            KIND_WHOLE => PageOp::Set {
+                key: self.vbytes()?,
+                value: self.value()?,
+            },
+            KIND_PATCH => PageOp::Patch {
+                key: self.vbytes()?,
+                delta: self.delta()?,
+            },
+            KIND_REMOVE => PageOp::Remove {
+                key: self.vbytes()?,
+            },
+            t => return Err(format!("bad page op {t}")),
+        })
+    }
+
+    // Format version 2's fixed-width transaction records.
+
+    fn legacy_value(&mut self) -> Result<StoredValue, String> {
         let field = self.u32()?;
         let n = (field & !EXTERNAL_FLAG) as usize;
         if n > MAX_FIELD {
@@ -358,12 +610,29 @@ impl<'a> Reader<'a> {
             external: field & EXTERNAL_FLAG != 0,
         })
     }
-    fn opt_lsn(&mut self) -> Result<Option<Lsn>, String> {
+    fn legacy_opt_lsn(&mut self) -> Result<Option<Lsn>, String> {
         match self.u8()? {
             0 => Ok(None),
-            1 => Ok(Some(Lsn(self.u64()?))),
+            1 => match self.u64()? {
+                l if l.is_multiple_of(8) => Ok(Some(Lsn(l))),
+                l => Err(format!("record LSN {l} is not 8-aligned")),
+            },
             f => Err(format!("bad LSN flag {f}")),
         }
+    }
+    fn legacy_op(&mut self) -> Result<PageOp, String> {
+        Ok(match self.u8()? {
+            KIND_INSERT => PageOp::Insert {
+                key: self.bytes()?,
+                value: self.legacy_value()?,
+            },
+            KIND_WHOLE => PageOp::Set {
+                key: self.bytes()?,
+                value: self.legacy_value()?,
+            },
+            KIND_REMOVE => PageOp::Remove { key: self.bytes()? },
+            t => return Err(format!("bad page op {t}")),
+        })
     }
     /// A count of items of at least `min_item` bytes each, checked against what is left.
     fn count(&mut self, min_item: usize) -> Result<usize, String> {
@@ -372,20 +641,6 @@ impl<'a> Reader<'a> {
             return Err(format!("count {n} exceeds the record"));
         }
         Ok(n)
-    }
-    fn op(&mut self) -> Result<PageOp, String> {
-        Ok(match self.u8()? {
-            1 => PageOp::Insert {
-                key: self.bytes()?,
-                value: self.value()?,
-            },
-            2 => PageOp::Set {
-                key: self.bytes()?,
-                value: self.value()?,
-            },
-            3 => PageOp::Remove { key: self.bytes()? },
-            t => return Err(format!("bad page op {t}")),
-        })
     }
 }
 
@@ -405,23 +660,27 @@ impl Record {
                 change,
             } => {
                 w.u8(TAG_UPDATE);
-                w.u64(txn.0);
+                w.varint(txn.0);
                 w.opt_lsn(*prev);
-                w.u64(page.0);
-                w.u64(tree.0);
-                w.bytes(key);
+                w.varint(page.0);
+                w.varint(tree.0);
+                w.vbytes(key);
                 match change {
                     Change::Insert { value } => {
-                        w.u8(1);
+                        w.u8(KIND_INSERT);
                         w.value(value);
                     }
                     Change::Update { old, new } => {
-                        w.u8(2);
+                        w.u8(KIND_WHOLE);
                         w.value(old);
                         w.value(new);
                     }
+                    Change::Patch { delta } => {
+                        w.u8(KIND_PATCH);
+                        w.delta(delta);
+                    }
                     Change::Delete { old } => {
-                        w.u8(3);
+                        w.u8(KIND_REMOVE);
                         w.value(old);
                     }
                 }
@@ -434,20 +693,20 @@ impl Record {
                 undo_next,
             } => {
                 w.u8(TAG_CLR);
-                w.u64(txn.0);
+                w.varint(txn.0);
                 w.opt_lsn(*prev);
-                w.u64(page.0);
+                w.varint(page.0);
                 w.op(op);
                 w.opt_lsn(*undo_next);
             }
             Record::Commit { txn, prev } => {
                 w.u8(TAG_COMMIT);
-                w.u64(txn.0);
+                w.varint(txn.0);
                 w.opt_lsn(*prev);
             }
             Record::End { txn, prev } => {
                 w.u8(TAG_END);
-                w.u64(txn.0);
+                w.varint(txn.0);
                 w.opt_lsn(*prev);
             }
             Record::Images { pages } => {
@@ -494,6 +753,7 @@ impl Record {
                 let values = match change {
                     Change::Insert { value } => vec![value.bytes.len()],
                     Change::Update { old, new } => vec![old.bytes.len(), new.bytes.len()],
+                    Change::Patch { delta } => vec![delta.old_len(), delta.new_len()],
                     Change::Delete { old } => vec![old.bytes.len()],
                 };
                 max_page_record_bytes(smallest_page_for(key.len(), &values))
@@ -503,6 +763,9 @@ impl Record {
                     PageOp::Insert { key, value } | PageOp::Set { key, value } => {
                         (key.len(), vec![value.bytes.len()])
                     }
+                    PageOp::Patch { key, delta } => {
+                        (key.len(), vec![delta.old_len(), delta.new_len()])
+                    }
                     PageOp::Remove { key } => (key.len(), vec![]),
                 };
                 max_page_record_bytes(smallest_page_for(key, &values))
@@ -511,8 +774,11 @@ impl Record {
                 if pages.len() > MAX_IMAGES_PER_RECORD {
                     return 0;
                 }
+                // The page size an image was taken from (0 for a malformed image: tests
+                // encode such records on purpose).
                 let size = pages.iter().map(|(_, i)| image_page_size(i)).max();
-                max_page_record_bytes(size.unwrap_or(0).max(MIN_PAGE_SIZE))
+                let size = size.unwrap_or(0).clamp(MIN_PAGE_SIZE, MAX_PAGE_SIZE);
+                max_page_record_bytes(size.next_power_of_two())
             }
             Record::EndCheckpoint(c) => checkpoint_record_bytes(c.active.len(), c.dirty.len()),
             Record::Commit { .. } | Record::End { .. } | Record::BeginCheckpoint => {
@@ -521,23 +787,25 @@ impl Record {
         }
     }
 
-    /// Parses a record. Never panics; trailing bytes are an error.
+    /// Parses a record (the fixed-width transaction records of format version 2
+    /// included). Never panics; trailing bytes are an error.
     pub fn decode(bytes: &[u8]) -> Result<Record, String> {
         let mut r = Reader(bytes);
         let rec = match r.u8()? {
             TAG_UPDATE => {
-                let txn = TxnId(r.u64()?);
+                let txn = TxnId(r.varint()?);
                 let prev = r.opt_lsn()?;
-                let page = PageId(r.u64()?);
-                let tree = PageId(r.u64()?);
-                let key = r.bytes()?;
+                let page = PageId(r.varint()?);
+                let tree = PageId(r.varint()?);
+                let key = r.vbytes()?;
                 let change = match r.u8()? {
-                    1 => Change::Insert { value: r.value()? },
-                    2 => Change::Update {
+                    KIND_INSERT => Change::Insert { value: r.value()? },
+                    KIND_WHOLE => Change::Update {
                         old: r.value()?,
                         new: r.value()?,
                     },
-                    3 => Change::Delete { old: r.value()? },
+                    KIND_PATCH => Change::Patch { delta: r.delta()? },
+                    KIND_REMOVE => Change::Delete { old: r.value()? },
                     t => return Err(format!("bad change kind {t}")),
                 };
                 Record::Update {
@@ -550,19 +818,62 @@ impl Record {
                 }
             }
             TAG_CLR => Record::Clr {
-                txn: TxnId(r.u64()?),
+                txn: TxnId(r.varint()?),
                 prev: r.opt_lsn()?,
-                page: PageId(r.u64()?),
+                page: PageId(r.varint()?),
                 op: r.op()?,
                 undo_next: r.opt_lsn()?,
             },
             TAG_COMMIT => Record::Commit {
-                txn: TxnId(r.u64()?),
+                txn: TxnId(r.varint()?),
                 prev: r.opt_lsn()?,
             },
             TAG_END => Record::End {
-                txn: TxnId(r.u64()?),
+                txn: TxnId(r.varint()?),
                 prev: r.opt_lsn()?,
+            },
+            LEGACY_UPDATE => {
+                let txn = TxnId(r.u64()?);
+                let prev = r.legacy_opt_lsn()?;
+                let page = PageId(r.u64()?);
+                let tree = PageId(r.u64()?);
+                let key = r.bytes()?;
+                let change = match r.u8()? {
+                    KIND_INSERT => Change::Insert {
+                        value: r.legacy_value()?,
+                    },
+                    KIND_WHOLE => Change::Update {
+                        old: r.legacy_value()?,
+                        new: r.legacy_value()?,
+                    },
+                    KIND_REMOVE => Change::Delete {
+                        old: r.legacy_value()?,
+                    },
+                    t => return Err(format!("bad change kind {t}")),
+                };
+                Record::Update {
+                    txn,
+                    prev,
+                    page,
+                    tree,
+                    key,
+                    change,
+                }
+            }
+            LEGACY_CLR => Record::Clr {
+                txn: TxnId(r.u64()?),
+                prev: r.legacy_opt_lsn()?,
+                page: PageId(r.u64()?),
+                op: r.legacy_op()?,
+                undo_next: r.legacy_opt_lsn()?,
+            },
+            LEGACY_COMMIT => Record::Commit {
+                txn: TxnId(r.u64()?),
+                prev: r.legacy_opt_lsn()?,
+            },
+            LEGACY_END => Record::End {
+                txn: TxnId(r.u64()?),
+                prev: r.legacy_opt_lsn()?,
             },
             TAG_IMAGES => {
                 let n = r.count(12)?;
@@ -627,12 +938,85 @@ mod tests {
                     },
                 },
             },
+            Record::Update {
+                txn: TxnId(1 << 40),
+                prev: Some(Lsn(1 << 33)),
+                page: PageId(300),
+                tree: PageId(u64::MAX),
+                key: b"account".to_vec(),
+                change: Change::Patch {
+                    delta: Delta {
+                        at: 4,
+                        old: b"1234".to_vec(),
+                        new: b"98765".to_vec(),
+                        tail: 88,
+                    },
+                },
+            },
+            Record::Update {
+                txn: TxnId(0),
+                prev: Some(Lsn(8)),
+                page: PageId(1),
+                tree: PageId(1),
+                key: vec![],
+                change: Change::Insert {
+                    value: StoredValue::inline(vec![7; 200]),
+                },
+            },
+            Record::Update {
+                txn: TxnId(u64::MAX),
+                prev: Some(Lsn(u64::MAX - 7)),
+                page: PageId(0),
+                tree: PageId(1),
+                key: vec![0xFF; 3],
+                change: Change::Delete {
+                    old: StoredValue::inline(vec![]),
+                },
+            },
             Record::Clr {
                 txn: TxnId(9),
                 prev: Some(Lsn(0)),
                 page: PageId(4),
                 op: PageOp::Remove { key: vec![] },
                 undo_next: Some(Lsn(16)),
+            },
+            Record::Clr {
+                txn: TxnId(200),
+                prev: Some(Lsn(4096)),
+                page: PageId(77),
+                op: PageOp::Patch {
+                    key: b"k".to_vec(),
+                    delta: Delta {
+                        at: 0,
+                        old: vec![],
+                        new: b"x".to_vec(),
+                        tail: 3,
+                    },
+                },
+                undo_next: None,
+            },
+            Record::Clr {
+                txn: TxnId(200),
+                prev: None,
+                page: PageId(77),
+                op: PageOp::Set {
+                    key: b"k".to_vec(),
+                    value: StoredValue {
+                        bytes: vec![1; 18],
+                        external: true,
+                    },
+                },
+                undo_next: Some(Lsn(64)),
+            },
+            Record::Clr {
+                txn: TxnId(201),
+                prev: None,
+                page: PageId(78),
+                op: PageOp::Insert {
+                    key: b"i".to_vec(),
+                    value: StoredValue::inline(b"v".to_vec()),
+                },
+                undo_next: None,
             },
             Record::Commit {
                 txn: TxnId(1),
@@ -659,6 +1043,117 @@ mod tests {
         ]
     }
 
+    /// Format version 2's fixed-width encoding of a transaction record (the encoder this
+    /// module had before deltas, for the transaction records it still decodes).
+    fn legacy_encode(r: &Record) -> Vec<u8> {
+        fn opt_lsn(b: &mut Vec<u8>, l: Option<Lsn>) {
+            match l {
+                None => b.push(0),
+                Some(l) => {
+                    b.push(1);
+                    b.extend_from_slice(&l.0.to_le_bytes());
+                }
+            }
+        }
+        fn bytes(b: &mut Vec<u8>, x: &[u8]) {
+            b.extend_from_slice(&(x.len() as u32).to_le_bytes());
+            b.extend_from_slice(x);
+        }
+        fn value(b: &mut Vec<u8>, v: &StoredValue) {
+            let flag = if v.external { EXTERNAL_FLAG } else { 0 };
+            b.extend_from_slice(&(v.bytes.len() as u32 | flag).to_le_bytes());
+            b.extend_from_slice(&v.bytes);
+        }
+        let mut b = Vec::new();
+        match r {
+            Record::Update {
+                txn,
+                prev,
+                page,
+                tree,
+                key,
+                change,
+            } => {
+                b.push(LEGACY_UPDATE);
+                b.extend_from_slice(&txn.0.to_le_bytes());
+                opt_lsn(&mut b, *prev);
+                b.extend_from_slice(&page.0.to_le_bytes());
+                b.extend_from_slice(&tree.0.to_le_bytes());
+                bytes(&mut b, key);
+                match change {
+                    Change::Insert { value: v } => {
+                        b.push(1);
+                        value(&mut b, v);
+                    }
+                    Change::Update { old, new } => {
+                        b.push(2);
+                        value(&mut b, old);
+                        value(&mut b, new);
+                    }
+                    Change::Delete { old } => {
+                        b.push(3);
+                        value(&mut b, old);
+                    }
+                    Change::Patch { .. } => unreachable!("format version 2 has no patches"),
+                }
+            }
+            Record::Clr {
+                txn,
+                prev,
+                page,
+                op,
+                undo_next,
+            } => {
+                b.push(LEGACY_CLR);
+                b.extend_from_slice(&txn.0.to_le_bytes());
+                opt_lsn(&mut b, *prev);
+                b.extend_from_slice(&page.0.to_le_bytes());
+                match op {
+                    PageOp::Insert { key, value: v } => {
+                        b.push(1);
+                        bytes(&mut b, key);
+                        value(&mut b, v);
+                    }
+                    PageOp::Set { key, value: v } => {
+                        b.push(2);
+                        bytes(&mut b, key);
+                        value(&mut b, v);
+                    }
+                    PageOp::Remove { key } => {
+                        b.push(3);
+                        bytes(&mut b, key);
+                    }
+                    PageOp::Patch { .. } => unreachable!("format version 2 has no patches"),
+                }
+                opt_lsn(&mut b, *undo_next);
+            }
+            Record::Commit { txn, prev } | Record::End { txn, prev } => {
+                b.push(if matches!(r, Record::Commit { .. }) {
+                    LEGACY_COMMIT
+                } else {
+                    LEGACY_END
+                });
+                b.extend_from_slice(&txn.0.to_le_bytes());
+                opt_lsn(&mut b, *prev);
+            }
+            _ => unreachable!("only transaction records changed format"),
+        }
+        b
+    }
+
+    /// The samples format version 2 could write.
+    fn legacy_samples() -> Vec<Record> {
+        samples()
+            .into_iter()
+            .filter(|r| match r {
+                Record::Update { change, .. } => !matches!(change, Change::Patch { .. }),
+                Record::Clr { op, .. } => !matches!(op, PageOp::Patch { .. }),
+                Record::Commit { .. } | Record::End { .. } => true,
+                _ => false,
+            })
+            .collect()
+    }
+
     #[test]
     fn every_record_kind_round_trips() {
         for r in samples() {
@@ -667,13 +1162,129 @@ mod tests {
     }
 
     #[test]
+    fn records_of_format_version_2_still_decode() {
+        let legacy = legacy_samples();
+        assert_eq!(legacy.len(), 8);
+        for r in legacy {
+            let old = legacy_encode(&r);
+            assert_eq!(Record::decode(&old), Ok(r.clone()));
+            assert!(
+                r.encode().len() < old.len(),
+                "{r:?} is not smaller than before"
+            );
+        }
+    }
+
+    #[test]
     fn truncated_records_are_errors() {
-        for r in samples() {
-            let b = r.encode();
+        let legacy = legacy_samples()
+            .iter()
+            .map(legacy_encode)
+            .collect::<Vec<_>>();
+        for b in samples().iter().map(Record::encode).chain(legacy) {
             for cut in 0..b.len() {
-                assert!(Record::decode(&b[..cut]).is_err(), "{r:?} cut at {cut}");
+                assert!(Record::decode(&b[..cut]).is_err(), "{b:?} cut at {cut}");
             }
         }
+    }
+
+    #[test]
+    fn varints_have_one_encoding() {
+        for v in [0, 1, 127, 128, 16_383, 16_384, 1 << 35, u64::MAX] {
+            let mut w = Writer(Vec::new());
+            w.varint(v);
+            assert_eq!(w.0.len(), varint_len(v), "{v}");
+            let mut r = Reader(&w.0);
+            assert_eq!(r.varint(), Ok(v));
+            assert!(r.0.is_empty());
+        }
+        // A redundant zero group, a bit beyond 64, an eleventh byte.
+        assert!(Reader(&[0x80, 0x00]).varint().is_err());
+        assert!(
+            Reader(&[0xFF; 9].iter().copied().chain([0x02]).collect::<Vec<_>>())
+                .varint()
+                .is_err()
+        );
+        assert!(Reader(&[0xFF; 11]).varint().is_err());
+    }
+
+    fn update(old: &[u8], new: &[u8]) -> Change {
+        Change::between(Some(CellValue::inline(old)), Some(CellValue::inline(new)))
+            .expect("a change")
+    }
+
+    #[test]
+    fn an_update_of_a_few_bytes_logs_a_patch_that_undoes_exactly() {
+        let mut old = vec![0u8; 100];
+        old[4..12].copy_from_slice(&1_000i64.to_le_bytes());
+        let mut new = old.clone();
+        new[4..12].copy_from_slice(&(1_000i64 + 512).to_le_bytes());
+        let c = update(&old, &new);
+        let Change::Patch { delta } = &c else {
+            panic!("whole values logged: {c:?}");
+        };
+        assert_eq!((delta.at, delta.old.len(), delta.tail), (5, 1, 94));
+        let cur = StoredValue::inline(new.clone());
+        assert_eq!(
+            c.undone(Some(&cur)),
+            Ok(Some(StoredValue::inline(old.clone())))
+        );
+        // The record is a fraction of one with both whole values.
+        let rec = |change| Record::Update {
+            txn: TxnId(1_000_000),
+            prev: Some(Lsn(1 << 30)),
+            page: PageId(1_000),
+            tree: PageId(3),
+            key: 42u32.to_be_bytes().to_vec(),
+            change,
+        };
+        let whole = Change::Update {
+            old: StoredValue::inline(old),
+            new: StoredValue::inline(new),
+        };
+        let (small, big) = (rec(c).encode().len(), rec(whole).encode().len());
+        assert!(
+            small <= 30 && big >= 200,
+            "patch {small} bytes, whole {big}"
+        );
+    }
+
+    #[test]
+    fn values_a_delta_would_not_shrink_and_descriptors_are_logged_whole() {
+        assert!(matches!(update(b"abcd", b"wxyz"), Change::Update { .. }));
+        let (a, b) = (vec![1u8; 18], vec![2u8; 18]);
+        let d = |v| CellValue {
+            bytes: v,
+            external: true,
+        };
+        for (o, n) in [
+            (d(&a), d(&a[..17])),
+            (d(&a), CellValue::inline(&b)),
+            (CellValue::inline(&a), d(&a)),
+        ] {
+            assert!(matches!(
+                Change::between(Some(o), Some(n)),
+                Some(Change::Update { .. })
+            ));
+            assert!(matches!(
+                PageOp::between(b"k", Some(o), Some(n)),
+                Some(PageOp::Set { .. })
+            ));
+        }
+        assert_eq!(Change::between(None, None), None);
+    }
+
+    #[test]
+    fn undo_of_a_patch_refuses_a_value_it_did_not_make() {
+        let c = update(&[5; 50], &[5, 5, 6, 5, 5].repeat(10));
+        let wrong = StoredValue::inline(vec![5; 50]);
+        assert!(c.undone(Some(&wrong)).is_err());
+        assert!(c.undone(None).is_err());
+        let desc = StoredValue {
+            bytes: [5, 5, 6, 5, 5].repeat(10),
+            external: true,
+        };
+        assert!(c.undone(Some(&desc)).is_err());
     }
 
     proptest! {
@@ -683,12 +1294,41 @@ mod tests {
         }
 
         #[test]
-        fn decode_of_mutated_records_never_panics(i in 0usize..7, pos in 0usize..200, x in any::<u8>()) {
-            let mut b = samples()[i].encode();
+        fn decode_of_mutated_records_never_panics(i in 0usize..64, pos in 0usize..300, x in any::<u8>(), legacy in any::<bool>()) {
+            let mut b = if legacy {
+                let l = legacy_samples();
+                legacy_encode(&l[i % l.len()])
+            } else {
+                let s = samples();
+                s[i % s.len()].encode()
+            };
             let p = pos % b.len();
             b[p] ^= x;
             if let Ok(r) = Record::decode(&b) {
                 prop_assert_eq!(Record::decode(&r.encode()), Ok(r));
+            }
+        }
+
+        #[test]
+        fn every_change_between_two_values_round_trips_and_undoes(
+            old in proptest::collection::vec(0u8..3, 0..60),
+            new in proptest::collection::vec(0u8..3, 0..60),
+        ) {
+            let c = update(&old, &new);
+            let r = Record::Update {
+                txn: TxnId(3),
+                prev: None,
+                page: PageId(9),
+                tree: PageId(2),
+                key: b"key".to_vec(),
+                change: c.clone(),
+            };
+            prop_assert_eq!(Record::decode(&r.encode()), Ok(r));
+            let cur = StoredValue::inline(new.clone());
+            prop_assert_eq!(c.undone(Some(&cur)), Ok(Some(StoredValue::inline(old.clone()))));
+            let op = PageOp::between(b"key", Some(CellValue::inline(&new)), Some(CellValue::inline(&old)));
+            if let Some(PageOp::Patch { delta, .. }) = op {
+                prop_assert_eq!(delta.apply(&new), Ok(old));
             }
         }
     }

@@ -132,17 +132,8 @@ impl ChangeLogger for TxnLogger<'_> {
         old: Option<CellValue<'_>>,
         new: Option<CellValue<'_>>,
     ) -> Result<Appended> {
-        let change = match (old, new) {
-            (None, Some(v)) => Change::Insert {
-                value: v.to_owned(),
-            },
-            (Some(o), Some(v)) => Change::Update {
-                old: o.to_owned(),
-                new: v.to_owned(),
-            },
-            (Some(o), None) => Change::Delete { old: o.to_owned() },
-            (None, None) => unreachable!("no change is not logged"),
-        };
+        // Only the changed bytes of an update when that is smaller (`log_record::Delta`).
+        let change = Change::between(old, new).expect("no change is not logged");
         let txn = self.txn.id;
         let mut prev_seen = None;
         let a = self.txn.append(&store.log, |prev| {

@@ -1,7 +1,7 @@
 //! Applying a [`PageOp`] to a leaf: the one place leaf cells change for a key, shared by
 //! normal operation, rollback and redo.
 
-use crate::log_record::PageOp;
+use crate::log_record::{Delta, PageOp};
 use crate::page::node::{LEAF_CELL_HEADER, SLOT};
 use crate::page::{CellValue, Node, NodeMut};
 
@@ -20,23 +20,6 @@ pub(crate) fn fits(node: &Node<'_>, key: &[u8], old: Option<&[u8]>, new: Option<
     }
 }
 
-/// The page operation that takes `key` from `old` to `new` (`None` if nothing changes).
-pub(crate) fn op_for<O>(key: &[u8], old: Option<O>, new: Option<CellValue<'_>>) -> Option<PageOp> {
-    let key = key.to_vec();
-    match (old, new) {
-        (None, None) => None,
-        (None, Some(v)) => Some(PageOp::Insert {
-            key,
-            value: v.to_owned(),
-        }),
-        (Some(_), Some(v)) => Some(PageOp::Set {
-            key,
-            value: v.to_owned(),
-        }),
-        (Some(_), None) => Some(PageOp::Remove { key }),
-    }
-}
-
 /// A [`PageOp`] over borrowed bytes: what a change applies to its leaf without copying
 /// the key and value it already has (the owned [`PageOp`] is for log records).
 #[derive(Debug, Clone, Copy)]
@@ -45,6 +28,8 @@ pub(crate) enum PageOpRef<'a> {
     Insert { key: &'a [u8], value: CellValue<'a> },
     /// Replace the value of a present key.
     Set { key: &'a [u8], value: CellValue<'a> },
+    /// Change part of a present key's inline value (see [`Delta`]).
+    Patch { key: &'a [u8], delta: &'a Delta },
     /// Remove the cell of a present key.
     Remove { key: &'a [u8] },
 }
@@ -61,12 +46,13 @@ impl PageOp {
                 key,
                 value: value.as_cell(),
             },
+            PageOp::Patch { key, delta } => PageOpRef::Patch { key, delta },
             PageOp::Remove { key } => PageOpRef::Remove { key },
         }
     }
 }
 
-/// [`op_for`] without copies: the borrowed page operation that takes `key` from `old` to
+/// The borrowed page operation that takes `key` from `old` to
 /// `new` (`None` if nothing changes).
 pub(crate) fn op_ref_for<'a, O>(
     key: &'a [u8],
@@ -97,9 +83,10 @@ pub(crate) fn apply_op_ref(page: &mut [u8], op: PageOpRef<'_>) -> Result<(), Str
         return Err("page op on a non-leaf page".into());
     }
     let key = match op {
-        PageOpRef::Insert { key, .. } | PageOpRef::Set { key, .. } | PageOpRef::Remove { key } => {
-            key
-        }
+        PageOpRef::Insert { key, .. }
+        | PageOpRef::Set { key, .. }
+        | PageOpRef::Patch { key, .. }
+        | PageOpRef::Remove { key } => key,
     };
     let at = n.view().search(key);
     apply_op_at(page, op, at)
@@ -142,6 +129,28 @@ pub(crate) fn apply_op_at(
             }
             n.remove(i);
             n.insert_leaf_value(i, key, value);
+        }
+        PageOpRef::Patch { key, delta } => {
+            debug_assert_eq!(at, n.view().search(key));
+            let Ok(i) = at else {
+                return Err("patch of an absent key".into());
+            };
+            let old = n.view().cell_value(i);
+            if old.external {
+                return Err("patch of a large value's descriptor".into());
+            }
+            let new = delta.apply(old.bytes)?;
+            // The same length is overwritten in place, as `Set` does, so redo of a patch
+            // rebuilds the page the original update made.
+            if n.overwrite_leaf_value(i, CellValue::inline(&new)) {
+                return Ok(());
+            }
+            let old = n.view().value(i);
+            if !fits(&n.view(), key, Some(old), Some(&new)) {
+                return Err("patch does not fit the leaf".into());
+            }
+            n.remove(i);
+            n.insert_leaf_value(i, key, CellValue::inline(&new));
         }
         PageOpRef::Remove { key } => {
             debug_assert_eq!(at, n.view().search(key));
@@ -222,5 +231,75 @@ mod tests {
             (&b"a"[..], &b"b"[..], &b"c"[..])
         );
         assert!(crate::page::validate(&b, PageId(4)).is_ok());
+    }
+
+    /// Redo of a patch on a leaf: the value it was taken from becomes exactly the new
+    /// one, whatever part changed and whether the length did; a value it was not taken
+    /// from (a page that disagrees with the log) is refused and left as it was.
+    #[test]
+    fn a_patch_redoes_exactly_or_fails_loudly() {
+        use crate::log_record::Delta;
+        use crate::page::StoredValue;
+        let old: Vec<u8> = (0..100).collect();
+        let mut cases: Vec<Vec<u8>> = Vec::new();
+        let mut start = old.clone();
+        start[0] = 200; // the first byte
+        cases.push(start);
+        let mut end = old.clone();
+        end[99] = 200; // the last byte
+        cases.push(end);
+        let mut middle = old.clone();
+        middle[40..48].copy_from_slice(&[9; 8]); // a balance in the middle
+        cases.push(middle);
+        cases.push((100..200).collect()); // every byte
+        let mut longer = old.clone();
+        longer.splice(50..50, [7u8; 30]); // grows in the middle
+        cases.push(longer);
+        cases.push(old[..60].to_vec()); // shrinks at the end
+        cases.push(old[10..].to_vec()); // shrinks at the start
+        cases.push(vec![]); // to nothing
+        for new in cases {
+            let mut b = vec![0u8; 1024];
+            NodeMut::format(&mut b, PageId(4), 0);
+            for (k, v) in [(&b"a"[..], &b"before"[..]), (b"k", &old), (b"z", b"after")] {
+                let value = StoredValue::inline(v.to_vec());
+                apply_op(
+                    &mut b,
+                    &PageOp::Insert {
+                        key: k.to_vec(),
+                        value,
+                    },
+                )
+                .unwrap();
+            }
+            let delta = Delta::between(&old, &new);
+            let patch = PageOp::Patch {
+                key: b"k".to_vec(),
+                delta: delta.clone(),
+            };
+            apply_op(&mut b, &patch).unwrap();
+            let n = Node::new(&b);
+            assert_eq!(
+                (n.value(0), n.value(1), n.value(2)),
+                (&b"before"[..], &new[..], &b"after"[..])
+            );
+            assert!(!n.cell_value(1).external);
+            let before = b.clone();
+            if delta.old != delta.new || delta.old_len() != delta.new_len() {
+                assert!(apply_op(&mut b, &patch).is_err(), "a patch applied twice");
+                assert_eq!(b, before, "a refused patch changed the page");
+            }
+            let undo = PageOp::Patch {
+                key: b"k".to_vec(),
+                delta: delta.reversed(),
+            };
+            apply_op(&mut b, &undo).unwrap();
+            assert_eq!(Node::new(&b).value(1), &old[..]);
+            let absent = PageOp::Patch {
+                key: b"q".to_vec(),
+                delta,
+            };
+            assert!(apply_op(&mut b, &absent).is_err(), "patch of an absent key");
+        }
     }
 }

@@ -16,14 +16,14 @@
 //! if the lock is not free the operation drops every latch, and the caller waits for it
 //! and redoes the operation (`next(k)` may have changed meanwhile).
 
-use crate::btree::page_op::{apply_op_at, fits, op_for, op_ref_for};
+use crate::btree::page_op::{apply_op_at, fits, op_ref_for};
 
 use crate::btree::Btree;
 use crate::buffer_pool::PageWrite;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::lock::{LockMode, LockName};
-use crate::log_record::Record;
+use crate::log_record::{PageOp, Record};
 use crate::page::{CellValue, StoredValue};
 use crate::store::Store;
 use crate::txn_table::TxnShared;
@@ -105,7 +105,8 @@ impl ChangeLogger for ClrLogger<'_> {
         old: Option<CellValue<'_>>,
         new: Option<CellValue<'_>>,
     ) -> Result<Appended> {
-        let op = op_for(key, old, new).expect("only real changes are logged");
+        // Only the changed bytes when that is smaller (see `log_record::Delta`).
+        let op = PageOp::between(key, old, new).expect("only real changes are logged");
         let txn = self.txn.id;
         let undo_next = self.undo_next;
         self.txn.append(&store.log, |prev| Record::Clr {

@@ -20,7 +20,7 @@ mod layout;
 mod meta;
 pub(crate) mod node;
 
-pub use image::{compress, expand};
+pub use image::{compress, expand, image_page_size};
 pub(crate) use layout::set_image_lsn;
 pub use layout::{
     checksum_ok, image_lsn, page_lsn, page_type, seal, set_page_lsn, validate, PageType,

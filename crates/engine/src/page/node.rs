@@ -64,7 +64,6 @@ pub struct StoredValue {
 
 impl StoredValue {
     /// Inline bytes.
-    #[cfg(test)]
     pub fn inline(bytes: Vec<u8>) -> StoredValue {
         StoredValue {
             bytes,

@@ -45,7 +45,17 @@ pub(crate) fn run(cx: &Context<'_>, losers: HashMap<TxnId, Loser>) -> Result<u64
                     txn,
                     undo_next: *prev,
                 };
-                Btree::new(cx.store, *tree, &latch).set(key, change.before(), &mut logger)?;
+                let btree = Btree::new(cx.store, *tree, &latch);
+                // A patch is undone from the value it made, which the loser's locks kept
+                // as it left it (its later changes to the key are undone already).
+                let current = match change.undo_reads_current() {
+                    true => btree.get(key)?,
+                    false => None,
+                };
+                let before = change.undone(current.as_ref()).map_err(|e| {
+                    Error::Corruption(format!("{id}: undo of record {lsn} in tree {tree}: {e}"))
+                })?;
+                btree.set(key, before.as_ref().map(|v| v.as_cell()), &mut logger)?;
                 undone += 1;
                 *prev
             }
