@@ -127,8 +127,8 @@ fn delta_updates_are_redone_and_undone_exactly() {
 
     // Rolled back in the process: compensation records that are deltas too.
     let mut tx = db.begin();
-    for c in 0..CASES {
-        let v = changed(c, want[c].as_ref().unwrap(), 0x33);
+    for (c, w) in want.iter().enumerate() {
+        let v = changed(c, w.as_ref().unwrap(), 0x33);
         tx.put(&t, &key(c), &v).unwrap();
         let v = changed((c + 1) % CASES, &v, 0x44);
         tx.put(&t, &key(c), &v).unwrap();
@@ -138,8 +138,8 @@ fn delta_updates_are_redone_and_undone_exactly() {
 
     // A loser: durable records, no outcome, then a power loss.
     let mut loser = db.begin();
-    for c in 0..CASES {
-        let v = changed(c, want[c].as_ref().unwrap(), 0x55);
+    for (c, w) in want.iter().enumerate() {
+        let v = changed(c, w.as_ref().unwrap(), 0x55);
         loser.put(&t, &key(c), &v).unwrap();
         let v = changed((c + 2) % CASES, &v, 0x66);
         loser.put(&t, &key(c), &v).unwrap();
