@@ -41,6 +41,10 @@ pub(crate) struct Store {
     pub(crate) redo_point: AtomicU64,
     /// Structure latches by tree root.
     trees: Mutex<HashMap<PageId, Arc<TreeLatch>>>,
+    /// Test-only pause point: runs once, in the next split, after its record is logged
+    /// and before its pages are installed and stamped (their X latches held throughout).
+    #[cfg(test)]
+    pub(crate) after_split_logged: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 impl Store {
@@ -57,6 +61,8 @@ impl Store {
             limits: Limits::for_page_size(page_size),
             redo_point: AtomicU64::new(redo_point),
             trees: Mutex::new(HashMap::new()),
+            #[cfg(test)]
+            after_split_logged: Mutex::new(None),
         }
     }
 

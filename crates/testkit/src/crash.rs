@@ -296,18 +296,12 @@ fn judge(outcomes: &[Outcome], got: &State, durable: bool) -> (u64, Option<Strin
                 .any(|(t, k, _)| minimal.get(&(*t, k.clone())) != got.get(&(*t, k.clone())))
         })
         .count() as u64;
-    let diff: Vec<String> = minimal
-        .keys()
-        .chain(got.keys())
-        .filter(|k| minimal.get(k) != got.get(k))
-        .take(3)
-        .map(|k| format!("{}:{}", k.0, String::from_utf8_lossy(&k.1)))
-        .collect();
     (
         lost,
         Some(format!(
-            "recovered state matches no commit prefix ({} candidates, {must} acknowledged); differing keys {diff:?}",
-            cands.len()
+            "recovered state matches no commit prefix ({} candidates, {must} acknowledged); {}",
+            cands.len(),
+            state_diff(&minimal, got)
         )),
     )
 }
@@ -323,6 +317,8 @@ struct SeedResult {
     refused_opens: u64,
     rechecked: u64,
     problem: Option<String>,
+    /// How this seed halted, named in its failure.
+    halt: Option<Halt>,
 }
 
 impl SeedResult {
@@ -338,11 +334,15 @@ impl SeedResult {
             refused_opens: 0,
             rechecked: 0,
             problem: None,
+            halt: None,
         }
     }
 
     fn fail(mut self, problem: String) -> SeedResult {
-        self.problem = Some(problem);
+        self.problem = Some(match self.halt {
+            Some(h) => format!("{h:?}: {problem}"),
+            None => problem,
+        });
         self
     }
 }
@@ -595,6 +595,7 @@ fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
     let halt = HALTS[rng.gen_range(0..HALTS.len())];
     let sim = SimStorage::new(seed);
     let mut res = SeedResult::new();
+    res.halt = Some(halt);
     let mut opts = options();
     opts.commit = match mode {
         CrashMode::Agents(p) => p,
@@ -808,14 +809,38 @@ fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
 }
 
 fn diff_message(what: &str, before: &State, after: &State) -> String {
-    let diff: Vec<String> = before
+    format!("{what}; {}", state_diff(before, after))
+}
+
+/// Up to three keys whose values differ, each with the writer tags of both values
+/// (`seed.thread.txn`, or `-` for absent), so a failure names the transactions involved.
+fn state_diff(want: &State, got: &State) -> String {
+    let tag = |v: Option<&Vec<u8>>| match v {
+        None => "-".to_string(),
+        Some(v) => {
+            let end = v.iter().position(|&b| b == b':').unwrap_or(v.len().min(24));
+            format!("{}({} B)", String::from_utf8_lossy(&v[..end]), v.len())
+        }
+    };
+    let keys: std::collections::BTreeSet<_> = want
         .keys()
-        .chain(after.keys())
-        .filter(|k| before.get(k) != after.get(k))
-        .take(3)
-        .map(|k| format!("{}:{}", k.0, String::from_utf8_lossy(&k.1)))
+        .chain(got.keys())
+        .filter(|k| want.get(k) != got.get(k))
         .collect();
-    format!("{what}; differing keys {diff:?}")
+    let diff: Vec<String> = keys
+        .into_iter()
+        .take(3)
+        .map(|k| {
+            format!(
+                "{}:{} want {} got {}",
+                k.0,
+                String::from_utf8_lossy(&k.1),
+                tag(want.get(k)),
+                tag(got.get(k))
+            )
+        })
+        .collect();
+    format!("differing keys {diff:?}")
 }
 
 /// The crash sweep with large values ([`CrashMode::LargeValues`]).

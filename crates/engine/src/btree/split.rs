@@ -200,6 +200,10 @@ impl Btree<'_> {
                 .collect(),
         };
         let a = self.store.append(&rec)?;
+        #[cfg(test)]
+        if let Some(hook) = self.store.after_split_logged.lock().take() {
+            hook();
+        }
         for (w, img) in pages.iter_mut() {
             w.install(img);
             w.mark_dirty(a.lsn, a.end);

@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 pub(crate) const STATE_READY: u8 = 0;
 pub(crate) const STATE_LOADING: u8 = 1;
+/// [`Frame::latched_at`] of a frame nobody holds X-latched.
+pub(crate) const NOT_LATCHED: u64 = u64::MAX;
 
 /// A frame: a page-sized buffer behind a latch, and the bookkeeping around it.
 ///
@@ -31,6 +33,14 @@ pub(crate) struct Frame {
     pub(crate) clean_lsn: AtomicU64,
     /// The LSN of the first record that dirtied the page since it was last clean.
     pub(crate) rec_lsn: AtomicU64,
+    /// While the page is X-latched ([`PageWrite`](super::PageWrite)): the log's released
+    /// LSN when the latch was taken, a lower bound of the LSN of every record the holder
+    /// logs for the page; [`NOT_LATCHED`] otherwise. A change is logged first and stamped
+    /// on the page ([`PageWrite::mark_dirty`](super::PageWrite::mark_dirty)) after, so
+    /// in between the page looks clean although the log holds a change of it. A
+    /// checkpoint that began in that window reads this to count the page dirty from
+    /// before its redo point (`Frame::recovery_lsn`).
+    pub(crate) latched_at: AtomicU64,
     /// The page's image LSN (its last full image in the log), mirrored from the header
     /// so a checkpoint can read it without latching.
     pub(crate) image_lsn: AtomicU64,
@@ -50,6 +60,7 @@ impl Frame {
             page_lsn: AtomicU64::new(0),
             clean_lsn: AtomicU64::new(0),
             rec_lsn: AtomicU64::new(0),
+            latched_at: AtomicU64::new(NOT_LATCHED),
             image_lsn: AtomicU64::new(0),
             io: Mutex::new(()),
         }
@@ -62,5 +73,25 @@ impl Frame {
     /// Dirty iff PageLSN > CleanLSN.
     pub(crate) fn is_dirty(&self) -> bool {
         self.page_lsn.load(Ordering::SeqCst) > self.clean_lsn.load(Ordering::SeqCst)
+    }
+
+    /// Where redo must start for this page, as a checkpoint sees it: the recovery LSN if
+    /// the page is dirty, lowered to [`Frame::latched_at`] while an X-latch holder may
+    /// have logged a change it has not stamped yet; `None` if neither.
+    ///
+    /// Why it is enough. The holder stores `latched_at` before it appends; a checkpoint
+    /// reads it after appending its begin record at R. Appends are ordered by the log,
+    /// so a change logged below R had its `latched_at` stored before R was allocated,
+    /// and this read sees it, unless the holder has cleared it since, which it does only
+    /// after stamping: then the page reads dirty (or was written clean after the stamp).
+    /// `latched_at` is read first for that reason.
+    pub(crate) fn recovery_lsn(&self) -> Option<u64> {
+        let latched = self.latched_at.load(Ordering::SeqCst);
+        let dirty = self.is_dirty().then(|| self.rec_lsn.load(Ordering::SeqCst));
+        match (latched != NOT_LATCHED, dirty) {
+            (true, Some(rec)) => Some(rec.min(latched)),
+            (true, None) => Some(latched),
+            (false, d) => d,
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! Pinned pages and their latch guards.
 
+use crate::buffer_pool::frame::NOT_LATCHED;
 use crate::buffer_pool::{BufferPool, Frame};
 use crate::error::{Error, Result};
 use crate::ids::PageId;
@@ -42,11 +43,7 @@ impl<'a> PageRef<'a> {
     pub(crate) fn write(&self) -> PageWrite<'a> {
         let guard = self.frame().latch.write();
         debug_assert_eq!(self.frame().page_id(), self.id);
-        PageWrite {
-            frame: self.frame(),
-            guard,
-            id: self.id,
-        }
+        PageWrite::new(self.frame(), guard, self.id, self.pool.log.released_lsn())
     }
     /// X-latches a page that must be valid.
     pub(crate) fn write_valid(&self) -> Result<PageWrite<'a>> {
@@ -74,21 +71,32 @@ impl Drop for PageRef<'_> {
 }
 
 /// An X-latched page. Every change is stamped with the log record that made it
-/// ([`PageWrite::mark_dirty`]).
+/// ([`PageWrite::mark_dirty`]). While it lives, a checkpoint counts the page dirty from
+/// the log position at latching ([`Frame::latched_at`]).
 pub(crate) struct PageWrite<'a> {
     frame: &'a Frame,
     guard: RwLockWriteGuard<'a, Box<[u8]>>,
     id: PageId,
 }
 
+impl Drop for PageWrite<'_> {
+    fn drop(&mut self) {
+        // Before the latch goes (the guard drops after this): every change is stamped.
+        self.frame.latched_at.store(NOT_LATCHED, Ordering::SeqCst);
+    }
+}
+
 impl<'a> PageWrite<'a> {
-    /// Wraps the X latch of `frame`, which holds page `id` (for the pool's own writes).
+    /// Wraps the X latch of `frame`, which holds page `id`, taken when the log had
+    /// released everything below `released` (see [`Frame::latched_at`]).
     pub(super) fn new(
         frame: &'a Frame,
         guard: RwLockWriteGuard<'a, Box<[u8]>>,
         id: PageId,
+        released: Lsn,
     ) -> PageWrite<'a> {
         debug_assert_eq!(frame.page_id(), id);
+        frame.latched_at.store(released.0, Ordering::SeqCst);
         PageWrite { frame, guard, id }
     }
 

@@ -52,7 +52,7 @@ pub(crate) struct BufferPool {
     /// Read-locked by every hit; write-locked to change the map or pick a victim.
     table: RwLock<Table>,
     file: DataFile,
-    log: Arc<LogSink>,
+    pub(super) log: Arc<LogSink>,
     /// A read-only database's pool: it never writes a page back. A dirty frame (changed
     /// by restart recovery in memory) is never a victim; when only dirty or pinned frames
     /// are left, a fetch fails (`read_only_full`).
@@ -450,7 +450,7 @@ impl BufferPool {
                     None => return Ok(false),
                 },
             };
-            let mut w = PageWrite::new(f, guard, id);
+            let mut w = PageWrite::new(f, guard, id, self.log.released_lsn());
             if w.image_lsn() <= self.image_floor.load(Ordering::SeqCst) {
                 self.log_full_image(&mut w)?;
             }
@@ -553,7 +553,7 @@ impl BufferPool {
 
     /// The dirty pages and their recovery LSNs (for a checkpoint).
     pub(crate) fn dirty_pages(&self) -> Vec<(PageId, Lsn)> {
-        self.dirty_frames(|f| (f.page_id(), Lsn(f.rec_lsn.load(Ordering::SeqCst))))
+        self.dirty_frames(|f, rec| (f.page_id(), Lsn(rec)))
     }
 
     /// The dirty-page table a checkpoint records: each dirty page with the LSN redo
@@ -565,8 +565,7 @@ impl BufferPool {
     /// after a redo point logs one), so this keeps at most one checkpoint interval more.
     pub(crate) fn checkpoint_dirty_pages(&self) -> Vec<(PageId, Lsn)> {
         let start = self.log.start_lsn().0;
-        self.dirty_frames(|f| {
-            let rec = f.rec_lsn.load(Ordering::SeqCst);
+        self.dirty_frames(|f, rec| {
             let image = f.image_lsn.load(Ordering::SeqCst);
             // An image the log no longer holds cannot help; then from the recovery
             // LSN, as before (redo will not write the page until it meets one).
@@ -580,16 +579,12 @@ impl BufferPool {
     /// may still be the evicted page's (a dirty-looking frame with recovery LSN 0 made a
     /// checkpoint record a dirty page from LSN 0, and the next open failed reading the
     /// log there — seen in the large-value crash sweep).
-    fn dirty_frames<T>(&self, each: impl Fn(&Frame) -> T) -> Vec<T> {
+    fn dirty_frames<T>(&self, each: impl Fn(&Frame, u64) -> T) -> Vec<T> {
         let _t = self.table.read();
         self.frames
             .iter()
-            .filter(|f| {
-                f.page_id().is_some()
-                    && f.state.load(Ordering::Acquire) == STATE_READY
-                    && f.is_dirty()
-            })
-            .map(each)
+            .filter(|f| f.page_id().is_some() && f.state.load(Ordering::Acquire) == STATE_READY)
+            .filter_map(|f| f.recovery_lsn().map(|rec| each(f, rec)))
             .collect()
     }
 
@@ -597,10 +592,10 @@ impl BufferPool {
         self.frames.len()
     }
 
-    /// The frame's recovery LSN if it is dirty.
+    /// Where redo must start for the frame's page if it is dirty or being changed
+    /// ([`Frame::recovery_lsn`]).
     pub(crate) fn rec_lsn(&self, i: usize) -> Option<Lsn> {
-        let f = &self.frames[i];
-        f.is_dirty().then(|| Lsn(f.rec_lsn.load(Ordering::SeqCst)))
+        self.frames[i].recovery_lsn().map(Lsn)
     }
 }
 
