@@ -112,3 +112,53 @@ fn a_dirty_page_is_recorded_from_its_image_only_while_the_log_holds_it() {
     db.checkpoint().unwrap();
     db.verify().unwrap();
 }
+
+/// A clean page held X-latched may have a change logged and not yet stamped: the
+/// dirty-page table counts it from the log position at latching, and forgets it once the
+/// latch is released with nothing stamped; a dirty page keeps the lower of the two.
+#[test]
+fn a_latched_page_counts_as_dirty_from_where_it_was_latched() {
+    let (db, p) = database();
+    db.checkpoint().unwrap(); // every page clean
+    let pool = &db.inner.store.pool;
+    let recorded = |q: PageId| {
+        let d = pool.dirty_pages();
+        d.into_iter().find(|&(x, _)| x == q).map(|(_, l)| l)
+    };
+    assert_eq!(recorded(p), None, "clean after the checkpoint");
+    let at = db.inner.store.log.released_lsn();
+    let page = pool.fetch(p).unwrap();
+    let w = page.write();
+    assert_eq!(recorded(p), Some(at), "latched while clean");
+    let i = pool.frames.iter().position(|f| f.page_id() == p).unwrap();
+    assert_eq!(
+        pool.rec_lsn(i),
+        Some(at),
+        "the checkpoint's sweep sees it too"
+    );
+    let table = pool.checkpoint_dirty_pages();
+    let from = table.iter().find(|&&(x, _)| x == p).expect("recorded").1;
+    assert!(from <= at, "recorded from {from}, latched at {at}");
+    drop(w);
+    assert_eq!(recorded(p), None, "released with nothing stamped");
+    assert_eq!(pool.rec_lsn(i), None);
+
+    // Dirty with a recovery LSN below the latch position: that stays the start.
+    let t = db.table("t").unwrap();
+    let mut tx = db.begin();
+    tx.put(&t, b"k000", b"dirty").unwrap();
+    tx.commit().unwrap();
+    let (leaf, rec) = *pool.dirty_pages().first().expect("the put dirtied a page");
+    let f = frame_of(&db, leaf);
+    let page = pool.fetch(leaf).unwrap();
+    let w = page.write();
+    assert!(f.latched_at.load(Ordering::SeqCst) >= rec.0);
+    assert_eq!(
+        pool.dirty_pages().into_iter().find(|&(x, _)| x == leaf),
+        Some((leaf, rec))
+    );
+    drop(w);
+    drop(page);
+    db.checkpoint().unwrap();
+    db.verify().unwrap();
+}
