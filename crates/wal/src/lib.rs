@@ -31,7 +31,7 @@ mod wait;
 
 pub use buffer::{BufferOptions, InsertVariant, LogBuffer};
 pub use error::{Result, WalError};
-pub use log::{Appended, GroupCommit, Log, LogOptions, LogStats};
+pub use log::{Appended, GroupCommit, Log, LogOptions, LogStats, MAX_RECYCLED_SEGMENTS};
 pub use lsn::Lsn;
 pub use notify::{DurableCallback, DurableFuture};
 pub use reader::{LogReader, ReadRecord};

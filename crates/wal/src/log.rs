@@ -75,6 +75,8 @@ pub(crate) struct Stats {
     pub(crate) syncs: AtomicU64,
     pub(crate) flushes: AtomicU64,
     pub(crate) bytes_written: AtomicU64,
+    pub(crate) bytes_zero_filled: AtomicU64,
+    pub(crate) segments_recycled: AtomicU64,
 }
 
 /// A snapshot of the log's counters.
@@ -86,6 +88,11 @@ pub struct LogStats {
     pub flushes: u64,
     /// Log bytes written to segment files.
     pub bytes_written: u64,
+    /// Bytes of zeros written to prepare segment files (new files and extensions): the
+    /// cost recycling saves.
+    pub bytes_zero_filled: u64,
+    /// Segments made from a retired segment's file instead of a new zero-filled one.
+    pub segments_recycled: u64,
 }
 
 pub(crate) struct Shared {
@@ -105,6 +112,9 @@ pub(crate) struct Shared {
     poison: crate::sync::Mutex<Option<Arc<io::Error>>>,
     /// Segment starts that exist on disk, ascending.
     segments: crate::sync::Mutex<Vec<Lsn>>,
+    /// The recycling pool: the old starts of retired segment files (`segment::free_name`)
+    /// whose retirement is durable, oldest first; at most [`MAX_RECYCLED_SEGMENTS`].
+    recycled: crate::sync::Mutex<Vec<Lsn>>,
     /// Held for a whole `truncate_below`: two at once would race to remove the same
     /// files.
     truncation: crate::sync::Mutex<()>,
@@ -152,6 +162,7 @@ impl Shared {
             poisoned: AtomicBool::new(false),
             poison: crate::sync::Mutex::new(None),
             segments: crate::sync::Mutex::new(rec.list.starts.clone()),
+            recycled: crate::sync::Mutex::new(Vec::new()),
             truncation: crate::sync::Mutex::new(()),
             start: AtomicU64::new(rec.info.start.0),
             lock: crate::sync::Mutex::new(lock),
@@ -200,6 +211,20 @@ impl Shared {
         }
     }
 
+    /// Counts zeros written to prepare segment files.
+    pub(crate) fn note_zero_fill(&self, bytes: u64) {
+        self.stats
+            .bytes_zero_filled
+            .fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Takes the oldest retired file from the recycling pool, if there is one: the
+    /// preparer makes the next segment from it.
+    pub(crate) fn take_recycled(&self) -> Option<Lsn> {
+        let mut pool = self.recycled.lock();
+        (!pool.is_empty()).then(|| pool.remove(0))
+    }
+
     /// Drops a removed segment from the list; it must be the oldest.
     fn forget_segment(&self, start: Lsn) {
         let mut segments = self.segments.lock();
@@ -226,6 +251,11 @@ impl Shared {
         Ok(())
     }
 }
+
+/// The most retired segment files the log keeps for reuse. Each holds a whole segment of
+/// disk space; eight 16 MiB segments are 128 MiB the log had in use before the truncation
+/// anyway.
+pub const MAX_RECYCLED_SEGMENTS: usize = 8;
 
 /// Refuses a segment size the log cannot use.
 fn check_options(options: &LogOptions) -> Result<()> {
@@ -521,6 +551,8 @@ impl Log {
             syncs: s.syncs.load(Ordering::Relaxed),
             flushes: s.flushes.load(Ordering::Relaxed),
             bytes_written: s.bytes_written.load(Ordering::Relaxed),
+            bytes_zero_filled: s.bytes_zero_filled.load(Ordering::Relaxed),
+            segments_recycled: s.segments_recycled.load(Ordering::Relaxed),
         }
     }
 
@@ -554,6 +586,14 @@ impl Log {
     /// durable byte is always kept, so the log never forgets its position. Returns how
     /// many segments were removed.
     ///
+    /// Removed segments are *recycled*: up to as many as this call removes, and at most
+    /// [`MAX_RECYCLED_SEGMENTS`] in all, are renamed out of the log instead of deleted,
+    /// and the preparer later makes new segments from them without zero-filling (a log
+    /// that needed `k` segments since the last truncation is likely to need `k` more
+    /// before the next). The rest, and any file shorter than a whole segment, are
+    /// deleted. A [`crate::LogReader`] still reading a removed segment may find it
+    /// rewritten: it reports corruption, never another segment's records.
+    ///
     /// A file that is already missing counts as removed. The first removal that fails
     /// stops the truncation and is returned (the segments before it are gone, the list
     /// [`Log::segments`] stays exact, and a later call goes on from there); so is a failed
@@ -578,9 +618,14 @@ impl Log {
             .filter(|&st| st.0 + s.segment_bytes <= limit.0)
             .collect();
         assert!(victims.windows(2).all(|w| w[0] < w[1]));
+        let pool_room = victims
+            .len()
+            .min(MAX_RECYCLED_SEGMENTS)
+            .saturating_sub(s.recycled.lock().len());
         // Oldest first: a crash keeps a prefix of the directory operations, so whatever
         // survives it is still a contiguous run of segments.
         let mut removed = 0;
+        let mut retired = Vec::new();
         let mut failure = None;
         for &victim in &victims {
             // Raise the start first, so that no reader is handed a segment being removed.
@@ -589,7 +634,20 @@ impl Log {
             let start = s.start.load(Ordering::Acquire);
             s.start
                 .store(start.max(victim.0 + s.segment_bytes), Ordering::Release);
-            match s.storage.remove(&s.dir.join(segment::segment_name(victim))) {
+            let path = s.dir.join(segment::segment_name(victim));
+            let recycle = if retired.len() < pool_room {
+                self.whole_file(&path)
+            } else {
+                Ok(false)
+            };
+            let outcome = recycle.and_then(|whole| {
+                if whole {
+                    segment::retire(&*s.storage, &s.dir, victim).map(|()| retired.push(victim))
+                } else {
+                    s.storage.remove(&path)
+                }
+            });
+            match outcome {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => {
@@ -601,14 +659,35 @@ impl Log {
             removed += 1;
         }
         if removed > 0 {
-            if let Err(e) = s.storage.sync_dir(&s.dir) {
-                failure.get_or_insert(e);
+            match s.storage.sync_dir(&s.dir) {
+                // Only now may the preparer write the retired files: before the sync a
+                // power loss could undo a rename and leave the old segment's name on a
+                // file whose header names another start.
+                Ok(()) => s.recycled.lock().extend(retired),
+                // The renames may or may not survive; the files are left to the next
+                // open, which removes what it finds.
+                Err(e) => {
+                    failure.get_or_insert(e);
+                }
             }
         }
+        debug_assert!(s.recycled.lock().len() <= MAX_RECYCLED_SEGMENTS);
         match failure {
             Some(e) => Err(WalError::from(e)),
             None => Ok(removed),
         }
+    }
+
+    /// True if the segment file at `path` holds a whole segment (header and all its data
+    /// bytes), so that recycling it saves a whole zero-fill; false if it is missing.
+    fn whole_file(&self, path: &Path) -> io::Result<bool> {
+        let s = &*self.shared;
+        let len = match s.storage.open(path, sluice_storage::OpenOptions::READ_ONLY) {
+            Ok(f) => f.len()?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        Ok(len >= segment::SEGMENT_HEADER_BYTES + s.segment_bytes)
     }
 
     /// Flushes and syncs everything appended, stops the daemon, and returns the final

@@ -12,6 +12,11 @@
 //! * extends the current segment's file ahead of the daemon, doubling its extent each
 //!   time the daemon has written into the second half of it.
 //!
+//! A segment is made from a retired one when truncation left one in the recycling pool
+//! (`segment::recycle`): a header write, a sync and a rename instead of a whole segment of
+//! zeros. The recycled file is whole, so its extent is the whole segment at once. With
+//! the pool empty, the segment is created zero-filled as above.
+//!
 //! The daemon writes only below the extent the preparer has published, which is synced
 //! before it is published: a log write never changes a file's size, and a crash in the
 //! middle of an extension leaves bytes past the published extent that never held log
@@ -21,7 +26,7 @@
 use crate::error::{Result, WalError};
 use crate::log::Shared;
 use crate::segment;
-use crate::sync::{Condvar, Mutex, MutexGuard};
+use crate::sync::{Condvar, Mutex, MutexGuard, Ordering};
 use crate::Lsn;
 use sluice_storage::FileHandle;
 use std::sync::Arc;
@@ -109,6 +114,7 @@ impl Preparer {
                     shared.segment_bytes,
                     extent,
                 )?;
+                shared.note_zero_fill(extent);
                 shared.note_segment(start);
                 return self.adopt(shared, start, f);
             }
@@ -188,6 +194,7 @@ impl Preparer {
                 drop(s);
                 let f = segment::open(&*shared.storage, &shared.dir, start)?;
                 segment::extend(&*f, extent, to)?;
+                shared.note_zero_fill(to - extent);
                 s = self.state.lock();
                 s.current = Some((start, to));
                 continue;
@@ -240,19 +247,25 @@ impl Preparer {
         match job {
             Job::Create { start, .. } if shared.existing_segment(start) => Ok(()),
             Job::Create { start, extent } => {
-                segment::create(
-                    &*shared.storage,
-                    &shared.dir,
-                    start,
-                    shared.segment_bytes,
-                    extent,
-                )?;
+                let (storage, dir) = (&*shared.storage, &*shared.dir);
+                if let Some(old_start) = shared.take_recycled() {
+                    segment::recycle(storage, dir, old_start, start, shared.segment_bytes)?;
+                    shared
+                        .stats
+                        .segments_recycled
+                        .fetch_add(1, Ordering::Relaxed);
+                } else {
+                    segment::create(storage, dir, start, shared.segment_bytes, extent)?;
+                    shared.note_zero_fill(extent);
+                }
                 shared.note_segment(start);
                 Ok(())
             }
             Job::Extend { start, from, to } => {
                 let f = segment::open(&*shared.storage, &shared.dir, start)?;
-                segment::extend(&*f, from, to)
+                segment::extend(&*f, from, to)?;
+                shared.note_zero_fill(to - from);
+                Ok(())
             }
         }
     }

@@ -13,7 +13,11 @@
 //! frames that do verify and takes the largest durable hint among them. A hint `h > x`
 //! proves that the bytes at `x` had been synced, so `x` is damage inside the durable log
 //! and is reported as corruption. Otherwise `x` lies in the region written after the last
-//! sync before the crash — a torn or garbage tail — and the log ends at `x`: the rest is
+//! sync before the crash — a torn or garbage tail — and the log ends at `x`. Only records
+//! whose hint lies above `x` are checked (`could_prove_durable`): after a recycled
+//! segment's end lie its file's old frames, which never verify at their new positions
+//! (the checksum binds the LSN) and carry hints below the log's start, and checking every
+//! word of them in full would cost a checksum per word. The rest is
 //! zeroed in bounded chunks (so no stale frame can ever be mistaken for a new one) and
 //! made durable, later segments are removed newest first, and only then does the log
 //! publish its end as durable and accept appends.
@@ -36,10 +40,57 @@ pub struct RecoveryInfo {
     pub end: Lsn,
     /// Records found between `start` and `end`.
     pub records: u64,
-    /// Bytes of torn or garbage tail that were cut (zeroed) after `end`.
+    /// Bytes of torn or garbage tail that were cut (zeroed) after `end`, in `end`'s
+    /// segment; in a recycled segment these include the old frames left after the end.
     pub cut_bytes: u64,
     /// Segment files found.
     pub segments: usize,
+}
+
+/// True if the frame header at `q` (its first bytes, as many as there are) could be a
+/// record proving that the log was durable past `x`: a record whose durable hint lies in
+/// `(x, q]`. Only such a frame can change the evidence scan's verdict, so only such a
+/// frame is worth the checksum over its payload.
+///
+/// This is what keeps the scan linear when the bytes after `x` are a recycled file's old
+/// contents (up to a whole segment of them): every word there starts a would-be frame,
+/// and a payload word that happens to read as a length of a few MiB would cost a
+/// checksum of that many bytes. An old frame itself never passes: its hint is below the
+/// start of the segment it was written in, which truncation gave up before recycling the
+/// file, so below the log's first segment and below `x`.
+fn could_prove_durable(header: &[u8], x: Lsn, q: Lsn) -> bool {
+    if header.len() < frame::RECORD_HEADER {
+        return false;
+    }
+    let len_kind = u32::from_le_bytes(header[..4].try_into().unwrap());
+    let hint = Lsn(u64::from_le_bytes(header[8..16].try_into().unwrap()));
+    len_kind & frame::PAD_FLAG == 0 && hint > x && hint <= q
+}
+
+/// The first record of the segments after `x_segment`, reading each from its start along
+/// its frames (every segment starts on a frame). A later segment the daemon wrote holds a
+/// record there or after padding; a segment prepared ahead holds zeros, or a recycled
+/// file's old frames, none of which verify at this segment's positions. Reading the frame
+/// chain rather than trying every position keeps this linear and keeps a chance checksum
+/// match in old bytes from calling a healthy log corrupt.
+fn first_record_of_later_segments(
+    window: &mut SegmentWindow,
+    starts: &[Lsn],
+    x_segment: Lsn,
+    last_end: Lsn,
+) -> Result<Option<Lsn>> {
+    for &seg in starts.iter().filter(|&&s| s > x_segment) {
+        let end = window.data_end(seg)?.min(last_end);
+        let mut q = seg;
+        while q < end {
+            match window.decode(q, last_end)? {
+                Decoded::Record { .. } => return Ok(Some(q)),
+                Decoded::Padding { frame_len } => q = q.add(frame_len),
+                Decoded::Invalid(_) => break,
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Bytes of zeros written per call when cutting a tail.
@@ -113,14 +164,9 @@ pub(crate) fn recover(
     // Evidence scan: every aligned position after `pos`.
     let x = pos;
     let mut max_hint = Lsn(0);
-    // A verifying record in a segment after `x`'s, if `x`'s file is shorter than its
-    // segment: the daemon only writes a segment after writing the one before it to its
-    // end, which it only does once that file is whole (extended and synced). No crash
-    // shortens a synced file, so that file was damaged.
     let x_segment = segment::segment_start(x, segment_bytes);
     let x_file_end = window.data_end(x_segment)?;
     let x_file_short = x_file_end < x_segment.add(segment_bytes);
-    let mut later_record = None;
     let mut last_nonzero_end = x;
     let mut p = x;
     let mut nonzero = Vec::new();
@@ -146,17 +192,24 @@ pub(crate) fn recover(
         let next = p.add(chunk.len() as u64);
         for &q in &nonzero {
             last_nonzero_end = q.add(frame::ALIGN);
-            if q > x {
+            if q > x && could_prove_durable(window.bytes(q, 16, last_end)?, x, q) {
                 if let Decoded::Record { hint, .. } = window.decode(q, last_end)? {
+                    debug_assert!(hint > x);
                     max_hint = max_hint.max(hint);
-                    if q >= x_segment.add(segment_bytes) {
-                        later_record.get_or_insert(q);
-                    }
                 }
             }
         }
         p = next;
     }
+    // A verifying record in a segment after `x`'s, if `x`'s file is shorter than its
+    // segment: the daemon only writes a segment after writing the one before it to its
+    // end, which it only does once that file is whole (extended and synced). No crash
+    // shortens a synced file, so that file was damaged.
+    let later_record = if x_file_short {
+        first_record_of_later_segments(&mut window, &list.starts, x_segment, last_end)?
+    } else {
+        None
+    };
     if let (true, Some(later)) = (x_file_short, later_record) {
         return Err(WalError::Corruption {
             lsn: x,

@@ -12,7 +12,15 @@
 //! Creation is atomic: the header is written to `{name}.tmp`, the file is extended and
 //! synced, renamed to its final name, and the directory synced. A file with a final name
 //! therefore always carries a valid, durable header; a bad header is corruption, never a
-//! crash artefact. Leftover `.tmp` files are removed on open. Segment sizes are bounded
+//! crash artefact. Leftover `.tmp` files are removed on open.
+//!
+//! Recycling: a finished segment that truncation no longer needs is renamed to
+//! `{old start}.wal.free` ([`retire`]) instead of removed, and later becomes a new segment
+//! ([`recycle`]): its header is rewritten for the new start and synced while it still has
+//! the free name, then it is renamed to its final name and the directory synced — the same
+//! order as creation, so the invariant above holds. Its old frames stay in the file; a
+//! frame's checksum binds its LSN, so they never verify at the new positions (see the
+//! `frame` module). Leftover `.free` files are removed on open. Segment sizes are bounded
 //! ([`MIN_SEGMENT_BYTES`]..=[`MAX_SEGMENT_BYTES`]) and no segment reaches past
 //! [`MAX_LSN`], so a header with a valid checksum but extreme values is corruption, never
 //! an overflow.
@@ -45,10 +53,17 @@ const ZERO_CHUNK: usize = 1 << 20;
 /// database's log is a header block and this; each extension doubles it).
 pub const INITIAL_EXTENT_BYTES: u64 = 64 << 10;
 const TMP_SUFFIX: &str = ".wal.tmp";
+/// The name suffix of a retired segment file waiting to be recycled.
+const FREE_SUFFIX: &str = ".wal.free";
 
 /// A segment's file name.
 pub fn segment_name(start: Lsn) -> String {
     format!("{:016x}{SUFFIX}", start.0)
+}
+
+/// The name of the retired file that was segment `old_start`, waiting to be recycled.
+pub fn free_name(old_start: Lsn) -> String {
+    format!("{:016x}{FREE_SUFFIX}", old_start.0)
 }
 
 /// Parses a segment file name back to its start LSN.
@@ -166,8 +181,10 @@ pub fn scan_dir_read_only(storage: &dyn Storage, dir: &Path) -> Result<SegmentLi
 fn scan(storage: &dyn Storage, dir: &Path, read_only: bool) -> Result<SegmentList> {
     let mut starts = Vec::new();
     for name in storage.list(dir)? {
-        if name.ends_with(TMP_SUFFIX) {
+        if name.ends_with(TMP_SUFFIX) || name.ends_with(FREE_SUFFIX) {
             // A creation that crashed before its rename: it never held acknowledged data.
+            // A retired file waiting to be recycled: truncation gave its records up (the
+            // recycling pool lives in memory and starts empty; see `Log::truncate_below`).
             if !read_only {
                 storage.remove(&dir.join(&name))?;
             }
@@ -311,6 +328,49 @@ pub fn create(
         }
     }
     storage.rename(&tmp, &path)?;
+    storage.sync_dir(dir)?;
+    Ok(storage.open(&path, OpenOptions::EXISTING)?)
+}
+
+/// Retires finished segment `start`: renames it to [`free_name`], out of the log, to be
+/// recycled. The rename is durable only after the caller syncs the directory, and the
+/// file must not be written before then: a power loss could undo the rename, and the
+/// segment's own name would then carry a header for another start (corruption).
+pub fn retire(storage: &dyn Storage, dir: &Path, start: Lsn) -> std::io::Result<()> {
+    storage.rename(
+        &dir.join(segment_name(start)),
+        &dir.join(free_name(start)),
+    )
+}
+
+/// Makes the retired file that was segment `old_start` (its retirement durable) into
+/// segment `start`, and returns it open: writes the new header and syncs it under the
+/// free name, renames the file to its final name and syncs the directory. The file keeps
+/// its length and, past the header, the old segment's bytes: frames of other LSNs, which
+/// never verify at this segment's positions, and whose blocks are allocated and durable,
+/// so writing over them needs no zero-fill for a log write's `fdatasync` to stay cheap.
+///
+/// A crash at any step leaves either the free file (removed on open) or segment `start`
+/// with its valid, durable header: never a final name with a bad header.
+pub fn recycle(
+    storage: &dyn Storage,
+    dir: &Path,
+    old_start: Lsn,
+    start: Lsn,
+    segment_bytes: u64,
+) -> Result<Box<dyn FileHandle>> {
+    assert!(
+        old_start < start && start.0.is_multiple_of(segment_bytes),
+        "recycling segment {old_start} as {start}"
+    );
+    let free = dir.join(free_name(old_start));
+    let path = dir.join(segment_name(start));
+    {
+        let f = storage.open(&free, OpenOptions::EXISTING)?;
+        f.write_at(&encode_header(start, segment_bytes), 0)?;
+        f.sync_data()?;
+    }
+    storage.rename(&free, &path)?;
     storage.sync_dir(dir)?;
     Ok(storage.open(&path, OpenOptions::EXISTING)?)
 }
