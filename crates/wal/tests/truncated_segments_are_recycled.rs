@@ -233,3 +233,48 @@ fn the_pool_is_bounded_and_kept_only_while_the_log_is_open() {
     assert!(named(&*storage, ".wal.free").is_empty());
     assert_eq!(log.recovery().end, end);
 }
+
+#[test]
+fn a_retired_file_is_not_recycled_until_its_retirement_is_durable() {
+    // Recycling writes a new header into the file. Before the directory sync that makes
+    // its retirement durable, a power loss could undo the rename and leave the old
+    // segment's name on a header for another start: corruption. So when that sync fails,
+    // the retired files are left for the next open to remove, and never reused.
+    let (disk, storage) = sim(106);
+    let log = Log::open(storage.clone(), DIR, small_options()).unwrap();
+    let mut last = None;
+    for i in 0..17 {
+        last = Some(log.append(&record(i)).unwrap());
+    }
+    log.wait_durable(last.unwrap().end).unwrap();
+    disk.inject(
+        sluice_storage::FaultPlan::new(
+            sluice_storage::FaultOp::Sync,
+            1,
+            sluice_storage::FaultKind::Eio,
+        )
+        .on(Path::new(DIR)),
+    );
+    let e = log
+        .truncate_below(log.durable_lsn())
+        .expect_err("the failed directory sync reaches the caller");
+    assert!(e.is_io(), "{e}");
+    disk.clear_faults();
+    assert_eq!(named(&*storage, ".wal.free").len(), 2, "renamed, not durable");
+    // Two more segments: made zero-filled, not from the retired files.
+    let zero_filled = log.stats().bytes_zero_filled;
+    for i in 17..40 {
+        last = Some(log.append(&record(i)).unwrap());
+    }
+    let end = last.unwrap().end;
+    log.wait_durable(end).unwrap();
+    eventually(|| log.segments().len() >= 4);
+    assert_eq!(log.stats().segments_recycled, 0);
+    assert!(log.stats().bytes_zero_filled >= zero_filled + 2 * SEGMENT);
+    assert_eq!(named(&*storage, ".wal.free").len(), 2);
+    disk.crash();
+    drop(log);
+    let log = Log::open(storage.clone(), DIR, small_options()).unwrap();
+    assert_eq!(log.recovery().end, end);
+    assert!(named(&*storage, ".wal.free").is_empty());
+}
