@@ -15,6 +15,11 @@
 //! present and intact, in LSN order; nothing appears that was never written; a reopen
 //! never reports corruption (the disk only ever does what real machines do); and the log
 //! accepts appends again. Each seed ends with a power loss and a last check.
+//!
+//! One thread of each workload also truncates the log below its durable end every few
+//! records, so segments are retired and recycled (their old frames left in place) all
+//! through the sweep; a record below the recovered log's start counts as truncated, and
+//! the start never passes what truncation asked for.
 
 mod common;
 
@@ -22,7 +27,7 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sluice_storage::{FaultKind, FaultOp, FaultPlan, SimStorage};
-use sluice_wal::{Log, LogOptions, WalError};
+use sluice_wal::{segment, Log, LogOptions, Lsn, WalError};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
@@ -30,6 +35,8 @@ const SEEDS: u64 = 2000;
 const MAX_LEN: usize = 700;
 /// Thread ids of the markers each check appends.
 const MARKER: u32 = 9999;
+/// The first thread of each workload truncates after every this many of its records.
+const TRUNCATE_EVERY: u32 = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -57,6 +64,7 @@ struct Totals {
     failed_syncs: u64,
     refused_opens: u64,
     tails_cut: u64,
+    recycled: u64,
 }
 
 /// What the test knows about one seed's log.
@@ -65,12 +73,16 @@ struct Seed {
     sim: SimStorage,
     opts: LogOptions,
     rng: StdRng,
-    /// Records some incarnation acknowledged durable.
-    acked: HashSet<(u32, u32)>,
+    /// Records some incarnation acknowledged durable, with their LSNs.
+    acked: HashMap<(u32, u32), Lsn>,
+    /// The highest LSN truncation was asked to remove below.
+    truncated_below: Lsn,
     /// Records ever handed to `append`.
     attempted: HashSet<(u32, u32)>,
     next_thread: u32,
     markers: u32,
+    /// Segments the incarnations made from retired files.
+    recycled: u64,
 }
 
 impl Seed {
@@ -89,16 +101,29 @@ impl Seed {
         let acked = Mutex::new(Vec::new());
         let attempted = Mutex::new(Vec::new());
         let fault_seen = Mutex::new(false);
+        let truncated_below = Mutex::new(self.truncated_below);
         std::thread::scope(|s| {
             for tid in base..base + threads {
                 let (log, acked, attempted) = (&log, &acked, &attempted);
-                let fault_seen = &fault_seen;
+                let (fault_seen, truncated_below) = (&fault_seen, &truncated_below);
                 s.spawn(move || {
                     for seq in 0..per_thread {
                         attempted.lock().unwrap().push((tid, seq));
+                        let mut lsn = Lsn(0);
                         let durable = log
                             .append(&payload(tid, seq, MAX_LEN))
-                            .and_then(|a| log.wait_durable(a.end));
+                            .and_then(|a| {
+                                lsn = a.lsn;
+                                log.wait_durable(a.end)
+                            })
+                            .and_then(|durable| {
+                                if tid != base || seq % TRUNCATE_EVERY != 0 {
+                                    return Ok(0);
+                                }
+                                let mut t = truncated_below.lock().unwrap();
+                                *t = (*t).max(durable);
+                                log.truncate_below(durable)
+                            });
                         if let Err(e) = durable {
                             if let WalError::Io(io) | WalError::Poisoned(io) = &e {
                                 if !SimStorage::is_crash_error(io) {
@@ -107,13 +132,15 @@ impl Seed {
                             }
                             return;
                         }
-                        acked.lock().unwrap().push((tid, seq));
+                        acked.lock().unwrap().push(((tid, seq), lsn));
                     }
                 });
             }
         });
+        self.recycled += log.stats().segments_recycled;
         drop(log);
         self.acked.extend(acked.into_inner().unwrap());
+        self.truncated_below = truncated_below.into_inner().unwrap();
         self.attempted.extend(attempted.into_inner().unwrap());
         fault_seen.into_inner().unwrap()
     }
@@ -170,7 +197,12 @@ impl Seed {
             .unwrap_or_else(|e| panic!("seed {seed} {what}: reopen failed: {e}"));
         totals.tails_cut += u64::from(log.recovery().cut_bytes > 0);
         let records = read_all(&log);
-        let mut seen = HashSet::new();
+        let start = log.start_lsn();
+        assert!(
+            start <= segment::segment_start(self.truncated_below, self.opts.segment_bytes),
+            "seed {seed} {what}: the log starts at {start}, past what truncation asked for"
+        );
+        let mut seen = HashMap::new();
         let mut last_seq: HashMap<u32, u32> = HashMap::new();
         let mut prev = None;
         for (lsn, p) in &records {
@@ -182,13 +214,21 @@ impl Seed {
                 self.attempted.contains(&(t, q)),
                 "seed {seed} {what}: record ({t},{q}) was never appended"
             );
-            assert!(seen.insert((t, q)), "seed {seed} {what}: ({t},{q}) twice");
+            assert!(
+                seen.insert((t, q), *lsn).is_none(),
+                "seed {seed} {what}: ({t},{q}) twice"
+            );
             if let Some(&before) = last_seq.get(&t) {
                 assert!(before < q, "seed {seed} {what}: thread {t} out of order");
             }
             last_seq.insert(t, q);
         }
-        let lost: Vec<_> = self.acked.iter().filter(|k| !seen.contains(k)).collect();
+        // Truncation gave up the records below the start.
+        let lost: Vec<_> = self
+            .acked
+            .iter()
+            .filter(|(k, &lsn)| lsn >= start && !seen.contains_key(k))
+            .collect();
         totals.lost += lost.len() as u64;
         assert!(
             lost.is_empty(),
@@ -204,7 +244,7 @@ impl Seed {
             .append(&payload(marker.0, marker.1, MAX_LEN))
             .expect("append after recovery");
         log.wait_durable(a.end).expect("durable after recovery");
-        self.acked.insert(marker);
+        self.acked.insert(marker, a.lsn);
         assert_eq!(log.close().unwrap(), a.end);
     }
 }
@@ -223,10 +263,12 @@ fn run_seed(seed: u64, totals: &mut Totals) {
         sim: SimStorage::new(seed),
         opts: small_options(),
         rng: StdRng::seed_from_u64(seed),
-        acked: HashSet::new(),
+        acked: HashMap::new(),
+        truncated_below: Lsn(0),
         attempted: HashSet::new(),
         next_thread: 0,
         markers: 0,
+        recycled: 0,
     };
     for round in 0..2u64 {
         let mode = MODES[((seed + round) % MODES.len() as u64) as usize];
@@ -248,7 +290,7 @@ fn run_seed(seed: u64, totals: &mut Totals) {
                 if let Some(log) = s.open_for_round(false, totals) {
                     let found: Vec<_> = read_all(&log)
                         .iter()
-                        .map(|(_, p)| check_payload(p, MAX_LEN).expect("ours"))
+                        .map(|(lsn, p)| (check_payload(p, MAX_LEN).expect("ours"), *lsn))
                         .collect();
                     s.acked.extend(found);
                     s.workload(log);
@@ -311,6 +353,7 @@ fn run_seed(seed: u64, totals: &mut Totals) {
     s.sim.crash();
     s.check("final power loss", totals);
     totals.acknowledged += s.acked.len() as u64;
+    totals.recycled += s.recycled;
 }
 
 #[test]
@@ -321,14 +364,15 @@ fn acknowledged_records_survive_crashes() {
     }
     println!(
         "wal crash sweep: {SEEDS} seeds; {} halts mid-run, {} in recovery, {} kills, {} \
-         fsync-failure rounds, {} opens refused on read errors, {} torn tails cut; \
-         acknowledged {}, recovered {}, lost {}",
+         fsync-failure rounds, {} opens refused on read errors, {} torn tails cut, {} \
+         segments recycled; acknowledged {}, recovered {}, lost {}",
         totals.halts_mid_run,
         totals.halts_in_recovery,
         totals.kills,
         totals.failed_syncs,
         totals.refused_opens,
         totals.tails_cut,
+        totals.recycled,
         totals.acknowledged,
         totals.recovered,
         totals.lost
@@ -354,6 +398,10 @@ fn acknowledged_records_survive_crashes() {
     assert!(
         totals.refused_opens > SEEDS / 16,
         "read errors must refuse opens"
+    );
+    assert!(
+        totals.recycled > SEEDS / 4,
+        "truncation must recycle segments"
     );
     assert!(
         totals.tails_cut > SEEDS / 10,
