@@ -306,3 +306,38 @@ pub(crate) fn recover(
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record_at(lsn: Lsn, hint: Lsn, payload: &[u8]) -> Vec<u8> {
+        let mut f =
+            frame::record_header(payload.len(), frame::payload_crc(payload), lsn, hint).to_vec();
+        f.extend_from_slice(payload);
+        f.resize(frame::frame_len(payload.len()) as usize, 0);
+        f
+    }
+
+    #[test]
+    fn only_a_record_whose_hint_lies_past_x_is_worth_a_checksum() {
+        let (x, q) = (Lsn(1 << 20), Lsn((1 << 20) + 4096));
+        // A recycled file's old frame: its hint lies below the log's start, so below x.
+        let old = record_at(Lsn(4096), Lsn(2048), b"old");
+        assert!(!could_prove_durable(&old, x, q));
+        // A record written after x was durable-proof of bytes past x.
+        assert!(could_prove_durable(&record_at(q, x.add(8), b"new"), x, q));
+        // Its hint at x itself proves nothing about x; above q it is no record at all.
+        assert!(!could_prove_durable(&record_at(q, x, b"new"), x, q));
+        let mut above = record_at(q, x.add(8), b"new");
+        above[8..16].copy_from_slice(&(q.0 + 8).to_le_bytes());
+        assert!(!could_prove_durable(&above, x, q));
+        // Padding carries no hint; a short header is no frame.
+        assert!(!could_prove_durable(&frame::pad_header(64, q), x, q));
+        assert!(!could_prove_durable(
+            &record_at(q, x.add(8), b"new")[..12],
+            x,
+            q
+        ));
+    }
+}

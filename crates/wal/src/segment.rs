@@ -337,10 +337,7 @@ pub fn create(
 /// file must not be written before then: a power loss could undo the rename, and the
 /// segment's own name would then carry a header for another start (corruption).
 pub fn retire(storage: &dyn Storage, dir: &Path, start: Lsn) -> std::io::Result<()> {
-    storage.rename(
-        &dir.join(segment_name(start)),
-        &dir.join(free_name(start)),
-    )
+    storage.rename(&dir.join(segment_name(start)), &dir.join(free_name(start)))
 }
 
 /// Makes the retired file that was segment `old_start` (its retirement durable) into

@@ -163,7 +163,8 @@ fn run(halt_at: u64, kill: bool, totals: &mut Totals) -> bool {
     // After a kill, the reopened log made the page cache durable: a power loss now loses
     // nothing it reported.
     let marker = log.append(b"marker").expect("append after recovery");
-    log.wait_durable(marker.end).expect("durable after recovery");
+    log.wait_durable(marker.end)
+        .expect("durable after recovery");
     r.appended.insert(marker.lsn, b"marker".to_vec());
     r.acked.push(marker.lsn);
     drop(log);
@@ -181,7 +182,10 @@ fn every_step_of_a_recycle_survives_a_power_loss_or_a_kill() {
             halt_at += 1;
             assert!(halt_at < MAX_OPS, "the workload never finished");
         }
-        assert!(halt_at > 100, "the workload is too short to mean much: {halt_at}");
+        assert!(
+            halt_at > 100,
+            "the workload is too short to mean much: {halt_at}"
+        );
     }
     println!(
         "recycling crash sweep: {} halts, {} with retired files left, {} between a \
@@ -190,7 +194,10 @@ fn every_step_of_a_recycle_survives_a_power_loss_or_a_kill() {
     );
     assert!(totals.recycled > totals.halts, "the workload recycles");
     assert!(totals.with_free_files > 0, "halts find retired files");
-    assert!(totals.mid_recycle > 0, "halts land in the middle of a recycle");
+    assert!(
+        totals.mid_recycle > 0,
+        "halts land in the middle of a recycle"
+    );
 }
 
 #[test]
@@ -205,12 +212,15 @@ fn a_reopened_log_never_calls_a_recycled_segment_corrupt() {
     for _ in 0..6 {
         let log = Log::open(storage.clone(), DIR, small_options()).unwrap();
         old_frames_cut += u32::from(log.recovery().cut_bytes > 0);
-        assert_eq!(read_all(&log).pop().map(|r| r.1), i.checked_sub(1).map(record));
+        assert_eq!(
+            read_all(&log).pop().map(|r| r.1),
+            i.checked_sub(1).map(record)
+        );
         for _ in 0..20 {
             let a = log.append(&record(i)).unwrap();
             log.wait_durable(a.end).unwrap();
             i += 1;
-            if i % 8 == 0 {
+            if i.is_multiple_of(8) {
                 log.truncate_below(log.durable_lsn()).unwrap();
             }
         }
@@ -218,5 +228,8 @@ fn a_reopened_log_never_calls_a_recycled_segment_corrupt() {
         log.close().unwrap();
     }
     assert!(recycled > 0, "nothing was recycled");
-    assert!(old_frames_cut > 0, "no reopen found a recycled segment's old frames");
+    assert!(
+        old_frames_cut > 0,
+        "no reopen found a recycled segment's old frames"
+    );
 }

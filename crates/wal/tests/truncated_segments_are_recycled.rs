@@ -79,7 +79,10 @@ fn log_with_a_recycled_segment(
     assert_eq!(log.segments(), vec![Lsn(0), Lsn(SEGMENT)]);
     let zero_filled = log.stats().bytes_zero_filled;
     assert_eq!(log.truncate_below(log.durable_lsn()).unwrap(), 1);
-    assert_eq!(named(&**storage, ".wal.free"), vec![segment::free_name(Lsn(0))]);
+    assert_eq!(
+        named(&**storage, ".wal.free"),
+        vec![segment::free_name(Lsn(0))]
+    );
     // Fill segment 1: the preparer makes segment 2, from segment 0's file.
     for i in 9..16 {
         append(&log, i);
@@ -91,7 +94,10 @@ fn log_with_a_recycled_segment(
     eventually(|| log.segments().contains(&Lsn(2 * SEGMENT)));
     let stats = log.stats();
     assert_eq!(stats.segments_recycled, 1, "segment 2 was recycled");
-    assert!(named(&**storage, ".wal.free").is_empty(), "the pool was used");
+    assert!(
+        named(&**storage, ".wal.free").is_empty(),
+        "the pool was used"
+    );
     // Segment 1 was full before the preparer made segment 2 (no extension or creation
     // asked after that), and segment 2 came from the pool: no zeros written since.
     assert_eq!(stats.bytes_zero_filled, zero_filled);
@@ -180,7 +186,13 @@ fn a_torn_tail_before_old_frames_is_cut_and_damage_before_a_proof_is_corruption(
     drop(log);
     sim.crash();
     let second = written[written.len() - 3].0;
-    poke(&*storage, Path::new(DIR), SEGMENT, second.add(20), b"damage");
+    poke(
+        &*storage,
+        Path::new(DIR),
+        SEGMENT,
+        second.add(20),
+        b"damage",
+    );
     match Log::open(storage, DIR, small_options()) {
         Err(WalError::Corruption { lsn, .. }) => assert_eq!(lsn, second),
         Err(e) => panic!("{e}"),
@@ -214,7 +226,9 @@ fn the_pool_is_bounded_and_kept_only_while_the_log_is_open() {
     assert_eq!(log.truncate_below(log.durable_lsn()).unwrap(), 1);
     let twelfth = segment::free_name(Lsn(u64::from(segments) * SEGMENT));
     assert!(!named(&*storage, ".wal.free").contains(&twelfth));
-    assert!(!storage.exists(&Path::new(DIR).join(segment::segment_name(Lsn(u64::from(segments) * SEGMENT)))).unwrap());
+    assert!(!storage
+        .exists(&Path::new(DIR).join(segment::segment_name(Lsn(u64::from(segments) * SEGMENT))))
+        .unwrap());
     let end = log.close().unwrap();
     drop(log);
 
@@ -260,7 +274,11 @@ fn a_retired_file_is_not_recycled_until_its_retirement_is_durable() {
         .expect_err("the failed directory sync reaches the caller");
     assert!(e.is_io(), "{e}");
     disk.clear_faults();
-    assert_eq!(named(&*storage, ".wal.free").len(), 2, "renamed, not durable");
+    assert_eq!(
+        named(&*storage, ".wal.free").len(),
+        2,
+        "renamed, not durable"
+    );
     // Two more segments: made zero-filled, not from the retired files.
     let zero_filled = log.stats().bytes_zero_filled;
     for i in 17..40 {
