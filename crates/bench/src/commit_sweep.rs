@@ -437,6 +437,7 @@ fn open(
         log_latency: (cfg.figure == Figure::ElrSkew).then(|| cfg.latencies[0]),
         log_buffer,
         pool_pages,
+        checkpoint_log_bytes: Setup::CHECKPOINT_LOG_BYTES,
     };
     let loaded = if cfg.figure == Figure::TatpComponents {
         let s = setup(TatpSession::pool_pages(cfg.subscribers));

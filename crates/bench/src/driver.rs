@@ -113,6 +113,11 @@ pub struct DriverResult {
     /// committed transaction). A failed transaction's records count against the
     /// completed ones.
     pub log_bytes_per_txn: f64,
+    /// Bytes of new segment files the log zero-filled in the window (not log records:
+    /// the preparer's writes; recycled segments need none).
+    pub zero_filled_bytes: u64,
+    /// Truncated segment files reused for new ones in the window.
+    pub segments_recycled: u64,
     /// Per type.
     pub kinds: Vec<KindStats>,
     /// Transactions committed in total, warm-up included (for consistency checks).
@@ -237,7 +242,7 @@ pub fn run<W: Workload>(
         tick(t0.elapsed().as_secs_f64() / total.as_secs_f64());
     }
     let u0 = Usage::now();
-    let log0 = db.log().stats().bytes_written;
+    let log0 = db.log().stats();
     let m0 = Instant::now();
     run.measuring.store(true, Ordering::Release);
     while m0.elapsed() < cfg.measure && !run.stop.load(Ordering::Acquire) {
@@ -248,7 +253,8 @@ pub fn run<W: Workload>(
     let seconds = m0.elapsed().as_secs_f64();
     // Bytes the daemon wrote, not the released LSN: the same window's records trail into
     // the next flush by at most one group-commit round, against ~10^5 of them measured.
-    let log_bytes = db.log().stats().bytes_written - log0;
+    let log1 = db.log().stats();
+    let log_bytes = log1.bytes_written - log0.bytes_written;
     let usage = Usage::now().since(&u0);
     run.stop.store(true, Ordering::Release);
     {
@@ -304,6 +310,8 @@ pub fn run<W: Workload>(
         cpu_util: usage.cpu.as_secs_f64() / (seconds * sys::cores() as f64),
         log_bytes,
         log_bytes_per_txn: log_bytes as f64 / completed.max(1) as f64,
+        zero_filled_bytes: log1.bytes_zero_filled - log0.bytes_zero_filled,
+        segments_recycled: log1.segments_recycled - log0.segments_recycled,
         kinds: per_kind,
         committed_total: run.committed_total.load(Ordering::Relaxed),
     })

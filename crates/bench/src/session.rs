@@ -77,6 +77,11 @@ pub struct Row {
     /// Log bytes written per committed (TPC-B) or completed (TATP) transaction in the
     /// measured window, framing, page images and checkpoints included.
     pub log_bytes_per_txn: f64,
+    /// Bytes the log zero-filled for new segment files, per transaction counted as for
+    /// `log_bytes_per_txn` (recycled segments need none).
+    pub zero_fill_bytes_per_txn: f64,
+    /// Truncated segment files reused in the measured window.
+    pub segments_recycled: u64,
     /// The workload's consistency checks passed after the run.
     pub consistent: bool,
     /// What failed, if anything.
@@ -173,6 +178,9 @@ fn row(workload: &'static str, b: &BenchDb, spec: &RunSpec, agents: usize, r: Dr
         involuntary_ctx_per_txn: r.involuntary_ctx_per_txn,
         cpu_util: r.cpu_util,
         log_bytes_per_txn: r.log_bytes_per_txn,
+        zero_fill_bytes_per_txn: r.zero_filled_bytes as f64
+            / (r.committed + r.rolled_back).max(1) as f64,
+        segments_recycled: r.segments_recycled,
         consistent: true,
         violations: Vec::new(),
         kinds: Vec::new(),

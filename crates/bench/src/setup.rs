@@ -23,6 +23,15 @@ pub struct Setup {
     pub log_buffer: InsertVariant,
     /// Buffer-pool pages (8 KiB each).
     pub pool_pages: usize,
+    /// A checkpoint every this many bytes of log ([`Setup::CHECKPOINT_LOG_BYTES`] in
+    /// every experiment: none inside a run). Smaller, checkpoints truncate the log during
+    /// the run and the truncated segments are recycled.
+    pub checkpoint_log_bytes: u64,
+}
+
+impl Setup {
+    /// The experiments' checkpoint volume: 1 GiB of log, more than a run writes.
+    pub const CHECKPOINT_LOG_BYTES: u64 = 1 << 30;
 }
 
 /// An open benchmark database and what keeps its directories alive.
@@ -40,7 +49,8 @@ pub struct BenchDb {
 }
 
 /// The options benchmarks use: 8 KiB pages, the given pool, a 16 MiB log buffer, 64 MiB
-/// segments, and checkpoints only every 1 GiB of log (no timer) — the commit-path experiments
+/// segments, and checkpoints only every `checkpoint_log_bytes` of log (1 GiB but for
+/// `--checkpoint-mib`; no timer) — the commit-path experiments
 /// measure logging, and a checkpoint's page flush and full-page images in the middle of
 /// a 10-second run would measure propagation instead (that has experiments of its own).
 pub fn options(s: &Setup) -> Options {
@@ -53,7 +63,7 @@ pub fn options(s: &Setup) -> Options {
             variant: s.log_buffer,
             ..d.log
         },
-        checkpoint_log_bytes: 1 << 30,
+        checkpoint_log_bytes: s.checkpoint_log_bytes,
         checkpoint_interval: std::time::Duration::ZERO,
         ..d
     }

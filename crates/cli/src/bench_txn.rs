@@ -30,6 +30,11 @@ pub struct Common {
     /// `InsertVariant::for_cores`: mutex up to 4 hardware threads, delegated above).
     #[arg(long, default_value_t = InsertVariant::for_this_machine())]
     log_buffer: InsertVariant,
+    /// A checkpoint every this many MiB of log (default 1024: none inside a run; smaller
+    /// ones truncate the log as it runs, and its segments are recycled — the JSON's
+    /// `zero_fill_bytes_per_txn` and `segments_recycled` show it).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    checkpoint_mib: u64,
     /// Zipf skew of key choice (0 = uniform; TPC-B: accounts, tellers, branches).
     #[arg(long, default_value_t = 0.0)]
     skew: f64,
@@ -145,6 +150,7 @@ fn setup(c: &Common, latency: Option<Duration>, pool_pages: usize) -> Setup {
         log_latency: latency,
         log_buffer: c.log_buffer,
         pool_pages,
+        checkpoint_log_bytes: c.checkpoint_mib << 20,
     }
 }
 
