@@ -438,6 +438,7 @@ fn open(
         log_buffer,
         pool_pages,
         checkpoint_log_bytes: Setup::CHECKPOINT_LOG_BYTES,
+        adaptive_group_commit: true,
     };
     let loaded = if cfg.figure == Figure::TatpComponents {
         let s = setup(TatpSession::pool_pages(cfg.subscribers));

@@ -118,6 +118,11 @@ pub struct DriverResult {
     pub zero_filled_bytes: u64,
     /// Truncated segment files reused for new ones in the window.
     pub segments_recycled: u64,
+    /// Times an agent parked for lack of work in the window, per completed transaction.
+    pub agent_parks_per_txn: f64,
+    /// The flush daemon's gather budget at the end of the window (scheduler yields; see
+    /// `GroupCommit::adaptive`).
+    pub gather_budget: u64,
     /// Per type.
     pub kinds: Vec<KindStats>,
     /// Transactions committed in total, warm-up included (for consistency checks).
@@ -243,6 +248,7 @@ pub fn run<W: Workload>(
     }
     let u0 = Usage::now();
     let log0 = db.log().stats();
+    let parks0 = agents.stats().parks;
     let m0 = Instant::now();
     run.measuring.store(true, Ordering::Release);
     while m0.elapsed() < cfg.measure && !run.stop.load(Ordering::Acquire) {
@@ -254,6 +260,7 @@ pub fn run<W: Workload>(
     // Bytes the daemon wrote, not the released LSN: the same window's records trail into
     // the next flush by at most one group-commit round, against ~10^5 of them measured.
     let log1 = db.log().stats();
+    let parks = agents.stats().parks - parks0;
     let log_bytes = log1.bytes_written - log0.bytes_written;
     let usage = Usage::now().since(&u0);
     run.stop.store(true, Ordering::Release);
@@ -312,6 +319,8 @@ pub fn run<W: Workload>(
         log_bytes_per_txn: log_bytes as f64 / completed.max(1) as f64,
         zero_filled_bytes: log1.bytes_zero_filled - log0.bytes_zero_filled,
         segments_recycled: log1.segments_recycled - log0.segments_recycled,
+        agent_parks_per_txn: parks as f64 / completed.max(1) as f64,
+        gather_budget: log1.gather_budget,
         kinds: per_kind,
         committed_total: run.committed_total.load(Ordering::Relaxed),
     })

@@ -82,6 +82,12 @@ pub struct Row {
     pub zero_fill_bytes_per_txn: f64,
     /// Truncated segment files reused in the measured window.
     pub segments_recycled: u64,
+    /// Times an agent parked for lack of work, per transaction.
+    pub agent_parks_per_txn: f64,
+    /// The log's group-commit gather: `adaptive` or `fixed`.
+    pub group_commit: &'static str,
+    /// The flush daemon's gather budget at the end of the run (scheduler yields).
+    pub gather_budget: u64,
     /// The workload's consistency checks passed after the run.
     pub consistent: bool,
     /// What failed, if anything.
@@ -181,6 +187,13 @@ fn row(workload: &'static str, b: &BenchDb, spec: &RunSpec, agents: usize, r: Dr
         zero_fill_bytes_per_txn: r.zero_filled_bytes as f64
             / (r.committed + r.rolled_back).max(1) as f64,
         segments_recycled: r.segments_recycled,
+        agent_parks_per_txn: r.agent_parks_per_txn,
+        group_commit: if b.db.options().log.group_commit.adaptive {
+            "adaptive"
+        } else {
+            "fixed"
+        },
+        gather_budget: r.gather_budget,
         consistent: true,
         violations: Vec::new(),
         kinds: Vec::new(),

@@ -27,6 +27,9 @@ pub struct Setup {
     /// every experiment: none inside a run). Smaller, checkpoints truncate the log during
     /// the run and the truncated segments are recycled.
     pub checkpoint_log_bytes: u64,
+    /// Group commit tunes its gather at run time (`GroupCommit::adaptive`, the default)
+    /// or keeps the fixed budget.
+    pub adaptive_group_commit: bool,
 }
 
 impl Setup {
@@ -61,6 +64,10 @@ pub fn options(s: &Setup) -> Options {
             buffer_bytes: 16 << 20,
             segment_bytes: 64 << 20,
             variant: s.log_buffer,
+            group_commit: sluice_wal::GroupCommit {
+                adaptive: s.adaptive_group_commit,
+                ..d.log.group_commit
+            },
             ..d.log
         },
         checkpoint_log_bytes: s.checkpoint_log_bytes,

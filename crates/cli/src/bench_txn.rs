@@ -35,6 +35,10 @@ pub struct Common {
     /// `zero_fill_bytes_per_txn` and `segments_recycled` show it).
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     checkpoint_mib: u64,
+    /// Group commit's gather: tuned at run time (adaptive, the library's default) or a
+    /// fixed budget of 8 yields (fixed); the JSON's `gather_budget` is where it ended.
+    #[arg(long, value_enum, default_value_t = GroupCommitArg::Adaptive)]
+    group_commit: GroupCommitArg,
     /// Zipf skew of key choice (0 = uniform; TPC-B: accounts, tellers, branches).
     #[arg(long, default_value_t = 0.0)]
     skew: f64,
@@ -151,6 +155,7 @@ fn setup(c: &Common, latency: Option<Duration>, pool_pages: usize) -> Setup {
         log_buffer: c.log_buffer,
         pool_pages,
         checkpoint_log_bytes: c.checkpoint_mib << 20,
+        adaptive_group_commit: c.group_commit == GroupCommitArg::Adaptive,
     }
 }
 
@@ -256,4 +261,11 @@ pub fn tatp(a: TatpArgs) -> Result<(), Failure> {
         pb.finish_and_clear();
     }
     finish(rows, a.common.json)
+}
+
+/// `--group-commit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum GroupCommitArg {
+    Adaptive,
+    Fixed,
 }

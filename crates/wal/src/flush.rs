@@ -12,6 +12,7 @@
 //! commits that arrive during one sync share the next.
 
 use crate::error::WalError;
+use crate::gather::{GatherTuner, FIXED_BUDGET};
 use crate::log::{GroupCommit, Shared};
 use crate::segment;
 use crate::sync::Ordering;
@@ -30,10 +31,9 @@ pub(crate) struct FlushDaemon {
     /// Waiters (blocked threads and callbacks) the last round completed: most of them come
     /// straight back with their next commit.
     woken_last_round: usize,
+    /// The gather budget's tuner, if the group commit is adaptive.
+    tuner: Option<GatherTuner>,
 }
-
-/// At most this many scheduler yields while gathering a group (see `gather`).
-const GATHER_YIELDS: usize = 8;
 
 impl FlushDaemon {
     pub(crate) fn new(shared: std::sync::Arc<Shared>) -> Self {
@@ -44,10 +44,15 @@ impl FlushDaemon {
             previous: None,
             pending_since: None,
             woken_last_round: 0,
+            tuner: None,
         }
     }
 
     pub(crate) fn run(mut self) {
+        if self.shared.options.group_commit.adaptive {
+            self.tuner = Some(GatherTuner::new(Instant::now()));
+        }
+        self.publish_budget();
         loop {
             let s = &*self.shared;
             if s.is_poisoned() {
@@ -104,6 +109,10 @@ impl FlushDaemon {
                 self.shared.poison(e);
                 return;
             }
+            if let Some(t) = &mut self.tuner {
+                t.on_round(self.woken_last_round, Instant::now());
+                self.publish_budget();
+            }
             self.shared.sync_done.store(sync_wanted, Ordering::Release);
             self.shared.sync_done_parker.notify_all();
         }
@@ -115,11 +124,11 @@ impl FlushDaemon {
     /// starting the next sync as soon as the first of them has appended would leave the
     /// rest to wait a whole extra sync. So while fewer waits are outstanding than the last
     /// round woke, the daemon yields its core (never sleeps: no timed delay is added), at
-    /// most [`GATHER_YIELDS`] times. With one client this is a no-op.
+    /// most [`FlushDaemon::budget`] times. With one client this is a no-op.
     fn gather(&self, released: Lsn) -> Lsn {
         let s = &*self.shared;
         let mut seen = s.waiters.outstanding.load(Ordering::SeqCst);
-        for _ in 0..GATHER_YIELDS {
+        for _ in 0..self.budget() {
             if seen >= self.woken_last_round || s.buffer.core.space_wanted() {
                 break;
             }
@@ -127,6 +136,20 @@ impl FlushDaemon {
             seen = s.waiters.outstanding.load(Ordering::SeqCst);
         }
         s.buffer.released().max(released)
+    }
+
+    /// Yields a gather may spend: the tuner's budget, or a fixed 8.
+    fn budget(&self) -> usize {
+        self.tuner
+            .as_ref()
+            .map_or(FIXED_BUDGET, GatherTuner::budget)
+    }
+
+    fn publish_budget(&self) {
+        self.shared
+            .stats
+            .gather_budget
+            .store(self.budget() as u64, Ordering::Relaxed);
     }
 
     /// True if a timed park should end early: a flush is due (the deadline itself ends
@@ -252,6 +275,7 @@ mod tests {
             max_waiters: 3,
             max_bytes: 1000,
             max_delay: Duration::from_millis(5),
+            adaptive: false,
         }
     }
 

@@ -19,6 +19,7 @@ mod error;
 mod flush;
 mod flush_signal;
 pub mod frame;
+mod gather;
 mod log;
 mod lsn;
 mod notify;

@@ -26,6 +26,10 @@ pub struct GroupCommit {
     pub max_bytes: u64,
     /// `T`: flush once bytes have been pending this long.
     pub max_delay: Duration,
+    /// Tune at run time how long a round lets the last round's waiters re-join before it
+    /// syncs (perturb and observe on the commits completed per second: see the `gather`
+    /// module); `false` keeps a fixed budget of 8 scheduler yields.
+    pub adaptive: bool,
 }
 
 impl Default for GroupCommit {
@@ -37,6 +41,7 @@ impl Default for GroupCommit {
             max_waiters: 1,
             max_bytes: 1 << 20,
             max_delay: DEFAULT_MAX_DELAY,
+            adaptive: true,
         }
     }
 }
@@ -77,6 +82,7 @@ pub(crate) struct Stats {
     pub(crate) bytes_written: AtomicU64,
     pub(crate) bytes_zero_filled: AtomicU64,
     pub(crate) segments_recycled: AtomicU64,
+    pub(crate) gather_budget: AtomicU64,
 }
 
 /// A snapshot of the log's counters.
@@ -93,6 +99,10 @@ pub struct LogStats {
     pub bytes_zero_filled: u64,
     /// Segments made from a retired segment's file instead of a new zero-filled one.
     pub segments_recycled: u64,
+    /// The flush daemon's gather budget now: scheduler yields a round may spend letting
+    /// the last round's waiters re-join before it syncs (tuned if
+    /// [`GroupCommit::adaptive`]).
+    pub gather_budget: u64,
 }
 
 pub(crate) struct Shared {
@@ -553,6 +563,7 @@ impl Log {
             bytes_written: s.bytes_written.load(Ordering::Relaxed),
             bytes_zero_filled: s.bytes_zero_filled.load(Ordering::Relaxed),
             segments_recycled: s.segments_recycled.load(Ordering::Relaxed),
+            gather_budget: s.gather_budget.load(Ordering::Relaxed),
         }
     }
 

@@ -26,6 +26,7 @@ fn options() -> LogOptions {
             max_waiters: usize::MAX,
             max_bytes: 1 << 30,
             max_delay: Duration::from_secs(3600),
+            adaptive: false,
         },
         ..LogOptions::default()
     }

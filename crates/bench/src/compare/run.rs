@@ -212,6 +212,7 @@ pub fn compare(
                             log_buffer: InsertVariant::default(),
                             pool_pages: TpcbSession::pool_pages(cfg.scale),
                             checkpoint_log_bytes: Setup::CHECKPOINT_LOG_BYTES,
+                            adaptive_group_commit: true,
                         };
                         let s = TpcbSession::load(&setup, shape, |f| progress.tick(f))
                             .map_err(|e| format!("sluice: {e}"))?;
@@ -224,6 +225,7 @@ pub fn compare(
                             log_buffer: InsertVariant::default(),
                             pool_pages: TatpSession::pool_pages(cfg.subscribers),
                             checkpoint_log_bytes: Setup::CHECKPOINT_LOG_BYTES,
+                            adaptive_group_commit: true,
                         };
                         let s = TatpSession::load(&setup, cfg.subscribers, |f| progress.tick(f))
                             .map_err(|e| format!("sluice: {e}"))?;
