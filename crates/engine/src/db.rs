@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::inner::Inner;
 use crate::lock::LockManager;
+use crate::propagation::{Backlog, Propagation};
 use crate::log_record;
 use crate::log_sink::LogSink;
 use crate::options::{Limits, Options};
@@ -238,6 +239,7 @@ fn assemble(
         catalog: Mutex::new(HashMap::new()),
         checkpoints: Checkpoints::new(redo_point),
         checkpointer: Checkpointer::default(),
+        propagation: Propagation::new(options.propagation),
         poison: Mutex::new(None),
         poisoned: AtomicBool::new(false),
         opened: AtomicBool::new(false),
@@ -292,6 +294,7 @@ impl Drop for Handles {
     fn drop(&mut self) {
         if let Some(inner) = self.inner.upgrade() {
             inner.checkpointer.stop();
+            inner.propagation.stop();
         }
     }
 }
@@ -412,6 +415,7 @@ impl Database {
             Some(lock),
         );
         let report = recovery::recover(&inner.recovery_context(), control.checkpoint)?;
+        inner.open_archive(report.redo_from.unwrap_or(report.log_end))?;
         inner.checkpoint_now()?;
         Database::finish_open(inner, report)
     }
@@ -434,6 +438,9 @@ impl Database {
             db.inner
                 .checkpointer
                 .start(background, db.inner.options.checkpoint_interval)
+                .map_err(|e| Error::Io(Arc::new(e)))?;
+            db.inner
+                .start_propagation()
                 .map_err(|e| Error::Io(Arc::new(e)))?;
         }
         Ok(db)
@@ -679,6 +686,28 @@ impl Database {
     pub fn wait_durable(&self, lsn: Lsn) -> Result<()> {
         self.inner.store.log.wait_durable(lsn)?;
         Ok(())
+    }
+
+    /// Where update propagation stands ([`Options::propagation`]): dirty pages, REDO
+    /// length, and what the strategy wrote. What `sluice bench propagation` samples.
+    pub fn backlog(&self) -> Backlog {
+        let inner = &self.inner;
+        let (dirty_pages, oldest) = inner.store.pool.dirty_summary();
+        let end = inner.store.log.released_lsn().0;
+        let c = &inner.propagation.counters;
+        let archive = inner.propagation.archive.get();
+        Backlog {
+            dirty_pages,
+            redo_bytes: oldest.map_or(0, |o| end.saturating_sub(o)),
+            propagated_bytes: c.propagated_bytes.load(Ordering::Relaxed),
+            propagation_writes: c.propagation_writes.load(Ordering::Relaxed),
+            eviction_writes: inner.store.pool.stats().victim_writes,
+            propagated_lsn: c.propagated_lsn.load(Ordering::Relaxed),
+            archived_lsn: archive.map_or(0, |a| a.archived_lsn().0),
+            archive_bytes: archive.map_or(0, |a| a.bytes_written()),
+            fallback_pages: c.fallback_pages.load(Ordering::Relaxed),
+            archive_damage: c.archive_damage.lock().clone(),
+        }
     }
 
     /// Counters.

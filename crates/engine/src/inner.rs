@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::lock::LockManager;
 use crate::options::Options;
+use crate::propagation::Propagation;
 use crate::recovery;
 use crate::store::Store;
 use crate::txn_table::TxnTable;
@@ -39,6 +40,8 @@ pub(crate) struct Inner {
     pub(crate) catalog: Mutex<HashMap<String, PageId>>,
     pub(crate) checkpoints: Checkpoints,
     pub(crate) checkpointer: Checkpointer,
+    /// Update propagation: strategy, counters, archive, page cleaner and archiver.
+    pub(crate) propagation: Propagation,
     /// The first failed checkpoint; the database refuses work from then on.
     pub(crate) poison: Mutex<Option<String>>,
     /// `poison` is set (read on every operation, so no mutex in the common case).
@@ -135,6 +138,7 @@ impl Inner {
             return Ok(());
         }
         self.checkpointer.stop();
+        self.propagation.stop();
         let r = if self.opened.load(Ordering::Acquire)
             && !self.options.read_only
             && self.check().is_ok()
@@ -188,5 +192,114 @@ impl Background for Inner {
 
     fn last_checkpoint_time(&self) -> Instant {
         *self.checkpoints.last_at.lock()
+    }
+}
+
+/// The page cleaner's job: a round of the policy over the pool.
+struct CleanerJob(std::sync::Weak<Inner>);
+
+impl crate::propagation::worker::Job for CleanerJob {
+    fn round(&self) {
+        let Some(inner) = self.0.upgrade() else {
+            return;
+        };
+        let crate::propagation::Strategy::Page(cfg) = inner.propagation.strategy else {
+            return;
+        };
+        if inner.check().is_err() {
+            return;
+        }
+        let r = crate::propagation::page_cleaner::round(
+            &inner.store.pool,
+            cfg,
+            &inner.propagation.counters,
+        );
+        if let Err(e) = r {
+            inner.poison_background("page cleaner", &e);
+        }
+    }
+}
+
+/// The archiver's job: archive the durable log once a run's worth has accumulated.
+struct ArchiverJob(std::sync::Weak<Inner>);
+
+impl crate::propagation::worker::Job for ArchiverJob {
+    fn round(&self) {
+        let Some(inner) = self.0.upgrade() else {
+            return;
+        };
+        if inner.check().is_err() {
+            return;
+        }
+        let Some(archive) = inner.propagation.archive.get() else {
+            return;
+        };
+        let durable = inner.store.log.durable_lsn();
+        let behind = durable.0.saturating_sub(archive.archived_lsn().0);
+        if behind < inner.options.archive_run_bytes {
+            return;
+        }
+        if let Err(e) = archive.catch_up(&inner.store.log, durable) {
+            inner.poison_background("archiver", &e);
+        }
+    }
+}
+
+impl Inner {
+    /// Records a failed background job: every later operation fails with it.
+    pub(crate) fn poison_background(&self, what: &str, cause: &dyn std::fmt::Display) {
+        let mut p = self.poison.lock();
+        if p.is_none() {
+            *p = Some(format!("{what} failed: {cause}"));
+        }
+        self.poisoned.store(true, Ordering::Release);
+    }
+
+    /// Log strategy, read-write: opens the archive (in `archive/` of the database
+    /// directory) and starts from `propagated`, below which the data file holds every
+    /// change (where restart recovery's redo began, or the end of the log if it had
+    /// nothing to redo).
+    pub(crate) fn open_archive(&self, propagated: sluice_wal::Lsn) -> Result<()> {
+        use crate::propagation::{archive::Archive, Strategy};
+        if self.options.read_only || self.propagation.strategy != Strategy::Log {
+            return Ok(());
+        }
+        let archive = Archive::open(self.storage.clone(), &self.dir.join("archive"))?;
+        let _ = self.propagation.archive.set(archive);
+        self.propagation
+            .counters
+            .propagated_lsn
+            .store(propagated.0, Ordering::Release);
+        Ok(())
+    }
+
+    /// Starts the page cleaner or the archiver, as the strategy needs (read-write only).
+    pub(crate) fn start_propagation(self: &Arc<Self>) -> std::io::Result<()> {
+        use crate::propagation::{worker::Job, Strategy};
+        if self.options.read_only {
+            return Ok(());
+        }
+        let weak = Arc::downgrade(self);
+        match self.propagation.strategy {
+            Strategy::CheckpointSweep => {}
+            Strategy::Page(_) => {
+                let job: Arc<dyn Job> = Arc::new(CleanerJob(weak));
+                self.propagation.cleaner.start(
+                    "sluice-cleaner",
+                    Arc::downgrade(&job),
+                    self.options.cleaner_interval,
+                )?;
+                self.propagation.jobs.lock().push(job);
+            }
+            Strategy::Log => {
+                let job: Arc<dyn Job> = Arc::new(ArchiverJob(weak));
+                let period = std::time::Duration::from_millis(50);
+                self.propagation
+                    .archiver
+                    .start("sluice-archiver", Arc::downgrade(&job), period)?;
+                self.propagation.jobs.lock().push(job);
+            }
+        }
+        Ok(())
     }
 }

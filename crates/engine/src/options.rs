@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::page::{HEADER_LEN, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+use crate::propagation::Strategy;
 use sluice_wal::LogOptions;
 use std::time::Duration;
 
@@ -126,6 +127,23 @@ pub struct Options {
     /// created or changed, and every write fails with
     /// [`Error::ReadOnly`](crate::Error::ReadOnly).
     pub read_only: bool,
+    /// How updates reach the data file ([`Strategy`]): by default each checkpoint writes
+    /// the pages dirty since before its redo point; a page cleaner or log-based
+    /// propagation can do it instead.
+    pub propagation: Strategy,
+    /// The page cleaner's period ([`Strategy::Page`]): it runs a round at least this
+    /// often, and sooner when eviction finds dirty victims.
+    pub cleaner_interval: Duration,
+    /// Log-based propagation ([`Strategy::Log`]): the pages the log cleaner reads and
+    /// writes as one unit (a segment), in bytes; a multiple of the page size.
+    pub propagation_segment_bytes: usize,
+    /// Log-based propagation: the archiver writes a run once this much durable log is
+    /// not yet archived (each checkpoint also archives up to its redo point).
+    pub archive_run_bytes: u64,
+    /// Log-based propagation: keep archive runs after they are propagated (for media
+    /// recovery: the data file can be rebuilt from an old copy plus the runs); by
+    /// default a run is removed once everything in it is in the data file.
+    pub keep_archive: bool,
 }
 
 impl Default for Options {
@@ -139,6 +157,11 @@ impl Default for Options {
             checkpoint_interval: Duration::from_secs(30),
             commit: CommitProtocol::default(),
             read_only: false,
+            propagation: Strategy::CheckpointSweep,
+            cleaner_interval: Duration::from_millis(100),
+            propagation_segment_bytes: 1 << 20,
+            archive_run_bytes: 16 << 20,
+            keep_archive: false,
         }
     }
 }
@@ -164,6 +187,11 @@ impl Options {
             checkpoint_interval: Duration::from_secs(30),
             commit: CommitProtocol::default(),
             read_only: false,
+            propagation: Strategy::CheckpointSweep,
+            cleaner_interval: Duration::from_millis(20),
+            propagation_segment_bytes: 16 << 10,
+            archive_run_bytes: 64 << 10,
+            keep_archive: false,
         }
     }
 
@@ -181,6 +209,18 @@ impl Options {
                 "pool of {} pages is below the minimum of 16",
                 self.pool_pages
             )));
+        }
+        let seg = self.propagation_segment_bytes;
+        if seg < self.page_size || seg % self.page_size != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "propagation segment of {seg} bytes must be a positive multiple of the page size {}",
+                self.page_size
+            )));
+        }
+        if self.archive_run_bytes == 0 {
+            return Err(Error::InvalidArgument(
+                "archive run size must be positive".into(),
+            ));
         }
         Ok(())
     }

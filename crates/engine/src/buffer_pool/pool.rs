@@ -35,6 +35,8 @@ pub struct PoolStats {
     pub writes: u64,
     /// Pages evicted to make room.
     pub evictions: u64,
+    /// Dirty victims written by eviction (included in `writes`).
+    pub victim_writes: u64,
 }
 
 /// Whether [`BufferPool::write_frame`] may wait for the frame's latch and I/O lock.
@@ -79,6 +81,7 @@ pub(crate) struct BufferPool {
     reads: AtomicU64,
     writes: AtomicU64,
     evictions: AtomicU64,
+    victim_writes: AtomicU64,
 }
 
 impl BufferPool {
@@ -112,6 +115,7 @@ impl BufferPool {
             reads: AtomicU64::new(0),
             writes: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
+            victim_writes: AtomicU64::new(0),
         }
     }
 
@@ -120,6 +124,7 @@ impl BufferPool {
             reads: self.reads.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
+            victim_writes: self.victim_writes.load(Ordering::Relaxed),
         }
     }
 
@@ -216,6 +221,7 @@ impl BufferPool {
                     refused += 1;
                     continue;
                 }
+                self.victim_writes.fetch_add(1, Ordering::Relaxed);
                 if t2.map.contains_key(&id) {
                     // Someone loaded our page meanwhile; keep the victim as it is.
                     f.pin.fetch_sub(1, Ordering::AcqRel);
@@ -586,6 +592,23 @@ impl BufferPool {
             .filter(|f| f.page_id().is_some() && f.state.load(Ordering::Acquire) == STATE_READY)
             .filter_map(|f| f.recovery_lsn().map(|rec| each(f, rec)))
             .collect()
+    }
+
+    /// The frames holding a dirty page, and the oldest recovery LSN among them (for the
+    /// backlog metrics; no latches, no table lock: a snapshot that may be a moment old).
+    pub(crate) fn dirty_summary(&self) -> (usize, Option<u64>) {
+        let mut n = 0;
+        let mut oldest: Option<u64> = None;
+        for f in self.frames.iter() {
+            if !f.page_id().is_some() || f.state.load(Ordering::Acquire) != STATE_READY {
+                continue;
+            }
+            if let Some(rec) = f.recovery_lsn() {
+                n += usize::from(f.is_dirty());
+                oldest = Some(oldest.map_or(rec, |o| o.min(rec)));
+            }
+        }
+        (n, oldest)
     }
 
     pub(crate) fn frame_count(&self) -> usize {

@@ -1,0 +1,94 @@
+//! A background thread that runs one job when woken or when its period passes: the page
+//! cleaner and the archiver. It parks on a condition variable between rounds (never
+//! polls), holds its owner only weakly (so it never keeps a database open), and is
+//! stopped and joined when the database closes.
+
+use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// What a worker runs each round.
+pub(crate) trait Job: Send + Sync {
+    /// One round of work.
+    fn round(&self);
+}
+
+#[derive(Default)]
+struct Signal {
+    requested: AtomicBool,
+    stopping: Mutex<bool>,
+    cv: Condvar,
+}
+
+/// One background thread.
+#[derive(Default)]
+pub(crate) struct Worker {
+    signal: Arc<Signal>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Worker {
+    /// Starts the thread `name`, running `job` when notified and at least every `period`.
+    pub(crate) fn start(
+        &self,
+        name: &str,
+        job: Weak<dyn Job>,
+        period: Duration,
+    ) -> std::io::Result<()> {
+        let signal = self.signal.clone();
+        let handle = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || run(&signal, &job, period))?;
+        let old = self.thread.lock().replace(handle);
+        assert!(old.is_none(), "worker {name} started twice");
+        Ok(())
+    }
+
+    /// Asks for a round soon. Cheap when one is already pending.
+    pub(crate) fn notify(&self) {
+        if !self.signal.requested.swap(true, Ordering::AcqRel) {
+            let _g = self.signal.stopping.lock();
+            self.signal.cv.notify_one();
+        }
+    }
+
+    /// Stops the thread and joins it (unless called on it). Idempotent.
+    pub(crate) fn stop(&self) {
+        *self.signal.stopping.lock() = true;
+        self.signal.cv.notify_all();
+        let handle = self.thread.lock().take();
+        if let Some(h) = handle {
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+fn run(signal: &Signal, job: &Weak<dyn Job>, period: Duration) {
+    let mut next = Instant::now() + period;
+    loop {
+        {
+            let mut stopping = signal.stopping.lock();
+            loop {
+                if *stopping {
+                    return;
+                }
+                if signal.requested.swap(false, Ordering::AcqRel) {
+                    break;
+                }
+                if signal.cv.wait_until(&mut stopping, next).timed_out() {
+                    break;
+                }
+            }
+        }
+        next = Instant::now() + period;
+        let Some(job) = job.upgrade() else {
+            return;
+        };
+        job.round();
+        drop(job);
+    }
+}
