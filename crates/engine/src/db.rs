@@ -655,6 +655,15 @@ impl Database {
         self.inner.close()
     }
 
+    /// Closes without the final checkpoint and without writing a page: the data file
+    /// and the log stay as a crash at this moment would leave them (every acknowledged
+    /// commit is in the log), so the next open runs restart recovery over everything
+    /// since the last checkpoint. For measuring restart time
+    /// (`sluice bench propagation`) and for tests.
+    pub fn close_as_crashed(self) -> Result<()> {
+        self.inner.close_without_checkpoint()
+    }
+
     /// `Ok` while the database takes work; otherwise the error every operation returns:
     /// [`Error::Closed`], or [`Error::Poisoned`] after a failed write or sync of the
     /// disk or a failed checkpoint (reopen the directory to recover).

@@ -133,6 +133,18 @@ impl Inner {
         }
     }
 
+    /// Closes as a crash would: background threads stopped, no checkpoint, no page
+    /// written; the log closed (what is durable stays so).
+    pub(crate) fn close_without_checkpoint(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.checkpointer.stop();
+        self.propagation.stop();
+        self.closed.store(true, Ordering::Release);
+        self.store.log.close().map(|_| ()).map_err(Error::from)
+    }
+
     pub(crate) fn close(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Ok(());
