@@ -35,6 +35,7 @@ use crate::buffer_pool::Wait;
 use crate::control::{Checkpoint, Control};
 use crate::error::{Error, Result};
 use crate::log_record::{CheckpointData, Record};
+use crate::propagation::{log_cleaner, Propagation, Strategy};
 use crate::store::Store;
 use crate::txn_table::TxnTable;
 use parking_lot::{Mutex, MutexGuard};
@@ -85,6 +86,13 @@ pub(crate) struct Scope<'a> {
     pub(crate) log_dir: &'a Path,
     pub(crate) database_id: u64,
     pub(crate) state: &'a Checkpoints,
+    /// How pages reach the data file: whether this checkpoint sweeps, and the log
+    /// cleaner's archive.
+    pub(crate) propagation: &'a Propagation,
+    /// Keep archive runs after they are propagated.
+    pub(crate) keep_archive: bool,
+    /// Sweep whatever the strategy (the checkpoint of a clean close).
+    pub(crate) sweep_all: bool,
 }
 
 /// Runs a checkpoint; the caller holds `state.lock` (passed as proof).
@@ -113,14 +121,29 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
         hook();
     }
 
-    // 2. Every page dirty since before R goes to disk.
+    // 2. Every page dirty since before R goes to disk: replayed from the archive by the
+    // log cleaner first (log strategy), then, of what is left, written from the pool.
+    // With a page cleaner, checkpoints are fuzzy and write nothing: the dirty-page table
+    // keeps the older recovery LSNs instead.
+    let prop = cx.propagation;
+    if let (Strategy::Log, Some(archive)) = (prop.strategy, prop.archive.get()) {
+        let from = Lsn(prop.counters.propagated_lsn.load(Ordering::Acquire));
+        log_cleaner::pass(store, archive, &prop.counters, from, r)?;
+    }
+    let sweep = cx.sweep_all || !matches!(prop.strategy, Strategy::Page(_));
     for i in 0..store.pool.frame_count() {
+        if !sweep {
+            break;
+        }
         let Some(p) = store.pool.pin_frame(i) else {
             continue;
         };
         if p.is_valid() && store.pool.rec_lsn(i).is_some_and(|rec| rec < r) {
             let written = store.pool.write_frame(i, Wait::Block)?;
             assert!(written, "a blocking write always completes");
+            if prop.strategy == Strategy::CheckpointSweep {
+                prop.counters.wrote(store.page_size);
+            }
         }
         drop(p);
     }
@@ -163,6 +186,16 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
     .write(cx.storage, cx.dir)?;
     state.last_end.store(end.end.0, Ordering::Release);
     *state.last_at.lock() = Instant::now();
+    let mut keep = keep;
+    if let (Strategy::Log, Some(archive)) = (prop.strategy, prop.archive.get()) {
+        // Everything below R is on disk now (the pass, then the sweep): the next pass
+        // starts here. The log below what is archived must stay for the archiver.
+        prop.counters.propagated_lsn.store(r.0, Ordering::Release);
+        keep = keep.min(archive.archived_lsn());
+        if !cx.keep_archive {
+            archive.remove_below(r)?;
+        }
+    }
     store.log.truncate_below(keep)?;
     Ok(())
 }

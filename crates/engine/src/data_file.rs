@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::ids::PageId;
+use parking_lot::{Mutex, MutexGuard};
 use sluice_storage::{FileHandle, OpenOptions, Storage};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -27,11 +28,22 @@ fn missing_or(path: &Path, e: io::Error) -> Error {
     }
 }
 
+/// Stripes of segment locks (see [`DataFile::lock_segment`]).
+const SEGMENT_STRIPES: usize = 64;
+
 /// The file that holds the pages.
 pub(crate) struct DataFile {
     file: Box<dyn FileHandle>,
     page_size: usize,
     path: PathBuf,
+    /// Pages per propagation segment (log-based propagation reads and writes a segment
+    /// as a unit).
+    segment_pages: u64,
+    /// Segment locks, striped: every page read and write holds the lock of its segment
+    /// for the I/O, and the log cleaner holds it from reading a segment to writing it
+    /// back, so a page written by the buffer pool meanwhile is never overwritten by an
+    /// older version, and a page being loaded never reads a half-written one.
+    segment_locks: Box<[Mutex<()>]>,
 }
 
 impl DataFile {
@@ -59,11 +71,39 @@ impl DataFile {
             .map_err(|e| file_error("data file", path, e))?;
         file.drop_cache()
             .map_err(|e| file_error("data file", path, e))?;
-        Ok(DataFile {
+        Ok(DataFile::new(file, page_size, path))
+    }
+
+    fn new(file: Box<dyn FileHandle>, page_size: usize, path: &Path) -> DataFile {
+        DataFile {
             file,
             page_size,
             path: path.to_path_buf(),
-        })
+            segment_pages: ((1 << 20) / page_size as u64).max(1),
+            segment_locks: (0..SEGMENT_STRIPES).map(|_| Mutex::new(())).collect(),
+        }
+    }
+
+    /// Sets the propagation segment size (a multiple of the page size).
+    pub(crate) fn with_segment_bytes(mut self, bytes: usize) -> DataFile {
+        self.segment_pages = (bytes / self.page_size).max(1) as u64;
+        self
+    }
+
+    /// Pages per propagation segment.
+    pub(crate) fn segment_pages(&self) -> u64 {
+        self.segment_pages
+    }
+
+    /// The segment page `id` belongs to.
+    pub(crate) fn segment_of(&self, id: PageId) -> u64 {
+        id.0 / self.segment_pages
+    }
+
+    /// Holds segment `seg` against every other page read and write in it (the log
+    /// cleaner's read-modify-write of a segment).
+    pub(crate) fn lock_segment(&self, seg: u64) -> MutexGuard<'_, ()> {
+        self.segment_locks[(seg % SEGMENT_STRIPES as u64) as usize].lock()
     }
 
     /// Opens the existing data file at `path` for reading only, as it is: no sync, no
@@ -77,11 +117,7 @@ impl DataFile {
         let file = storage
             .open(path, OpenOptions::READ_ONLY)
             .map_err(|e| missing_or(path, e))?;
-        Ok(DataFile {
-            file,
-            page_size,
-            path: path.to_path_buf(),
-        })
+        Ok(DataFile::new(file, page_size, path))
     }
 
     /// Where the file is.
@@ -102,7 +138,15 @@ impl DataFile {
     /// allocated but never written).
     pub(crate) fn read(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
         assert_eq!(buf.len(), self.page_size);
-        let off = self.offset(id);
+        let _seg = self.lock_segment(self.segment_of(id));
+        self.read_locked(id, buf)
+    }
+
+    /// Reads pages from `first` into `buf` (whole pages) while their segment's lock is
+    /// held by the caller ([`DataFile::lock_segment`]); bytes past the end read as zeros.
+    pub(crate) fn read_locked(&self, first: PageId, buf: &mut [u8]) -> Result<()> {
+        assert_eq!(buf.len() % self.page_size, 0);
+        let off = self.offset(first);
         let mut done = 0;
         while done < buf.len() {
             let n = self
@@ -121,8 +165,15 @@ impl DataFile {
     /// Writes a sealed page image. Volatile until [`DataFile::sync`].
     pub(crate) fn write(&self, id: PageId, page: &[u8]) -> Result<()> {
         assert_eq!(page.len(), self.page_size);
+        let _seg = self.lock_segment(self.segment_of(id));
+        self.write_locked(id, page)
+    }
+
+    /// Writes sealed pages from `first` while their segment's lock is held by the caller.
+    pub(crate) fn write_locked(&self, first: PageId, pages: &[u8]) -> Result<()> {
+        assert_eq!(pages.len() % self.page_size, 0);
         self.file
-            .write_at(page, self.offset(id))
+            .write_at(pages, self.offset(first))
             .map_err(|e| self.error(e))
     }
 

@@ -16,11 +16,11 @@ use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::inner::Inner;
 use crate::lock::LockManager;
-use crate::propagation::{Backlog, Propagation};
 use crate::log_record;
 use crate::log_sink::LogSink;
 use crate::options::{Limits, Options};
 use crate::page::{self, Meta};
+use crate::propagation::{Backlog, Propagation};
 use crate::recovery::{self, missing_segment, RecoveryReport};
 use crate::store::Store;
 use crate::txn::Transaction;
@@ -400,7 +400,8 @@ impl Database {
             &data_path,
             page_size,
             control.checkpoint.is_none(),
-        )?;
+        )?
+        .with_segment_bytes(options.propagation_segment_bytes);
         check_data_len(&file, &data_path, &control)?;
         // The data file's directory entry must be durable before anything relies on it.
         storage.sync_dir(&dir).map_err(dir_io)?;

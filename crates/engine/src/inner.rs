@@ -106,8 +106,16 @@ impl Inner {
 
     /// A checkpoint now, on this thread; a failure poisons the database and is returned.
     pub(crate) fn checkpoint_now(&self) -> Result<()> {
+        self.checkpoint_with(false)
+    }
+
+    /// A checkpoint now; `closing`: the last one before close, which writes every dirty
+    /// page whatever the strategy, so a clean close leaves nothing to redo.
+    fn checkpoint_with(&self, closing: bool) -> Result<()> {
         let guard = self.checkpoints.lock.lock();
-        checkpoint::run(&self.checkpoint_scope(), &guard).inspect_err(|e| self.poison_checkpoint(e))
+        let mut scope = self.checkpoint_scope();
+        scope.sweep_all = closing;
+        checkpoint::run(&scope, &guard).inspect_err(|e| self.poison_checkpoint(e))
     }
 
     /// What a checkpoint works on.
@@ -120,6 +128,9 @@ impl Inner {
             log_dir: &self.log_dir,
             database_id: self.database_id,
             state: &self.checkpoints,
+            propagation: &self.propagation,
+            keep_archive: self.options.keep_archive,
+            sweep_all: false,
         }
     }
 
@@ -155,7 +166,7 @@ impl Inner {
             && !self.options.read_only
             && self.check().is_ok()
         {
-            self.checkpoint_now()
+            self.checkpoint_with(true)
         } else {
             Ok(())
         };

@@ -35,7 +35,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sluice::{
     AgentOptions, Agents, CommitProtocol, Database, Error, Finished, Options,
-    Outcome as TxnOutcome, Submitter, Table, TxnId,
+    Outcome as TxnOutcome, Strategy, Submitter, Table, TxnId,
 };
 use sluice_storage::{FaultKind, FaultOp, FaultPlan, SimStorage};
 use sluice_wal::Lsn;
@@ -590,13 +590,14 @@ fn is_disk_error(e: &Error) -> bool {
     e.is_io()
 }
 
-fn run_seed(seed: u64, mode: CrashMode) -> SeedResult {
+fn run_seed(seed: u64, mode: CrashMode, strategy: Strategy) -> SeedResult {
     let mut rng = StdRng::seed_from_u64(seed);
     let halt = HALTS[rng.gen_range(0..HALTS.len())];
     let sim = SimStorage::new(seed);
     let mut res = SeedResult::new();
     res.halt = Some(halt);
     let mut opts = options();
+    opts.propagation = strategy;
     opts.commit = match mode {
         CrashMode::Agents(p) => p,
         // Record, durable, release: strict two-phase locking.
@@ -863,18 +864,31 @@ pub fn crash_test_mode(
     mode: CrashMode,
     seeds: u64,
     first_seed: u64,
+    progress: impl FnMut(u64),
+) -> CrashReport {
+    crash_test_propagation(mode, Strategy::default(), seeds, first_seed, progress)
+}
+
+/// As [`crash_test_mode`], with update propagation by `strategy` (a page cleaner
+/// running on its own thread, or log-based propagation at every checkpoint).
+pub fn crash_test_propagation(
+    mode: CrashMode,
+    strategy: Strategy,
+    seeds: u64,
+    first_seed: u64,
     mut progress: impl FnMut(u64),
 ) -> CrashReport {
     let mut report = CrashReport::default();
     for seed in first_seed..first_seed + seeds {
-        let r = catch_unwind(AssertUnwindSafe(|| run_seed(seed, mode))).unwrap_or_else(|p| {
-            let msg = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "panic".into());
-            SeedResult::new().fail(format!("panic: {msg}"))
-        });
+        let r =
+            catch_unwind(AssertUnwindSafe(|| run_seed(seed, mode, strategy))).unwrap_or_else(|p| {
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "panic".into());
+                SeedResult::new().fail(format!("panic: {msg}"))
+            });
         report.seeds += 1;
         report.acknowledged += r.acknowledged;
         report.lost += r.lost;

@@ -138,6 +138,12 @@ impl BufferPool {
         self.poison.lock().clone()
     }
 
+    /// A failed write of the data file by someone other than the pool (the log
+    /// cleaner): poisons the pool as its own would.
+    pub(crate) fn fail_write(&self, e: Error) -> Error {
+        self.fail(e)
+    }
+
     fn fail(&self, e: Error) -> Error {
         let mut p = self.poison.lock();
         if p.is_none() {
@@ -609,6 +615,46 @@ impl BufferPool {
             }
         }
         (n, oldest)
+    }
+
+    /// The data file (for the log cleaner, which writes pages without the pool).
+    pub(crate) fn file(&self) -> &DataFile {
+        &self.file
+    }
+
+    /// The image floor (see the field): a page may be written only if its last full
+    /// image is above it. Read under [`BufferPool::shared_write_gate`].
+    pub(crate) fn image_floor(&self) -> u64 {
+        self.image_floor.load(Ordering::SeqCst)
+    }
+
+    /// Held by every page write from reading the image floor to the end of its write
+    /// (the log cleaner takes it too; see the field).
+    pub(crate) fn shared_write_gate(&self) -> parking_lot::RwLockReadGuard<'_, ()> {
+        self.write_gate.read()
+    }
+
+    /// Log-based propagation wrote page `id` to disk, durably, with every change below
+    /// `to` (its PageLSN there is `written`): if the pool holds the page, its CleanLSN
+    /// advances to `written`, and if the page is still dirty its next change not on disk
+    /// is at or above `to`, so its recovery LSN rises to `to`. No latch: the frame's
+    /// atomics only. Returns whether the pool held the page.
+    pub(crate) fn mark_propagated(&self, id: PageId, written: u64, to: Lsn) -> bool {
+        let t = self.table.read();
+        let Some(&i) = t.map.get(&id) else {
+            return false;
+        };
+        let f = &self.frames[i];
+        if f.state.load(Ordering::Acquire) != STATE_READY || !f.valid.load(Ordering::Acquire) {
+            return false;
+        }
+        f.clean_lsn.fetch_max(written, Ordering::SeqCst);
+        if f.is_dirty() {
+            // A writer that found the page clean after the line above set the recovery
+            // LSN to its own record, at or above `to`; fetch_max keeps that.
+            f.rec_lsn.fetch_max(to.0, Ordering::SeqCst);
+        }
+        true
     }
 
     pub(crate) fn frame_count(&self) -> usize {

@@ -97,3 +97,15 @@ impl Archive {
         todo!()
     }
 }
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "archive run {} is damaged at offset {}: {}",
+            self.run.display(),
+            self.offset,
+            self.what
+        )
+    }
+}

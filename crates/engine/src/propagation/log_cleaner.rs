@@ -1,3 +1,276 @@
-//! The log-based cleaner (the propagation paper's Algorithm 2).
+//! The log-based cleaner (the propagation paper's Algorithm 2): from the LSN where the
+//! last pass ended, merge the archive's runs and replay them onto the data file one
+//! segment (a fixed run of adjacent pages, `Options::propagation_segment_bytes`) at a
+//! time — read the segment, apply to each page the records newer than its PageLSN, write
+//! back the pages that changed — then sync, and only then tell the buffer pool which
+//! CleanLSNs advanced. It never latches a buffer-pool page.
 //!
-//! TO BE WRITTEN.
+//! A pass runs inside a checkpoint, between its begin record (the redo point R) and its
+//! page sweep, and propagates `[from, R)`: every change below `from` is on disk already
+//! (at open, `from` is where restart recovery's redo began; after a checkpoint, its R).
+//! The checkpoint's sweep then writes whatever the pass could not (pages with no valid
+//! base and no image in the runs, or whose last image is at or below the image floor),
+//! so after it every change below R is on disk and restart recovery starts REDO at R.
+//!
+//! The rules it keeps, the same as every page write's (`BufferPool::write_frame`):
+//! * **Write-ahead**: it replays only durable records (the checkpoint waits for R first).
+//! * **Torn pages**: a page is written only if its last full image is above the image
+//!   floor, read under the pool's write gate held shared — a torn write is then repaired
+//!   by recovery from that image, as for any page write.
+//! * **Never older**: the segment's lock is held from reading it to writing it, and every
+//!   page read and write of the pool takes the same lock, so a newer version the pool
+//!   wrote is never overwritten with an older one and a page is never loaded half-written.
+//!   Records are applied only above a page's PageLSN.
+//! * Only pages it changed are written: rewriting an unchanged page could tear it, and
+//!   the log would hold no image to repair it.
+
+use super::archive::{Archive, RunEntry, ScanError};
+use super::Counters;
+use crate::btree::apply_op;
+use crate::error::{Error, Result};
+use crate::ids::PageId;
+use crate::log_record::Record;
+use crate::page;
+use crate::recovery::analysis::decode;
+use crate::store::Store;
+use sluice_wal::Lsn;
+use std::sync::atomic::Ordering;
+
+/// What a pass did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct PassReport {
+    /// Records applied to pages.
+    pub(crate) applied: u64,
+    /// Pages written.
+    pub(crate) pages: u64,
+    /// Write calls (runs of adjacent changed pages).
+    pub(crate) writes: u64,
+    /// Segments read.
+    pub(crate) segments: u64,
+    /// Pages left to the checkpoint's sweep.
+    pub(crate) skipped: u64,
+}
+
+/// A page of the segment being replayed.
+struct Slot {
+    /// Verified (a valid page of this id), either as read or after an image.
+    valid: bool,
+    /// Changed by this pass.
+    changed: bool,
+    /// The base was invalid and the runs held records for it but no image.
+    unbuildable: bool,
+}
+
+/// Propagates `[from, to)` from the archive to the data file. `to` is the redo point of
+/// the running checkpoint (a record boundary, durable).
+pub(crate) fn pass(
+    store: &Store,
+    archive: &Archive,
+    counters: &Counters,
+    from: Lsn,
+    to: Lsn,
+) -> Result<PassReport> {
+    if to <= from {
+        return Ok(PassReport::default());
+    }
+    store.log.wait_durable(to)?;
+    archive.catch_up(&store.log, to)?;
+    match replay(store, archive, counters, from, to) {
+        Err(Failure::Damaged(d)) => {
+            // The log still holds [from, to) (truncation keeps everything from the last
+            // pass's end): rebuild the damaged runs from it and replay again.
+            let note = format!("{d}; rebuilt from the log");
+            *counters.archive_damage.lock() = Some(note);
+            archive.regenerate(&store.log, from.max(d.from), to.min(d.to))?;
+            match replay(store, archive, counters, from, to) {
+                Ok(r) => Ok(r),
+                Err(Failure::Damaged(d)) => Err(Error::Corruption(format!(
+                    "{d} (again after rebuilding it from the log)"
+                ))),
+                Err(Failure::Other(e)) => Err(e),
+            }
+        }
+        Err(Failure::Other(e)) => Err(e),
+        Ok(r) => Ok(r),
+    }
+}
+
+enum Failure {
+    Damaged(super::archive::Damage),
+    Other(Error),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Other(e)
+    }
+}
+
+fn replay(
+    store: &Store,
+    archive: &Archive,
+    counters: &Counters,
+    from: Lsn,
+    to: Lsn,
+) -> std::result::Result<PassReport, Failure> {
+    let file = store.pool.file();
+    let page_size = store.page_size;
+    let seg_pages = file.segment_pages();
+    let mut report = PassReport::default();
+    let mut written: Vec<(PageId, u64)> = Vec::new();
+    let mut merge = archive.scan(PageId(0), PageId(u64::MAX), from, to)?;
+    let mut next: Option<RunEntry> = next_entry(&mut merge)?;
+    let mut buf = vec![0u8; seg_pages as usize * page_size];
+    while let Some(first) = next.take() {
+        let seg = file.segment_of(first.page);
+        let base = PageId(seg * seg_pages);
+        let _seg_lock = file.lock_segment(seg);
+        file.read_locked(base, &mut buf)?;
+        report.segments += 1;
+        let mut slots: Vec<Slot> = buf
+            .chunks(page_size)
+            .enumerate()
+            .map(|(k, p)| Slot {
+                valid: page::checksum_ok(p) && page::validate(p, PageId(base.0 + k as u64)).is_ok(),
+                changed: false,
+                unbuildable: false,
+            })
+            .collect();
+        let mut entry = Some(first);
+        while let Some(e) = entry.take() {
+            if file.segment_of(e.page) != seg {
+                next = Some(e);
+                break;
+            }
+            let k = (e.page.0 - base.0) as usize;
+            let bytes = &mut buf[k * page_size..(k + 1) * page_size];
+            if apply(bytes, &mut slots[k], &e, page_size)? {
+                report.applied += 1;
+            }
+            entry = next_entry(&mut merge)?;
+        }
+        // Write the changed pages whose last image is above the floor, in runs of
+        // adjacent pages; leave the others to the checkpoint's sweep.
+        let _gate = store.pool.shared_write_gate();
+        let floor = store.pool.image_floor();
+        let mut k = 0;
+        while k < slots.len() {
+            let ok = |s: &Slot, p: &[u8]| s.changed && s.valid && page::image_lsn(p) > floor;
+            if !ok(&slots[k], &buf[k * page_size..(k + 1) * page_size]) {
+                if slots[k].changed || slots[k].unbuildable {
+                    report.skipped += 1;
+                }
+                k += 1;
+                continue;
+            }
+            let start = k;
+            while k < slots.len() && ok(&slots[k], &buf[k * page_size..(k + 1) * page_size]) {
+                let p = &mut buf[k * page_size..(k + 1) * page_size];
+                page::seal(p);
+                written.push((PageId(base.0 + k as u64), page::page_lsn(p)));
+                k += 1;
+            }
+            let run = &buf[start * page_size..k * page_size];
+            file.write_locked(PageId(base.0 + start as u64), run)
+                .map_err(|e| store.pool.fail_write(e))?;
+            counters.wrote(run.len());
+            report.writes += 1;
+            report.pages += (k - start) as u64;
+        }
+    }
+    // Durable before any CleanLSN moves.
+    store.pool.sync()?;
+    for (id, lsn) in written {
+        store.pool.mark_propagated(id, lsn, to);
+    }
+    counters
+        .fallback_pages
+        .fetch_add(report.skipped, Ordering::Relaxed);
+    Ok(report)
+}
+
+fn next_entry(merge: &mut super::archive::Merge) -> std::result::Result<Option<RunEntry>, Failure> {
+    match merge.next() {
+        None => Ok(None),
+        Some(Ok(e)) => Ok(Some(e)),
+        Some(Err(ScanError::Damaged(d))) => Err(Failure::Damaged(d)),
+        Some(Err(ScanError::Other(e))) => Err(Failure::Other(e)),
+    }
+}
+
+impl From<ScanError> for Failure {
+    fn from(e: ScanError) -> Self {
+        match e {
+            ScanError::Damaged(d) => Failure::Damaged(d),
+            ScanError::Other(e) => Failure::Other(e),
+        }
+    }
+}
+
+/// Applies one run entry to its page in the segment buffer if the page is below it.
+/// Returns whether it changed the page.
+fn apply(bytes: &mut [u8], slot: &mut Slot, e: &RunEntry, page_size: usize) -> Result<bool> {
+    let rec = decode(e.lsn, &e.record)?;
+    let corrupt = |what: String| {
+        Error::Corruption(format!(
+            "log cleaner: record at LSN {} for page {}: {what}",
+            e.lsn, e.page
+        ))
+    };
+    match rec {
+        Record::Images { pages } => {
+            let Some((_, image)) = pages.iter().find(|(p, _)| *p == e.page) else {
+                return Err(corrupt("an image record without this page".into()));
+            };
+            if slot.valid && page::page_lsn(bytes) >= e.end.0 {
+                return Ok(false);
+            }
+            let full = page::expand(image, page_size).map_err(corrupt)?;
+            page::validate(&full, e.page).map_err(|w| corrupt(w.to_string()))?;
+            bytes.copy_from_slice(&full);
+            page::set_page_lsn(bytes, e.end.0);
+            page::set_image_lsn(bytes, e.lsn.0);
+            slot.valid = true;
+            slot.changed = true;
+            slot.unbuildable = false;
+            Ok(true)
+        }
+        Record::Update {
+            page, key, change, ..
+        } => apply_op_entry(bytes, slot, e, page, &change.redo(&key)),
+        Record::Clr { page, op, .. } => apply_op_entry(bytes, slot, e, page, &op),
+        _ => Err(corrupt("not a page record".into())),
+    }
+}
+
+fn apply_op_entry(
+    bytes: &mut [u8],
+    slot: &mut Slot,
+    e: &RunEntry,
+    page: PageId,
+    op: &crate::log_record::PageOp,
+) -> Result<bool> {
+    if page != e.page {
+        return Err(Error::Corruption(format!(
+            "log cleaner: run entry for page {} holds a record of page {page}",
+            e.page
+        )));
+    }
+    if !slot.valid {
+        // Torn or never written, and no image yet: the sweep writes it from the pool.
+        slot.unbuildable = true;
+        return Ok(false);
+    }
+    if page::page_lsn(bytes) >= e.end.0 {
+        return Ok(false);
+    }
+    apply_op(bytes, op).map_err(|w| {
+        Error::Corruption(format!(
+            "log cleaner: replay of LSN {} on page {page}: {w}",
+            e.lsn
+        ))
+    })?;
+    page::set_page_lsn(bytes, e.end.0);
+    slot.changed = true;
+    Ok(true)
+}

@@ -17,7 +17,7 @@
 //! recovery is recovered like any other: redo repeats the CLRs, undo resumes at their
 //! undoNext. A checkpoint at the end makes the work durable and shortens the next restart.
 
-mod analysis;
+pub(crate) mod analysis;
 mod redo;
 mod undo;
 
