@@ -20,6 +20,9 @@ pub(crate) mod log_cleaner;
 pub(crate) mod page_cleaner;
 pub(crate) mod worker;
 
+#[cfg(test)]
+mod log_tests;
+
 use crate::error::{Error, Result};
 use std::fmt;
 use std::str::FromStr;
