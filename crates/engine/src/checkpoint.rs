@@ -116,6 +116,13 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
         r
     };
     state.last_begin.store(r.0, Ordering::Release);
+    // Without a sweep (page cleaner), the dirty-page table is the one at the begin
+    // record, as in ARIES: a page written after it is not synced until the next
+    // checkpoint, so leaving it out because it looks clean at the end would lose its
+    // changes below R to a crash (read after the begin record: see Frame::recovery_lsn).
+    let prop = cx.propagation;
+    let sweep = cx.sweep_all || !matches!(prop.strategy, Strategy::Page(_));
+    let dirty_at_begin = (!sweep).then(|| store.pool.checkpoint_dirty_pages());
     #[cfg(test)]
     if let Some(hook) = state.after_begin.lock().take() {
         hook();
@@ -125,12 +132,10 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
     // log cleaner first (log strategy), then, of what is left, written from the pool.
     // With a page cleaner, checkpoints are fuzzy and write nothing: the dirty-page table
     // keeps the older recovery LSNs instead.
-    let prop = cx.propagation;
     if let (Strategy::Log, Some(archive)) = (prop.strategy, prop.archive.get()) {
         let from = Lsn(prop.counters.propagated_lsn.load(Ordering::Acquire));
         log_cleaner::pass(store, archive, &prop.counters, from, r)?;
     }
-    let sweep = cx.sweep_all || !matches!(prop.strategy, Strategy::Page(_));
     for i in 0..store.pool.frame_count() {
         if !sweep {
             break;
@@ -161,7 +166,7 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
         begin: r,
         next_txn: cx.txns.next_id(),
         active: cx.txns.snapshot(),
-        dirty: store.pool.checkpoint_dirty_pages(),
+        dirty: merge_dirty(dirty_at_begin, store.pool.checkpoint_dirty_pages()),
     };
     // Recovery reads from the oldest of: the redo point, the first record of every active
     // transaction (undo), and the recovery LSN of every page still dirty (redo) — a page
@@ -198,6 +203,22 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
     }
     store.log.truncate_below(keep)?;
     Ok(())
+}
+
+/// The dirty-page table: the one at the end, and if there is one from the begin record,
+/// each page from the lower of its two recovery LSNs.
+fn merge_dirty(
+    at_begin: Option<Vec<(crate::ids::PageId, Lsn)>>,
+    at_end: Vec<(crate::ids::PageId, Lsn)>,
+) -> Vec<(crate::ids::PageId, Lsn)> {
+    let Some(begin) = at_begin else {
+        return at_end;
+    };
+    let mut m: std::collections::BTreeMap<_, Lsn> = begin.into_iter().collect();
+    for (p, l) in at_end {
+        m.entry(p).and_modify(|x| *x = (*x).min(l)).or_insert(l);
+    }
+    m.into_iter().collect()
 }
 
 #[cfg(test)]

@@ -77,7 +77,9 @@ fn log_propagation_writes_the_pages_and_redo_starts_where_it_ended() {
     let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
     let report = db.recovery_report().clone();
     assert_eq!(report.checkpoint, Some(Lsn(r)));
-    let from = report.redo_from.expect("changes after the checkpoint to redo");
+    let from = report
+        .redo_from
+        .expect("changes after the checkpoint to redo");
     assert!(
         from >= Lsn(r),
         "redo began at {from}, below the propagated LSN {r}"
@@ -85,7 +87,10 @@ fn log_propagation_writes_the_pages_and_redo_starts_where_it_ended() {
     let t = db.table("t").unwrap();
     let mut tx = db.begin();
     for i in 0..320 {
-        assert!(tx.get(&t, format!("k{i:04}").as_bytes()).unwrap().is_some(), "k{i:04} lost");
+        assert!(
+            tx.get(&t, format!("k{i:04}").as_bytes()).unwrap().is_some(),
+            "k{i:04} lost"
+        );
     }
     tx.commit().unwrap();
     db.verify().unwrap();
