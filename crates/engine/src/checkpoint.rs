@@ -136,6 +136,7 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
         let from = Lsn(prop.counters.propagated_lsn.load(Ordering::Acquire));
         log_cleaner::pass(store, archive, &prop.counters, from, r)?;
     }
+    let swept_at = Instant::now();
     for i in 0..store.pool.frame_count() {
         if !sweep {
             break;
@@ -160,6 +161,9 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
     // repairs it, but the control file records whole pages.
     let data_len = data_len - data_len % store.page_size as u64;
     store.pool.sync()?;
+    if prop.strategy == Strategy::CheckpointSweep {
+        prop.counters.busy(swept_at.elapsed());
+    }
 
     // 5.
     let data = CheckpointData {

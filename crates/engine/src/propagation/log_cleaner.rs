@@ -2,7 +2,7 @@
 //! last pass ended, merge the archive's runs and replay them onto the data file one
 //! segment (a fixed run of adjacent pages, `Options::propagation_segment_bytes`) at a
 //! time — read the segment, apply to each page the records newer than its PageLSN, write
-//! back the pages that changed — then sync, and only then tell the buffer pool which
+//! back the pages that changed, sync — and only then tell the buffer pool which
 //! CleanLSNs advanced. It never latches a buffer-pool page.
 //!
 //! A pass runs inside a checkpoint, between its begin record (the redo point R) and its
@@ -118,13 +118,14 @@ fn replay(
     let seg_pages = file.segment_pages();
     let mut report = PassReport::default();
     let mut written: Vec<(PageId, u64)> = Vec::new();
+    let busy = std::time::Instant::now();
     let mut merge = archive.scan(PageId(0), PageId(u64::MAX), from, to)?;
     let mut next: Option<RunEntry> = next_entry(&mut merge)?;
     let mut buf = vec![0u8; seg_pages as usize * page_size];
     while let Some(first) = next.take() {
         let seg = file.segment_of(first.page);
         let base = PageId(seg * seg_pages);
-        let _seg_lock = file.lock_segment(seg);
+        let seg_lock = file.lock_segment(seg);
         file.read_locked(base, &mut buf)?;
         report.segments += 1;
         let mut slots: Vec<Slot> = buf
@@ -151,7 +152,7 @@ fn replay(
         }
         // Write the changed pages whose last image is above the floor, in runs of
         // adjacent pages; leave the others to the checkpoint's sweep.
-        let _gate = store.pool.shared_write_gate();
+        let gate = store.pool.shared_write_gate();
         let floor = store.pool.image_floor();
         let mut k = 0;
         while k < slots.len() {
@@ -177,12 +178,17 @@ fn replay(
             report.writes += 1;
             report.pages += (k - start) as u64;
         }
+        drop(gate);
+        drop(seg_lock);
+        if !written.is_empty() {
+            // Durable before any CleanLSN moves.
+            store.pool.sync()?;
+            for (id, lsn) in written.drain(..) {
+                store.pool.mark_propagated(id, lsn, to);
+            }
+        }
     }
-    // Durable before any CleanLSN moves.
-    store.pool.sync()?;
-    for (id, lsn) in written {
-        store.pool.mark_propagated(id, lsn, to);
-    }
+    counters.busy(busy.elapsed());
     counters
         .fallback_pages
         .fetch_add(report.skipped, Ordering::Relaxed);

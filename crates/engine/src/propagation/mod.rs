@@ -160,8 +160,13 @@ pub struct Backlog {
     /// Bytes the propagation strategy wrote to the data file so far (the page cleaner's,
     /// the log cleaner's or the checkpoint sweep's writes; not evictions).
     pub propagated_bytes: u64,
-    /// Write calls those bytes took (a cluster or a segment is one).
+    /// Write calls those bytes took (a cluster or a run of adjacent pages is one).
     pub propagation_writes: u64,
+    /// Time the strategy spent propagating (the page cleaner's rounds, the log
+    /// cleaner's passes: reading, applying, writing and syncing), in microseconds:
+    /// `propagated_bytes` over it is the rate at which it drains dirty pages while it
+    /// works, its write bandwidth.
+    pub propagation_busy_us: u64,
     /// Pages written by eviction so far (dirty victims).
     pub eviction_writes: u64,
     /// Log-based propagation: everything below this LSN is on disk in the data file.
@@ -182,6 +187,8 @@ pub struct Backlog {
 pub(crate) struct Counters {
     pub(crate) propagated_bytes: AtomicU64,
     pub(crate) propagation_writes: AtomicU64,
+    /// Nanoseconds the strategy spent propagating (reading, applying, writing, syncing).
+    pub(crate) busy_nanos: AtomicU64,
     pub(crate) propagated_lsn: AtomicU64,
     pub(crate) fallback_pages: AtomicU64,
     pub(crate) archive_damage: parking_lot::Mutex<Option<String>>,
@@ -193,6 +200,12 @@ impl Counters {
         self.propagated_bytes
             .fetch_add(bytes as u64, Ordering::Relaxed);
         self.propagation_writes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts time spent propagating.
+    pub(crate) fn busy(&self, d: std::time::Duration) {
+        self.busy_nanos
+            .fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
     }
 }
 
