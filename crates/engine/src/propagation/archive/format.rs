@@ -365,7 +365,10 @@ impl RunReader {
             let bad = if ie.offset != next {
                 Some(format!("block {i} is at {}, not at {next}", ie.offset))
             } else if (ie.len as usize) < BLOCK_HEAD + BLOCK_TAIL || ie.count == 0 {
-                Some(format!("block {i} is {} bytes with {} entries", ie.len, ie.count))
+                Some(format!(
+                    "block {i} is {} bytes with {} entries",
+                    ie.len, ie.count
+                ))
             } else if i > 0 && ie.first_page < index[i - 1].first_page {
                 Some(format!("block {i} starts below the block before it"))
             } else {
@@ -423,7 +426,9 @@ impl RunReader {
             let rlen = u32_at(&b, p + 24) as usize;
             p += ENTRY_HEAD;
             if rlen > body - p {
-                return Err(damage(format!("an entry of {rlen} bytes runs past the block")));
+                return Err(damage(format!(
+                    "an entry of {rlen} bytes runs past the block"
+                )));
             }
             if lsn < self.from || lsn >= end || end > self.to {
                 return Err(damage(format!(
@@ -450,7 +455,10 @@ impl RunReader {
             p += rlen;
         }
         if out.len() != count as usize {
-            return Err(damage(format!("{} entries, the head says {count}", out.len())));
+            return Err(damage(format!(
+                "{} entries, the head says {count}",
+                out.len()
+            )));
         }
         Ok(out)
     }

@@ -284,7 +284,8 @@ impl Cursor {
 impl Merge {
     /// Reads the next entry of cursor `i` into the heap.
     fn refill(&mut self, i: usize) -> std::result::Result<(), ScanError> {
-        if let Some((page, lsn)) = self.cursors[i].head(self.first, self.last, self.from, self.to)?
+        if let Some((page, lsn)) =
+            self.cursors[i].head(self.first, self.last, self.from, self.to)?
         {
             self.heap.push(Reverse((page, lsn, i)));
         }
@@ -483,7 +484,13 @@ impl Archive {
             let end = rec.end;
             held += entries_of(rec, &mut entries)?;
             if held > budget {
-                emit(RunMeta { from: run_from, to: end }, std::mem::take(&mut entries))?;
+                emit(
+                    RunMeta {
+                        from: run_from,
+                        to: end,
+                    },
+                    std::mem::take(&mut entries),
+                )?;
                 run_from = end;
                 held = 0;
             }
@@ -503,7 +510,7 @@ impl Archive {
     /// Writes `entries` as the run `run` under `name` (synced, not yet visible under a
     /// run's name): as `<name>.tmp`, then renamed to `name`.
     fn write(&self, run: RunMeta, mut entries: Vec<RunEntry>, name: &str) -> Result<()> {
-        entries.sort_by(|a, b| (a.page, a.lsn).cmp(&(b.page, b.lsn)));
+        entries.sort_by_key(|e| (e.page, e.lsn));
         let tmp = self.dir.join(format!("{}{TMP}", run.name()));
         let io = |e| file_error("archive run", &tmp, e);
         let f = self
@@ -626,7 +633,10 @@ impl Archive {
                     .rename(a, b)
                     .map_err(|e| file_error("archive run", a, e))
             };
-            rename(&old_path, &self.dir.join(format!("{}{DAMAGED}", old.name())))?;
+            rename(
+                &old_path,
+                &self.dir.join(format!("{}{DAMAGED}", old.name())),
+            )?;
             rename(&self.dir.join(&new_name), &self.dir.join(run.name()))?;
             self.sync_dir()?;
             let mut runs = self.runs.lock();
