@@ -408,7 +408,9 @@ impl Archive {
         })
     }
 
-    /// The end of the last run (0 if there is none).
+    /// The end of the last run (0 if there is none). Runs removed by
+    /// [`Archive::remove_below`] do not lower it while the archive is open, so a later
+    /// `catch_up` never archives that part of the log again.
     pub(crate) fn archived_lsn(&self) -> Lsn {
         Lsn(self.archived.load(Ordering::Acquire))
     }
@@ -553,16 +555,12 @@ impl Archive {
 
     /// Every entry with LSN in `[from, to)`, pages `first..=last`, across runs.
     pub(crate) fn scan(&self, first: PageId, last: PageId, from: Lsn, to: Lsn) -> Result<Merge> {
-        let runs: Vec<RunMeta> = self
-            .runs
-            .lock()
-            .iter()
-            .filter(|r| r.from < to && r.to > from)
-            .copied()
-            .collect();
-        let mut cursors = Vec::with_capacity(runs.len());
+        // The files are opened under the lock: a run's file is renamed or removed only
+        // under it or once the run has left the list, and an open file stays readable.
+        let runs = self.runs.lock();
+        let mut cursors = Vec::new();
         if first <= last {
-            for run in runs {
+            for &run in runs.iter().filter(|r| r.from < to && r.to > from) {
                 let path = self.dir.join(run.name());
                 let file = self
                     .storage
@@ -580,6 +578,7 @@ impl Archive {
                 });
             }
         }
+        drop(runs);
         Ok(Merge {
             first,
             last,
@@ -633,16 +632,17 @@ impl Archive {
                     .rename(a, b)
                     .map_err(|e| file_error("archive run", a, e))
             };
-            rename(
-                &old_path,
-                &self.dir.join(format!("{}{DAMAGED}", old.name())),
-            )?;
-            rename(&self.dir.join(&new_name), &self.dir.join(run.name()))?;
-            self.sync_dir()?;
-            let mut runs = self.runs.lock();
-            if let Some(r) = runs.iter_mut().find(|r| **r == old) {
-                *r = run;
+            {
+                // Under the lock, so no scan opens a run's name between the renames.
+                let mut runs = self.runs.lock();
+                let damaged = self.dir.join(format!("{}{DAMAGED}", old.name()));
+                rename(&old_path, &damaged)?;
+                rename(&self.dir.join(&new_name), &self.dir.join(run.name()))?;
+                if let Some(r) = runs.iter_mut().find(|r| **r == old) {
+                    *r = run;
+                }
             }
+            self.sync_dir()?;
         }
         Ok(())
     }
@@ -660,12 +660,13 @@ impl Archive {
         if doomed.is_empty() {
             return Ok(());
         }
+        // Out of the list first: a scan that opened one already keeps reading it.
+        self.runs.lock().retain(|r| !doomed.contains(r));
         for run in &doomed {
             let path = self.dir.join(run.name());
             self.storage
                 .remove(&path)
                 .map_err(|e| file_error("archive run", &path, e))?;
-            self.runs.lock().retain(|r| r != run);
         }
         self.sync_dir()
     }

@@ -513,6 +513,16 @@ fn remove_below_removes_whole_runs_only() {
     let names = st.list(Path::new("/arch")).unwrap();
     assert_eq!(names.len(), runs.len() - 3, "{names:?}");
     assert_eq!(archive_on(&st).runs(), runs[3..].to_vec());
+
+    // A scan that has begun keeps reading the runs removed under it.
+    let from = runs[3].0;
+    let mut merge = a.scan(ALL.0, ALL.1, EVER.0, EVER.1).unwrap();
+    let mut got = vec![merge.next().unwrap().unwrap()];
+    a.remove_below(durable).unwrap();
+    assert!(a.runs().is_empty());
+    assert!(st.list(Path::new("/arch")).unwrap().is_empty());
+    got.extend(merge.map(|r| r.unwrap()));
+    assert_eq!(got, expected(log(&db), ALL, from, durable));
 }
 
 /// A power loss at each operation of writing a run: the archive reopens, shows no
