@@ -126,6 +126,21 @@ impl DataFile {
             .map_err(|e| self.error(e))
     }
 
+    /// Writes sealed images of the adjacent pages `first`, `first + 1`, ... (`bytes` is
+    /// their concatenation) with one write: the page cleaner's clusters. Volatile until
+    /// [`DataFile::sync`].
+    pub(crate) fn write_pages(&self, first: PageId, bytes: &[u8]) -> Result<()> {
+        assert!(
+            !bytes.is_empty() && bytes.len() % self.page_size == 0,
+            "a cluster of {} bytes is not whole pages of {}",
+            bytes.len(),
+            self.page_size
+        );
+        self.file
+            .write_at(bytes, self.offset(first))
+            .map_err(|e| self.error(e))
+    }
+
     /// Makes every write so far durable.
     pub(crate) fn sync(&self) -> Result<()> {
         self.file.sync_data().map_err(|e| self.error(e))

@@ -98,8 +98,21 @@ impl Inner {
 
     /// Called by committing threads: wakes the background checkpointer if a checkpoint
     /// is due. Never runs one on the calling thread.
+    /// Under the page strategy, log-space pressure also wakes the page cleaner: only
+    /// written pages let the log be truncated, and its checkpoints write none.
     pub(crate) fn maybe_checkpoint(&self) {
-        if !self.options.read_only && self.checkpoint_due(false).is_some() {
+        if self.options.read_only {
+            return;
+        }
+        if let Some(trigger) = self.checkpoint_due(false) {
+            if trigger == Trigger::Pressure
+                && matches!(
+                    self.propagation.strategy,
+                    crate::propagation::Strategy::Page(_)
+                )
+            {
+                self.propagation.cleaner.notify();
+            }
             self.checkpointer.notify();
         }
     }
@@ -295,6 +308,13 @@ impl Inner {
         match self.propagation.strategy {
             Strategy::CheckpointSweep => {}
             Strategy::Page(_) => {
+                // Eviction pressure: a fetch that has to write a dirty victim wakes it.
+                let hook = weak.clone();
+                self.store.pool.set_dirty_victim_hook(Box::new(move || {
+                    if let Some(inner) = hook.upgrade() {
+                        inner.propagation.cleaner.notify();
+                    }
+                }));
                 let job: Arc<dyn Job> = Arc::new(CleanerJob(weak));
                 self.propagation.cleaner.start(
                     "sluice-cleaner",
