@@ -315,4 +315,395 @@ mod tests {
         let out = select(cfg(Policy::Mixed, 8), 64, c);
         assert_eq!(ids(&out), vec![vec![50]]);
     }
+
+    /// Rounds on a real database: the cleaner thread is stopped so that only the rounds
+    /// the tests run write pages (and counts are exact).
+    mod on_a_database {
+        use super::*;
+        use crate::propagation::Strategy;
+        use crate::{Database, Options, Table};
+        use sluice_storage::{SimStorage, TraceEvent};
+        use std::path::Path;
+        use std::sync::atomic::Ordering;
+        use std::sync::Arc;
+        use std::time::{Duration, Instant};
+
+        const PAGE: usize = 1024;
+
+        fn options(policy: Policy) -> Options {
+            let mut o = Options::small();
+            assert_eq!(o.page_size, PAGE);
+            o.checkpoint_log_bytes = 0; // only the checkpoints the tests ask for
+            o.checkpoint_interval = Duration::from_secs(3600);
+            o.cleaner_interval = Duration::from_secs(3600);
+            o.propagation = Strategy::Page(PageCleaner { policy, heap: 0 });
+            o
+        }
+
+        fn open(sim: &SimStorage, policy: Policy) -> Database {
+            let db = Database::open(Arc::new(sim.pinned()), "/db", options(policy)).unwrap();
+            db.inner.propagation.cleaner.stop();
+            db
+        }
+
+        fn key(i: usize) -> Vec<u8> {
+            format!("key{i:05}").into_bytes()
+        }
+
+        /// Puts keys `from..to` with `value`, `per_txn` to a transaction.
+        fn put(db: &Database, t: &Table, keys: std::ops::Range<usize>, value: u8) {
+            let mut tx = db.begin();
+            for i in keys {
+                tx.put(t, &key(i), &[value; 100]).unwrap();
+            }
+            tx.commit().unwrap();
+        }
+
+        fn dirty(db: &Database) -> usize {
+            db.inner.store.pool.dirty_summary().0
+        }
+
+        fn round_of(db: &Database, policy: Policy) -> Cleaned {
+            let cfg = PageCleaner { policy, heap: 0 };
+            round(&db.inner.store.pool, cfg, &db.inner.propagation.counters).unwrap()
+        }
+
+        fn counted(db: &Database) -> (u64, u64) {
+            let c = &db.inner.propagation.counters;
+            (
+                c.propagated_bytes.load(Ordering::Relaxed),
+                c.propagation_writes.load(Ordering::Relaxed),
+            )
+        }
+
+        /// The writes to the data file since the last call.
+        fn data_writes(sim: &SimStorage) -> Vec<(u64, u64)> {
+            sim.take_trace()
+                .into_iter()
+                .filter_map(|e| match e {
+                    TraceEvent::Write { path, offset, len } if path == Path::new("/db/data") => {
+                        Some((offset, len))
+                    }
+                    _ => None,
+                })
+                .collect()
+        }
+
+        /// A table of 100 keys (about a dozen leaves, allocated one after another), all
+        /// of them dirty again after a round cleaned the pool.
+        fn dirty_table(sim: &SimStorage) -> (Database, Table) {
+            let db = open(sim, Policy::None);
+            let t = db.create_table("t").unwrap();
+            for b in 0..4 {
+                put(&db, &t, b * 25..(b + 1) * 25, 1);
+            }
+            round_of(&db, Policy::None);
+            assert_eq!(dirty(&db), 0);
+            put(&db, &t, 0..100, 2);
+            (db, t)
+        }
+
+        #[test]
+        fn a_round_cleans_and_counts_what_it_wrote() {
+            let sim = SimStorage::new(21);
+            let db = open(&sim, Policy::None);
+            let t = db.create_table("t").unwrap();
+            for b in 0..4 {
+                put(&db, &t, b * 30..(b + 1) * 30, 1);
+            }
+            let before = dirty(&db);
+            assert!(before >= 8, "only {before} dirty pages");
+            let writes = db.stats().pool.writes;
+            let (bytes0, calls0) = counted(&db);
+            sim.set_trace(true);
+            let done = round_of(&db, Policy::None);
+            let trace = data_writes(&sim);
+            // `None` takes every dirty page, and nothing else changes them meanwhile.
+            assert_eq!(done.pages, before);
+            assert_eq!(dirty(&db), 0);
+            assert_eq!(db.stats().pool.writes - writes, before as u64);
+            let (bytes, calls) = counted(&db);
+            assert_eq!(bytes - bytes0, (before * PAGE) as u64);
+            assert_eq!(calls - calls0, done.writes as u64);
+            // What was counted is what reached the file.
+            assert_eq!(trace.len(), done.writes);
+            assert_eq!(
+                trace.iter().map(|w| w.1).sum::<u64>(),
+                (before * PAGE) as u64
+            );
+            // Adjacent leaves went together.
+            assert!(done.writes < done.pages, "{done:?}: nothing clustered");
+            // A clean pool: nothing to do.
+            assert_eq!(round_of(&db, Policy::None), Cleaned::default());
+            db.verify().unwrap();
+        }
+
+        #[test]
+        fn an_oldest_round_cleans_the_oldest_pages_within_its_heap() {
+            let sim = SimStorage::new(22);
+            let db = open(&sim, Policy::Oldest);
+            let t = db.create_table("t").unwrap();
+            for b in 0..8 {
+                put(&db, &t, b * 30..(b + 1) * 30, 1);
+            }
+            let pool = &db.inner.store.pool;
+            let mut recs: Vec<u64> = pool
+                .cleaning_candidates()
+                .iter()
+                .map(|c| c.rec_lsn)
+                .collect();
+            recs.sort_unstable();
+            let k = heap_size(0, pool.frame_count());
+            assert!(recs.len() > k, "{} dirty pages, heap {k}", recs.len());
+            let before = dirty(&db);
+            let done = round_of(&db, Policy::Oldest);
+            assert_eq!(done.pages, k);
+            assert_eq!(dirty(&db), before - k);
+            // What is left is the younger pages.
+            let (_, oldest) = pool.dirty_summary();
+            assert_eq!(oldest, Some(recs[k]));
+            db.verify().unwrap();
+        }
+
+        #[test]
+        fn a_cluster_of_adjacent_dirty_pages_is_one_write() {
+            let sim = SimStorage::new(23);
+            let (db, _t) = dirty_table(&sim);
+            let pool = &db.inner.store.pool;
+            let clusters = select(
+                PageCleaner {
+                    policy: Policy::None,
+                    heap: 0,
+                },
+                pool.frame_count(),
+                pool.cleaning_candidates(),
+            );
+            let cluster = clusters.iter().max_by_key(|c| c.len()).unwrap();
+            let n = cluster.len();
+            assert!(n >= 3, "longest cluster {n} pages");
+            let frames: Vec<usize> = cluster.iter().map(|c| c.frame).collect();
+            let (bytes0, calls0) = counted(&db);
+            sim.set_trace(true);
+            let done = pool
+                .write_cluster(&frames, &db.inner.propagation.counters)
+                .unwrap();
+            assert_eq!(
+                done,
+                Cleaned {
+                    pages: n,
+                    writes: 1
+                }
+            );
+            assert_eq!(
+                data_writes(&sim),
+                vec![(cluster[0].page.0 * PAGE as u64, (n * PAGE) as u64)]
+            );
+            assert_eq!(counted(&db), (bytes0 + (n * PAGE) as u64, calls0 + 1));
+            // Each page is clean and on disk as in memory, sealed.
+            let mut disk = vec![0u8; PAGE];
+            for c in cluster {
+                let f = &pool.frames[c.frame];
+                assert!(!f.is_dirty());
+                pool.read_disk(c.page, &mut disk).unwrap();
+                assert!(crate::page::checksum_ok(&disk), "page {}", c.page);
+                assert_eq!(
+                    crate::page::page_lsn(&disk),
+                    f.page_lsn.load(Ordering::SeqCst)
+                );
+            }
+            // Only that cluster was written.
+            assert_eq!(dirty(&db), clusters.iter().map(Vec::len).sum::<usize>() - n);
+            db.verify().unwrap();
+        }
+
+        #[test]
+        fn a_busy_frame_splits_the_cluster() {
+            let sim = SimStorage::new(24);
+            let (db, _t) = dirty_table(&sim);
+            let pool = &db.inner.store.pool;
+            let cands = pool.cleaning_candidates();
+            let clusters = select(
+                PageCleaner {
+                    policy: Policy::None,
+                    heap: 0,
+                },
+                pool.frame_count(),
+                cands,
+            );
+            let cluster = clusters.iter().max_by_key(|c| c.len()).unwrap();
+            let n = cluster.len();
+            assert!(n >= 3, "longest cluster {n} pages");
+            let frames: Vec<usize> = cluster.iter().map(|c| c.frame).collect();
+            // Someone else is writing the second page.
+            let busy = pool.frames[frames[1]].io.lock();
+            sim.set_trace(true);
+            let done = pool
+                .write_cluster(&frames, &db.inner.propagation.counters)
+                .unwrap();
+            drop(busy);
+            let first = cluster[0].page.0 * PAGE as u64;
+            let third = cluster[2].page.0 * PAGE as u64;
+            assert_eq!(
+                done,
+                Cleaned {
+                    pages: n - 1,
+                    writes: 2
+                }
+            );
+            assert_eq!(
+                data_writes(&sim),
+                vec![(first, PAGE as u64), (third, ((n - 2) * PAGE) as u64)]
+            );
+            assert!(pool.frames[frames[1]].is_dirty());
+            db.verify().unwrap();
+        }
+
+        /// Pages whose last image is at or below the image floor would have nothing to
+        /// restart from if their write tore: they leave the cluster and go through
+        /// `write_frame`, which logs an image first.
+        #[test]
+        fn pages_without_an_image_above_the_floor_are_imaged_and_written_alone() {
+            let sim = SimStorage::new(25);
+            let (db, t) = dirty_table(&sim);
+            let pool = &db.inner.store.pool;
+            let candidates = pool.cleaning_candidates();
+            let n = candidates.len();
+            let floor = db.inner.store.log.released_lsn();
+            pool.raise_image_floor(floor).unwrap();
+            sim.set_trace(true);
+            let done = round_of(&db, Policy::None);
+            assert_eq!(
+                done,
+                Cleaned {
+                    pages: n,
+                    writes: n
+                }
+            );
+            let trace = data_writes(&sim);
+            assert_eq!(trace.len(), n);
+            assert!(trace.iter().all(|w| w.1 == PAGE as u64));
+            assert_eq!(counted(&db).1 as usize, done.writes + 1); // + dirty_table's round
+            for c in &candidates {
+                let f = &pool.frames[c.frame];
+                assert!(
+                    f.image_lsn.load(Ordering::SeqCst) > floor.0,
+                    "page {}",
+                    c.page
+                );
+                assert!(!f.is_dirty());
+            }
+            // A crash now: the imaged pages restart from their images.
+            sim.crash();
+            drop((t, db));
+            let db = open(&sim, Policy::None);
+            let t = db.table("t").unwrap();
+            let mut tx = db.begin();
+            for i in 0..100 {
+                assert_eq!(
+                    tx.get(&t, &key(i)).unwrap().as_deref(),
+                    Some(&[2u8; 100][..])
+                );
+            }
+            tx.commit().unwrap();
+            db.verify().unwrap();
+        }
+
+        /// Every policy, rounds between commits, a checkpoint, evictions: after a crash
+        /// every committed key is there.
+        #[test]
+        fn committed_keys_survive_a_crash_after_cleaning() {
+            let policies = [
+                Policy::Oldest,
+                Policy::Coldest,
+                Policy::Hottest,
+                Policy::None,
+                Policy::Clustered { min_pages: 4 },
+                Policy::Mixed,
+            ];
+            for (seed, policy) in policies.into_iter().enumerate() {
+                let sim = SimStorage::new(100 + seed as u64);
+                let db = open(&sim, policy);
+                let t = db.create_table("t").unwrap();
+                let mut written = 0;
+                let mut expected = [0u8; 600];
+                for b in 0..30 {
+                    // Some keys twice, so pages get dirty again after being cleaned.
+                    let from = if b % 3 == 2 { (b - 2) * 20 } else { b * 20 };
+                    put(&db, &t, from..(b + 1) * 20, b as u8);
+                    expected[from..(b + 1) * 20].fill(b as u8);
+                    if b % 4 == 3 {
+                        written += round_of(&db, policy).pages;
+                    }
+                    if b == 15 {
+                        db.checkpoint().unwrap();
+                    }
+                }
+                assert!(written > 0, "{policy:?} wrote nothing");
+                assert!(counted(&db).0 > 0);
+                db.verify().unwrap();
+                sim.crash();
+                drop((t, db));
+                let db = open(&sim, policy);
+                let t = db.table("t").unwrap();
+                let mut tx = db.begin();
+                for (i, &v) in expected.iter().enumerate() {
+                    assert_eq!(
+                        tx.get(&t, &key(i)).unwrap().as_deref(),
+                        Some(&[v; 100][..]),
+                        "{policy:?}: key {i}"
+                    );
+                }
+                tx.commit().unwrap();
+                db.verify().unwrap();
+            }
+        }
+
+        /// Eviction pressure wakes the cleaner thread: its period is an hour, yet it
+        /// writes once fetches meet dirty victims.
+        #[test]
+        fn a_dirty_victim_wakes_the_cleaner() {
+            let sim = SimStorage::new(26);
+            let db =
+                Database::open(Arc::new(sim.pinned()), "/db", options(Policy::Oldest)).unwrap();
+            let t = db.create_table("t").unwrap();
+            assert_eq!(counted(&db), (0, 0));
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let mut i = 0;
+            while counted(&db).1 == 0 {
+                assert!(Instant::now() < deadline, "the cleaner never ran");
+                put(&db, &t, i..i + 20, 3);
+                i += 20;
+                if db.stats().pool.victim_writes > 0 {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            assert!(db.stats().pool.victim_writes > 0);
+            db.verify().unwrap();
+        }
+
+        /// Log-space pressure wakes the cleaner: a transaction left open pins the log,
+        /// checkpoints cannot truncate it, and once the log kept is past its bound the
+        /// committers notify the cleaner (period an hour, no dirty victim: nothing else
+        /// would).
+        #[test]
+        fn log_pressure_wakes_the_cleaner() {
+            let sim = SimStorage::new(27);
+            let mut o = options(Policy::Oldest);
+            o.checkpoint_log_bytes = 16 << 10;
+            let db = Database::open(Arc::new(sim.pinned()), "/db", o).unwrap();
+            let t = db.create_table("t").unwrap();
+            let mut pin = db.begin();
+            pin.put(&t, b"pinned", b"x").unwrap();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            let mut i = 0u8;
+            while counted(&db).1 == 0 {
+                assert!(Instant::now() < deadline, "the cleaner never ran");
+                put(&db, &t, 0..10, i);
+                i = i.wrapping_add(1);
+            }
+            assert_eq!(db.stats().pool.victim_writes, 0);
+            pin.commit().unwrap();
+            db.verify().unwrap();
+        }
+    }
 }
