@@ -131,7 +131,7 @@ impl DataFile {
     /// [`DataFile::sync`].
     pub(crate) fn write_pages(&self, first: PageId, bytes: &[u8]) -> Result<()> {
         assert!(
-            !bytes.is_empty() && bytes.len() % self.page_size == 0,
+            !bytes.is_empty() && bytes.len().is_multiple_of(self.page_size),
             "a cluster of {} bytes is not whole pages of {}",
             bytes.len(),
             self.page_size
