@@ -14,8 +14,10 @@
 //!   written alone by `write_frame`, which logs its image first;
 //! * CleanLSN advances (fetch_max) to the PageLSN copied, after the write.
 //!
-//! Frames are pinned while they are worked on, so they are not evicted meanwhile, and no
-//! latch is waited for while the write gate is held.
+//! Frames are pinned while they are worked on, so they are not evicted meanwhile. No
+//! latch is waited for while the write gate is held, nor while another frame of the
+//! cluster is pinned (a latch holder may be waiting for a frame to be unpinned): a later
+//! frame whose latch is taken is left out, which splits the cluster.
 
 use super::frame::STATE_READY;
 use super::{BufferPool, PageRef, Wait};
@@ -52,8 +54,10 @@ struct Copied<'a> {
     copy: Vec<u8>,
     lsn: u64,
     image: u64,
-    io: MutexGuard<'a, ()>,
-    pin: PageRef<'a>,
+    /// Held for its drop: the frame's I/O lock.
+    _io: MutexGuard<'a, ()>,
+    /// Held for its drop: the pin.
+    _pin: PageRef<'a>,
 }
 
 impl BufferPool {
@@ -104,9 +108,10 @@ impl BufferPool {
             return Ok(done);
         }
 
-        // Pin, lock for I/O, copy. Waiting for an S latch while holding other frames' I/O
-        // locks is safe: nobody holding a latch waits for an I/O lock (eviction only
-        // tries them; a checkpoint holds no latch and one I/O lock at a time).
+        // Pin, lock for I/O, copy. A latch is waited for only while nothing else is held:
+        // a latch holder may be waiting for a frame to be unpinned (a fetch with every
+        // frame pinned), and a cluster can pin as many frames as the pool has. Later
+        // frames whose latch is taken are left out, which splits the cluster.
         let mut copied: Vec<Copied<'_>> = Vec::with_capacity(frames.len());
         for &i in frames {
             let Some(pin) = self.pin_frame(i) else {
@@ -117,7 +122,14 @@ impl BufferPool {
                 continue;
             };
             let (copy, lsn) = {
-                let g = f.latch.read();
+                let g = if copied.is_empty() {
+                    f.latch.read()
+                } else {
+                    match f.latch.try_read() {
+                        Some(g) => g,
+                        None => continue,
+                    }
+                };
                 if !f.valid.load(Ordering::Acquire) || !f.is_dirty() {
                     continue;
                 }
@@ -136,8 +148,8 @@ impl BufferPool {
                 copy,
                 lsn,
                 image,
-                io,
-                pin,
+                _io: io,
+                _pin: pin,
             });
         }
         let Some(max) = copied.iter().map(|c| c.lsn).max() else {
@@ -177,22 +189,26 @@ impl BufferPool {
         };
 
         // Pages with no image above the floor: `write_frame` logs one (under the X latch,
-        // outside the gate) and writes them. It takes the I/O lock itself.
-        for c in unimaged {
-            let Copied {
-                frame,
-                io,
-                pin,
-                copy,
-                ..
-            } = c;
-            drop(io);
+        // outside the gate) and writes them, one at a time, holding nothing else (it waits
+        // for latches): their I/O locks and pins are let go first, and each is pinned
+        // again if it still holds the same page.
+        let unimaged: Vec<(usize, PageId, usize)> = unimaged
+            .into_iter()
+            .map(|c| (c.frame, c.id, c.copy.len()))
+            .collect();
+        for (frame, id, bytes) in unimaged {
+            let Some(pin) = self.pin_frame(frame) else {
+                continue;
+            };
+            if pin.id() != id {
+                continue;
+            }
             let f = &self.frames[frame];
             let was_dirty = f.is_dirty();
             let written = self.write_frame(frame, Wait::Block)?;
             assert!(written, "a blocking write always completes");
             if was_dirty && !f.is_dirty() {
-                counters.wrote(copy.len());
+                counters.wrote(bytes);
                 done += Cleaned {
                     pages: 1,
                     writes: 1,
