@@ -98,6 +98,7 @@ impl Inner {
 
     /// Called by committing threads: wakes the background checkpointer if a checkpoint
     /// is due. Never runs one on the calling thread.
+    ///
     /// Under the page strategy, log-space pressure also wakes the page cleaner: only
     /// written pages let the log be truncated, and its checkpoints write none.
     pub(crate) fn maybe_checkpoint(&self) {
