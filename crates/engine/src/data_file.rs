@@ -177,6 +177,32 @@ impl DataFile {
             .map_err(|e| self.error(e))
     }
 
+    /// Writes sealed images of the adjacent pages `first`, `first + 1`, ... (`bytes` is
+    /// their concatenation) with one write: the page cleaner's clusters. Volatile until
+    /// [`DataFile::sync`].
+    pub(crate) fn write_pages(&self, first: PageId, bytes: &[u8]) -> Result<()> {
+        assert!(
+            !bytes.is_empty() && bytes.len().is_multiple_of(self.page_size),
+            "a cluster of {} bytes is not whole pages of {}",
+            bytes.len(),
+            self.page_size
+        );
+        // One write, under the locks of every segment it spans (distinct stripes, in
+        // order: only the page cleaner holds more than one, so nobody waits for a
+        // stripe while holding another it needs).
+        let last = first.0 + (bytes.len() / self.page_size) as u64 - 1;
+        let mut stripes: Vec<usize> = (first.0 / self.segment_pages..=last / self.segment_pages)
+            .map(|seg| (seg % SEGMENT_STRIPES as u64) as usize)
+            .collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let _held: Vec<MutexGuard<'_, ()>> = stripes
+            .into_iter()
+            .map(|i| self.segment_locks[i].lock())
+            .collect();
+        self.write_locked(first, bytes)
+    }
+
     /// Makes every write so far durable.
     pub(crate) fn sync(&self) -> Result<()> {
         self.file.sync_data().map_err(|e| self.error(e))

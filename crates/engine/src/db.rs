@@ -745,8 +745,9 @@ impl Database {
         }
     }
 
-    /// Checkpoints, then checks every table (levels, key order, separators, leaf chain)
-    /// and reads every page of the data file back from disk to verify its checksum.
+    /// Checkpoints (writing every dirty page, whatever the propagation strategy), then
+    /// checks every table (levels, key order, separators, leaf chain) and reads every
+    /// page of the data file back from disk to verify its checksum.
     ///
     /// Read-only, it cannot checkpoint: it checks the tables as they are (with what
     /// recovery changed in memory) and skips on disk the pages recovery changed, whose
@@ -757,7 +758,8 @@ impl Database {
             let dirty = self.inner.store.pool.dirty_pages();
             dirty.into_iter().map(|(p, _)| p).collect()
         } else {
-            self.checkpoint()?;
+            self.inner.check()?;
+            self.inner.checkpoint_with(true)?;
             Default::default()
         };
         let inner = &self.inner;

@@ -98,8 +98,22 @@ impl Inner {
 
     /// Called by committing threads: wakes the background checkpointer if a checkpoint
     /// is due. Never runs one on the calling thread.
+    ///
+    /// Under the page strategy, log-space pressure also wakes the page cleaner: only
+    /// written pages let the log be truncated, and its checkpoints write none.
     pub(crate) fn maybe_checkpoint(&self) {
-        if !self.options.read_only && self.checkpoint_due(false).is_some() {
+        if self.options.read_only {
+            return;
+        }
+        if let Some(trigger) = self.checkpoint_due(false) {
+            if trigger == Trigger::Pressure
+                && matches!(
+                    self.propagation.strategy,
+                    crate::propagation::Strategy::Page(_)
+                )
+            {
+                self.propagation.cleaner.notify();
+            }
             self.checkpointer.notify();
         }
     }
@@ -109,9 +123,10 @@ impl Inner {
         self.checkpoint_with(false)
     }
 
-    /// A checkpoint now; `closing`: the last one before close, which writes every dirty
-    /// page whatever the strategy, so a clean close leaves nothing to redo.
-    fn checkpoint_with(&self, closing: bool) -> Result<()> {
+    /// A checkpoint now; `closing`: the last one before close (or `verify`'s), which
+    /// writes every dirty page whatever the strategy, so a clean close leaves nothing to
+    /// redo.
+    pub(crate) fn checkpoint_with(&self, closing: bool) -> Result<()> {
         let guard = self.checkpoints.lock.lock();
         let mut scope = self.checkpoint_scope();
         scope.sweep_all = closing;
@@ -306,6 +321,13 @@ impl Inner {
         match self.propagation.strategy {
             Strategy::CheckpointSweep => {}
             Strategy::Page(_) => {
+                // Eviction pressure: a fetch that has to write a dirty victim wakes it.
+                let hook = weak.clone();
+                self.store.pool.set_dirty_victim_hook(Box::new(move || {
+                    if let Some(inner) = hook.upgrade() {
+                        inner.propagation.cleaner.notify();
+                    }
+                }));
                 let job: Arc<dyn Job> = Arc::new(CleanerJob(weak));
                 self.propagation.cleaner.start(
                     "sluice-cleaner",

@@ -211,7 +211,7 @@ impl Options {
             )));
         }
         let seg = self.propagation_segment_bytes;
-        if seg < self.page_size || seg % self.page_size != 0 {
+        if seg < self.page_size || !seg.is_multiple_of(self.page_size) {
             return Err(Error::InvalidArgument(format!(
                 "propagation segment of {seg} bytes must be a positive multiple of the page size {}",
                 self.page_size

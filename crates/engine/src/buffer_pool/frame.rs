@@ -24,6 +24,10 @@ pub(crate) struct Frame {
     pub(crate) pin: AtomicU32,
     /// CLOCK's second-chance bit.
     pub(crate) referenced: AtomicBool,
+    /// The page's reference count, shared by CLOCK and the page cleaner's coldest- and
+    /// hottest-first policies: 1 when the page is loaded, +1 (saturating) on every hit,
+    /// halved each time the CLOCK hand passes the frame, so it decays with age.
+    pub(crate) heat: AtomicU32,
     /// [`STATE_LOADING`] while the page is being read in (the loader holds the X latch).
     pub(crate) state: AtomicU8,
     /// False if the bytes read from disk did not verify (torn or never written); only
@@ -55,6 +59,7 @@ impl Frame {
             page: AtomicU64::new(PageId::NONE.0),
             pin: AtomicU32::new(0),
             referenced: AtomicBool::new(false),
+            heat: AtomicU32::new(0),
             state: AtomicU8::new(STATE_READY),
             valid: AtomicBool::new(false),
             page_lsn: AtomicU64::new(0),
@@ -68,6 +73,24 @@ impl Frame {
 
     pub(crate) fn page_id(&self) -> PageId {
         PageId(self.page.load(Ordering::Acquire))
+    }
+
+    /// One more reference to the page (saturating).
+    pub(crate) fn heat_up(&self) {
+        // A lost race between two hits costs one count; a CAS loop is not worth it here,
+        // on every fetch.
+        let h = self.heat.load(Ordering::Relaxed);
+        if h < u32::MAX {
+            self.heat.store(h + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// The CLOCK hand passed: halve the reference count.
+    pub(crate) fn cool(&self) {
+        let h = self.heat.load(Ordering::Relaxed);
+        if h > 0 {
+            self.heat.store(h / 2, Ordering::Relaxed);
+        }
     }
 
     /// Dirty iff PageLSN > CleanLSN.

@@ -8,12 +8,14 @@
 //! rule (a page whose last full image is at or below the *image floor* gets a new image
 //! logged, durably, before it is written; see `checkpoint` and ARCHITECTURE.md).
 
+mod cleaning;
 mod frame;
 mod page_ref;
 mod pool;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use cleaning::Cleaned;
 pub(crate) use frame::Frame;
 pub(crate) use page_ref::{PageRef, PageWrite};
 pub use pool::PoolStats;

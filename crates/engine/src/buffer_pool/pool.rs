@@ -12,7 +12,7 @@ use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 use sluice_wal::Lsn;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long a fetch waits for a frame to be unpinned before it reports
@@ -53,18 +53,18 @@ pub(crate) struct BufferPool {
     pub(crate) frames: Box<[Frame]>,
     /// Read-locked by every hit; write-locked to change the map or pick a victim.
     table: RwLock<Table>,
-    file: DataFile,
+    pub(super) file: DataFile,
     pub(super) log: Arc<LogSink>,
     /// A read-only database's pool: it never writes a page back. A dirty frame (changed
     /// by restart recovery in memory) is never a victim; when only dirty or pinned frames
     /// are left, a fetch fails (`read_only_full`).
-    read_only: bool,
+    pub(super) read_only: bool,
     /// The image floor F: a page is written only if its last full image is above F
     /// (otherwise one is logged first). F is the redo point of the last checkpoint whose
     /// data-file sync covers every write made before F was raised; only rises.
-    image_floor: AtomicU64,
+    pub(super) image_floor: AtomicU64,
     /// Restart recovery's redo pass is running (`set_redo`).
-    redo: AtomicBool,
+    pub(super) redo: AtomicBool,
     /// During the redo pass: the pages it has met a full image of in the part of the log
     /// any recovery from the same checkpoint replays for them (`set_redo`).
     redo_imaged: Mutex<HashSet<PageId>>,
@@ -72,16 +72,19 @@ pub(crate) struct BufferPool {
     /// `write_at`; exclusively by a checkpoint while it moves its redo point and the
     /// floor, so that no write straddles either move. Nobody waits for a latch while
     /// holding it, in either mode.
-    write_gate: RwLock<()>,
+    pub(super) write_gate: RwLock<()>,
     /// Set with `poison`: every operation of every transaction asks, and a load of a
     /// flag nobody writes stays in each core's cache where locking the mutex would move
     /// its line between cores on every call.
     poisoned: AtomicBool,
     poison: Mutex<Option<String>>,
     reads: AtomicU64,
-    writes: AtomicU64,
+    pub(super) writes: AtomicU64,
     evictions: AtomicU64,
     victim_writes: AtomicU64,
+    /// Called when a fetch picks a dirty victim (eviction pressure): the page cleaner's
+    /// wake-up under the page strategy (`Inner::start_propagation`).
+    dirty_victim_hook: OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl BufferPool {
@@ -116,6 +119,7 @@ impl BufferPool {
             writes: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             victim_writes: AtomicU64::new(0),
+            dirty_victim_hook: OnceLock::new(),
         }
     }
 
@@ -144,7 +148,13 @@ impl BufferPool {
         self.fail(e)
     }
 
-    fn fail(&self, e: Error) -> Error {
+    /// Sets the hook called when a fetch must write a dirty victim (once; later calls
+    /// are ignored).
+    pub(crate) fn set_dirty_victim_hook(&self, hook: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.dirty_victim_hook.set(hook);
+    }
+
+    pub(super) fn fail(&self, e: Error) -> Error {
         let mut p = self.poison.lock();
         if p.is_none() {
             *p = Some(format!("data file: {e}"));
@@ -153,7 +163,7 @@ impl BufferPool {
         e
     }
 
-    fn check(&self) -> Result<()> {
+    pub(super) fn check(&self) -> Result<()> {
         match self.poisoned() {
             Some(p) => Err(Error::Poisoned(p)),
             None => Ok(()),
@@ -212,6 +222,9 @@ impl BufferPool {
             let old = f.page_id();
             let t = if old.is_some() && f.is_dirty() {
                 drop(t);
+                if let Some(hook) = self.dirty_victim_hook.get() {
+                    hook();
+                }
                 let written = self.write_frame(i, Wait::Try);
                 let t2 = self.table.write();
                 let ok = matches!(written, Ok(true))
@@ -249,6 +262,7 @@ impl BufferPool {
         let f = &self.frames[i];
         f.pin.fetch_add(1, Ordering::AcqRel);
         f.referenced.store(true, Ordering::Relaxed);
+        f.heat_up();
         drop(t);
         let r = PageRef {
             pool: self,
@@ -270,6 +284,7 @@ impl BufferPool {
             let i = t.hand;
             t.hand = (t.hand + 1) % n;
             let f = &self.frames[i];
+            f.cool();
             if f.pin.load(Ordering::Acquire) != 0 {
                 continue;
             }
@@ -333,6 +348,8 @@ impl BufferPool {
             id,
         };
         f.referenced.store(true, Ordering::Relaxed);
+        // A new page: the old one's references say nothing about it.
+        f.heat.store(1, Ordering::Relaxed);
         match self.file.read(id, &mut g) {
             Ok(()) => {
                 self.reads.fetch_add(1, Ordering::Relaxed);
