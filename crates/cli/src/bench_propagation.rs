@@ -198,7 +198,7 @@ fn print_run(r: &PropagationResult, json: bool) {
         println!("note: {n}");
     }
     println!(
-        "note: checkpoints every second (no page writes of their own but with checkpoint-sweep), so REDO length is what the strategy leaves behind"
+        "note: a checkpoint every second (checkpoint-sweep writes the pages dirty since before it; with a page cleaner a checkpoint writes none; log-based propagation replays up to it), so REDO length is what the strategy leaves behind"
     );
     if json {
         println!("{}", json_line(r));
