@@ -14,7 +14,7 @@ use sluice::{
     AgentOptions, Agents, CommitProtocol, Database, Error, Finished, Outcome, Transaction,
 };
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// A workload the driver can run.
@@ -47,6 +47,11 @@ pub struct DriverConfig {
     pub measure: Duration,
     /// Seed for the clients' random streams.
     pub seed: u64,
+    /// Open-loop pacing: at most this many transactions per second are submitted (the
+    /// `n`-th of the run not before `n / rate` seconds after the start), so a run can
+    /// hold a fixed throughput below what the machine does; `None`: every client
+    /// submits its next transaction as soon as the last one finishes.
+    pub rate: Option<f64>,
 }
 
 impl DriverConfig {
@@ -140,24 +145,50 @@ struct ClientState {
     aborted: u64,
 }
 
+/// A client's next submission, deferred until its time comes ([`DriverConfig::rate`]).
+type Deferred = (Instant, Box<dyn FnOnce() + Send>);
+
+/// Holds submissions back to a rate: one thread that submits each deferred one when its
+/// time comes (early, once the run is stopping, so that every client finishes).
+struct Pacer {
+    start: Instant,
+    per_txn: Duration,
+    queue: Mutex<mpsc::Sender<Deferred>>,
+}
+
 struct Run<W: Workload> {
     w: Arc<W>,
     stop: AtomicBool,
     measuring: AtomicBool,
     seq: AtomicU64,
-    committed_total: AtomicU64,
+    committed_total: Arc<AtomicU64>,
+    pacer: Option<Pacer>,
     fatal: Mutex<Option<Error>>,
     finished: Mutex<Vec<ClientState>>,
     all_done: Condvar,
 }
 
-fn step<W: Workload>(run: Arc<Run<W>>, sub: sluice::Submitter, mut c: ClientState) {
+fn step<W: Workload>(run: Arc<Run<W>>, sub: sluice::Submitter, c: ClientState) {
     if run.stop.load(Ordering::Acquire) {
         run.finished.lock().expect("driver").push(c);
         run.all_done.notify_all();
         return;
     }
     let seq = run.seq.fetch_add(1, Ordering::Relaxed);
+    if let Some(p) = &run.pacer {
+        let due = p.start + p.per_txn.mul_f64(seq as f64);
+        if due > Instant::now() {
+            let r = run.clone();
+            let deferred: Box<dyn FnOnce() + Send> = Box::new(move || submit(r, sub, c, seq));
+            // The pacer outlives every client (the driver joins it last).
+            let _ = p.queue.lock().expect("pacer").send((due, deferred));
+            return;
+        }
+    }
+    submit(run, sub, c, seq);
+}
+
+fn submit<W: Workload>(run: Arc<Run<W>>, sub: sluice::Submitter, mut c: ClientState, seq: u64) {
     let input = run.w.input(&mut c.rng, c.id, seq);
     let kind = run.w.kind(&input);
     let w = run.w.clone();
@@ -196,14 +227,54 @@ fn step<W: Workload>(run: Arc<Run<W>>, sub: sluice::Submitter, mut c: ClientStat
     );
 }
 
+/// The pacer's thread: submits each deferred client at its time, or at once when
+/// `stop` is set; ends when `done` is set and nothing is queued.
+fn pace(rx: mpsc::Receiver<Deferred>, stop: impl Fn() -> bool, done: Arc<AtomicBool>) {
+    loop {
+        match rx.recv_timeout(Duration::from_millis(10)) {
+            Ok((due, go)) => {
+                loop {
+                    let now = Instant::now();
+                    if now >= due || stop() {
+                        break;
+                    }
+                    std::thread::sleep((due - now).min(Duration::from_millis(10)));
+                }
+                go();
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if done.load(Ordering::Acquire) {
+                    return;
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}
+
 /// Runs `workload` on `db` as `cfg` says. `tick` gets the fraction of time elapsed.
 pub fn run<W: Workload>(
     db: &Database,
     workload: Arc<W>,
     cfg: &DriverConfig,
+    tick: impl FnMut(f64),
+) -> Result<DriverResult, Error> {
+    run_counting(db, workload, cfg, Arc::new(AtomicU64::new(0)), tick)
+}
+
+/// [`run`], counting every committed transaction (warm-up included) in `committed` as
+/// it is acknowledged, so that another thread can sample the throughput while it runs.
+pub fn run_counting<W: Workload>(
+    db: &Database,
+    workload: Arc<W>,
+    cfg: &DriverConfig,
+    committed: Arc<AtomicU64>,
     mut tick: impl FnMut(f64),
 ) -> Result<DriverResult, Error> {
     assert!(cfg.clients > 0 && cfg.agents > 0);
+    if let Some(r) = cfg.rate {
+        assert!(r.is_finite() && r > 0.0, "a rate is a positive number");
+    }
     let kinds = workload.kinds();
     let agents = Agents::start_with(
         db,
@@ -213,16 +284,36 @@ pub fn run<W: Workload>(
             on_commit_record: None,
         },
     );
+    let committed0 = committed.load(Ordering::Relaxed);
+    let (pace_tx, pace_rx) = mpsc::channel::<Deferred>();
+    let pacer = cfg.rate.map(|r| Pacer {
+        start: Instant::now(),
+        per_txn: Duration::from_secs_f64(1.0 / r),
+        queue: Mutex::new(pace_tx),
+    });
     let run = Arc::new(Run {
         w: workload,
         stop: AtomicBool::new(false),
         measuring: AtomicBool::new(false),
         seq: AtomicU64::new(0),
-        committed_total: AtomicU64::new(0),
+        committed_total: committed,
+        pacer,
         fatal: Mutex::new(None),
         finished: Mutex::new(Vec::new()),
         all_done: Condvar::new(),
     });
+    let pacer_done = Arc::new(AtomicBool::new(false));
+    let pacer_thread = if run.pacer.is_some() {
+        let (r, done) = (run.clone(), pacer_done.clone());
+        Some(
+            std::thread::Builder::new()
+                .name("driver-pacer".into())
+                .spawn(move || pace(pace_rx, || r.stop.load(Ordering::Acquire), done))?,
+        )
+    } else {
+        drop(pace_rx);
+        None
+    };
     let hist = || Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("valid bounds");
     for id in 0..cfg.clients as u32 {
         let c = ClientState {
@@ -269,6 +360,10 @@ pub fn run<W: Workload>(
         while f.len() < cfg.clients {
             f = run.all_done.wait(f).expect("driver");
         }
+    }
+    pacer_done.store(true, Ordering::Release);
+    if let Some(t) = pacer_thread {
+        t.join().expect("the pacer does not panic");
     }
     agents.shutdown();
     if let Some(e) = run.fatal.lock().expect("driver").take() {
@@ -322,6 +417,6 @@ pub fn run<W: Workload>(
         agent_parks_per_txn: parks as f64 / completed.max(1) as f64,
         gather_budget: log1.gather_budget,
         kinds: per_kind,
-        committed_total: run.committed_total.load(Ordering::Relaxed),
+        committed_total: run.committed_total.load(Ordering::Relaxed) - committed0,
     })
 }

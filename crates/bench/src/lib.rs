@@ -12,6 +12,8 @@ pub mod log_insert;
 pub mod log_insert_sweep;
 pub mod plot;
 pub mod plot_bars;
+pub mod propagation;
+pub mod propagation_sweep;
 pub mod report;
 pub mod session;
 pub mod setup;

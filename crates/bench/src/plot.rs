@@ -228,6 +228,54 @@ impl Chart {
     }
 }
 
+/// Writes `charts` as panels of one figure, `cols` to a row, under one `title`:
+/// `stem.png` and `stem.svg` under `dir`.
+pub fn write_grid(
+    title: &str,
+    charts: &[Chart],
+    cols: usize,
+    dir: &Path,
+    stem: &str,
+) -> Result<(), PlotError> {
+    ensure_font();
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let cols = cols.max(1);
+    let rows = charts.len().div_ceil(cols).max(1);
+    let size = (800 * cols as u32, 520 * rows as u32 + 50);
+    fn draw<DB: DrawingBackend>(
+        root: DrawingArea<DB, plotters::coord::Shift>,
+        title: &str,
+        charts: &[Chart],
+        (rows, cols): (usize, usize),
+    ) -> Result<(), PlotError>
+    where
+        DB::ErrorType: 'static,
+    {
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let body = root
+            .titled(title, ("sans-serif", 28))
+            .map_err(|e| e.to_string())?;
+        for (area, chart) in body.split_evenly((rows, cols)).iter().zip(charts) {
+            chart.draw(area)?;
+        }
+        root.present().map_err(|e| e.to_string())
+    }
+    let png = dir.join(format!("{stem}.png"));
+    draw(
+        BitMapBackend::new(&png, size).into_drawing_area(),
+        title,
+        charts,
+        (rows, cols),
+    )?;
+    let svg = dir.join(format!("{stem}.svg"));
+    draw(
+        SVGBackend::new(&svg, size).into_drawing_area(),
+        title,
+        charts,
+        (rows, cols),
+    )
+}
+
 /// A tick label: whole numbers (and anything from 10 up) without decimals — "8", not
 /// "8.0" — so that the crowded ticks of a log axis stay legible.
 fn tick(v: f64) -> String {
@@ -282,6 +330,32 @@ mod tests {
         if let Some(k) = keep {
             std::fs::copy(dir.path().join("fig.png"), k).unwrap();
         }
+    }
+
+    #[test]
+    fn a_grid_draws_every_panel() {
+        let dir = tempfile::tempdir().unwrap();
+        let panel = |t: &str| Chart {
+            title: t.into(),
+            x_label: "s".into(),
+            y_label: "pages".into(),
+            log_x: false,
+            log_y: false,
+            series: vec![Series {
+                label: "line".into(),
+                points: vec![(1.0, 2.0), (2.0, 3.0)],
+            }],
+        };
+        let charts = ["p1", "p2", "p3", "p4"].map(panel);
+        write_grid("four panels", &charts, 2, dir.path(), "grid").unwrap();
+        let svg = std::fs::read_to_string(dir.path().join("grid.svg")).unwrap();
+        for t in ["four panels", "p1", "p4"] {
+            assert!(svg.contains(t), "{t}");
+        }
+        assert_eq!(
+            &std::fs::read(dir.path().join("grid.png")).unwrap()[1..4],
+            b"PNG"
+        );
     }
 
     fn chart(series: Vec<Vec<(f64, f64)>>) -> Chart {

@@ -209,6 +209,7 @@ fn driver_config(spec: &RunSpec, agents: usize, seed: u64) -> DriverConfig {
         warmup: spec.warmup,
         measure: spec.seconds,
         seed,
+        rate: None,
     }
 }
 

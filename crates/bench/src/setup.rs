@@ -122,6 +122,52 @@ pub fn open(s: &Setup) -> Result<BenchDb, Error> {
 }
 
 impl BenchDb {
+    /// Closes the database — cleanly (a final checkpoint), or as a crash at this moment
+    /// would leave it ([`Database::close_as_crashed`]) — and opens the same directories
+    /// again with `options`. Returns the reopened database and how long the open took
+    /// (with `crashed`, that is restart recovery: its report is
+    /// [`Database::recovery_report`]). Every other handle on the database (tables,
+    /// agents, clones) must be gone, or the directory is still locked.
+    pub fn reopen(self, options: Options, crashed: bool) -> Result<(BenchDb, Duration), Error> {
+        let BenchDb {
+            db,
+            log_device,
+            dir,
+            log_dir,
+            _temps,
+        } = self;
+        if crashed {
+            db.close_as_crashed()?;
+        } else {
+            db.close()?;
+        }
+        let storage: Arc<dyn Storage> = Arc::new(OsStorage::new());
+        let log_storage: Arc<dyn Storage> = match &log_device {
+            Some(d) => Arc::new(d.clone()),
+            None => storage.clone(),
+        };
+        let t0 = std::time::Instant::now();
+        let db = Database::open_with_log(storage, &dir, log_storage, &log_dir, options)?;
+        let took = t0.elapsed();
+        Ok((
+            BenchDb {
+                db,
+                log_device,
+                dir,
+                log_dir,
+                _temps,
+            },
+            took,
+        ))
+    }
+
+    /// Closes the database cleanly (a final checkpoint), reporting what failed, before
+    /// its directories go.
+    pub fn close(self) -> Result<(), Error> {
+        let BenchDb { db, _temps, .. } = self;
+        db.close()
+    }
+
     /// Changes the emulated log device's sync latency (no-op on the real disk).
     pub fn set_log_latency(&self, l: Duration) {
         if let Some(d) = &self.log_device {

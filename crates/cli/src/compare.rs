@@ -219,6 +219,8 @@ fn write_out(
                 },
             })
             .collect(),
+        log_y: false,
+        reference: None,
     };
     chart.write(dir, &stem).map_err(Failure::Runtime)
 }

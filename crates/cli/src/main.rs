@@ -4,6 +4,7 @@
 //! and exits with code 2. Runtime failures (an I/O error during a benchmark) exit 1.
 
 mod bench_log_insert;
+mod bench_propagation;
 mod bench_sweep;
 mod bench_txn;
 mod bench_wal;
@@ -66,6 +67,13 @@ enum Bench {
     Tatp(bench_txn::TatpArgs),
     /// Commit-protocol sweeps that draw Aether's figures (CSV, JSON, PNG, SVG).
     CommitSweep(bench_sweep::Args),
+    /// TPC-B in the buffer pool with one update-propagation strategy: dirty pages, REDO
+    /// length, write bandwidth and tps every second, the device's sequential bandwidth,
+    /// and restart time after a crash.
+    Propagation(bench_propagation::Args),
+    /// The propagation experiment swept for the propagation paper's Fig. 3 (bandwidth)
+    /// or Fig. 4 (backlog); writes CSV, JSON, PNG and SVG.
+    PropagationSweep(bench_propagation::SweepArgs),
 }
 
 /// A failure of a command: bad input (exit 2) or a runtime error (exit 1).
@@ -111,6 +119,8 @@ fn main() -> ExitCode {
             Bench::Tpcb(a) => bench_txn::tpcb(a),
             Bench::Tatp(a) => bench_txn::tatp(a),
             Bench::CommitSweep(a) => bench_sweep::run(a),
+            Bench::Propagation(a) => bench_propagation::run(a),
+            Bench::PropagationSweep(a) => bench_propagation::sweep(a),
         },
         Command::Compare(a) => compare::run(a),
         Command::PeerChild(a) => peer_child::run(a),

@@ -1,0 +1,809 @@
+//! Propagation sweeps: the runs behind the propagation paper's Figs. 3 and 4.
+//!
+//! - [`SweepFigure::Bandwidth`] (Fig. 3): at full speed, the page cleaner with oldest-,
+//!   coldest- and hottest-first at candidate heaps of 0.1 %, 1 % and 10 % of the pool,
+//!   no policy, clustered (≥ 8 and ≥ 32 pages), mixed, and log-based propagation; the
+//!   figure is each strategy's mean write bandwidth on a log axis, with the device's
+//!   sequential bandwidth as a reference line.
+//! - [`SweepFigure::Backlog`] (Fig. 4): oldest-first (10 % heap), clustered ≥ 8, mixed
+//!   and log-based, each at low and at high throughput; four panels — dirty pages and
+//!   REDO length over time, low throughput above and high below — one line per strategy.
+//!
+//! Every run is [`crate::propagation::run`] in a fresh temporary database; the device is
+//! measured once, before the first run. A run that fails (or panics: a strategy not built
+//! yet) becomes a row that says why, and the others still run; the files are written
+//! whatever happened.
+
+use crate::plot::{Chart, Series};
+use crate::plot_bars::{Bar, BarChart, Reference};
+use crate::propagation::{self, DeviceBandwidth, PropagationConfig, PropagationResult, Throughput};
+use crate::report::{json_line, thousands, Table};
+use serde::Serialize;
+use sluice::{CommitProtocol, PageCleaner, Policy, Strategy};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Which of the propagation paper's figures a sweep draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SweepFigure {
+    /// Fig. 3: mean write bandwidth per strategy.
+    Bandwidth,
+    /// Fig. 4: dirty pages and REDO length over time, low and high throughput.
+    Backlog,
+}
+
+impl SweepFigure {
+    /// Both, in the paper's order.
+    pub const ALL: [SweepFigure; 2] = [SweepFigure::Bandwidth, SweepFigure::Backlog];
+
+    /// The command-line name, also the stem of the files.
+    pub fn name(self) -> &'static str {
+        match self {
+            SweepFigure::Bandwidth => "bandwidth",
+            SweepFigure::Backlog => "backlog",
+        }
+    }
+}
+
+impl fmt::Display for SweepFigure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for SweepFigure {
+    type Err = String;
+    fn from_str(s: &str) -> Result<SweepFigure, String> {
+        SweepFigure::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| format!("unknown figure '{s}' (expected bandwidth or backlog)"))
+    }
+}
+
+/// What to sweep.
+#[derive(Debug, Clone)]
+pub struct SweepConfig {
+    /// The figure.
+    pub figure: SweepFigure,
+    /// Measured time per run.
+    pub seconds: Duration,
+    /// The low-throughput rate (backlog).
+    pub rate: f64,
+    /// TPC-B scale factor.
+    pub scale: u32,
+    /// Logical clients.
+    pub clients: usize,
+    /// Bytes the device measurement writes before the first run (0: skip it).
+    pub probe_bytes: u64,
+    /// Where the temporary databases go (`None`: the current directory).
+    pub dir: Option<PathBuf>,
+}
+
+/// One planned run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    /// The name on the figure ("oldest 0.1 %", "clustered ≥8", "log", …).
+    pub label: String,
+    /// The strategy.
+    pub strategy: Strategy,
+    /// The candidate heap as a share of the pool, when it was set as one.
+    pub heap_pct: Option<f64>,
+    /// Full speed or paced.
+    pub throughput: Throughput,
+}
+
+const HEAPS_PCT: [f64; 3] = [0.1, 1.0, 10.0];
+
+fn page(policy: Policy, heap: usize) -> Strategy {
+    Strategy::Page(PageCleaner { policy, heap })
+}
+
+impl SweepConfig {
+    /// The defaults: 10 s per run at SF 2 with 64 clients, a 256 MiB device measurement.
+    pub fn new(figure: SweepFigure) -> SweepConfig {
+        SweepConfig {
+            figure,
+            seconds: Duration::from_secs(10),
+            rate: propagation::DEFAULT_LOW_RATE,
+            scale: 2,
+            clients: 64,
+            probe_bytes: propagation::DEFAULT_PROBE_BYTES,
+            dir: None,
+        }
+    }
+
+    fn run_config(&self, p: &Planned, device: Option<f64>) -> PropagationConfig {
+        PropagationConfig {
+            strategy: p.strategy,
+            seconds: self.seconds,
+            throughput: p.throughput,
+            rate: self.rate,
+            scale: self.scale,
+            clients: self.clients,
+            protocol: CommitProtocol::ElrPipelined,
+            dir: self.dir.clone(),
+            probe_bytes: 0,
+            device_mb_per_s: device,
+        }
+    }
+
+    /// Checks the knobs; the message names the offending one.
+    pub fn validate(&self) -> Result<(), String> {
+        let mut c = PropagationConfig::new(Strategy::Log);
+        c.seconds = self.seconds;
+        c.rate = self.rate;
+        c.scale = self.scale;
+        c.clients = self.clients;
+        c.probe_bytes = self.probe_bytes;
+        c.dir = self.dir.clone();
+        c.validate()
+    }
+
+    /// The buffer pool each run gets (the heaps are shares of it).
+    pub fn pool_pages(&self) -> usize {
+        propagation::pool_pages(self.scale, self.seconds)
+    }
+
+    /// The runs, in order.
+    pub fn plan(&self) -> Vec<Planned> {
+        let pool = self.pool_pages();
+        let heap = |pct: f64| ((pool as f64 * pct / 100.0).round() as usize).max(1);
+        let plain = |label: &str, strategy, throughput| Planned {
+            label: label.to_string(),
+            strategy,
+            heap_pct: None,
+            throughput,
+        };
+        let mut out = Vec::new();
+        match self.figure {
+            SweepFigure::Bandwidth => {
+                let high = Throughput::High;
+                for (name, policy) in [
+                    ("oldest", Policy::Oldest),
+                    ("coldest", Policy::Coldest),
+                    ("hottest", Policy::Hottest),
+                ] {
+                    for pct in HEAPS_PCT {
+                        out.push(Planned {
+                            label: format!("{name} {pct}%"),
+                            strategy: page(policy, heap(pct)),
+                            heap_pct: Some(pct),
+                            throughput: high,
+                        });
+                    }
+                }
+                out.push(plain("no policy", page(Policy::None, 0), high));
+                for n in [8, 32] {
+                    out.push(plain(
+                        &format!("clustered ≥{n}"),
+                        page(Policy::Clustered { min_pages: n }, 0),
+                        high,
+                    ));
+                }
+                out.push(plain("mixed", page(Policy::Mixed, 0), high));
+                out.push(plain("log", Strategy::Log, high));
+            }
+            SweepFigure::Backlog => {
+                for throughput in [Throughput::Low, Throughput::High] {
+                    out.push(Planned {
+                        label: "oldest 10%".into(),
+                        strategy: page(Policy::Oldest, heap(10.0)),
+                        heap_pct: Some(10.0),
+                        throughput,
+                    });
+                    out.push(plain(
+                        "clustered ≥8",
+                        page(Policy::Clustered { min_pages: 8 }, 0),
+                        throughput,
+                    ));
+                    out.push(plain("mixed", page(Policy::Mixed, 0), throughput));
+                    out.push(plain("log", Strategy::Log, throughput));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One run of a sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepRow {
+    /// The figure's name.
+    pub figure: &'static str,
+    /// The name on the figure.
+    pub label: String,
+    /// The strategy, as `--strategy` spells it.
+    pub strategy: String,
+    /// The candidate heap as a share of the pool (bandwidth's page policies).
+    pub heap_pct: Option<f64>,
+    /// `low` or `high`.
+    pub throughput: Throughput,
+    /// What the run measured (absent when it failed).
+    #[serde(flatten)]
+    pub result: Option<PropagationResult>,
+    /// Why the run failed.
+    pub error: Option<String>,
+}
+
+/// What a sweep measured and wrote.
+#[derive(Debug, Clone)]
+pub struct SweepResult {
+    /// The figure.
+    pub figure: SweepFigure,
+    /// The device's sequential write bandwidth, measured before the runs.
+    pub device: Option<DeviceBandwidth>,
+    /// One per run, in plan order.
+    pub rows: Vec<SweepRow>,
+    /// Files written.
+    pub files: Vec<PathBuf>,
+    /// Things a reader should know.
+    pub notes: Vec<String>,
+}
+
+impl SweepResult {
+    /// Every run that finished passed its consistency checks.
+    pub fn consistent(&self) -> bool {
+        self.rows
+            .iter()
+            .filter_map(|r| r.result.as_ref())
+            .all(|x| x.summary.consistent)
+    }
+
+    /// The runs that failed (no result), as `label (strategy)`.
+    pub fn failed(&self) -> Vec<String> {
+        self.rows
+            .iter()
+            .filter(|r| r.result.is_none())
+            .map(|r| format!("{} {} ({})", r.label, r.throughput, r.strategy))
+            .collect()
+    }
+
+    /// The rows as a text table (with the device as the bandwidth figure's last row).
+    pub fn table(&self) -> Table {
+        let mib = |b: u64| format!("{:.1}", b as f64 / (1u64 << 20) as f64);
+        match self.figure {
+            SweepFigure::Bandwidth => {
+                let mut t = Table::new([
+                    "strategy",
+                    "as --strategy",
+                    "tps",
+                    "write MB/s",
+                    "writes",
+                    "KiB/write",
+                    "dirty mean",
+                    "REDO MiB max",
+                    "restart ms",
+                    "consistent",
+                ]);
+                for r in &self.rows {
+                    match (&r.result, &r.error) {
+                        (Some(x), _) => {
+                            let s = &x.summary;
+                            t.row([
+                                r.label.clone(),
+                                r.strategy.clone(),
+                                thousands(s.tps),
+                                format!("{:.2}", s.write_mb_per_s),
+                                s.propagation_writes.to_string(),
+                                format!("{:.1}", s.bytes_per_write / 1024.0),
+                                format!("{:.0}", s.dirty_pages_mean),
+                                mib(s.redo_bytes_max),
+                                format!("{:.0}", s.restart_ms),
+                                s.consistent.to_string(),
+                            ]);
+                        }
+                        (None, e) => t.row(failed_row(r, e.as_deref(), 10)),
+                    }
+                }
+                if let Some(d) = &self.device {
+                    t.row([
+                        "device (sequential)".to_string(),
+                        String::new(),
+                        String::new(),
+                        format!("{:.2}", d.mb_per_s),
+                        format!("{}", d.bytes >> 20),
+                        "1024.0".to_string(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                    ]);
+                }
+                t
+            }
+            SweepFigure::Backlog => {
+                let mut t = Table::new([
+                    "strategy",
+                    "throughput",
+                    "tps",
+                    "dirty mean",
+                    "dirty max",
+                    "REDO MiB max",
+                    "first third",
+                    "last third",
+                    "write MB/s",
+                    "restart ms",
+                    "redone",
+                    "consistent",
+                ]);
+                for r in &self.rows {
+                    match (&r.result, &r.error) {
+                        (Some(x), _) => {
+                            let s = &x.summary;
+                            t.row([
+                                r.label.clone(),
+                                r.throughput.to_string(),
+                                thousands(s.tps),
+                                format!("{:.0}", s.dirty_pages_mean),
+                                s.dirty_pages_max.to_string(),
+                                mib(s.redo_bytes_max),
+                                mib(s.redo_first_third_max),
+                                mib(s.redo_last_third_max),
+                                format!("{:.2}", s.write_mb_per_s),
+                                format!("{:.0}", s.restart_ms),
+                                s.redo_records.to_string(),
+                                s.consistent.to_string(),
+                            ]);
+                        }
+                        (None, e) => {
+                            let mut cells = failed_row(r, e.as_deref(), 12);
+                            cells[1] = r.throughput.to_string();
+                            t.row(cells)
+                        }
+                    }
+                }
+                t
+            }
+        }
+    }
+}
+
+fn failed_row(r: &SweepRow, e: Option<&str>, width: usize) -> Vec<String> {
+    let mut cells = vec![String::new(); width];
+    cells[0] = r.label.clone();
+    cells[1] = r.strategy.clone();
+    let e = e.unwrap_or("no result");
+    let short: String = e.lines().next().unwrap_or("").chars().take(60).collect();
+    cells[width - 1] = format!("failed: {short}");
+    cells
+}
+
+/// Where a sweep is, for a progress bar.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    /// Runs finished, with a fraction for the one under way.
+    pub done: f64,
+    /// Runs planned.
+    pub total: usize,
+    /// What is happening now.
+    pub what: &'a str,
+}
+
+/// Why a sweep did not finish (a failed run does not stop it).
+#[derive(Debug)]
+pub enum SweepError {
+    /// The configuration is invalid.
+    Config(String),
+    /// Measuring the device failed.
+    Engine(sluice::Error),
+    /// Writing the output failed.
+    Output(String),
+}
+
+impl fmt::Display for SweepError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SweepError::Config(m) => f.write_str(m),
+            SweepError::Engine(e) => write!(f, "{e}"),
+            SweepError::Output(m) => write!(f, "writing the sweep's files: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for SweepError {}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic".to_string()
+    }
+}
+
+/// Runs the sweep `cfg` describes and writes `<figure>.csv`, `<figure>.json`,
+/// `<figure>.png` and `<figure>.svg` under `out`.
+pub fn run(
+    cfg: &SweepConfig,
+    out: &Path,
+    mut progress: impl FnMut(Progress<'_>),
+) -> Result<SweepResult, SweepError> {
+    cfg.validate().map_err(SweepError::Config)?;
+    let plan = cfg.plan();
+    let total = plan.len();
+    let mut notes = vec![
+        "every variant ran in this one invocation on a shared machine, one after another: compare them with each other, not with other runs or machines".to_string(),
+        format!(
+            "TPC-B SF {}, {} clients, elr-pipelined, {} s per run, a checkpoint every second, buffer pool {} pages (the data fits with room to spare)",
+            cfg.scale,
+            cfg.clients,
+            cfg.seconds.as_secs_f64(),
+            cfg.pool_pages()
+        ),
+    ];
+    if cfg.figure == SweepFigure::Backlog {
+        notes.push(format!(
+            "low throughput: the clients paced to {} transactions per second; high: at full speed",
+            thousands(cfg.rate)
+        ));
+    }
+    progress(Progress {
+        done: 0.0,
+        total,
+        what: "measuring the device",
+    });
+    let device = if cfg.probe_bytes > 0 {
+        let parent = match &cfg.dir {
+            Some(d) => d.clone(),
+            None => std::env::current_dir().map_err(|e| SweepError::Engine(e.into()))?,
+        };
+        let d =
+            propagation::measure_device(&parent, cfg.probe_bytes).map_err(SweepError::Engine)?;
+        notes.push(format!(
+            "device: {:.0} MB/s sequential ({} MiB in 1 MiB writes and an fsync, in the databases' directory, before the runs)",
+            d.mb_per_s,
+            d.bytes >> 20
+        ));
+        Some(d)
+    } else {
+        None
+    };
+    let mut rows = Vec::with_capacity(total);
+    for (i, p) in plan.iter().enumerate() {
+        let rc = cfg.run_config(p, device.map(|d| d.mb_per_s));
+        let what = format!("{} {}", p.label, p.throughput);
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            propagation::run(&rc, |q| {
+                progress(Progress {
+                    done: i as f64 + q.done,
+                    total,
+                    what: &format!("{what}: {}", q.what),
+                })
+            })
+        }));
+        let (result, error) = match outcome {
+            Ok(Ok(r)) => (Some(r), None),
+            Ok(Err(e)) => (None, Some(e.to_string())),
+            Err(panic) => (None, Some(format!("panicked: {}", panic_message(&*panic)))),
+        };
+        if let Some(e) = &error {
+            notes.push(format!(
+                "{} {} ({}) failed: {e}",
+                p.label, p.throughput, p.strategy
+            ));
+        }
+        rows.push(SweepRow {
+            figure: cfg.figure.name(),
+            label: p.label.clone(),
+            strategy: p.strategy.to_string(),
+            heap_pct: p.heap_pct,
+            throughput: p.throughput,
+            result,
+            error,
+        });
+    }
+    progress(Progress {
+        done: total as f64,
+        total,
+        what: "writing files",
+    });
+    let mut r = SweepResult {
+        figure: cfg.figure,
+        device,
+        rows,
+        files: Vec::new(),
+        notes,
+    };
+    r.files = write(cfg, out, &r).map_err(SweepError::Output)?;
+    Ok(r)
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn csv_line(cells: impl IntoIterator<Item = String>) -> String {
+    let mut line = cells
+        .into_iter()
+        .map(|c| csv_field(&c))
+        .collect::<Vec<_>>()
+        .join(",");
+    line.push('\n');
+    line
+}
+
+/// Bandwidth: one line per run (its summary) and the device. Backlog: the time series,
+/// one line per run and second.
+fn csv(r: &SweepResult) -> String {
+    let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.3}"));
+    match r.figure {
+        SweepFigure::Bandwidth => {
+            let mut s = csv_line(
+                [
+                    "label",
+                    "strategy",
+                    "heap_pct",
+                    "throughput",
+                    "tps",
+                    "write_mb_per_s",
+                    "propagated_bytes",
+                    "propagation_writes",
+                    "bytes_per_write",
+                    "dirty_pages_mean",
+                    "redo_bytes_max",
+                    "eviction_writes",
+                    "restart_ms",
+                    "redo_records",
+                    "device_seq_write_mb_per_s",
+                    "consistent",
+                    "error",
+                ]
+                .map(String::from),
+            );
+            for row in &r.rows {
+                let mut cells = vec![
+                    row.label.clone(),
+                    row.strategy.clone(),
+                    row.heap_pct.map_or(String::new(), |p| p.to_string()),
+                    row.throughput.to_string(),
+                ];
+                match &row.result {
+                    Some(x) => {
+                        let m = &x.summary;
+                        cells.extend([
+                            format!("{:.1}", m.tps),
+                            format!("{:.4}", m.write_mb_per_s),
+                            m.propagated_bytes.to_string(),
+                            m.propagation_writes.to_string(),
+                            format!("{:.1}", m.bytes_per_write),
+                            format!("{:.1}", m.dirty_pages_mean),
+                            m.redo_bytes_max.to_string(),
+                            m.eviction_writes.to_string(),
+                            format!("{:.1}", m.restart_ms),
+                            m.redo_records.to_string(),
+                            opt(m.device_seq_write_mb_per_s),
+                            m.consistent.to_string(),
+                            m.violations.join("; "),
+                        ]);
+                    }
+                    None => {
+                        cells.extend(std::iter::repeat_n(String::new(), 10));
+                        cells.push(opt(r.device.map(|d| d.mb_per_s)));
+                        cells.push("false".into());
+                        cells.push(row.error.clone().unwrap_or_default());
+                    }
+                }
+                s.push_str(&csv_line(cells));
+            }
+            if let Some(d) = &r.device {
+                let mut cells = vec![
+                    "device (sequential)".to_string(),
+                    "device".into(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    format!("{:.4}", d.mb_per_s),
+                    d.bytes.to_string(),
+                    (d.bytes >> 20).to_string(),
+                    (1u64 << 20).to_string(),
+                ];
+                cells.extend(std::iter::repeat_n(String::new(), 5));
+                cells.push(format!("{:.3}", d.mb_per_s));
+                cells.extend([String::new(), String::new()]);
+                s.push_str(&csv_line(cells));
+            }
+            s
+        }
+        SweepFigure::Backlog => {
+            let mut s = csv_line(
+                [
+                    "label",
+                    "strategy",
+                    "throughput",
+                    "t_s",
+                    "tps",
+                    "dirty_pages",
+                    "redo_bytes",
+                    "write_mb_per_s",
+                ]
+                .map(String::from),
+            );
+            for row in &r.rows {
+                let Some(x) = &row.result else { continue };
+                for p in &x.series {
+                    s.push_str(&csv_line([
+                        row.label.clone(),
+                        row.strategy.clone(),
+                        row.throughput.to_string(),
+                        format!("{:.3}", p.t_s),
+                        format!("{:.1}", p.tps),
+                        p.dirty_pages.to_string(),
+                        p.redo_bytes.to_string(),
+                        format!("{:.4}", p.write_mb_per_s),
+                    ]));
+                }
+            }
+            s
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct JsonFile<'a> {
+    figure: &'static str,
+    device: Option<DeviceBandwidth>,
+    notes: &'a [String],
+    runs: &'a [SweepRow],
+}
+
+fn write(cfg: &SweepConfig, out: &Path, r: &SweepResult) -> Result<Vec<PathBuf>, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let stem = cfg.figure.name();
+    let mut files = Vec::new();
+    let csv_path = out.join(format!("{stem}.csv"));
+    std::fs::write(&csv_path, csv(r)).map_err(|e| format!("{}: {e}", csv_path.display()))?;
+    files.push(csv_path);
+    let json_path = out.join(format!("{stem}.json"));
+    let json = json_line(&JsonFile {
+        figure: stem,
+        device: r.device,
+        notes: &r.notes,
+        runs: &r.rows,
+    });
+    std::fs::write(&json_path, json + "\n").map_err(|e| format!("{}: {e}", json_path.display()))?;
+    files.push(json_path);
+    match cfg.figure {
+        SweepFigure::Bandwidth => bandwidth_chart(cfg, r).write(out, stem)?,
+        SweepFigure::Backlog => {
+            let (title, panels) = backlog_panels(cfg, r);
+            crate::plot::write_grid(&title, &panels, 2, out, stem)?
+        }
+    }
+    files.push(out.join(format!("{stem}.png")));
+    files.push(out.join(format!("{stem}.svg")));
+    Ok(files)
+}
+
+fn bandwidth_chart(cfg: &SweepConfig, r: &SweepResult) -> BarChart {
+    let bars = r
+        .rows
+        .iter()
+        .map(|row| match &row.result {
+            Some(x) => Bar {
+                label: row.label.clone(),
+                value: x.summary.write_mb_per_s,
+                note: format!("{:.2}", x.summary.write_mb_per_s),
+            },
+            None => Bar {
+                label: row.label.clone(),
+                value: 0.0,
+                note: "failed".into(),
+            },
+        })
+        .collect();
+    BarChart {
+        title: format!(
+            "TPC-B SF {}, full speed, {} s per run: write bandwidth of update propagation (Fig. 3)",
+            cfg.scale,
+            cfg.seconds.as_secs_f64()
+        ),
+        y_label: "write MB/s (log scale)".into(),
+        bars,
+        log_y: true,
+        reference: r.device.map(|d| Reference {
+            label: format!("device sequential write {:.0} MB/s", d.mb_per_s),
+            value: d.mb_per_s,
+        }),
+    }
+}
+
+fn backlog_panels(cfg: &SweepConfig, r: &SweepResult) -> (String, Vec<Chart>) {
+    let mut panels = Vec::new();
+    for t in [Throughput::Low, Throughput::High] {
+        let runs: Vec<(&SweepRow, &PropagationResult)> = r
+            .rows
+            .iter()
+            .filter(|row| row.throughput == t)
+            .filter_map(|row| row.result.as_ref().map(|x| (row, x)))
+            .collect();
+        let series = |y: &dyn Fn(&propagation::Sample) -> f64| -> Vec<Series> {
+            runs.iter()
+                .map(|(row, x)| Series {
+                    label: row.label.clone(),
+                    points: x.series.iter().map(|p| (p.t_s, y(p))).collect(),
+                })
+                .collect()
+        };
+        let which = match t {
+            Throughput::Low => format!("low throughput ({} tps)", thousands(cfg.rate)),
+            Throughput::High => "high throughput (full speed)".to_string(),
+        };
+        panels.push(Chart {
+            title: format!("dirty pages, {which}"),
+            x_label: "seconds".into(),
+            y_label: "dirty pages".into(),
+            log_x: false,
+            log_y: false,
+            series: series(&|p| p.dirty_pages as f64),
+        });
+        panels.push(Chart {
+            title: format!("REDO length, {which}"),
+            x_label: "seconds".into(),
+            y_label: "REDO MiB".into(),
+            log_x: false,
+            log_y: false,
+            series: series(&|p| p.redo_bytes as f64 / (1u64 << 20) as f64),
+        });
+    }
+    (
+        format!(
+            "TPC-B SF {}: backlog of update propagation over time (Fig. 4)",
+            cfg.scale
+        ),
+        panels,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figure_names_round_trip() {
+        for f in SweepFigure::ALL {
+            assert_eq!(f.name().parse::<SweepFigure>(), Ok(f));
+        }
+        assert!("fig3".parse::<SweepFigure>().is_err());
+    }
+
+    #[test]
+    fn plans_have_the_papers_variants() {
+        let c = SweepConfig::new(SweepFigure::Bandwidth);
+        let plan = c.plan();
+        assert_eq!(plan.len(), 9 + 4 + 1);
+        let pool = c.pool_pages();
+        assert_eq!(
+            plan[0].strategy,
+            page(Policy::Oldest, (pool as f64 / 1000.0).round() as usize)
+        );
+        assert_eq!(
+            plan[2].strategy,
+            page(Policy::Oldest, (pool as f64 / 10.0).round() as usize)
+        );
+        assert_eq!(plan.last().unwrap().strategy, Strategy::Log);
+        assert!(plan.iter().all(|p| p.throughput == Throughput::High));
+        let plan = SweepConfig::new(SweepFigure::Backlog).plan();
+        assert_eq!(plan.len(), 8);
+        assert_eq!(
+            plan.iter()
+                .filter(|p| p.throughput == Throughput::Low)
+                .count(),
+            4
+        );
+        // Every strategy spelled as --strategy parses back.
+        for p in SweepConfig::new(SweepFigure::Bandwidth).plan() {
+            assert_eq!(
+                p.strategy.to_string().parse::<Strategy>().unwrap(),
+                p.strategy
+            );
+        }
+    }
+}

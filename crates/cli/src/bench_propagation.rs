@@ -1,0 +1,324 @@
+//! `sluice bench propagation` and `sluice bench propagation-sweep`: the update-propagation
+//! experiment (the propagation paper §5). The runs, files and figures live in
+//! `sluice_bench::propagation` and `sluice_bench::propagation_sweep`; this module parses
+//! flags, shows progress and prints.
+
+use crate::progress;
+use crate::Failure;
+use sluice::Strategy;
+use sluice_bench::propagation::{self, PropagationConfig, PropagationResult, Throughput};
+use sluice_bench::propagation_sweep::{self, SweepConfig, SweepFigure};
+use sluice_bench::report::{json_line, thousands, Table};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Flags of `sluice bench propagation`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The propagation strategy: page-oldest[:heap], page-coldest[:heap],
+    /// page-hottest[:heap], page-none, page-clustered:N, page-mixed, log or
+    /// checkpoint-sweep. Required.
+    // Optional to clap and checked here, so a missing or bad one is one line (exit 2).
+    #[arg(long)]
+    strategy: Option<String>,
+    /// Measured seconds (one sample per second).
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+    /// high: clients at full speed; low: the same clients paced to --rate.
+    #[arg(long, default_value = "high")]
+    throughput: String,
+    /// The low-throughput rate, transactions per second (low only) [default: 2000, a
+    /// tenth of full speed on a 2-core machine, the paper's ratio].
+    #[arg(long)]
+    rate: Option<f64>,
+    /// TPC-B scale factor: branches of 100,000 accounts.
+    #[arg(long, default_value_t = 2)]
+    scale: u32,
+    /// Logical clients.
+    #[arg(long, default_value_t = 64)]
+    clients: usize,
+    /// MiB the device measurement writes before the workload (0: skip it).
+    #[arg(long, default_value_t = 256)]
+    probe_mib: u64,
+    /// Where the temporary database goes (default: the current directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Print one JSON object (summary and time series) at the end of stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Flags of `sluice bench propagation-sweep`.
+#[derive(clap::Args, Debug)]
+pub struct SweepArgs {
+    /// bandwidth (the paper's Fig. 3: mean write MB/s per strategy) or backlog (Fig. 4:
+    /// dirty pages and REDO length over time, low and high throughput). Required.
+    #[arg(long)]
+    figure: Option<String>,
+    /// Directory for <figure>.csv, <figure>.json, <figure>.png and <figure>.svg. Required.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Measured seconds per run.
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+    /// The low-throughput rate (backlog), transactions per second [default: 2000].
+    #[arg(long)]
+    rate: Option<f64>,
+    /// TPC-B scale factor.
+    #[arg(long, default_value_t = 2)]
+    scale: u32,
+    /// Logical clients.
+    #[arg(long, default_value_t = 64)]
+    clients: usize,
+    /// MiB the device measurement writes, once before the runs (0: skip it).
+    #[arg(long, default_value_t = 256)]
+    probe_mib: u64,
+    /// Where the temporary databases go (default: the current directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Print one JSON object per run at the end of stdout (and hide the progress bar).
+    #[arg(long)]
+    json: bool,
+}
+
+fn seconds(v: f64) -> Result<Duration, Failure> {
+    if !(v.is_finite() && (1.0..=86_400.0).contains(&v)) {
+        return Err(Failure::Usage(format!(
+            "--seconds must be a number of seconds from 1 to 86400 (one sample per second), got {v}"
+        )));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+fn rate(v: Option<f64>) -> Result<f64, Failure> {
+    let r = v.unwrap_or(propagation::DEFAULT_LOW_RATE);
+    if !(r.is_finite() && r > 0.0 && r <= 10_000_000.0) {
+        return Err(Failure::Usage(format!(
+            "--rate must be a number of transactions per second from above 0 to 10000000, got {r}"
+        )));
+    }
+    Ok(r)
+}
+
+fn probe(mib: u64) -> Result<u64, Failure> {
+    if mib > 65_536 {
+        return Err(Failure::Usage(format!(
+            "--probe-mib must be at most 65536, got {mib}"
+        )));
+    }
+    Ok(mib << 20)
+}
+
+fn dir(d: &Option<PathBuf>) -> Result<(), Failure> {
+    match d {
+        Some(d) if !d.is_dir() => Err(Failure::Usage(format!(
+            "--dir {} is not a directory",
+            d.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1}", bytes as f64 / (1u64 << 20) as f64)
+}
+
+/// Prints one run: the time series, the summary and the notes (and the JSON object).
+fn print_run(r: &PropagationResult, json: bool) {
+    let s = &r.summary;
+    let mut t = Table::new(["t (s)", "tps", "dirty pages", "REDO MiB", "write MB/s"]);
+    for x in &r.series {
+        t.row([
+            format!("{:.0}", x.t_s),
+            thousands(x.tps),
+            x.dirty_pages.to_string(),
+            mib(x.redo_bytes),
+            format!("{:.2}", x.write_mb_per_s),
+        ]);
+    }
+    println!("{}\n", t.render());
+    let mut t = Table::new(["", "value"]);
+    let target = match s.target_tps {
+        Some(r) => format!("{} (paced to {} tps)", s.throughput, thousands(r)),
+        None => format!("{} (clients at full speed)", s.throughput),
+    };
+    let device = s
+        .device_seq_write_mb_per_s
+        .map_or("not measured".into(), |d| format!("{d:.1}"));
+    let rows: Vec<(&str, String)> = vec![
+        ("strategy", s.strategy.clone()),
+        ("throughput", target),
+        (
+            "workload",
+            format!("TPC-B SF {}, {} clients, {}", s.scale, s.clients, s.commit),
+        ),
+        ("tps", thousands(s.tps)),
+        ("write MB/s (strategy)", format!("{:.2}", s.write_mb_per_s)),
+        ("device sequential MB/s", device),
+        (
+            "writes (mean KiB)",
+            format!(
+                "{} ({:.1})",
+                s.propagation_writes,
+                s.bytes_per_write / 1024.0
+            ),
+        ),
+        (
+            "dirty pages mean / max",
+            format!("{:.0} / {}", s.dirty_pages_mean, s.dirty_pages_max),
+        ),
+        (
+            "REDO MiB max / final",
+            format!("{} / {}", mib(s.redo_bytes_max), mib(s.redo_bytes_final)),
+        ),
+        (
+            "REDO MiB max, first / last third",
+            format!(
+                "{} / {}",
+                mib(s.redo_first_third_max),
+                mib(s.redo_last_third_max)
+            ),
+        ),
+        ("eviction writes", s.eviction_writes.to_string()),
+        ("restart ms", format!("{:.0}", s.restart_ms)),
+        (
+            "records redone / read at restart",
+            format!("{} / {}", s.redo_records, s.recovery_log_records),
+        ),
+        ("consistent", s.consistent.to_string()),
+    ];
+    for (k, v) in rows {
+        t.row([k.to_string(), v]);
+    }
+    println!("{}", t.render());
+    for v in &s.violations {
+        println!("INCONSISTENT ({}): {v}", s.strategy);
+    }
+    for n in &r.notes {
+        println!("note: {n}");
+    }
+    println!(
+        "note: a checkpoint every second (checkpoint-sweep writes the pages dirty since before it; with a page cleaner a checkpoint writes none; log-based propagation replays up to it), so REDO length is what the strategy leaves behind"
+    );
+    if json {
+        println!("{}", json_line(r));
+    }
+}
+
+pub fn run(a: Args) -> Result<(), Failure> {
+    let Some(name) = &a.strategy else {
+        return Err(Failure::Usage(
+            "--strategy is required: page-oldest[:heap], page-coldest[:heap], page-hottest[:heap], page-none, page-clustered:N, page-mixed, log or checkpoint-sweep".into(),
+        ));
+    };
+    let strategy: Strategy = name
+        .parse()
+        .map_err(|e: sluice::Error| Failure::Usage(format!("--strategy: {e}")))?;
+    let throughput: Throughput = a
+        .throughput
+        .parse()
+        .map_err(|e: String| Failure::Usage(format!("--throughput: {e}")))?;
+    if a.rate.is_some() && throughput != Throughput::Low {
+        return Err(Failure::Usage(
+            "--rate applies only to --throughput low".into(),
+        ));
+    }
+    dir(&a.dir)?;
+    let mut cfg = PropagationConfig::new(strategy);
+    cfg.seconds = seconds(a.seconds)?;
+    cfg.throughput = throughput;
+    cfg.rate = rate(a.rate)?;
+    cfg.scale = a.scale;
+    cfg.clients = a.clients;
+    cfg.probe_bytes = probe(a.probe_mib)?;
+    cfg.dir = a.dir.clone();
+    cfg.validate()
+        .map_err(|e| Failure::Usage(format!("invalid run: {e}")))?;
+    let pb = progress::bar(1000, &format!("propagation {strategy}"), a.json);
+    let r = propagation::run(&cfg, |p| {
+        pb.set_position((p.done * 1000.0) as u64);
+        pb.set_message(p.what.to_string());
+    });
+    pb.finish_and_clear();
+    let r = r?;
+    print_run(&r, a.json);
+    if !r.summary.consistent {
+        return Err(Failure::Runtime("a consistency check failed".into()));
+    }
+    Ok(())
+}
+
+pub fn sweep(a: SweepArgs) -> Result<(), Failure> {
+    let Some(figure) = &a.figure else {
+        return Err(Failure::Usage(
+            "--figure is required: bandwidth or backlog".into(),
+        ));
+    };
+    let figure: SweepFigure = figure
+        .parse()
+        .map_err(|e: String| Failure::Usage(format!("--figure: {e}")))?;
+    let Some(out) = a.out.clone() else {
+        return Err(Failure::Usage(
+            "--out DIR is required (where the CSV, JSON and figures go)".into(),
+        ));
+    };
+    if out.exists() && !out.is_dir() {
+        return Err(Failure::Usage(format!(
+            "--out {} exists and is not a directory",
+            out.display()
+        )));
+    }
+    if a.rate.is_some() && figure != SweepFigure::Backlog {
+        return Err(Failure::Usage(
+            "--rate applies only to --figure backlog (bandwidth runs at full speed)".into(),
+        ));
+    }
+    dir(&a.dir)?;
+    let mut cfg = SweepConfig::new(figure);
+    cfg.seconds = seconds(a.seconds)?;
+    cfg.rate = rate(a.rate)?;
+    cfg.scale = a.scale;
+    cfg.clients = a.clients;
+    cfg.probe_bytes = probe(a.probe_mib)?;
+    cfg.dir = a.dir.clone();
+    cfg.validate()
+        .map_err(|e| Failure::Usage(format!("invalid sweep: {e}")))?;
+    std::fs::create_dir_all(&out)
+        .map_err(|e| Failure::Runtime(format!("--out {}: {e}", out.display())))?;
+    let total = cfg.plan().len() as u64;
+    let pb = progress::bar(total * 1000, figure.name(), a.json);
+    let r = propagation_sweep::run(&cfg, &out, |p| {
+        pb.set_position((p.done * 1000.0) as u64);
+        pb.set_message(format!("{figure} · {}", p.what));
+    });
+    pb.finish_and_clear();
+    let r = r.map_err(|e| Failure::Runtime(e.to_string()))?;
+    println!("{}", r.table().render());
+    for n in &r.notes {
+        println!("note: {n}");
+    }
+    println!("\nwrote:");
+    for f in &r.files {
+        println!("  {}", f.display());
+    }
+    if a.json {
+        for row in &r.rows {
+            println!("{}", json_line(row));
+        }
+    }
+    if !r.consistent() {
+        return Err(Failure::Runtime(
+            "a consistency check failed (the files are written; see the rows marked false)".into(),
+        ));
+    }
+    let failed = r.failed();
+    if !failed.is_empty() {
+        return Err(Failure::Runtime(format!(
+            "{} of {} runs failed: {} (the files are written without them; see the notes)",
+            failed.len(),
+            r.rows.len(),
+            failed.join(", ")
+        )));
+    }
+    Ok(())
+}
