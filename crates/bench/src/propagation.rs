@@ -275,6 +275,15 @@ pub struct Summary {
     pub tps: f64,
     /// Bytes the strategy wrote in the run ÷ seconds, MB/s (10^6 bytes).
     pub write_mb_per_s: f64,
+    /// Bytes the strategy wrote ÷ the time it spent propagating (reading, applying,
+    /// writing and syncing), MB/s: the rate at which it drains dirty pages while it
+    /// works — the size of the drain in the paper's sink analogy.
+    pub busy_write_mb_per_s: f64,
+    /// Bytes the strategy wrote ÷ the time its writes and syncs took, MB/s: what its I/O
+    /// pattern gets from the device (compare with `device_seq_write_mb_per_s`).
+    pub io_write_mb_per_s: f64,
+    /// The share of the run the strategy spent propagating.
+    pub busy_fraction: f64,
     /// Bytes the strategy wrote in the run.
     pub propagated_bytes: u64,
     /// Write calls those took (a cluster or a segment is one).
@@ -481,6 +490,8 @@ pub fn run(
 
     let propagated = b1.propagated_bytes - b0.propagated_bytes;
     let writes = b1.propagation_writes - b0.propagation_writes;
+    let busy_us = b1.propagation_busy_us - b0.propagation_busy_us;
+    let write_us = b1.propagation_write_us - b0.propagation_write_us;
     let n = series.len();
     let third = n.div_ceil(3);
     let summary = Summary {
@@ -496,6 +507,17 @@ pub fn run(
         committed: r.committed_total,
         tps: r.committed_total as f64 / r.seconds,
         write_mb_per_s: propagated as f64 / r.seconds / MB,
+        busy_write_mb_per_s: if busy_us == 0 {
+            0.0
+        } else {
+            propagated as f64 / (busy_us as f64 / 1e6) / MB
+        },
+        io_write_mb_per_s: if write_us == 0 {
+            0.0
+        } else {
+            propagated as f64 / (write_us as f64 / 1e6) / MB
+        },
+        busy_fraction: busy_us as f64 / 1e6 / r.seconds,
         propagated_bytes: propagated,
         propagation_writes: writes,
         bytes_per_write: if writes == 0 {

@@ -712,6 +712,7 @@ impl Database {
             propagated_bytes: c.propagated_bytes.load(Ordering::Relaxed),
             propagation_writes: c.propagation_writes.load(Ordering::Relaxed),
             propagation_busy_us: c.busy_nanos.load(Ordering::Relaxed) / 1000,
+            propagation_write_us: c.write_nanos.load(Ordering::Relaxed) / 1000,
             eviction_writes: inner.store.pool.stats().victim_writes,
             propagated_lsn: c.propagated_lsn.load(Ordering::Relaxed),
             archived_lsn: archive.map_or(0, |a| a.archived_lsn().0),

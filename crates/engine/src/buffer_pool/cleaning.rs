@@ -195,7 +195,9 @@ impl BufferPool {
         // would hold up every other page write meanwhile). The I/O locks and pins go
         // with `written`, after.
         if !written.is_empty() {
+            let t = std::time::Instant::now();
             self.file.sync().map_err(|e| self.fail(e))?;
+            counters.writing(t.elapsed());
             for c in &written {
                 self.frames[c.frame]
                     .clean_lsn
@@ -246,9 +248,11 @@ impl BufferPool {
             joined = concat(run);
             &joined
         };
+        let t = std::time::Instant::now();
         self.file
             .write_pages(run[0].id, bytes)
             .map_err(|e| self.fail(e))?;
+        counters.writing(t.elapsed());
         self.writes.fetch_add(run.len() as u64, Ordering::Relaxed);
         counters.wrote(bytes.len());
         Ok(Cleaned {

@@ -172,8 +172,10 @@ fn replay(
                 k += 1;
             }
             let run = &buf[start * page_size..k * page_size];
+            let t = std::time::Instant::now();
             file.write_locked(PageId(base.0 + start as u64), run)
                 .map_err(|e| store.pool.fail_write(e))?;
+            counters.writing(t.elapsed());
             counters.wrote(run.len());
             report.writes += 1;
             report.pages += (k - start) as u64;
@@ -182,7 +184,9 @@ fn replay(
         drop(seg_lock);
         if !written.is_empty() {
             // Durable before any CleanLSN moves.
+            let t = std::time::Instant::now();
             store.pool.sync()?;
+            counters.writing(t.elapsed());
             for (id, lsn) in written.drain(..) {
                 store.pool.mark_propagated(id, lsn, to);
             }

@@ -167,6 +167,9 @@ pub struct Backlog {
     /// `propagated_bytes` over it is the rate at which it drains dirty pages while it
     /// works, its write bandwidth.
     pub propagation_busy_us: u64,
+    /// Of that time, microseconds in data-file writes and syncs: `propagated_bytes` over
+    /// it is the bandwidth the strategy's I/O pattern gets from the device.
+    pub propagation_write_us: u64,
     /// Pages written by eviction so far (dirty victims).
     pub eviction_writes: u64,
     /// Log-based propagation: everything below this LSN is on disk in the data file.
@@ -189,6 +192,8 @@ pub(crate) struct Counters {
     pub(crate) propagation_writes: AtomicU64,
     /// Nanoseconds the strategy spent propagating (reading, applying, writing, syncing).
     pub(crate) busy_nanos: AtomicU64,
+    /// Nanoseconds of those in data-file writes and syncs.
+    pub(crate) write_nanos: AtomicU64,
     pub(crate) propagated_lsn: AtomicU64,
     pub(crate) fallback_pages: AtomicU64,
     pub(crate) archive_damage: parking_lot::Mutex<Option<String>>,
@@ -200,6 +205,12 @@ impl Counters {
         self.propagated_bytes
             .fetch_add(bytes as u64, Ordering::Relaxed);
         self.propagation_writes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts time spent in data-file writes and syncs.
+    pub(crate) fn writing(&self, d: std::time::Duration) {
+        self.write_nanos
+            .fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
     }
 
     /// Counts time spent propagating.
