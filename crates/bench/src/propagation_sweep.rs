@@ -271,6 +271,8 @@ impl SweepResult {
                     "as --strategy",
                     "tps",
                     "write MB/s",
+                    "busy MB/s",
+                    "I/O MB/s",
                     "writes",
                     "KiB/write",
                     "dirty mean",
@@ -287,6 +289,8 @@ impl SweepResult {
                                 r.strategy.clone(),
                                 thousands(s.tps),
                                 format!("{:.2}", s.write_mb_per_s),
+                                format!("{:.1}", s.busy_write_mb_per_s),
+                                format!("{:.1}", s.io_write_mb_per_s),
                                 s.propagation_writes.to_string(),
                                 format!("{:.1}", s.bytes_per_write / 1024.0),
                                 format!("{:.0}", s.dirty_pages_mean),
@@ -295,7 +299,7 @@ impl SweepResult {
                                 s.consistent.to_string(),
                             ]);
                         }
-                        (None, e) => t.row(failed_row(r, e.as_deref(), 10)),
+                        (None, e) => t.row(failed_row(r, e.as_deref(), 12)),
                     }
                 }
                 if let Some(d) = &self.device {
@@ -304,6 +308,8 @@ impl SweepResult {
                         String::new(),
                         String::new(),
                         format!("{:.2}", d.mb_per_s),
+                        format!("{:.1}", d.mb_per_s),
+                        format!("{:.1}", d.mb_per_s),
                         format!("{}", d.bytes >> 20),
                         "1024.0".to_string(),
                         String::new(),
@@ -544,6 +550,9 @@ fn csv(r: &SweepResult) -> String {
                     "throughput",
                     "tps",
                     "write_mb_per_s",
+                    "busy_write_mb_per_s",
+                    "io_write_mb_per_s",
+                    "busy_fraction",
                     "propagated_bytes",
                     "propagation_writes",
                     "bytes_per_write",
@@ -571,6 +580,9 @@ fn csv(r: &SweepResult) -> String {
                         cells.extend([
                             format!("{:.1}", m.tps),
                             format!("{:.4}", m.write_mb_per_s),
+                            format!("{:.4}", m.busy_write_mb_per_s),
+                            format!("{:.4}", m.io_write_mb_per_s),
+                            format!("{:.4}", m.busy_fraction),
                             m.propagated_bytes.to_string(),
                             m.propagation_writes.to_string(),
                             format!("{:.1}", m.bytes_per_write),
@@ -585,7 +597,7 @@ fn csv(r: &SweepResult) -> String {
                         ]);
                     }
                     None => {
-                        cells.extend(std::iter::repeat_n(String::new(), 10));
+                        cells.extend(std::iter::repeat_n(String::new(), 13));
                         cells.push(opt(r.device.map(|d| d.mb_per_s)));
                         cells.push("false".into());
                         cells.push(row.error.clone().unwrap_or_default());
@@ -601,6 +613,9 @@ fn csv(r: &SweepResult) -> String {
                     String::new(),
                     String::new(),
                     format!("{:.4}", d.mb_per_s),
+                    format!("{:.4}", d.mb_per_s),
+                    format!("{:.4}", d.mb_per_s),
+                    "1.0".into(),
                     d.bytes.to_string(),
                     (d.bytes >> 20).to_string(),
                     (1u64 << 20).to_string(),
@@ -689,8 +704,8 @@ fn bandwidth_chart(cfg: &SweepConfig, r: &SweepResult) -> BarChart {
         .map(|row| match &row.result {
             Some(x) => Bar {
                 label: row.label.clone(),
-                value: x.summary.write_mb_per_s,
-                note: format!("{:.2}", x.summary.write_mb_per_s),
+                value: x.summary.io_write_mb_per_s,
+                note: format!("{:.1}", x.summary.io_write_mb_per_s),
             },
             None => Bar {
                 label: row.label.clone(),
@@ -701,7 +716,7 @@ fn bandwidth_chart(cfg: &SweepConfig, r: &SweepResult) -> BarChart {
         .collect();
     BarChart {
         title: format!(
-            "TPC-B SF {}, full speed, {} s per run: write bandwidth of update propagation (Fig. 3)",
+            "TPC-B SF {}, full speed, {} s per run: write bandwidth of update propagation, bytes / time in writes and syncs (Fig. 3)",
             cfg.scale,
             cfg.seconds.as_secs_f64()
         ),

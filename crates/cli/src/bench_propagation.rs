@@ -153,7 +153,19 @@ fn print_run(r: &PropagationResult, json: bool) {
             format!("TPC-B SF {}, {} clients, {}", s.scale, s.clients, s.commit),
         ),
         ("tps", thousands(s.tps)),
-        ("write MB/s (strategy)", format!("{:.2}", s.write_mb_per_s)),
+        (
+            "write MB/s (strategy, over the run)",
+            format!("{:.2}", s.write_mb_per_s),
+        ),
+        (
+            "write MB/s while propagating / in writes and syncs",
+            format!(
+                "{:.1} / {:.1} (busy {:.0} % of the run)",
+                s.busy_write_mb_per_s,
+                s.io_write_mb_per_s,
+                s.busy_fraction * 100.0
+            ),
+        ),
         ("device sequential MB/s", device),
         (
             "writes (mean KiB)",

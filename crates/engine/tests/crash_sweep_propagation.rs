@@ -1,7 +1,7 @@
 //! The crash sweep (see `crash_sweep.rs`) with each update-propagation strategy active:
 //! a page cleaner with every policy, writing pages on its own thread while transactions
 //! run and checkpoints write none, and log-based propagation, replaying archive runs onto
-//! the data file at every checkpoint. 250 seeds per strategy (`SLUICE_PROPAGATION_SEEDS`
+//! the data file at every checkpoint. 1,000 seeds per strategy (`SLUICE_PROPAGATION_SEEDS`
 //! overrides); the same checks: no acknowledged commit lost, no trace of anything else,
 //! every shown state survives, every table verifies.
 
@@ -12,7 +12,7 @@ fn sweep(strategy: &str) {
     let seeds = std::env::var("SLUICE_PROPAGATION_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(250);
+        .unwrap_or(1000);
     let s: Strategy = strategy.parse().unwrap();
     let r = crash_test_propagation(CrashMode::Direct, s, seeds, 0, |_| {});
     println!(
