@@ -93,6 +93,11 @@ pub(crate) struct Scope<'a> {
     pub(crate) keep_archive: bool,
     /// Sweep whatever the strategy (the checkpoint of a clean close).
     pub(crate) sweep_all: bool,
+    /// Write no page at all, whatever the strategy (the checkpoint that ends restart
+    /// recovery under a page cleaner or log propagation: the open returns without
+    /// waiting for the pages redo changed, which the strategy propagates as it would any
+    /// others).
+    pub(crate) fuzzy: bool,
 }
 
 /// Runs a checkpoint; the caller holds `state.lock` (passed as proof).
@@ -121,7 +126,8 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
     // checkpoint, so leaving it out because it looks clean at the end would lose its
     // changes below R to a crash (read after the begin record: see Frame::recovery_lsn).
     let prop = cx.propagation;
-    let sweep = cx.sweep_all || !matches!(prop.strategy, Strategy::Page(_));
+    let sweep = cx.sweep_all || !(cx.fuzzy || matches!(prop.strategy, Strategy::Page(_)));
+    let replay = !cx.fuzzy && prop.strategy == Strategy::Log;
     let dirty_at_begin = (!sweep).then(|| store.pool.checkpoint_dirty_pages());
     #[cfg(test)]
     if let Some(hook) = state.after_begin.lock().take() {
@@ -132,7 +138,7 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
     // log cleaner first (log strategy), then, of what is left, written from the pool.
     // With a page cleaner, checkpoints are fuzzy and write nothing: the dirty-page table
     // keeps the older recovery LSNs instead.
-    if let (Strategy::Log, Some(archive)) = (prop.strategy, prop.archive.get()) {
+    if let (true, Some(archive)) = (replay, prop.archive.get()) {
         let from = Lsn(prop.counters.propagated_lsn.load(Ordering::Acquire));
         log_cleaner::pass(store, archive, &prop.counters, from, r)?;
     }
@@ -197,13 +203,16 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
     *state.last_at.lock() = Instant::now();
     let mut keep = keep;
     if let (Strategy::Log, Some(archive)) = (prop.strategy, prop.archive.get()) {
-        // Everything below R is on disk now (the pass, then the sweep): the next pass
-        // starts here. The log below what is archived must stay for the archiver.
-        prop.counters.propagated_lsn.store(r.0, Ordering::Release);
-        keep = keep.min(archive.archived_lsn());
-        if !cx.keep_archive {
-            archive.remove_below(r)?;
+        if sweep {
+            // Everything below R is on disk now (the pass, then the sweep): the next
+            // pass starts here.
+            prop.counters.propagated_lsn.store(r.0, Ordering::Release);
+            if !cx.keep_archive {
+                archive.remove_below(r)?;
+            }
         }
+        // The log below what is archived must stay for the archiver.
+        keep = keep.min(archive.archived_lsn());
     }
     store.log.truncate_below(keep)?;
     Ok(())

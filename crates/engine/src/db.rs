@@ -417,7 +417,7 @@ impl Database {
         );
         let report = recovery::recover(&inner.recovery_context(), control.checkpoint)?;
         inner.open_archive(report.redo_from.unwrap_or(report.log_end))?;
-        inner.checkpoint_now()?;
+        inner.checkpoint_after_recovery()?;
         Database::finish_open(inner, report)
     }
 

@@ -123,6 +123,16 @@ impl Inner {
         self.checkpoint_with(false)
     }
 
+    /// The checkpoint that ends restart recovery: under a page cleaner or log
+    /// propagation it writes no page (fuzzy), so the open does not wait for the pages
+    /// redo changed; under the default sweep it writes them, as every checkpoint does.
+    pub(crate) fn checkpoint_after_recovery(&self) -> Result<()> {
+        let guard = self.checkpoints.lock.lock();
+        let mut scope = self.checkpoint_scope();
+        scope.fuzzy = self.propagation.strategy != crate::propagation::Strategy::CheckpointSweep;
+        checkpoint::run(&scope, &guard).inspect_err(|e| self.poison_checkpoint(e))
+    }
+
     /// A checkpoint now; `closing`: the last one before close (or `verify`'s), which
     /// writes every dirty page whatever the strategy, so a clean close leaves nothing to
     /// redo.
@@ -146,6 +156,7 @@ impl Inner {
             propagation: &self.propagation,
             keep_archive: self.options.keep_archive,
             sweep_all: false,
+            fuzzy: false,
         }
     }
 

@@ -740,6 +740,14 @@ mod tests {
                         });
                     }
                 });
+                // On a loaded machine the writers can finish before the cleaner's thread
+                // is scheduled: write on (other keys) until it has written, for a while.
+                let deadline = std::time::Instant::now() + Duration::from_secs(20);
+                let mut extra = 0;
+                while counted(&db).1 == 0 && std::time::Instant::now() < deadline {
+                    put(&db, &t, 5000 + extra..5000 + extra + 10, 9);
+                    extra = (extra + 10) % 500;
+                }
                 assert!(counted(&db).1 > 0, "{policy:?}: the cleaner never wrote");
                 db.verify().unwrap();
                 sim.crash();
