@@ -84,8 +84,10 @@ const CRASH_RANGE: u64 = 350;
 /// Under `async` the clients never wait for the log, and checkpoints run on the
 /// background checkpointer, mostly after the clients are done: the workload's window
 /// holds far fewer operations, so its crashes are drawn from a narrower range to land a
-/// similar share (about a third) while it runs.
-const ASYNC_CRASH_RANGE: u64 = 200;
+/// similar share while it runs. At 200 the share under a loaded machine (CI beside other
+/// builds) fell to 55–80 of 300 seeds, under the test's floor of 75, the same before and
+/// after the propagation work; at 100 it is 107–111.
+const ASYNC_CRASH_RANGE: u64 = 100;
 /// Large values up to 1 MiB write many more pages and log segments.
 const LARGE_CRASH_RANGE: u64 = 1500;
 
