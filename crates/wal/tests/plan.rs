@@ -225,7 +225,8 @@ fn uneven_profile_goes_largest_first_to_the_least_loaded() {
 fn managers_are_added_until_none_is_over_lmax() {
     // Seven generators of 400 B/s, c = 0, Lmax = 1,000: L = 2,800 → ⌈2.8⌉ = 3 managers,
     // but 3 does not divide 7: largest first gives 3/2/2 and 3 × 400 = 1,200 ≥ Lmax. The
-    // planner adds a fourth (footnote 9): 2/2/2/1, at most 800.
+    // planner adds a fourth (footnote 9): 2/2/2/1, at most 800. (It gets there at once:
+    // since three of them reach Lmax, at most two share a manager, so ⌈7 / 2⌉ = 4.)
     let gens: Vec<(String, f64)> = (1..=7).map(|i| (format!("G{i}"), 40.0)).collect();
     let gens: Vec<(&str, f64)> = gens.iter().map(|(n, g)| (n.as_str(), *g)).collect();
     let p = plan(&profile(1_000.0, 10.0, 0.0, &gens)).unwrap();
@@ -291,4 +292,56 @@ fn the_plan_serializes_case_and_strategy_plainly() {
     assert_eq!(v["warnings"][0]["kind"], "generator_above_lmax");
     assert_eq!(v["warnings"][0]["generator"], "Big");
     assert!(v["warnings"][0]["message"].is_string());
+}
+
+#[test]
+fn many_generators_that_only_pair_are_planned_quickly() {
+    // 60,000 generators of 340 B/s, Lmax = 1,000, c = 0: L = 20,400,000 → ⌈20.4M / 1,000⌉
+    // = 20,401 managers (an exact multiple: one more), but three generators reach 1,020
+    // ≥ Lmax, so only pairs fit: 30,000 managers of 680 B/s. Must not take a walk of
+    // ~10,000 reassignments.
+    let text = r#"{"commit_record_bytes":0,"lmax_bytes_per_s":1000,"gamma":0.5,
+        "transactions":[{"name":"T","rate_tps":1}],
+        "generators":[{"name":"G","count":60000,"bytes_per_txn":{"T":340}}]}"#;
+    let start = std::time::Instant::now();
+    let p = plan(&Profile::from_json(text).unwrap()).unwrap();
+    assert_eq!(p.managers_by_formula, 20_401);
+    assert_eq!(p.manager_count, 30_000);
+    assert!(p.managers.iter().all(|m| m.generators.len() == 2));
+    assert!(p.managers.iter().all(|m| m.load_bytes_per_s < 1_000.0));
+    assert!(start.elapsed() < std::time::Duration::from_secs(20));
+}
+
+#[test]
+fn largest_first_that_still_overloads_gets_another_manager() {
+    // Lmax = 1,000, c = 0; L_i 900, 800, 600, 400, 400, 400: L = 3,500 → ⌈3.5⌉ = 4, and
+    // no packing argument asks for more (three items ≥ 500 need three managers). Largest
+    // first on 4: 900 → M1, 800 → M2, 600 → M3, 400 → M4, 400 → M4 (400 < 600) = 800,
+    // 400 → M3 (600 is least) = 1,000 — at Lmax, saturated. With 5: 900, 800, 600, 400 +
+    // 400, 400: all below Lmax.
+    let p = plan(&profile(
+        1_000.0,
+        10.0,
+        0.0,
+        &[
+            ("a", 90.0),
+            ("b", 80.0),
+            ("c", 60.0),
+            ("d", 40.0),
+            ("e", 40.0),
+            ("f", 40.0),
+        ],
+    ))
+    .unwrap();
+    assert_eq!((p.managers_by_formula, p.manager_count), (4, 5));
+    let loads: Vec<f64> = p.managers.iter().map(|m| m.load_bytes_per_s).collect();
+    assert_eq!(loads, [900.0, 800.0, 600.0, 800.0, 400.0]);
+    assert_eq!(names(&p, 4), ["d", "f"]);
+    assert_eq!(
+        p.warnings.iter().map(|w| &w.kind).collect::<Vec<_>>(),
+        [&WarningKind::ManagersAdded {
+            by_formula: 4,
+            planned: 5
+        }]
+    );
 }
