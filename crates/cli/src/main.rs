@@ -11,6 +11,7 @@ mod bench_wal;
 mod compare;
 mod crash_test;
 mod peer_child;
+mod plan;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -37,6 +38,10 @@ enum Command {
     /// test's child process).
     #[command(hide = true)]
     PeerChild(peer_child::Args),
+    /// Plan log partitioning for a workload profile (the Tandem paper's model): the
+    /// case (none, horizontal, vertical), the number of log managers, and which
+    /// generators each one serves.
+    Plan(plan::Args),
     /// Run a crash sweep over the simulated disk and check what recovery finds.
     CrashTest {
         #[command(subcommand)]
@@ -105,8 +110,21 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
             // One line: clap's first line names the problem; its usage block follows.
+            // A first line ending in ':' lists what it means on the indented lines after
+            // it (the missing required flags): those join the line.
             let text = e.to_string();
-            let first = text.lines().next().unwrap_or("error: invalid arguments");
+            let mut lines = text.lines();
+            let mut first = lines
+                .next()
+                .unwrap_or("error: invalid arguments")
+                .to_string();
+            if first.ends_with(':') {
+                let listed: Vec<&str> = lines
+                    .take_while(|l| l.starts_with(' '))
+                    .map(str::trim)
+                    .collect();
+                first = format!("{first} {}", listed.join(", "));
+            }
             eprintln!("{first} (see 'sluice --help')");
             return ExitCode::from(2);
         }
@@ -124,6 +142,7 @@ fn main() -> ExitCode {
         },
         Command::Compare(a) => compare::run(a),
         Command::PeerChild(a) => peer_child::run(a),
+        Command::Plan(a) => plan::run(a),
         Command::CrashTest { which } => match which {
             CrashTest::Engine(a) => crash_test::engine(a),
         },
