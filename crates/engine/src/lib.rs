@@ -114,6 +114,7 @@ mod page;
 mod propagation;
 mod recovery;
 mod store;
+mod strategy;
 mod table;
 #[cfg(test)]
 mod tests;

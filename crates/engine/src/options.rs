@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::page::{HEADER_LEN, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
-use crate::propagation::Strategy;
+use crate::strategy::Strategy;
 use sluice_wal::LogOptions;
 use std::time::Duration;
 

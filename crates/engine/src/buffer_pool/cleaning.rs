@@ -25,11 +25,23 @@ use super::{BufferPool, PageRef, Wait};
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::page;
-use crate::propagation::page_cleaner::Candidate;
-use crate::propagation::Counters;
+use crate::strategy::Counters;
 use parking_lot::MutexGuard;
 use sluice_wal::Lsn;
 use std::sync::atomic::Ordering;
+
+/// A dirty frame as the scan saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Candidate {
+    /// The frame's index in the pool.
+    pub(crate) frame: usize,
+    /// The page it held.
+    pub(crate) page: PageId,
+    /// Where redo would start for it (`Frame::recovery_lsn`): the oldest-first key.
+    pub(crate) rec_lsn: u64,
+    /// Its reference count (`Frame::heat`): the coldest- and hottest-first key.
+    pub(crate) heat: u32,
+}
 
 /// What [`BufferPool::write_cluster`] (or a round of the cleaner) wrote.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

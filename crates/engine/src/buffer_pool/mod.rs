@@ -15,7 +15,7 @@ mod pool;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use cleaning::Cleaned;
+pub(crate) use cleaning::{Candidate, Cleaned};
 pub(crate) use frame::Frame;
 pub(crate) use page_ref::{PageRef, PageWrite};
 pub use pool::PoolStats;

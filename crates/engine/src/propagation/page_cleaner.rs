@@ -25,7 +25,7 @@
 //! the pool, at least 16 ([`heap_size`]).
 
 use super::{Counters, PageCleaner, Policy};
-use crate::buffer_pool::{BufferPool, Cleaned};
+use crate::buffer_pool::{BufferPool, Candidate, Cleaned};
 use crate::error::Result;
 use crate::ids::PageId;
 use std::cmp::Reverse;
@@ -36,19 +36,6 @@ pub(crate) const MAX_CLUSTER: usize = 128;
 
 /// `Mixed`: the smallest run written for being a cluster.
 pub(crate) const MIXED_CLUSTER: usize = 8;
-
-/// A dirty frame as the scan saw it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Candidate {
-    /// The frame's index in the pool.
-    pub(crate) frame: usize,
-    /// The page it held.
-    pub(crate) page: PageId,
-    /// Where redo would start for it (`Frame::recovery_lsn`): the oldest-first key.
-    pub(crate) rec_lsn: u64,
-    /// Its reference count (`Frame::heat`): the coldest- and hottest-first key.
-    pub(crate) heat: u32,
-}
 
 /// Candidates kept per round: `heap`, or for 0 1 % of a pool of `frames`, at least 16.
 pub(crate) fn heap_size(heap: usize, frames: usize) -> usize {
