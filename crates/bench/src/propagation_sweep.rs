@@ -377,39 +377,8 @@ fn failed_row(r: &SweepRow, e: Option<&str>, width: usize) -> Vec<String> {
     cells
 }
 
-/// Where a sweep is, for a progress bar.
-#[derive(Debug, Clone, Copy)]
-pub struct Progress<'a> {
-    /// Runs finished, with a fraction for the one under way.
-    pub done: f64,
-    /// Runs planned.
-    pub total: usize,
-    /// What is happening now.
-    pub what: &'a str,
-}
-
-/// Why a sweep did not finish (a failed run does not stop it).
-#[derive(Debug)]
-pub enum SweepError {
-    /// The configuration is invalid.
-    Config(String),
-    /// Measuring the device failed.
-    Engine(sluice::Error),
-    /// Writing the output failed.
-    Output(String),
-}
-
-impl fmt::Display for SweepError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SweepError::Config(m) => f.write_str(m),
-            SweepError::Engine(e) => write!(f, "{e}"),
-            SweepError::Output(m) => write!(f, "writing the sweep's files: {m}"),
-        }
-    }
-}
-
-impl std::error::Error for SweepError {}
+/// A sweep's progress and failures, as the commit-protocol sweep reports them.
+pub use crate::commit_sweep::{Progress, SweepError};
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
