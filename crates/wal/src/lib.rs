@@ -14,7 +14,9 @@
 
 #![warn(missing_docs)]
 
+mod archive;
 mod buffer;
+pub mod dirs;
 mod error;
 mod flush;
 mod flush_signal;
