@@ -117,8 +117,12 @@ impl Archiver {
         self.state.lock().error.clone()
     }
 
-    /// Wakes the thread: a segment may have been finished.
+    /// Wakes the thread: a segment may have been finished. The lock is taken first, so a
+    /// thread that checked the durable LSN just before it was published is already
+    /// waiting (or has not yet looked) — no wake-up is lost to a check-then-wait race,
+    /// which would delay the copy by a whole idle wait.
     pub(crate) fn notify(&self) {
+        drop(self.state.lock());
         self.cv.notify_all();
     }
 

@@ -769,10 +769,24 @@ impl Log {
             .filter(|&st| st.0 + s.segment_bytes <= limit.0)
             .collect();
         assert!(victims.windows(2).all(|w| w[0] < w[1]));
-        let pool_room = victims
-            .len()
-            .min(MAX_RECYCLED_SEGMENTS)
-            .saturating_sub(s.recycled.lock().len());
+        // Files to retire for recycling, per directory (a retired file only becomes a
+        // segment of its own directory): up to as many as this call removes there, less
+        // what the pool already holds there; and at most MAX_RECYCLED_SEGMENTS in all.
+        let index = |l: Lsn| s.dirs.index_of(l, s.segment_bytes);
+        let (mut room, mut total_room) = {
+            let pool = s.recycled.lock();
+            let mut room = vec![0usize; s.dirs.count()];
+            for &v in &victims {
+                room[index(v)] += 1;
+            }
+            for r in &mut room {
+                *r = (*r).min(MAX_RECYCLED_SEGMENTS);
+            }
+            for &p in pool.iter() {
+                room[index(p)] = room[index(p)].saturating_sub(1);
+            }
+            (room, MAX_RECYCLED_SEGMENTS.saturating_sub(pool.len()))
+        };
         // Oldest first: a crash keeps a prefix of the directory operations, so whatever
         // survives it is still a contiguous run of segments. Across several directories
         // (devices) a crash keeps a prefix of each one's operations, not of all of them
@@ -800,14 +814,18 @@ impl Log {
             s.start
                 .store(start.max(victim.0 + s.segment_bytes), Ordering::Release);
             let path = dir.join(segment::segment_name(victim));
-            let recycle = if retired.len() < pool_room {
+            let recycle = if room[index(victim)] > 0 && total_room > 0 {
                 self.whole_file(&path)
             } else {
                 Ok(false)
             };
             let outcome = recycle.and_then(|whole| {
                 if whole {
-                    segment::retire(&*s.storage, dir, victim).map(|()| retired.push(victim))
+                    segment::retire(&*s.storage, dir, victim).map(|()| {
+                        room[index(victim)] -= 1;
+                        total_room -= 1;
+                        retired.push(victim)
+                    })
                 } else {
                     s.storage.remove(&path)
                 }
