@@ -9,6 +9,11 @@
 //! the segment preparer (`prepare.rs`) extends the file ahead of the flush daemon, so an
 //! empty log costs a few KiB rather than a whole segment.
 //!
+//! A log may span several directories (horizontal partitioning, see the `dirs` module):
+//! segment `k` lives in directory `k mod D`, every function here takes the directory the
+//! segment maps to, and `scan_dirs` checks that each file lies in its own. A retired
+//! file stays in its directory, so it is only recycled as a segment that maps there.
+//!
 //! Creation is atomic: the header is written to `{name}.tmp`, the file is extended and
 //! synced, renamed to its final name, and the directory synced. A file with a final name
 //! therefore always carries a valid, durable header; a bad header is corruption, never a

@@ -255,3 +255,36 @@ fn the_archiver_copies_finished_segments_and_truncation_waits_for_it() {
         assert!(log.archive_error().is_none());
     }
 }
+
+/// Regression (found by `bench partition`): the recycling allowance was shared by all
+/// directories, so a retired file waiting in one directory's pool made truncation delete
+/// the other directory's victims, and their replacements were zero-filled on the device
+/// the writer moves to next.
+#[test]
+fn each_directory_recycles_its_own_files_when_truncation_lags() {
+    let (_sim, storage) = sim(7);
+    let d = dirs(2);
+    let log = Log::open_dirs(storage, &d, small_options()).unwrap();
+    let s = log.segment_bytes();
+    let mut seq = 0;
+    let mut step = |log: &Log| {
+        append_n(log, seq, 1);
+        seq += 1;
+        // Free what lies two segments behind the writer, as an archiver that lags does.
+        let behind = segment::segment_start(log.durable_lsn(), s)
+            .0
+            .saturating_sub(s);
+        log.truncate_below(Lsn(behind)).unwrap();
+    };
+    while log.durable_lsn().0 < 6 * s {
+        step(&log);
+    }
+    let zero_filled = log.stats().bytes_zero_filled;
+    let recycled = log.stats().segments_recycled;
+    while log.durable_lsn().0 < 16 * s {
+        step(&log);
+    }
+    let stats = log.stats();
+    assert_eq!(stats.bytes_zero_filled, zero_filled, "{stats:?}");
+    assert!(stats.segments_recycled >= recycled + 9, "{stats:?}");
+}
