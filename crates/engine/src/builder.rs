@@ -121,6 +121,30 @@ impl Builder {
         self
     }
 
+    /// How changed pages reach the data file (default
+    /// [`Strategy::CheckpointSweep`](crate::Strategy::CheckpointSweep)): a page cleaner
+    /// with a policy, or log-based propagation (see [`Strategy`](crate::Strategy) and
+    /// [`Database::backlog`](crate::Database::backlog)). Every strategy gives the same
+    /// guarantees; they differ in how much log a restart replays and in how they write.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use sluice::{Database, Strategy};
+    ///
+    /// let db = Database::builder(dir.path())
+    ///     .propagation("log".parse::<Strategy>()?)
+    ///     .open()?;
+    /// let t = db.table_or_create("t")?;
+    /// db.transaction(|tx| tx.put(&t, b"k", b"v"))?;
+    /// db.checkpoint()?; // the log cleaner writes the page from the archive's runs
+    /// assert!(db.backlog().propagated_bytes > 0);
+    /// # Ok::<(), sluice::Error>(())
+    /// ```
+    pub fn propagation(mut self, strategy: crate::Strategy) -> Builder {
+        self.options.propagation = strategy;
+        self
+    }
+
     /// Opens the database read-only (default `false`), as SQLite's
     /// `SQLITE_OPEN_READONLY` or redb's `ReadOnlyDatabase` do: for a second process
     /// reading a database that no process holds for writing, or for a copy of one (a
