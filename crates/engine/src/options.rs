@@ -132,7 +132,8 @@ pub struct Options {
     /// propagation can do it instead.
     pub propagation: Strategy,
     /// The page cleaner's period ([`Strategy::Page`]): it runs a round at least this
-    /// often, and sooner when eviction finds dirty victims.
+    /// often, and sooner when eviction finds dirty victims or the log is short of space
+    /// (zero: only then).
     pub cleaner_interval: Duration,
     /// Log-based propagation ([`Strategy::Log`]): the pages the log cleaner reads and
     /// writes as one unit (a segment), in bytes; a multiple of the page size.

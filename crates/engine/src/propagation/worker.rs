@@ -30,7 +30,8 @@ pub(crate) struct Worker {
 }
 
 impl Worker {
-    /// Starts the thread `name`, running `job` when notified and at least every `period`.
+    /// Starts the thread `name`, running `job` when notified and at least every `period`
+    /// (zero: only when notified).
     pub(crate) fn start(
         &self,
         name: &str,
@@ -67,6 +68,8 @@ impl Worker {
     }
 }
 
+/// Runs rounds until stopped. A zero `period` means no timer: rounds only when notified
+/// (never a loop that wakes itself at once).
 fn run(signal: &Signal, job: &Weak<dyn Job>, period: Duration) {
     let mut next = Instant::now() + period;
     loop {
@@ -79,7 +82,9 @@ fn run(signal: &Signal, job: &Weak<dyn Job>, period: Duration) {
                 if signal.requested.swap(false, Ordering::AcqRel) {
                     break;
                 }
-                if signal.cv.wait_until(&mut stopping, next).timed_out() {
+                if period.is_zero() {
+                    signal.cv.wait(&mut stopping);
+                } else if signal.cv.wait_until(&mut stopping, next).timed_out() {
                     break;
                 }
             }
@@ -90,5 +95,63 @@ fn run(signal: &Signal, job: &Weak<dyn Job>, period: Duration) {
         };
         job.round();
         drop(job);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    struct Count(AtomicU64);
+    impl Job for Count {
+        fn round(&self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A zero period runs rounds only when notified: it must not wake itself in a loop
+    /// (on a 2-core machine that would starve the threads doing the work).
+    #[test]
+    fn a_zero_period_waits_for_notifications() {
+        let job = Arc::new(Count(AtomicU64::new(0)));
+        let w = Worker::default();
+        let weak: Weak<dyn Job> = Arc::downgrade(&(job.clone() as Arc<dyn Job>));
+        w.start("test-worker", weak, Duration::ZERO).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            job.0.load(Ordering::SeqCst),
+            0,
+            "rounds without a notification"
+        );
+        w.notify();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while job.0.load(Ordering::SeqCst) == 0 {
+            assert!(Instant::now() < deadline, "a notification ran no round");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            job.0.load(Ordering::SeqCst),
+            1,
+            "one notification, one round"
+        );
+        w.stop();
+    }
+
+    /// A period runs rounds by itself.
+    #[test]
+    fn a_period_runs_rounds_without_notifications() {
+        let job = Arc::new(Count(AtomicU64::new(0)));
+        let w = Worker::default();
+        let weak: Weak<dyn Job> = Arc::downgrade(&(job.clone() as Arc<dyn Job>));
+        w.start("test-worker", weak, Duration::from_millis(2))
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while job.0.load(Ordering::SeqCst) < 3 {
+            assert!(Instant::now() < deadline, "the period ran no rounds");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        w.stop();
     }
 }
