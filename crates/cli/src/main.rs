@@ -10,6 +10,7 @@ mod bench_sweep;
 mod bench_txn;
 mod bench_wal;
 mod compare;
+mod crash_kill;
 mod crash_test;
 mod peer_child;
 mod plan;
@@ -39,11 +40,16 @@ enum Command {
     /// test's child process).
     #[command(hide = true)]
     PeerChild(peer_child::Args),
+    /// TPC-B on sluice forever, printing each acknowledged commit (the child process of
+    /// `sluice crash-test kill`).
+    #[command(hide = true)]
+    KillChild(crash_kill::ChildArgs),
     /// Plan log partitioning for a workload profile (the Tandem paper's model): the
     /// case (none, horizontal, vertical), the number of log managers, and which
     /// generators each one serves.
     Plan(plan::Args),
-    /// Run a crash sweep over the simulated disk and check what recovery finds.
+    /// Crash tests: sweeps over the simulated disk, or the real binary SIGKILLed on the
+    /// real disk; each checks what recovery finds.
     CrashTest {
         #[command(subcommand)]
         which: CrashTest,
@@ -55,6 +61,13 @@ enum CrashTest {
     /// Random multi-key transactions from several threads; crashes during work and
     /// during recovery; every acknowledged commit must survive, nothing else may.
     Engine(crash_test::EngineArgs),
+    /// The simulated-disk sweep: `--workload kv` is `crash-test engine`'s random
+    /// multi-key transactions (TPC-B over the simulated disk is not supported yet).
+    Sim(crash_test::SimArgs),
+    /// The real binary running TPC-B on the real disk, SIGKILLed at random moments
+    /// (some during its recovery), reopened and checked: the TPC-B identities hold and
+    /// every acknowledged commit is there.
+    Kill(crash_kill::KillArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -148,9 +161,12 @@ fn main() -> ExitCode {
         },
         Command::Compare(a) => compare::run(a),
         Command::PeerChild(a) => peer_child::run(a),
+        Command::KillChild(a) => crash_kill::child(a),
         Command::Plan(a) => plan::run(a),
         Command::CrashTest { which } => match which {
             CrashTest::Engine(a) => crash_test::engine(a),
+            CrashTest::Sim(a) => crash_test::sim(a),
+            CrashTest::Kill(a) => crash_kill::kill(a),
         },
     };
     match result {

@@ -1,0 +1,134 @@
+//! `sluice crash-test kill` and `sluice crash-test sim` from the command line
+//! (RELIABILITY.md tests 2 and 8): a short kill loop of the real binary loses nothing
+//! and recovers consistent states; bad arguments are one-line usage errors.
+
+mod common;
+
+use common::{assert_usage_error, sluice};
+
+fn last_json(out: &std::process::Output) -> serde_json::Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON in {stdout}"));
+    serde_json::from_str(line).expect("valid JSON")
+}
+
+#[test]
+fn a_short_kill_loop_loses_nothing_and_stays_consistent() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sluice(&[
+        "crash-test",
+        "kill",
+        "--runs",
+        "5",
+        "--seconds-per-run",
+        "1",
+        "--accounts-per-branch",
+        "1000",
+        "--json",
+        "--dir",
+        dir.path().to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let j = last_json(&out);
+    assert_eq!(j["runs"], 5, "{j}");
+    assert_eq!(j["lost"], 0, "{j}");
+    assert_eq!(j["inconsistent"], 0, "{j}");
+    assert_eq!(j["commit"], "elr-pipelined", "{j}");
+    assert!(j["acknowledged"].as_u64().is_some(), "{j}");
+    assert!(j["recovery_ms_max"].as_f64().unwrap() >= j["recovery_ms_p50"].as_f64().unwrap());
+    assert!(j["kills_during_recovery"].as_u64().unwrap() <= 5, "{j}");
+    // The database's temporary directory is removed after a clean run.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn crash_test_bad_arguments_are_usage_errors() {
+    assert_usage_error(&["crash-test", "kill"], "--runs");
+    assert_usage_error(&["crash-test", "kill", "--runs", "0"], "--runs");
+    assert_usage_error(&["crash-test", "kill", "--runs", "x"], "x");
+    assert_usage_error(
+        &["crash-test", "kill", "--runs", "1", "--commit", "nope"],
+        "nope",
+    );
+    assert_usage_error(
+        &[
+            "crash-test",
+            "kill",
+            "--runs",
+            "1",
+            "--seconds-per-run",
+            "0",
+        ],
+        "--seconds-per-run",
+    );
+    assert_usage_error(
+        &[
+            "crash-test",
+            "kill",
+            "--runs",
+            "1",
+            "--seconds-per-run",
+            "nan",
+        ],
+        "--seconds-per-run",
+    );
+    assert_usage_error(
+        &["crash-test", "kill", "--runs", "1", "--scale", "0"],
+        "--scale",
+    );
+    assert_usage_error(
+        &["crash-test", "kill", "--runs", "1", "--clients", "0"],
+        "--clients",
+    );
+    assert_usage_error(
+        &[
+            "crash-test",
+            "kill",
+            "--runs",
+            "1",
+            "--dir",
+            "/nonexistent/sluice",
+        ],
+        "--dir",
+    );
+    assert_usage_error(&["crash-test", "sim", "--seeds", "0"], "--seeds");
+    assert_usage_error(&["crash-test", "sim", "--workload", "tpcb"], "tpcb");
+    assert_usage_error(&["crash-test", "sim", "--workload", "nope"], "nope");
+}
+
+#[test]
+fn every_commit_protocol_name_is_accepted() {
+    for p in ["classic", "elr", "pipelined", "elr-pipelined", "async"] {
+        let out = sluice(&["crash-test", "kill", "--runs", "1", "--commit", p, "--help"]);
+        assert_eq!(out.status.code(), Some(0), "{p}");
+    }
+}
+
+#[test]
+fn crash_test_sim_kv_reports_json() {
+    let out = sluice(&[
+        "crash-test",
+        "sim",
+        "--seeds",
+        "5",
+        "--workload",
+        "kv",
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = last_json(&out);
+    assert_eq!(j["seeds"], 5);
+    assert_eq!(j["lost"], 0);
+    assert_eq!(j["violations"], 0);
+    assert!(j["acknowledged"].as_u64().is_some());
+}
