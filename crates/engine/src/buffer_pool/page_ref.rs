@@ -56,7 +56,8 @@ impl<'a> PageRef<'a> {
             Ok(())
         } else {
             Err(Error::Corruption(format!(
-                "page {} failed its checksum or structure check",
+                "data file {}: page {} failed its checksum or structure check",
+                self.pool.data_path().display(),
                 self.id
             )))
         }
