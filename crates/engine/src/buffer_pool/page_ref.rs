@@ -58,7 +58,7 @@ impl<'a> PageRef<'a> {
             Err(Error::Corruption(format!(
                 "data file {}: page {} failed its checksum or structure check",
                 self.pool.data_path().display(),
-                self.id
+                self.id.0
             )))
         }
     }
