@@ -210,7 +210,10 @@ pub fn verify(a: VerifyArgs) -> Result<(), Failure> {
 
 fn print_table_rows(rows: &[(String, sluice::TreeReport)]) {
     let w = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(0).max(5);
-    println!("{:<w$}  {:>10}  {:>8}  {:>5}", "table", "entries", "pages", "depth");
+    println!(
+        "{:<w$}  {:>10}  {:>8}  {:>5}",
+        "table", "entries", "pages", "depth"
+    );
     for (n, t) in rows {
         println!(
             "{:<w$}  {:>10}  {:>8}  {:>5}",
@@ -328,9 +331,7 @@ pub fn stats(a: StatsArgs) -> Result<(), Failure> {
         "data file    {data_bytes} B ({} pages)",
         data_bytes / page_size
     );
-    println!(
-        "log          {log_bytes} B on disk, LSN [{log_start}, {log_end})"
-    );
+    println!("log          {log_bytes} B on disk, LSN [{log_start}, {log_end})");
     match checkpoint {
         Some(c) => println!("checkpoint   redo point at LSN {c}"),
         None => println!("checkpoint   none"),
@@ -361,7 +362,11 @@ fn parse_bytes(s: &str, hex: bool, what: &str) -> Result<Vec<u8>, Failure> {
     if !hex {
         return Ok(s.as_bytes().to_vec());
     }
-    let bad = || Failure::Usage(format!("{what} {s:?} is not hex (an even number of 0-9a-f digits)"));
+    let bad = || {
+        Failure::Usage(format!(
+            "{what} {s:?} is not hex (an even number of 0-9a-f digits)"
+        ))
+    };
     if !s.len().is_multiple_of(2) || !s.is_ascii() {
         return Err(bad());
     }

@@ -57,7 +57,11 @@ fn assert_verify_fails(dir: &Path, mentions: &[&str]) {
 }
 
 fn flip_byte(path: &Path, at: u64) {
-    let mut f = OpenOptions::new().read(true).write(true).open(path).unwrap();
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
     let mut b = [0u8];
     f.seek(SeekFrom::Start(at)).unwrap();
     f.read_exact(&mut b).unwrap();
@@ -90,19 +94,42 @@ fn verify_names_a_flipped_byte_in_a_data_page() {
     assert_verify_fails(&dir, &["data", "page 2", "checksum"]);
 }
 
+/// The first log segment of the database in `dir`.
+fn first_segment(dir: &Path) -> PathBuf {
+    std::fs::read_dir(dir.join("log"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_str().unwrap();
+            sluice_wal::segment::parse_segment_name(name).is_some()
+        })
+        .min()
+        .expect("a log segment")
+}
+
+#[test]
+fn verify_names_a_log_segment_truncated_inside_its_records() {
+    let (_tmp, dir) = database();
+    // The segment's 4 KiB header block, then the records up to the middle of the
+    // transaction: the checkpoint the control file names is gone.
+    let f = OpenOptions::new()
+        .write(true)
+        .open(first_segment(&dir))
+        .unwrap();
+    f.set_len(4096 + 530).unwrap();
+    f.sync_all().unwrap();
+    assert_verify_fails(&dir, &["log", "LSN"]);
+}
+
 #[test]
 fn verify_names_a_truncated_log_segment() {
     let (_tmp, dir) = database();
-    let seg = std::fs::read_dir(dir.join("log"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_str().unwrap().ends_with(".log"))
-        .min()
-        .expect("a log segment");
+    let seg = first_segment(&dir);
     let f = OpenOptions::new().write(true).open(&seg).unwrap();
     f.set_len(100).unwrap();
     f.sync_all().unwrap();
-    assert_verify_fails(&dir, &["log", "LSN"]);
+    let name = seg.file_name().unwrap().to_str().unwrap();
+    assert_verify_fails(&dir, &["log", "LSN 0", name]);
 }
 
 #[test]
@@ -139,6 +166,11 @@ fn log_dump_shows_the_update_and_the_commit() {
     assert_eq!(code, Some(0));
     let first: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
     assert_eq!(first, lines[1]);
+    // An LSN inside a record, unaligned, or past the end is a usage error.
+    let inside = (lines[1]["lsn"].as_u64().unwrap() + 8).to_string();
+    for bad in [inside.as_str(), "3", "99999999"] {
+        common::assert_usage_error(&["log", "dump", s(&dir), "--from", bad], "LSN");
+    }
 }
 
 #[test]
@@ -146,7 +178,9 @@ fn stats_tables_get_and_scan_read_the_database() {
     let (_tmp, dir) = database();
     let (code, out, err) = run(&["stats", s(&dir)]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.lines().any(|l| l.contains("users") && l.contains("2 entries")));
+    assert!(out
+        .lines()
+        .any(|l| l.contains("users") && l.contains("2 entries")));
     assert!(out.contains("page size    8192 B"), "{out}");
     let (code, out, _) = run(&["stats", s(&dir), "--json"]);
     assert_eq!(code, Some(0));

@@ -55,7 +55,7 @@ pub struct LogDump {
 /// subdirectory) read-only — no file is created, written or synced, a torn tail is left
 /// in place — and decodes up to `limit` records starting at LSN `from` (`None`: the
 /// log's first record). `from` must be the LSN of a record (as an earlier dump printed
-/// it) within the log.
+/// it) within the log; one that is not fails with [`Error::InvalidArgument`].
 ///
 /// Fails with [`Error::Locked`] while a read-write handle holds the database, with
 /// [`Error::InvalidArgument`] if `dir` has no log or `from` is outside it, and with
@@ -89,17 +89,35 @@ pub fn dump_log(dir: impl AsRef<Path>, from: Option<u64>, limit: Option<usize>) 
     let log = sluice_wal::Log::open_read_only(storage, &log_dir, options).map_err(wal)?;
     let start = log.start_lsn();
     let end = log.durable_lsn();
-    let from = from.map_or(start, Lsn);
     let mut entries = Vec::new();
+    let explicit = from.is_some();
+    let from = from.map_or(start, Lsn);
     for item in log.read_from(from).map_err(wal)? {
         if limit.is_some_and(|l| entries.len() >= l) {
             break;
         }
-        let r = item.map_err(wal)?;
-        let rec = Record::decode(&r.payload).map_err(|e| {
-            Error::Corruption(format!("log {shown}: record at LSN {}: {e}", r.lsn))
-        })?;
-        entries.push(entry(r.lsn.0, r.end.0 - r.lsn.0, r.payload.len() as u64, &rec));
+        let decoded = item.map_err(wal).and_then(|r| {
+            Record::decode(&r.payload).map(|rec| (r, rec)).map_err(|e| {
+                Error::Corruption(format!("log {shown}: record at LSN {}: {e}", r.lsn))
+            })
+        });
+        let (r, rec) = match decoded {
+            Ok(d) => d,
+            // A first record that does not read is most likely a `from` that is no
+            // record's LSN: say so rather than report damage.
+            Err(e) if explicit && entries.is_empty() => {
+                return Err(Error::InvalidArgument(format!(
+                    "no record starts at LSN {from} ({e}): start at an LSN a dump printed"
+                )))
+            }
+            Err(e) => return Err(e),
+        };
+        entries.push(entry(
+            r.lsn.0,
+            r.end.0 - r.lsn.0,
+            r.payload.len() as u64,
+            &rec,
+        ));
     }
     Ok(LogDump {
         start: start.0,
@@ -151,12 +169,9 @@ fn entry(at: u64, len: u64, payload_len: u64, rec: &Record) -> LogEntry {
         } => {
             let c = match change {
                 Change::Insert { value: v } => format!("insert {} value {}", key(k), value(v)),
-                Change::Update { old, new } => format!(
-                    "update {} value {} -> {}",
-                    key(k),
-                    value(old),
-                    value(new)
-                ),
+                Change::Update { old, new } => {
+                    format!("update {} value {} -> {}", key(k), value(old), value(new))
+                }
                 Change::Patch { delta } => format!(
                     "patch {} at {} {} B -> {} B",
                     key(k),
@@ -180,7 +195,9 @@ fn entry(at: u64, len: u64, payload_len: u64, rec: &Record) -> LogEntry {
             ..
         } => {
             let o = match op {
-                PageOp::Insert { key: k, value: v } => format!("insert {} value {}", key(k), value(v)),
+                PageOp::Insert { key: k, value: v } => {
+                    format!("insert {} value {}", key(k), value(v))
+                }
                 PageOp::Set { key: k, value: v } => format!("set {} value {}", key(k), value(v)),
                 PageOp::Patch { key: k, delta } => format!(
                     "patch {} at {} {} B -> {} B",
