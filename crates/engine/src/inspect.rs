@@ -97,9 +97,10 @@ pub fn dump_log(dir: impl AsRef<Path>, from: Option<u64>, limit: Option<usize>) 
             break;
         }
         let decoded = item.map_err(wal).and_then(|r| {
-            Record::decode(&r.payload).map(|rec| (r, rec)).map_err(|e| {
-                Error::Corruption(format!("log {shown}: record at LSN {}: {e}", r.lsn))
-            })
+            let at = r.lsn;
+            Record::decode(&r.payload)
+                .map(|rec| (r, rec))
+                .map_err(|e| Error::Corruption(format!("log {shown}: record at LSN {at}: {e}")))
         });
         let (r, rec) = match decoded {
             Ok(d) => d,
