@@ -254,3 +254,42 @@ fn every_tool_refuses_a_database_held_by_another_handle_with_exit_1() {
     }
     drop(db);
 }
+
+#[test]
+fn verify_read_only_changes_nothing_and_verify_recovers_a_crashed_database() {
+    let (_tmp, dir) = database();
+    let db = sluice::Database::open_path(&dir).unwrap();
+    let users = db.table("users").unwrap();
+    let mut tx = db.begin();
+    tx.put(&users, b"grace", b"hopper").unwrap();
+    tx.commit().unwrap();
+    drop(users);
+    db.close_as_crashed().unwrap();
+    let files = |d: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        let mut v: Vec<_> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file())
+            .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+            .collect();
+        v.sort();
+        v
+    };
+    let before = (files(&dir), files(&dir.join("log")));
+    let (code, out, err) = run(&["verify", s(&dir), "--read-only", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["tables"][0]["entries"], 3);
+    assert!(v["recovery"]["redone"].as_u64().unwrap() > 0, "{v}");
+    assert!(
+        before == (files(&dir), files(&dir.join("log"))),
+        "a read-only verify changed a file"
+    );
+    // Read-write: recovered and checkpointed, so the next open has nothing to redo.
+    assert_eq!(run(&["verify", s(&dir)]).0, Some(0));
+    let (code, out, _) = run(&["verify", s(&dir), "--read-only", "--json"]);
+    assert_eq!(code, Some(0));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["recovery"]["redone"], 0, "{v}");
+    assert_eq!(run(&["get", s(&dir), "users", "grace"]).1, "hopper\n");
+}
