@@ -1,4 +1,5 @@
-//! `sluice`: benchmarks, crash tests and planning tools for the sluice storage engine.
+//! `sluice`: benchmarks, crash tests, planning and operator tools (verify, log dump,
+//! stats, tables, get, scan) for the sluice storage engine.
 //!
 //! Every command validates its flags up front; a bad argument prints one line on stderr
 //! and exits with code 2. Runtime failures (an I/O error during a benchmark) exit 1.
@@ -12,6 +13,7 @@ mod bench_wal;
 mod compare;
 mod crash_kill;
 mod crash_test;
+mod inspect;
 mod peer_child;
 mod plan;
 mod progress;
@@ -54,6 +56,22 @@ enum Command {
         #[command(subcommand)]
         which: CrashTest,
     },
+    /// Open a database (recovering it, unless --read-only) and check every page's
+    /// checksum, every B+tree and the catalog; exit 1 naming the damage if any.
+    Verify(inspect::VerifyArgs),
+    /// Read a database's write-ahead log.
+    Log {
+        #[command(subcommand)]
+        which: inspect::LogCommand,
+    },
+    /// Tables, entries, pages, log size and LSNs, last checkpoint (read-only).
+    Stats(inspect::StatsArgs),
+    /// The names of a database's tables (read-only).
+    Tables(inspect::TablesArgs),
+    /// Print one key's value (read-only); exit 1 if the key is absent.
+    Get(inspect::GetArgs),
+    /// Print a table's entries in key order, `key<TAB>value` (read-only).
+    Scan(inspect::ScanArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -168,6 +186,12 @@ fn main() -> ExitCode {
             CrashTest::Sim(a) => crash_test::sim(a),
             CrashTest::Kill(a) => crash_kill::kill(a),
         },
+        Command::Verify(a) => inspect::verify(a),
+        Command::Log { which } => inspect::log(which),
+        Command::Stats(a) => inspect::stats(a),
+        Command::Tables(a) => inspect::tables(a),
+        Command::Get(a) => inspect::get(a),
+        Command::Scan(a) => inspect::scan(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,7 +6,7 @@
 //! in it, checks what the control file says against the log and the data file, runs
 //! restart recovery, checkpoints, and starts the background checkpointer.
 
-use crate::btree::Btree;
+use crate::btree::{Btree, TreeReport};
 use crate::buffer_pool::{BufferPool, PoolStats};
 use crate::checkpoint::Checkpoints;
 use crate::checkpointer::{Background, Checkpointer};
@@ -257,6 +257,17 @@ pub struct VerifyReport {
     pub entries: u64,
     /// Pages in the data file, each read back from disk with a valid checksum.
     pub pages: u64,
+    /// Each table's name and what its tree holds, in name order (the catalog and the
+    /// table of large values not included).
+    pub per_table: Vec<(String, TreeReport)>,
+}
+
+/// A verification error, prefixed with the tree it was found in.
+fn in_table(name: &str, e: Error) -> Error {
+    match e {
+        Error::Corruption(m) => Error::Corruption(format!("table {name}: {m}")),
+        e => e,
+    }
 }
 
 /// Counters of a database.
@@ -766,15 +777,22 @@ impl Database {
         let inner = &self.inner;
         let mut report = VerifyReport::default();
         let catalog = inner.store.tree_latch(PageId::CATALOG);
-        Btree::new(&inner.store, PageId::CATALOG, &catalog).verify()?;
+        Btree::new(&inner.store, PageId::CATALOG, &catalog)
+            .verify()
+            .map_err(|e| in_table("(catalog)", e))?;
         for name in self.table_names()? {
             let t = self.table(&name)?;
-            let r = Btree::new(&inner.store, t.root, &t.latch).verify()?;
+            let r = Btree::new(&inner.store, t.root, &t.latch)
+                .verify()
+                .map_err(|e| in_table(&name, e))?;
             report.tables += 1;
             report.entries += r.entries;
+            report.per_table.push((name, r));
         }
         if let Some(t) = inner.blob_table(false)? {
-            Btree::new(&inner.store, t.root, &t.latch).verify()?;
+            Btree::new(&inner.store, t.root, &t.latch)
+                .verify()
+                .map_err(|e| in_table("(large values)", e))?;
         }
         let count = {
             let p = inner.store.pool.fetch(PageId::META)?;
@@ -787,13 +805,17 @@ impl Database {
                 continue;
             }
             inner.store.pool.read_disk(PageId(id), &mut buf)?;
+            let data = inner.store.pool.data_path().display();
             if !page::checksum_ok(&buf) {
                 return Err(Error::Corruption(format!(
-                    "page {id} on disk fails its checksum"
+                    "data file {data}: page {id} on disk fails its checksum (page LSN field {}, at byte offset {})",
+                    page::page_lsn(&buf),
+                    id * inner.store.page_size as u64
                 )));
             }
-            page::validate(&buf, PageId(id))
-                .map_err(|e| Error::Corruption(format!("page {id} on disk: {e}")))?;
+            page::validate(&buf, PageId(id)).map_err(|e| {
+                Error::Corruption(format!("data file {data}: page {id} on disk: {e}"))
+            })?;
         }
         report.pages = count;
         Ok(report)

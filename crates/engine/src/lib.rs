@@ -105,6 +105,7 @@ mod db;
 mod error;
 mod ids;
 mod inner;
+pub mod inspect;
 mod key_range;
 mod lock;
 mod log_record;

@@ -266,7 +266,8 @@ pub(crate) fn scan_dirs(
             return Err(WalError::Corruption {
                 lsn: start,
                 reason: format!(
-                    "segment file is {len} bytes, shorter than its {SEGMENT_HEADER_BYTES}-byte header block"
+                    "segment file {} is {len} bytes, shorter than its {SEGMENT_HEADER_BYTES}-byte header block",
+                    segment_name(start)
                 ),
             });
         }

@@ -56,8 +56,9 @@ impl<'a> PageRef<'a> {
             Ok(())
         } else {
             Err(Error::Corruption(format!(
-                "page {} failed its checksum or structure check",
-                self.id
+                "data file {}: page {} failed its checksum or structure check",
+                self.pool.data_path().display(),
+                self.id.0
             )))
         }
     }

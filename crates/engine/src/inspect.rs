@@ -1,0 +1,251 @@
+//! Read-only inspection of a database directory for operator tools (`sluice log dump`).
+//!
+//! The log's record format is internal to the engine; [`dump_log`] decodes it into
+//! plain [`LogEntry`] values — numbers and short strings — that a tool can print without
+//! depending on that format. Nothing here changes anything on disk.
+
+use crate::error::{Error, Result};
+use crate::log_record::{Change, PageOp, Record};
+use crate::page::StoredValue;
+use sluice_storage::{OsStorage, Storage};
+use sluice_wal::{LogOptions, Lsn, WalError};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The most key bytes a [`LogEntry::summary`] shows (escaped) before it cuts the key
+/// short with `…`.
+pub const KEY_PREVIEW: usize = 32;
+
+/// One record of the write-ahead log, decoded for display (one line of `sluice log dump`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEntry {
+    /// The record's LSN (the byte position of its frame in the log).
+    pub lsn: u64,
+    /// Bytes the record's frame takes in the log (the next record's LSN minus this one).
+    pub len: u64,
+    /// The record's payload bytes.
+    pub payload_len: u64,
+    /// The transaction, for `update`, `clr`, `commit` and `end` records.
+    pub txn: Option<u64>,
+    /// The record type: `update`, `clr`, `commit`, `end`, `images`, `begin-checkpoint`
+    /// or `end-checkpoint`.
+    pub kind: &'static str,
+    /// The pages the record changes (the leaf of an update or a compensation, every page
+    /// of an images record; none for the others).
+    pub pages: Vec<u64>,
+    /// A short description of the payload: for an update, the change (`insert`, `update`,
+    /// `patch`, `delete`), the tree's root page, the key (escaped like a Rust byte string,
+    /// cut at [`KEY_PREVIEW`] bytes) and the value lengths; for a compensation, its page
+    /// operation and where undo continues; for a checkpoint, its tables' sizes.
+    pub summary: String,
+}
+
+/// What [`dump_log`] read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogDump {
+    /// The first LSN still in the log.
+    pub start: u64,
+    /// The end of the log (the LSN just past the last complete record).
+    pub end: u64,
+    /// The records read, in log order.
+    pub entries: Vec<LogEntry>,
+}
+
+/// Reads the write-ahead log of the database in directory `dir` (its `log/`
+/// subdirectory) read-only — no file is created, written or synced, a torn tail is left
+/// in place — and decodes up to `limit` records starting at LSN `from` (`None`: the
+/// log's first record). `from` must be the LSN of a record (as an earlier dump printed
+/// it) within the log; one that is not fails with [`Error::InvalidArgument`].
+///
+/// Fails with [`Error::Locked`] while a read-write handle holds the database, with
+/// [`Error::InvalidArgument`] if `dir` has no log or `from` is outside it, and with
+/// [`Error::Corruption`] naming the LSN of a record that does not decode (the records
+/// before it are not returned: the error is the answer).
+pub fn dump_log(dir: impl AsRef<Path>, from: Option<u64>, limit: Option<usize>) -> Result<LogDump> {
+    let storage: Arc<dyn Storage> = Arc::new(OsStorage::new());
+    let log_dir = dir.as_ref().join("log");
+    let shown = log_dir.display().to_string();
+    let wal = |e: WalError| match e {
+        WalError::Locked(_) => Error::Locked(dir.as_ref().display().to_string()),
+        WalError::Corruption { lsn, reason } => {
+            Error::Corruption(format!("log {shown} at LSN {lsn}: {reason}"))
+        }
+        WalError::InvalidArgument(s) => Error::InvalidArgument(format!("log {shown}: {s}")),
+        e => Error::Corruption(format!("log {shown}: {e}")),
+    };
+    if !log_dir.is_dir() {
+        return Err(Error::InvalidArgument(format!(
+            "{} is not a sluice database: it has no log directory",
+            dir.as_ref().display()
+        )));
+    }
+    let mut options = LogOptions::default();
+    if let Some(bytes) = sluice_wal::segment::scan_dir_read_only(&*storage, &log_dir)
+        .map_err(wal)?
+        .segment_bytes
+    {
+        options.segment_bytes = bytes;
+    }
+    let log = sluice_wal::Log::open_read_only(storage, &log_dir, options).map_err(wal)?;
+    let start = log.start_lsn();
+    let end = log.durable_lsn();
+    let mut entries = Vec::new();
+    let explicit = from.is_some();
+    let from = from.map_or(start, Lsn);
+    for item in log.read_from(from).map_err(wal)? {
+        if limit.is_some_and(|l| entries.len() >= l) {
+            break;
+        }
+        let decoded = item.map_err(wal).and_then(|r| {
+            let at = r.lsn;
+            Record::decode(&r.payload)
+                .map(|rec| (r, rec))
+                .map_err(|e| Error::Corruption(format!("log {shown}: record at LSN {at}: {e}")))
+        });
+        let (r, rec) = match decoded {
+            Ok(d) => d,
+            // A first record that does not read is most likely a `from` that is no
+            // record's LSN: say so rather than report damage.
+            Err(e) if explicit && entries.is_empty() => {
+                return Err(Error::InvalidArgument(format!(
+                    "no record starts at LSN {from} ({e}): start at an LSN a dump printed"
+                )))
+            }
+            Err(e) => return Err(e),
+        };
+        entries.push(entry(
+            r.lsn.0,
+            r.end.0 - r.lsn.0,
+            r.payload.len() as u64,
+            &rec,
+        ));
+    }
+    Ok(LogDump {
+        start: start.0,
+        end: end.0,
+        entries,
+    })
+}
+
+/// `bytes` escaped like a Rust byte string (printable ASCII as is, `\"`, `\\`, `\n`,
+/// `\xNN`), cut at `max` input bytes with `…` after it.
+pub fn escape_bytes(bytes: &[u8], max: usize) -> String {
+    let mut s: String = bytes
+        .iter()
+        .take(max)
+        .flat_map(|&b| std::ascii::escape_default(b))
+        .map(char::from)
+        .collect();
+    if bytes.len() > max {
+        s.push('…');
+    }
+    s
+}
+
+fn value(v: &StoredValue) -> String {
+    if v.external {
+        "large value".to_string()
+    } else {
+        format!("{} B", v.bytes.len())
+    }
+}
+
+fn key(k: &[u8]) -> String {
+    format!("key \"{}\"", escape_bytes(k, KEY_PREVIEW))
+}
+
+fn lsn(l: Option<Lsn>) -> String {
+    l.map_or("-".to_string(), |l| l.0.to_string())
+}
+
+fn entry(at: u64, len: u64, payload_len: u64, rec: &Record) -> LogEntry {
+    let (kind, pages, summary) = match rec {
+        Record::Update {
+            prev,
+            page,
+            tree,
+            key: k,
+            change,
+            ..
+        } => {
+            let c = match change {
+                Change::Insert { value: v } => format!("insert {} value {}", key(k), value(v)),
+                Change::Update { old, new } => {
+                    format!("update {} value {} -> {}", key(k), value(old), value(new))
+                }
+                Change::Patch { delta } => format!(
+                    "patch {} at {} {} B -> {} B",
+                    key(k),
+                    delta.at,
+                    delta.old.len(),
+                    delta.new.len()
+                ),
+                Change::Delete { old } => format!("delete {} value {}", key(k), value(old)),
+            };
+            (
+                "update",
+                vec![page.0],
+                format!("{c} tree {} prev {}", tree.0, lsn(*prev)),
+            )
+        }
+        Record::Clr {
+            prev,
+            page,
+            op,
+            undo_next,
+            ..
+        } => {
+            let o = match op {
+                PageOp::Insert { key: k, value: v } => {
+                    format!("insert {} value {}", key(k), value(v))
+                }
+                PageOp::Set { key: k, value: v } => format!("set {} value {}", key(k), value(v)),
+                PageOp::Patch { key: k, delta } => format!(
+                    "patch {} at {} {} B -> {} B",
+                    key(k),
+                    delta.at,
+                    delta.old.len(),
+                    delta.new.len()
+                ),
+                PageOp::Remove { key: k } => format!("remove {}", key(k)),
+            };
+            (
+                "clr",
+                vec![page.0],
+                format!("{o} undo-next {} prev {}", lsn(*undo_next), lsn(*prev)),
+            )
+        }
+        Record::Commit { prev, .. } => ("commit", vec![], format!("prev {}", lsn(*prev))),
+        Record::End { prev, .. } => ("end", vec![], format!("prev {}", lsn(*prev))),
+        Record::Images { pages } => (
+            "images",
+            pages.iter().map(|(p, _)| p.0).collect(),
+            format!(
+                "{} page image(s), {} B",
+                pages.len(),
+                pages.iter().map(|(_, i)| i.len()).sum::<usize>()
+            ),
+        ),
+        Record::BeginCheckpoint => ("begin-checkpoint", vec![], String::new()),
+        Record::EndCheckpoint(d) => (
+            "end-checkpoint",
+            vec![],
+            format!(
+                "begin {} next-txn {} active {} dirty {}",
+                d.begin,
+                d.next_txn,
+                d.active.len(),
+                d.dirty.len()
+            ),
+        ),
+    };
+    LogEntry {
+        lsn: at,
+        len,
+        payload_len,
+        txn: rec.txn().map(|t| t.0),
+        kind,
+        pages,
+        summary,
+    }
+}
