@@ -82,7 +82,7 @@ impl Control {
         }
     }
 
-    fn encode(&self) -> [u8; LEN] {
+    pub(crate) fn encode(&self) -> [u8; LEN] {
         let mut b = [0u8; LEN];
         let (flags, begin, end) = match self.checkpoint {
             Some(c) => (FLAG_CHECKPOINT, c.begin.0, c.end.0),
@@ -103,7 +103,7 @@ impl Control {
     }
 
     /// Parses a control file. Never panics, whatever the bytes.
-    fn decode(b: &[u8]) -> Result<Control, String> {
+    pub(crate) fn decode(b: &[u8]) -> Result<Control, String> {
         let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes"));
         let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
         let version = |b: &[u8]| u32::from_le_bytes(b[8..12].try_into().expect("4 bytes"));

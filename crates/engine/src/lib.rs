@@ -103,6 +103,10 @@ mod control;
 mod data_file;
 mod db;
 mod error;
+/// Entry points for the fuzz targets in `fuzz/` (one per decoder of on-disk bytes); not
+/// part of the API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod ids;
 mod inner;
 mod key_range;
@@ -118,6 +122,15 @@ mod strategy;
 mod table;
 #[cfg(test)]
 mod tests;
+/// Cases per property test: `default`, or `PROPTEST_CASES` when set (CI keeps the
+/// defaults small so that all property tests together take seconds; raise it locally).
+#[cfg(test)]
+pub(crate) fn tests_prop_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
 mod txn;
 mod txn_table;
 
