@@ -20,6 +20,8 @@ use crate::page::{image_page_size, CellValue, StoredValue, MAX_PAGE_SIZE, MIN_PA
 use sluice_wal::Lsn;
 
 mod delta;
+#[cfg(test)]
+mod tests_prop;
 pub use delta::Delta;
 
 /// Bytes of one page in an `Images` record: page id, length, and a compact image of at

@@ -3,6 +3,7 @@
 //! allocate absurdly or loop.
 
 use super::{decode_run, encode_run, RunEntry, ScanError};
+use crate::fuzzing::mutations::{apply, mutations};
 use crate::fuzzing::{archive_run, archive_run_resealed};
 use crate::ids::PageId;
 use proptest::prelude::*;
@@ -37,70 +38,6 @@ fn entries() -> impl Strategy<Value = Vec<RunEntry>> {
     })
 }
 
-/// A damaging change to a run's bytes.
-#[derive(Debug, Clone)]
-enum Mutation {
-    Flip {
-        at: usize,
-        bit: u8,
-    },
-    Truncate {
-        keep: usize,
-    },
-    Extend {
-        bytes: Vec<u8>,
-    },
-    /// Overwrites 4 or 8 bytes (a length, count or offset field) with an extreme value.
-    Field {
-        at: usize,
-        wide: bool,
-        value: u64,
-    },
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    let extreme = prop_oneof![
-        Just(0u64),
-        Just(1),
-        Just(u32::MAX as u64),
-        Just(u64::MAX),
-        Just(1 << 31),
-        any::<u64>(),
-        0u64..300,
-    ];
-    prop_oneof![
-        (any::<usize>(), 0u8..8).prop_map(|(at, bit)| Mutation::Flip { at, bit }),
-        any::<usize>().prop_map(|keep| Mutation::Truncate { keep }),
-        proptest::collection::vec(any::<u8>(), 1..40).prop_map(|bytes| Mutation::Extend { bytes }),
-        (any::<usize>(), any::<bool>(), extreme).prop_map(|(at, wide, value)| Mutation::Field {
-            at,
-            wide,
-            value
-        }),
-    ]
-}
-
-fn mutate(b: &mut Vec<u8>, m: &Mutation) {
-    if b.is_empty() {
-        return;
-    }
-    match m {
-        Mutation::Flip { at, bit } => {
-            let at = at % b.len();
-            b[at] ^= 1 << bit;
-        }
-        Mutation::Truncate { keep } => b.truncate(keep % b.len()),
-        Mutation::Extend { bytes } => b.extend_from_slice(bytes),
-        Mutation::Field { at, wide, value } => {
-            let w = if *wide { 8 } else { 4 };
-            if b.len() >= w {
-                let at = at % (b.len() - w + 1);
-                b[at..at + w].copy_from_slice(&value.to_le_bytes()[..w]);
-            }
-        }
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(crate::tests_prop_cases(64)))]
 
@@ -121,12 +58,10 @@ proptest! {
     fn mutated_runs_are_refused_or_read_never_panic(
         es in entries(),
         block_bytes in 1usize..300,
-        ms in proptest::collection::vec(mutation(), 1..4),
+        ms in mutations(3),
     ) {
         let mut b = encode_run(FROM, TO, &es, block_bytes);
-        for m in &ms {
-            mutate(&mut b, m);
-        }
+        apply(&mut b, &ms);
         archive_run(&b);
         archive_run_resealed(&b);
         // Whatever reads back stays inside the run (the file name's range).
