@@ -314,5 +314,39 @@ mod tests {
                 prop_assert_eq!(Control::decode(&c.encode()), Ok(c));
             }
         }
+
+        #[test]
+        fn every_control_round_trips(
+            shift in 0u32..6,
+            database_id in any::<u64>(),
+            checkpoint in proptest::option::of((0u64..u64::MAX - 1, 1u64..1 << 40)),
+            pages in 0u64..1 << 40,
+        ) {
+            let page_size = (crate::page::MIN_PAGE_SIZE << shift) as u32;
+            let c = Control {
+                page_size,
+                database_id,
+                checkpoint: checkpoint.map(|(b, d)| Checkpoint {
+                    begin: Lsn(b),
+                    end: Lsn(b.saturating_add(d).max(b + 1)),
+                }),
+                data_len: pages * u64::from(page_size),
+            };
+            prop_assert_eq!(Control::decode(&c.encode()), Ok(c));
+        }
+
+        #[test]
+        fn damaged_files_resealed_or_not_never_panic(
+            ms in crate::fuzzing::mutations::mutations(4),
+            reseal in any::<bool>(),
+        ) {
+            let mut b = sample().encode().to_vec();
+            crate::fuzzing::mutations::apply(&mut b, &ms);
+            if reseal && b.len() >= CRC_AT + 4 {
+                let crc = crc32c::crc32c(&b[..CRC_AT]);
+                b[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+            }
+            crate::fuzzing::control(&b);
+        }
     }
 }
