@@ -21,7 +21,7 @@ use sluice_wal::Lsn;
 
 mod delta;
 #[cfg(test)]
-mod tests_prop;
+pub(crate) mod tests_prop;
 pub use delta::Delta;
 
 /// Bytes of one page in an `Images` record: page id, length, and a compact image of at

@@ -20,7 +20,7 @@ mod layout;
 mod meta;
 pub(crate) mod node;
 #[cfg(test)]
-mod tests_prop;
+pub(crate) mod tests_prop;
 
 pub use image::{compress, expand, image_page_size};
 pub(crate) use layout::set_image_lsn;

@@ -99,7 +99,7 @@ proptest! {
 
     #[test]
     fn built_pages_validate_read_and_round_trip_through_images(mut p in any_page()) {
-        let kind = validate(&p, page_id_of(&p)).map_err(|e| TestCaseError::fail(e))?;
+        let kind = validate(&p, page_id_of(&p)).map_err(TestCaseError::fail)?;
         read_valid_page(&p, kind);
         let img = compress(&p);
         prop_assert_eq!(image_page_size(&img), p.len());
@@ -163,4 +163,14 @@ proptest! {
 
 fn page_id_of(p: &[u8]) -> PageId {
     PageId(u64::from_le_bytes(p[8..16].try_into().expect("8 bytes")))
+}
+
+/// Valid pages of each kind and a few sizes (seeds for the fuzz targets).
+pub(crate) fn seed_pages() -> Vec<Vec<u8>> {
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    (0..30)
+        .map(|_| any_page().new_tree(&mut runner).unwrap().current())
+        .filter(|p| p.len() <= 8192)
+        .collect()
 }
