@@ -346,7 +346,7 @@ mod tests {
                 let crc = crc32c::crc32c(&b[..CRC_AT]);
                 b[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
             }
-            crate::fuzzing::control(&b);
+            crate::alloc_probe::assert_bounded(&b, crate::fuzzing::control);
         }
     }
 }

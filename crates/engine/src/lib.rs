@@ -91,6 +91,8 @@
 #![warn(missing_docs)]
 
 mod agents;
+#[cfg(test)]
+mod alloc_probe;
 mod blob;
 mod btree;
 mod buffer_pool;

@@ -4,6 +4,7 @@
 //! target (`crate::fuzzing::log_record`).
 
 use super::*;
+use crate::alloc_probe::assert_bounded;
 use crate::fuzzing::mutations::{apply, mutations};
 use proptest::prelude::*;
 
@@ -130,21 +131,21 @@ proptest! {
 
     #[test]
     fn arbitrary_bytes_never_panic(b in bytes(400)) {
-        crate::fuzzing::log_record(&b);
+        assert_bounded(&b, crate::fuzzing::log_record);
     }
 
     #[test]
     fn arbitrary_bytes_behind_each_tag_never_panic(tag in 0u8..13, b in bytes(400)) {
         let mut v = vec![tag];
         v.extend_from_slice(&b);
-        crate::fuzzing::log_record(&v);
+        assert_bounded(&v, crate::fuzzing::log_record);
     }
 
     #[test]
     fn mutated_records_never_panic(r in record(), ms in mutations(3)) {
         let mut b = r.encode();
         apply(&mut b, &ms);
-        crate::fuzzing::log_record(&b);
+        assert_bounded(&b, crate::fuzzing::log_record);
         // A varint-form record that decodes is canonical: it re-encodes to its bytes.
         if let Ok(d @ (Record::Update { .. } | Record::Clr { .. } | Record::Commit { .. } | Record::End { .. })) = Record::decode(&b) {
             if b[0] >= TAG_UPDATE {

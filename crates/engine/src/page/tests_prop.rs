@@ -6,6 +6,7 @@
 
 use super::layout::{format, put_u64, OFF_IMAGE_LSN, OFF_LSN};
 use super::*;
+use crate::alloc_probe::assert_bounded;
 use crate::fuzzing::mutations::{apply, mutations};
 use crate::fuzzing::{page_image, read_valid_page};
 use crate::ids::PageId;
@@ -114,7 +115,7 @@ proptest! {
         if reseal && p.len() >= HEADER_LEN {
             seal(&mut p);
         }
-        crate::fuzzing::page(&p);
+        assert_bounded(&p, crate::fuzzing::page);
         // The page read as the id it should have (the engine's view): checked the same.
         if p.len() >= HEADER_LEN {
             if let Ok(kind) = validate(&p, ID) {
@@ -129,14 +130,14 @@ proptest! {
         apply(&mut img, &ms);
         let mut input = vec![size_index(p.len())];
         input.extend_from_slice(&img);
-        page_image(&input);
+        assert_bounded(&input, page_image);
     }
 
     #[test]
     fn arbitrary_images_never_panic(size in 0u8..6, img in proptest::collection::vec(any::<u8>(), 0..600)) {
         let mut input = vec![size];
         input.extend_from_slice(&img);
-        page_image(&input);
+        assert_bounded(&input, page_image);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! allocate absurdly or loop.
 
 use super::{decode_run, encode_run, RunEntry, ScanError};
+use crate::alloc_probe::assert_bounded;
 use crate::fuzzing::mutations::{apply, mutations};
 use crate::fuzzing::{archive_run, archive_run_resealed};
 use crate::ids::PageId;
@@ -50,8 +51,8 @@ proptest! {
 
     #[test]
     fn arbitrary_bytes_never_panic(b in proptest::collection::vec(any::<u8>(), 0..400)) {
-        archive_run(&b);
-        archive_run_resealed(&b);
+        assert_bounded(&b, archive_run);
+        assert_bounded(&b, archive_run_resealed);
     }
 
     #[test]
@@ -62,8 +63,8 @@ proptest! {
     ) {
         let mut b = encode_run(FROM, TO, &es, block_bytes);
         apply(&mut b, &ms);
-        archive_run(&b);
-        archive_run_resealed(&b);
+        assert_bounded(&b, archive_run);
+        assert_bounded(&b, archive_run_resealed);
         // Whatever reads back stays inside the run (the file name's range).
         let mut sealed = b.clone();
         super::reseal_run(&mut sealed);
