@@ -225,6 +225,25 @@ impl Control {
     }
 }
 
+/// The control file. One that decodes re-encodes to a file that decodes to it. A 65th
+/// byte with its low bit set asks for the first 64 bytes' checksum to be rewritten first,
+/// so that inputs reach the checks behind it.
+pub(crate) fn fuzz(data: &[u8]) {
+    let mut file = data.to_vec();
+    if let Some((&flag, rest)) = data.split_last() {
+        if rest.len() == 64 {
+            file.truncate(64);
+            if flag & 1 != 0 {
+                let crc = crc32c::crc32c(&file[..56]);
+                file[56..60].copy_from_slice(&crc.to_le_bytes());
+            }
+        }
+    }
+    if let Ok(c) = Control::decode(&file) {
+        assert_eq!(Control::decode(&c.encode()), Ok(c));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,16 +356,16 @@ mod tests {
 
         #[test]
         fn damaged_files_resealed_or_not_never_panic(
-            ms in crate::fuzzing::mutations::mutations(4),
+            ms in crate::mutations::mutations(4),
             reseal in any::<bool>(),
         ) {
             let mut b = sample().encode().to_vec();
-            crate::fuzzing::mutations::apply(&mut b, &ms);
+            crate::mutations::apply(&mut b, &ms);
             if reseal && b.len() >= CRC_AT + 4 {
                 let crc = crc32c::crc32c(&b[..CRC_AT]);
                 b[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
             }
-            crate::alloc_probe::assert_bounded(&b, crate::fuzzing::control);
+            crate::alloc_probe::assert_bounded(&b, fuzz);
         }
     }
 }

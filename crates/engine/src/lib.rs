@@ -115,6 +115,8 @@ mod key_range;
 mod lock;
 mod log_record;
 mod log_sink;
+#[cfg(test)]
+mod mutations;
 mod options;
 mod page;
 mod propagation;

@@ -1,11 +1,11 @@
 //! Property tests of the log record decoder: every record the engine can write
 //! round-trips, and no bytes (arbitrary, behind a valid tag, or a valid record mutated)
 //! make `Record::decode` panic, allocate absurdly or loop. The same checks as the fuzz
-//! target (`crate::fuzzing::log_record`).
+//! target (`super::fuzz::record`).
 
 use super::*;
 use crate::alloc_probe::assert_bounded;
-use crate::fuzzing::mutations::{apply, mutations};
+use crate::mutations::{apply, mutations};
 use proptest::prelude::*;
 
 fn bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
@@ -131,21 +131,21 @@ proptest! {
 
     #[test]
     fn arbitrary_bytes_never_panic(b in bytes(400)) {
-        assert_bounded(&b, crate::fuzzing::log_record);
+        assert_bounded(&b, super::fuzz::record);
     }
 
     #[test]
     fn arbitrary_bytes_behind_each_tag_never_panic(tag in 0u8..13, b in bytes(400)) {
         let mut v = vec![tag];
         v.extend_from_slice(&b);
-        assert_bounded(&v, crate::fuzzing::log_record);
+        assert_bounded(&v, super::fuzz::record);
     }
 
     #[test]
     fn mutated_records_never_panic(r in record(), ms in mutations(3)) {
         let mut b = r.encode();
         apply(&mut b, &ms);
-        assert_bounded(&b, crate::fuzzing::log_record);
+        assert_bounded(&b, super::fuzz::record);
         // A varint-form record that decodes is canonical: it re-encodes to its bytes.
         if let Ok(d @ (Record::Update { .. } | Record::Clr { .. } | Record::Commit { .. } | Record::End { .. })) = Record::decode(&b) {
             if b[0] >= TAG_UPDATE {

@@ -15,6 +15,7 @@
 //! | 36     | 4    | fragmented bytes: garbage between cells, reclaimed by compact |
 //! | 40     | 8    | image LSN: the last full-page-image record of this page       |
 
+pub(crate) mod fuzz;
 mod image;
 mod layout;
 mod meta;

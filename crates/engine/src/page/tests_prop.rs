@@ -4,12 +4,12 @@
 //! or image damaged in any way is reported, never a panic. The same checks as the fuzz
 //! targets (`crate::fuzzing::{page, page_image}`).
 
+use super::fuzz::{page_image, read_valid_page};
 use super::layout::{format, put_u64, OFF_IMAGE_LSN, OFF_LSN};
 use super::*;
 use crate::alloc_probe::assert_bounded;
-use crate::fuzzing::mutations::{apply, mutations};
-use crate::fuzzing::{page_image, read_valid_page};
 use crate::ids::PageId;
+use crate::mutations::{apply, mutations};
 use proptest::prelude::*;
 
 const ID: PageId = PageId(77);
@@ -115,7 +115,7 @@ proptest! {
         if reseal && p.len() >= HEADER_LEN {
             seal(&mut p);
         }
-        assert_bounded(&p, crate::fuzzing::page);
+        assert_bounded(&p, super::fuzz::page);
         // The page read as the id it should have (the engine's view): checked the same.
         if p.len() >= HEADER_LEN {
             if let Ok(kind) = validate(&p, ID) {

@@ -52,6 +52,7 @@
 //! fails on a damaged one.
 
 mod format;
+pub(crate) mod fuzz;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -2,11 +2,11 @@
 //! valid run mutated, with its checksums resealed or not) make the reader panic,
 //! allocate absurdly or loop.
 
+use super::fuzz::{run as archive_run, run_resealed as archive_run_resealed};
 use super::{decode_run, encode_run, RunEntry, ScanError};
 use crate::alloc_probe::assert_bounded;
-use crate::fuzzing::mutations::{apply, mutations};
-use crate::fuzzing::{archive_run, archive_run_resealed};
 use crate::ids::PageId;
+use crate::mutations::{apply, mutations};
 use proptest::prelude::*;
 use sluice_wal::Lsn;
 
