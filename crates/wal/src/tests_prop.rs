@@ -122,7 +122,7 @@ fn frame_input(lsn: Lsn, reseal: bool, bytes: &[u8]) -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases(256)))]
+    #![proptest_config(ProptestConfig::with_cases(cases(1024)))]
 
     #[test]
     fn frames_from_arbitrary_bytes_never_panic(b in proptest::collection::vec(any::<u8>(), 0..300)) {
