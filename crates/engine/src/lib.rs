@@ -91,6 +91,8 @@
 #![warn(missing_docs)]
 
 mod agents;
+#[cfg(test)]
+mod alloc_probe;
 mod blob;
 mod btree;
 mod buffer_pool;
@@ -103,6 +105,10 @@ mod control;
 mod data_file;
 mod db;
 mod error;
+/// Entry points for the fuzz targets in `fuzz/` (one per decoder of on-disk bytes); not
+/// part of the API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod ids;
 mod inner;
 pub mod inspect;
@@ -110,6 +116,8 @@ mod key_range;
 mod lock;
 mod log_record;
 mod log_sink;
+#[cfg(test)]
+mod mutations;
 mod options;
 mod page;
 mod propagation;
@@ -119,6 +127,15 @@ mod strategy;
 mod table;
 #[cfg(test)]
 mod tests;
+/// Cases per property test: `default`, or `PROPTEST_CASES` when set (CI keeps the
+/// defaults small so that all property tests together take seconds; raise it locally).
+#[cfg(test)]
+pub(crate) fn tests_prop_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
 mod txn;
 mod txn_table;
 

@@ -20,6 +20,9 @@ use crate::page::{image_page_size, CellValue, StoredValue, MAX_PAGE_SIZE, MIN_PA
 use sluice_wal::Lsn;
 
 mod delta;
+pub(crate) mod fuzz;
+#[cfg(test)]
+pub(crate) mod tests_prop;
 pub use delta::Delta;
 
 /// Bytes of one page in an `Images` record: page id, length, and a compact image of at

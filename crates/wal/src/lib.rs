@@ -28,6 +28,9 @@ mod error;
 mod flush;
 mod flush_signal;
 pub mod frame;
+/// Entry points for the fuzz targets in `fuzz/` (one per decoder); not part of the API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod gather;
 mod log;
 mod lsn;
@@ -38,6 +41,8 @@ mod reader;
 mod recovery;
 pub mod segment;
 mod sync;
+#[cfg(test)]
+mod tests_prop;
 mod wait;
 
 pub use buffer::{BufferOptions, InsertVariant, LogBuffer};

@@ -15,10 +15,13 @@
 //! | 36     | 4    | fragmented bytes: garbage between cells, reclaimed by compact |
 //! | 40     | 8    | image LSN: the last full-page-image record of this page       |
 
+pub(crate) mod fuzz;
 mod image;
 mod layout;
 mod meta;
 pub(crate) mod node;
+#[cfg(test)]
+pub(crate) mod tests_prop;
 
 pub use image::{compress, expand, image_page_size};
 pub(crate) use layout::set_image_lsn;

@@ -52,8 +52,15 @@
 //! fails on a damaged one.
 
 mod format;
+pub(crate) mod fuzz;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_prop;
+
+#[cfg(test)]
+pub(crate) use format::encode_run;
+pub(crate) use format::{decode_run, reseal_run};
 
 use crate::data_file::file_error;
 use crate::error::{Error, Result};
