@@ -10,6 +10,7 @@ pub mod compare;
 pub mod driver;
 pub mod log_insert;
 pub mod log_insert_sweep;
+pub mod partition_gamma;
 pub mod plot;
 pub mod plot_bars;
 pub mod propagation;

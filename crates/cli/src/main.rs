@@ -5,6 +5,7 @@
 //! and exits with code 2. Runtime failures (an I/O error during a benchmark) exit 1.
 
 mod bench_log_insert;
+mod bench_partition;
 mod bench_propagation;
 mod bench_sweep;
 mod bench_txn;
@@ -110,6 +111,10 @@ enum Bench {
     /// The propagation experiment swept for the propagation paper's Fig. 3 (bandwidth)
     /// or Fig. 4 (backlog); writes CSV, JSON, PNG and SVG.
     PropagationSweep(bench_propagation::SweepArgs),
+    /// Log partitioning (Tandem §4–5): `--horizontal D` measures γ, the log's throughput
+    /// right after a rollover while the archiver copies the old segment ÷ its steady
+    /// throughput, with the segments round-robin over D emulated devices.
+    Partition(bench_partition::Args),
 }
 
 /// A failure of a command: bad input (exit 2) or a runtime error (exit 1).
@@ -170,6 +175,7 @@ fn main() -> ExitCode {
             Bench::CommitSweep(a) => bench_sweep::run(a),
             Bench::Propagation(a) => bench_propagation::run(a),
             Bench::PropagationSweep(a) => bench_propagation::sweep(a),
+            Bench::Partition(a) => bench_partition::run(a),
         },
         Command::Compare(a) => compare::run(a),
         Command::PeerChild(a) => peer_child::run(a),

@@ -7,8 +7,12 @@
 //! when the device is free (or now, if it already is). The caller performs the inner
 //! operation at once and then sleeps until its completion time; the queue's lock is only
 //! held to reserve the time, never while sleeping, so other callers can queue behind.
-//! Reads, length queries and metadata operations pass straight through: the model is
-//! about what bounds a write-ahead log, which is write and sync cost.
+//! By default reads, length queries and metadata operations pass straight through: the
+//! model is about what bounds a write-ahead log, which is write and sync cost. With
+//! [`DeviceProfile::read_bandwidth_bytes_per_sec`] set, each read also occupies the queue
+//! for its length over that bandwidth — so a reader of the same device (an archiver
+//! copying the segment the log just finished, Tandem §4) delays the writer, as a disk
+//! head shared between them does.
 
 use std::fmt;
 use std::io;
@@ -35,6 +39,10 @@ pub struct DeviceProfile {
     /// If set, each write also occupies the device for `len / bandwidth` seconds.
     /// Must not be zero.
     pub bandwidth_bytes_per_sec: Option<u64>,
+    /// If set, each `read_at` occupies the device for `len / bandwidth` seconds, in the
+    /// same queue as writes and syncs; if not, reads are free (the default). Must not be
+    /// zero.
+    pub read_bandwidth_bytes_per_sec: Option<u64>,
 }
 
 impl DeviceProfile {
@@ -44,6 +52,7 @@ impl DeviceProfile {
             write_latency: Duration::ZERO,
             sync_latency: Duration::ZERO,
             bandwidth_bytes_per_sec: None,
+            read_bandwidth_bytes_per_sec: None,
         }
     }
 
@@ -96,15 +105,40 @@ impl DeviceProfile {
 
     /// How long a write of `len` bytes occupies the device.
     fn write_cost(&self, len: usize) -> Duration {
-        let transfer = match self.bandwidth_bytes_per_sec {
-            None => Duration::ZERO,
-            Some(bandwidth) => {
-                assert!(bandwidth > 0, "a zero bandwidth never completes");
-                let nanos = len as u128 * 1_000_000_000 / u128::from(bandwidth);
-                Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
-            }
-        };
-        self.write_latency.saturating_add(transfer)
+        self.write_latency
+            .saturating_add(transfer_time(len, self.bandwidth_bytes_per_sec))
+    }
+
+    /// How long a read of `len` bytes occupies the device (nothing without a read
+    /// bandwidth).
+    fn read_cost(&self, len: usize) -> Duration {
+        transfer_time(len, self.read_bandwidth_bytes_per_sec)
+    }
+
+    /// Panics on a zero bandwidth: it would never complete.
+    fn check(&self) {
+        assert_ne!(
+            self.bandwidth_bytes_per_sec,
+            Some(0),
+            "a zero bandwidth never completes a write"
+        );
+        assert_ne!(
+            self.read_bandwidth_bytes_per_sec,
+            Some(0),
+            "a zero read bandwidth never completes a read"
+        );
+    }
+}
+
+/// `len` bytes over `bandwidth` (none: free).
+fn transfer_time(len: usize, bandwidth: Option<u64>) -> Duration {
+    match bandwidth {
+        None => Duration::ZERO,
+        Some(bandwidth) => {
+            assert!(bandwidth > 0, "a zero bandwidth never completes");
+            let nanos = len as u128 * 1_000_000_000 / u128::from(bandwidth);
+            Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+        }
     }
 }
 
@@ -166,13 +200,9 @@ impl<S: fmt::Debug> fmt::Debug for DeviceModel<S> {
 }
 
 impl<S: Storage> DeviceModel<S> {
-    /// Puts `inner` behind a device with `profile`. Panics if the bandwidth is zero.
+    /// Puts `inner` behind a device with `profile`. Panics if a bandwidth is zero.
     pub fn new(inner: S, profile: DeviceProfile) -> DeviceModel<S> {
-        assert_ne!(
-            profile.bandwidth_bytes_per_sec,
-            Some(0),
-            "a zero bandwidth never completes a write"
-        );
+        profile.check();
         let device = Device {
             profile: Mutex::new(profile),
             busy_until: Mutex::new(Instant::now()),
@@ -194,9 +224,9 @@ impl<S: Storage> DeviceModel<S> {
     }
 
     /// Changes the device's costs from the next operation on (for every clone and
-    /// handle). Panics if the bandwidth is zero.
+    /// handle). Panics if a bandwidth is zero.
     pub fn set_profile(&self, profile: DeviceProfile) {
-        assert_ne!(profile.bandwidth_bytes_per_sec, Some(0), "zero bandwidth");
+        profile.check();
         *self.device.profile.lock() = profile;
     }
 }
@@ -209,11 +239,14 @@ struct DeviceFile {
 
 impl FileHandle for DeviceFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.inner.read_at(buf, offset)
+        let cost = self.device.profile.lock().read_cost(buf.len());
+        self.device.run(cost, || self.inner.read_at(buf, offset))
     }
 
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.inner.read_exact_at(buf, offset)
+        let cost = self.device.profile.lock().read_cost(buf.len());
+        self.device
+            .run(cost, || self.inner.read_exact_at(buf, offset))
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
@@ -333,6 +366,7 @@ mod tests {
             write_latency: MS,
             sync_latency: Duration::ZERO,
             bandwidth_bytes_per_sec: Some(1 << 20),
+            read_bandwidth_bytes_per_sec: None,
         };
         assert_eq!(profile.write_cost(1 << 20), Duration::from_secs(1) + MS);
         assert_eq!(profile.write_cost(0), MS);
@@ -393,6 +427,34 @@ mod tests {
         // A separate model is a separate device with its own, idle queue.
         let other = DeviceModel::new(SimStorage::new(3), DeviceProfile::sync_latency(cost));
         assert!(other.device.reserve(cost).unwrap() < second);
+    }
+
+    #[test]
+    fn reads_are_free_unless_a_read_bandwidth_is_set_and_then_share_the_queue() {
+        let profile = DeviceProfile {
+            bandwidth_bytes_per_sec: Some(1 << 20),
+            ..DeviceProfile::none()
+        };
+        assert_eq!(profile.read_cost(1 << 20), Duration::ZERO, "the default");
+        let reading = DeviceProfile {
+            read_bandwidth_bytes_per_sec: Some(1 << 20),
+            ..profile
+        };
+        assert_eq!(reading.read_cost(1 << 20), Duration::from_secs(1));
+        // A read occupies the device's queue like a write.
+        let device = DeviceModel::new(SimStorage::new(5), reading);
+        let file = file_on(&device);
+        file.write_at(&[1u8; 1024], 0).unwrap();
+        let start = Instant::now();
+        let mut back = [0u8; 16 << 10];
+        let n = file.read_at(&mut back, 0).unwrap();
+        assert_eq!(n, 1024);
+        // 16 KiB at 1 MiB/s is 15.6 ms (the cost is of the request, like a disk's).
+        assert!(
+            start.elapsed() >= Duration::from_micros(15_600),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     #[test]

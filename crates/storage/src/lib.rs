@@ -21,12 +21,14 @@ mod device;
 mod error;
 mod gate;
 mod os;
+mod route;
 mod sim;
 
 pub use device::{DeviceModel, DeviceProfile};
 pub use error::{raw_os_error, PathError};
 pub use gate::GatedStorage;
 pub use os::OsStorage;
+pub use route::RoutedStorage;
 pub use sim::{FaultKind, FaultOp, FaultPlan, SimStats, SimStorage, TraceEvent};
 
 /// Reads exactly `buf.len()` bytes at `offset` with `read_at`, or fails with

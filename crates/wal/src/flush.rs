@@ -210,7 +210,7 @@ impl FlushDaemon {
             // An explicit sync before anything was ever written: sync the newest segment
             // if there is one, so the request still reaches the disk.
             if let Some(seg) = s.newest_segment() {
-                self.current = Some((seg, segment::open(&*s.storage, &s.dir, seg)?));
+                self.current = Some((seg, segment::open(&*s.storage, s.dir_of(seg), seg)?));
             }
         }
         if let Some((_, f)) = &self.current {
@@ -219,6 +219,11 @@ impl FlushDaemon {
         }
         s.stats.flushes.fetch_add(1, Ordering::Relaxed);
         s.buffer.mark_durable(to);
+        if let Some(a) = &s.archiver {
+            if to.0 / seg_bytes > from.0 / seg_bytes {
+                a.notify(); // a segment is finished: it may be archived
+            }
+        }
         let parked = s.waiters.parked();
         // Blocked committers and completed callbacks alike tend to come straight back
         // (a pipelined agent registers its next commit soon after the hand-back).

@@ -5,6 +5,10 @@
 //!   ([`Log::read_from`]), truncate, close.
 //! * [`LogBuffer`] — the log buffer on its own, with pluggable insertion algorithms
 //!   ([`InsertVariant`]), for embedding or benchmarking.
+//! * Horizontal partitioning ([`Log::open_dirs`], the `dirs` module): segments
+//!   round-robin over several directories (devices); an optional archiver
+//!   ([`Log::open_archived`], the `archive` module) copies each finished segment off the
+//!   device the writer has left, and truncation frees only archived segments.
 //! * Recovery on open finds the end of the log: a torn tail is cut; damage inside the
 //!   durable log is reported as [`WalError::Corruption`] with its LSN.
 //!
@@ -17,7 +21,9 @@
 
 #![warn(missing_docs)]
 
+mod archive;
 mod buffer;
+pub mod dirs;
 mod error;
 mod flush;
 mod flush_signal;

@@ -1,6 +1,7 @@
 //! The log manager: a log buffer, a flush daemon, segment files and recovery.
 
 use crate::buffer::{BufferOptions, InsertVariant, LogBuffer};
+use crate::dirs::LogDirs;
 use crate::error::{Result, WalError};
 use crate::flush::{FlushDaemon, DEFAULT_MAX_DELAY};
 use crate::notify::{DurableCallback, DurableFuture, Waiters};
@@ -103,11 +104,17 @@ pub struct LogStats {
     /// the last round's waiters re-join before it syncs (tuned if
     /// [`GroupCommit::adaptive`]).
     pub gather_budget: u64,
+    /// Segments the archiver copied to the archive directory since the log was opened
+    /// (0 without archiving).
+    pub segments_archived: u64,
+    /// Bytes of those copies (header blocks included).
+    pub bytes_archived: u64,
 }
 
 pub(crate) struct Shared {
     pub(crate) storage: Arc<dyn Storage>,
-    pub(crate) dir: PathBuf,
+    /// The log's directories: segment `k` lives in the `k mod D`-th (see `dirs`).
+    pub(crate) dirs: Arc<LogDirs>,
     pub(crate) options: LogOptions,
     pub(crate) segment_bytes: u64,
     pub(crate) buffer: LogBuffer,
@@ -118,12 +125,15 @@ pub(crate) struct Shared {
     pub(crate) sync_done_parker: Parker,
     pub(crate) stats: Stats,
     pub(crate) preparer: crate::prepare::Preparer,
+    /// The archiver's state, if archiving is on ([`Log::open_archived`]).
+    pub(crate) archiver: Option<crate::archive::Archiver>,
     poisoned: AtomicBool,
     poison: crate::sync::Mutex<Option<Arc<io::Error>>>,
     /// Segment starts that exist on disk, ascending.
     segments: crate::sync::Mutex<Vec<Lsn>>,
     /// The recycling pool: the old starts of retired segment files (`segment::free_name`)
-    /// whose retirement is durable, oldest first; at most [`MAX_RECYCLED_SEGMENTS`].
+    /// whose retirement is durable, oldest first; at most [`MAX_RECYCLED_SEGMENTS`]. A
+    /// retired file stays in its directory, so it only becomes a segment that maps there.
     recycled: crate::sync::Mutex<Vec<Lsn>>,
     /// Held for a whole `truncate_below`: two at once would race to remove the same
     /// files.
@@ -138,10 +148,11 @@ impl Shared {
     /// The state of a log whose end `rec` found.
     fn new(
         storage: Arc<dyn Storage>,
-        dir: PathBuf,
+        dirs: Arc<LogDirs>,
         options: LogOptions,
         rec: &recovery::Recovered,
         lock: Option<Box<dyn LockGuard>>,
+        archiver: Option<crate::archive::Archiver>,
     ) -> Result<Arc<Shared>> {
         let buffer = LogBuffer::new(
             &BufferOptions {
@@ -158,7 +169,7 @@ impl Shared {
             .set_wake_bytes(options.group_commit.max_bytes);
         Ok(Arc::new(Shared {
             storage,
-            dir,
+            dirs,
             options,
             segment_bytes: rec.segment_bytes,
             buffer,
@@ -169,6 +180,7 @@ impl Shared {
             sync_done_parker: Parker::new(),
             stats: Stats::default(),
             preparer: crate::prepare::Preparer::default(),
+            archiver,
             poisoned: AtomicBool::new(false),
             poison: crate::sync::Mutex::new(None),
             segments: crate::sync::Mutex::new(rec.list.starts.clone()),
@@ -228,11 +240,20 @@ impl Shared {
             .fetch_add(bytes, Ordering::Relaxed);
     }
 
-    /// Takes the oldest retired file from the recycling pool, if there is one: the
-    /// preparer makes the next segment from it.
-    pub(crate) fn take_recycled(&self) -> Option<Lsn> {
+    /// The directory segment `start` lives in.
+    pub(crate) fn dir_of(&self, start: Lsn) -> &Path {
+        self.dirs.dir_of(start, self.segment_bytes)
+    }
+
+    /// Takes the oldest retired file in segment `start`'s directory from the recycling
+    /// pool, if there is one: the preparer makes segment `start` from it.
+    pub(crate) fn take_recycled(&self, start: Lsn) -> Option<Lsn> {
         let mut pool = self.recycled.lock();
-        (!pool.is_empty()).then(|| pool.remove(0))
+        let index = self.dirs.index_of(start, self.segment_bytes);
+        let at = pool
+            .iter()
+            .position(|&old| self.dirs.index_of(old, self.segment_bytes) == index)?;
+        Some(pool.remove(at))
     }
 
     /// Drops a removed segment from the list; it must be the oldest.
@@ -317,6 +338,7 @@ pub struct Log {
     shared: Arc<Shared>,
     daemon: crate::sync::Mutex<Option<JoinHandle<()>>>,
     preparer: crate::sync::Mutex<Option<JoinHandle<()>>>,
+    archiver: crate::sync::Mutex<Option<JoinHandle<()>>>,
     recovery: RecoveryInfo,
     /// Opened by [`Log::open_read_only`]: no threads, no appends, no disk changes.
     read_only: bool,
@@ -332,19 +354,74 @@ impl Log {
         dir: impl AsRef<Path>,
         options: LogOptions,
     ) -> Result<Log> {
-        let dir = dir.as_ref().to_path_buf();
+        Log::open_dirs(storage, &[dir.as_ref().to_path_buf()], options)
+    }
+
+    /// [`Log::open`] for a log partitioned horizontally over several directories
+    /// (devices): segment `k` lives in `dirs[k mod D]`, so each rollover moves the writer
+    /// to the next directory (see the `dirs` module). The first directory holds the lock.
+    /// A log must always be opened with the directories it was created with, in the same
+    /// order: a directory missing, extra, swapped or from another log is refused with
+    /// [`WalError::InvalidArgument`] naming it. One directory is exactly [`Log::open`].
+    pub fn open_dirs(
+        storage: Arc<dyn Storage>,
+        dirs: &[PathBuf],
+        options: LogOptions,
+    ) -> Result<Log> {
+        Log::open_inner(storage, dirs, None, options)
+    }
+
+    /// [`Log::open_dirs`] with archiving on: a background thread copies each finished
+    /// segment (durable, and left by the writer) to `archive_dir` (see the `archive`
+    /// module), and [`Log::truncate_below`] frees only segments already archived.
+    /// [`LogStats::segments_archived`] and [`Log::archived_lsn`] show its progress.
+    pub fn open_archived(
+        storage: Arc<dyn Storage>,
+        dirs: &[PathBuf],
+        archive_dir: impl AsRef<Path>,
+        options: LogOptions,
+    ) -> Result<Log> {
+        Log::open_inner(storage, dirs, Some(archive_dir.as_ref()), options)
+    }
+
+    fn open_inner(
+        storage: Arc<dyn Storage>,
+        dirs: &[PathBuf],
+        archive_dir: Option<&Path>,
+        options: LogOptions,
+    ) -> Result<Log> {
+        if let Some(a) = archive_dir {
+            if dirs.iter().any(|d| d == a) {
+                return Err(WalError::InvalidArgument(format!(
+                    "the archive directory {} is also a log directory",
+                    a.display()
+                )));
+            }
+        }
+        let dirs = Arc::new(LogDirs::new(dirs)?);
         check_options(&options)?;
+        let first = dirs.first().to_path_buf();
         // The storage's errors name the path; nothing to add.
-        storage.create_dir_all(&dir)?;
-        let lock = storage.lock(&dir.join("LOCK")).map_err(|e| {
+        storage.create_dir_all(&first)?;
+        let lock = storage.lock(&first.join("LOCK")).map_err(|e| {
             if e.kind() == io::ErrorKind::WouldBlock {
-                WalError::Locked(dir.display().to_string())
+                WalError::Locked(first.display().to_string())
             } else {
                 WalError::from(e)
             }
         })?;
-        let rec = recovery::recover(&storage, &dir, options.segment_bytes, false)?;
-        let shared = Shared::new(storage, dir, options, &rec, Some(lock))?;
+        dirs.check_markers(&*storage, |d| segment::has_segments(&*storage, d), false)?;
+        let rec = recovery::recover(&storage, &dirs, options.segment_bytes, false)?;
+        let archiver = match archive_dir {
+            Some(a) => Some(crate::archive::Archiver::open(
+                &*storage,
+                a,
+                &rec.list.starts,
+                rec.segment_bytes,
+            )?),
+            None => None,
+        };
+        let shared = Shared::new(storage, dirs, options, &rec, Some(lock), archiver)?;
         let p = shared.clone();
         let preparer = std::thread::Builder::new()
             .name("sluice-prepare".into())
@@ -355,10 +432,23 @@ impl Log {
             .name("sluice-flush".into())
             .spawn(move || d.run())
             .map_err(WalError::from)?;
+        let archiver = match &shared.archiver {
+            Some(_) => {
+                let a = shared.clone();
+                Some(
+                    std::thread::Builder::new()
+                        .name("sluice-archive".into())
+                        .spawn(move || crate::archive::Archiver::run(a))
+                        .map_err(WalError::from)?,
+                )
+            }
+            None => None,
+        };
         Ok(Log {
             shared,
             daemon: crate::sync::Mutex::new(Some(handle)),
             preparer: crate::sync::Mutex::new(Some(preparer)),
+            archiver: crate::sync::Mutex::new(archiver),
             recovery: rec.info,
             read_only: false,
         })
@@ -383,7 +473,18 @@ impl Log {
         dir: impl AsRef<Path>,
         options: LogOptions,
     ) -> Result<Log> {
-        let dir = dir.as_ref().to_path_buf();
+        Log::open_dirs_read_only(storage, &[dir.as_ref().to_path_buf()], options)
+    }
+
+    /// [`Log::open_read_only`] for a log of several directories ([`Log::open_dirs`]): the
+    /// directories are checked the same way, and the lock is taken in the first.
+    pub fn open_dirs_read_only(
+        storage: Arc<dyn Storage>,
+        dirs: &[PathBuf],
+        options: LogOptions,
+    ) -> Result<Log> {
+        let dirs = Arc::new(LogDirs::new(dirs)?);
+        let dir = dirs.first().to_path_buf();
         check_options(&options)?;
         if !storage.exists(&dir)? {
             return Err(WalError::from(io::Error::new(
@@ -399,12 +500,14 @@ impl Log {
             }
             Err(e) => return Err(WalError::from(e)),
         };
-        let rec = recovery::recover(&storage, &dir, options.segment_bytes, true)?;
-        let shared = Shared::new(storage, dir, options, &rec, lock)?;
+        dirs.check_markers(&*storage, |d| segment::has_segments(&*storage, d), true)?;
+        let rec = recovery::recover(&storage, &dirs, options.segment_bytes, true)?;
+        let shared = Shared::new(storage, dirs, options, &rec, lock, None)?;
         Ok(Log {
             shared,
             daemon: crate::sync::Mutex::new(None),
             preparer: crate::sync::Mutex::new(None),
+            archiver: crate::sync::Mutex::new(None),
             recovery: rec.info,
             read_only: true,
         })
@@ -564,7 +667,40 @@ impl Log {
             bytes_zero_filled: s.bytes_zero_filled.load(Ordering::Relaxed),
             segments_recycled: s.segments_recycled.load(Ordering::Relaxed),
             gather_budget: s.gather_budget.load(Ordering::Relaxed),
+            segments_archived: self
+                .shared
+                .archiver
+                .as_ref()
+                .map_or(0, |a| a.segments_archived.load(Ordering::Relaxed)),
+            bytes_archived: self
+                .shared
+                .archiver
+                .as_ref()
+                .map_or(0, |a| a.bytes_archived.load(Ordering::Relaxed)),
         }
+    }
+
+    /// With archiving on, the LSN below which every segment is archived (durably copied
+    /// to the archive directory); `None` without archiving.
+    pub fn archived_lsn(&self) -> Option<Lsn> {
+        self.shared.archiver.as_ref().map(|a| a.archived())
+    }
+
+    /// The archive directory, if archiving is on.
+    pub fn archive_dir(&self) -> Option<&Path> {
+        self.shared.archiver.as_ref().map(|a| a.dir())
+    }
+
+    /// The error that stopped the archiver, if one did: the log goes on, but keeps every
+    /// segment from the first unarchived one (truncation frees none of them) until it is
+    /// reopened.
+    pub fn archive_error(&self) -> Option<WalError> {
+        self.shared.archiver.as_ref().and_then(|a| a.error())
+    }
+
+    /// The log's directories, in order (segment `k` lives in the `k mod D`-th).
+    pub fn dirs(&self) -> &[PathBuf] {
+        self.shared.dirs.all()
     }
 
     /// The error that poisoned the log, if any.
@@ -585,7 +721,7 @@ impl Log {
         }
         Ok(LogReader::new(
             s.storage.clone(),
-            s.dir.clone(),
+            s.dirs.clone(),
             s.segment_bytes,
             from,
             s.buffer.durable(),
@@ -620,7 +756,11 @@ impl Log {
         // Without the segment that holds the last durable byte, a reopened log would find
         // no segment (when the next one is not made yet) and restart its LSNs at 0.
         let keep_from = segment::segment_start(Lsn(last_durable_byte), s.segment_bytes);
-        let limit = lsn.min(keep_from);
+        let mut limit = lsn.min(keep_from);
+        if let Some(a) = &s.archiver {
+            // A segment leaves the log only once its copy is safe.
+            limit = limit.min(a.archived());
+        }
         let victims: Vec<Lsn> = s
             .segments
             .lock()
@@ -629,31 +769,63 @@ impl Log {
             .filter(|&st| st.0 + s.segment_bytes <= limit.0)
             .collect();
         assert!(victims.windows(2).all(|w| w[0] < w[1]));
-        let pool_room = victims
-            .len()
-            .min(MAX_RECYCLED_SEGMENTS)
-            .saturating_sub(s.recycled.lock().len());
+        // Files to retire for recycling, per directory (a retired file only becomes a
+        // segment of its own directory): up to as many as this call removes there, less
+        // what the pool already holds there; and at most MAX_RECYCLED_SEGMENTS in all.
+        let index = |l: Lsn| s.dirs.index_of(l, s.segment_bytes);
+        let (mut room, mut total_room) = {
+            let pool = s.recycled.lock();
+            let mut room = vec![0usize; s.dirs.count()];
+            for &v in &victims {
+                room[index(v)] += 1;
+            }
+            for r in &mut room {
+                *r = (*r).min(MAX_RECYCLED_SEGMENTS);
+            }
+            for &p in pool.iter() {
+                room[index(p)] = room[index(p)].saturating_sub(1);
+            }
+            (room, MAX_RECYCLED_SEGMENTS.saturating_sub(pool.len()))
+        };
         // Oldest first: a crash keeps a prefix of the directory operations, so whatever
-        // survives it is still a contiguous run of segments.
+        // survives it is still a contiguous run of segments. Across several directories
+        // (devices) a crash keeps a prefix of each one's operations, not of all of them
+        // together, so a directory's changes are made durable before the next victim, in
+        // another directory, is touched: otherwise a crash could keep a later removal and
+        // undo an earlier one, and the next open would find a gap.
         let mut removed = 0;
         let mut retired = Vec::new();
         let mut failure = None;
+        let mut unsynced: Option<&Path> = None;
         for &victim in &victims {
+            let dir = s.dir_of(victim);
+            if let Some(prev) = unsynced.filter(|&p| p != dir) {
+                if let Err(e) = self.settle_retirements(prev, &mut retired) {
+                    failure = Some(e);
+                    unsynced = None;
+                    break;
+                }
+            }
+            unsynced = Some(dir);
             // Raise the start first, so that no reader is handed a segment being removed.
             // Only truncation moves it, under its lock; after a failed removal it may
             // already be past the victim, and it never moves back.
             let start = s.start.load(Ordering::Acquire);
             s.start
                 .store(start.max(victim.0 + s.segment_bytes), Ordering::Release);
-            let path = s.dir.join(segment::segment_name(victim));
-            let recycle = if retired.len() < pool_room {
+            let path = dir.join(segment::segment_name(victim));
+            let recycle = if room[index(victim)] > 0 && total_room > 0 {
                 self.whole_file(&path)
             } else {
                 Ok(false)
             };
             let outcome = recycle.and_then(|whole| {
                 if whole {
-                    segment::retire(&*s.storage, &s.dir, victim).map(|()| retired.push(victim))
+                    segment::retire(&*s.storage, dir, victim).map(|()| {
+                        room[index(victim)] -= 1;
+                        total_room -= 1;
+                        retired.push(victim)
+                    })
                 } else {
                     s.storage.remove(&path)
                 }
@@ -669,17 +841,9 @@ impl Log {
             s.forget_segment(victim);
             removed += 1;
         }
-        if removed > 0 {
-            match s.storage.sync_dir(&s.dir) {
-                // Only now may the preparer write the retired files: before the sync a
-                // power loss could undo a rename and leave the old segment's name on a
-                // file whose header names another start.
-                Ok(()) => s.recycled.lock().extend(retired),
-                // The renames may or may not survive; the files are left to the next
-                // open, which removes what it finds.
-                Err(e) => {
-                    failure.get_or_insert(e);
-                }
+        if let Some(dir) = unsynced {
+            if let Err(e) = self.settle_retirements(dir, &mut retired) {
+                failure.get_or_insert(e);
             }
         }
         debug_assert!(s.recycled.lock().len() <= MAX_RECYCLED_SEGMENTS);
@@ -687,6 +851,23 @@ impl Log {
             Some(e) => Err(WalError::from(e)),
             None => Ok(removed),
         }
+    }
+
+    /// Syncs `dir` after removals and retirements in it; then the retired files in
+    /// `retired` (all in `dir`) join the recycling pool.
+    fn settle_retirements(&self, dir: &Path, retired: &mut Vec<Lsn>) -> io::Result<()> {
+        let s = &*self.shared;
+        let done = s.storage.sync_dir(dir);
+        match done {
+            // Only now may the preparer write the retired files: before the sync a power
+            // loss could undo a rename and leave the old segment's name on a file whose
+            // header names another start.
+            Ok(()) => s.recycled.lock().append(retired),
+            // The renames may or may not survive; the files are left to the next open,
+            // which removes what it finds.
+            Err(_) => retired.clear(),
+        }
+        done
     }
 
     /// True if the segment file at `path` holds a whole segment (header and all its data
@@ -719,10 +900,19 @@ impl Log {
             // owner of this log): the daemon cannot join itself. It sees `closing` and
             // exits once the callback returns; everything durable stays durable.
             s.preparer.stop();
+            if let Some(a) = &s.archiver {
+                a.stop();
+            }
             return Ok(s.buffer.durable());
         }
         let _ = handle.join();
         s.preparer.stop();
+        if let Some(a) = &s.archiver {
+            a.stop();
+        }
+        if let Some(t) = self.archiver.lock().take() {
+            let _ = t.join();
+        }
         if let Some(p) = self.preparer.lock().take() {
             // Closed from a callback that the preparer's poisoning ran (it dropped the last
             // owner of this log): the preparer cannot join itself; it has stopped and exits

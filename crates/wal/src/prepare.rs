@@ -109,7 +109,7 @@ impl Preparer {
                 let extent = segment::initial_extent(shared.segment_bytes);
                 let f = segment::create(
                     &*shared.storage,
-                    &shared.dir,
+                    shared.dir_of(start),
                     start,
                     shared.segment_bytes,
                     extent,
@@ -128,7 +128,7 @@ impl Preparer {
             s.create = None;
         }
         drop(s);
-        let f = segment::open(&*shared.storage, &shared.dir, start)?;
+        let f = segment::open(&*shared.storage, shared.dir_of(start), start)?;
         self.adopt(shared, start, f)
     }
 
@@ -192,7 +192,7 @@ impl Preparer {
                 // Closing, and the preparer is gone: extend here.
                 let to = s.target.max(end);
                 drop(s);
-                let f = segment::open(&*shared.storage, &shared.dir, start)?;
+                let f = segment::open(&*shared.storage, shared.dir_of(start), start)?;
                 segment::extend(&*f, extent, to)?;
                 shared.note_zero_fill(to - extent);
                 s = self.state.lock();
@@ -247,8 +247,8 @@ impl Preparer {
         match job {
             Job::Create { start, .. } if shared.existing_segment(start) => Ok(()),
             Job::Create { start, extent } => {
-                let (storage, dir) = (&*shared.storage, &*shared.dir);
-                if let Some(old_start) = shared.take_recycled() {
+                let (storage, dir) = (&*shared.storage, shared.dir_of(start));
+                if let Some(old_start) = shared.take_recycled(start) {
                     segment::recycle(storage, dir, old_start, start, shared.segment_bytes)?;
                     shared
                         .stats
@@ -262,7 +262,7 @@ impl Preparer {
                 Ok(())
             }
             Job::Extend { start, from, to } => {
-                let f = segment::open(&*shared.storage, &shared.dir, start)?;
+                let f = segment::open(&*shared.storage, shared.dir_of(start), start)?;
                 segment::extend(&*f, from, to)?;
                 shared.note_zero_fill(to - from);
                 Ok(())

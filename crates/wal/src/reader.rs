@@ -1,11 +1,11 @@
 //! Reading frames back from segment files.
 
+use crate::dirs::LogDirs;
 use crate::error::{Result, WalError};
 use crate::frame::{self, Decoded};
 use crate::segment::{self, SEGMENT_HEADER_BYTES};
 use crate::Lsn;
 use sluice_storage::{FileHandle, Storage};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 const CHUNK: u64 = 256 << 10;
@@ -13,7 +13,7 @@ const CHUNK: u64 = 256 << 10;
 /// A window of one segment's bytes, read in chunks.
 pub(crate) struct SegmentWindow {
     storage: Arc<dyn Storage>,
-    dir: PathBuf,
+    dirs: Arc<LogDirs>,
     segment_bytes: u64,
     file: Option<(Lsn, Box<dyn FileHandle>)>,
     buf: Vec<u8>,
@@ -21,10 +21,10 @@ pub(crate) struct SegmentWindow {
 }
 
 impl SegmentWindow {
-    pub(crate) fn new(storage: Arc<dyn Storage>, dir: PathBuf, segment_bytes: u64) -> Self {
+    pub(crate) fn new(storage: Arc<dyn Storage>, dirs: Arc<LogDirs>, segment_bytes: u64) -> Self {
         SegmentWindow {
             storage,
-            dir,
+            dirs,
             segment_bytes,
             file: None,
             buf: Vec::new(),
@@ -37,7 +37,8 @@ impl SegmentWindow {
         if self.file.as_ref().map(|f| f.0) != Some(seg) {
             // Read-only: this only reads, and a read-only log may lie on media it
             // cannot write.
-            self.file = Some((seg, segment::open_read(&*self.storage, &self.dir, seg)?));
+            let dir = self.dirs.dir_of(seg, self.segment_bytes);
+            self.file = Some((seg, segment::open_read(&*self.storage, dir, seg)?));
         }
         Ok(&*self.file.as_ref().unwrap().1)
     }
@@ -130,13 +131,13 @@ pub struct LogReader {
 impl LogReader {
     pub(crate) fn new(
         storage: Arc<dyn Storage>,
-        dir: PathBuf,
+        dirs: Arc<LogDirs>,
         segment_bytes: u64,
         from: Lsn,
         limit: Lsn,
     ) -> LogReader {
         LogReader {
-            window: SegmentWindow::new(storage, dir, segment_bytes),
+            window: SegmentWindow::new(storage, dirs, segment_bytes),
             segment_bytes,
             pos: from,
             limit,

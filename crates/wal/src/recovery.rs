@@ -22,6 +22,7 @@
 //! made durable, later segments are removed newest first, and only then does the log
 //! publish its end as durable and accept appends.
 
+use crate::dirs::LogDirs;
 use crate::error::{Result, WalError};
 use crate::frame::{self, Decoded};
 use crate::reader::SegmentWindow;
@@ -104,19 +105,15 @@ pub(crate) struct Recovered {
     pub(crate) list: SegmentList,
 }
 
-/// Finds the end of the log in `dir`. `read_only`: change nothing — no sync before the
+/// Finds the end of the log in `dirs`. `read_only`: change nothing — no sync before the
 /// scan, and a torn tail is left as it is (the log simply ends before it).
 pub(crate) fn recover(
     storage: &Arc<dyn Storage>,
-    dir: &Path,
+    dirs: &Arc<LogDirs>,
     default_segment_bytes: u64,
     read_only: bool,
 ) -> Result<Recovered> {
-    let list = if read_only {
-        segment::scan_dir_read_only(&**storage, dir)?
-    } else {
-        segment::scan_dir(&**storage, dir)?
-    };
+    let list = segment::scan_dirs(&**storage, dirs, read_only)?;
     let segment_bytes = list.segment_bytes.unwrap_or(default_segment_bytes);
     let Some(&first) = list.starts.first() else {
         return Ok(Recovered {
@@ -125,7 +122,7 @@ pub(crate) fn recover(
             list,
         });
     };
-    let mut window = SegmentWindow::new(storage.clone(), dir.to_path_buf(), segment_bytes);
+    let mut window = SegmentWindow::new(storage.clone(), dirs.clone(), segment_bytes);
     // The end of the newest segment's file: nothing past it was ever written. (A file
     // shorter than its segment before the newest one ends that segment's data likewise:
     // the scan finds no frame at its end, as at any other end of the written log.)
@@ -262,7 +259,7 @@ pub(crate) fn recover(
         if zero_from.0 >= seg_end {
             break;
         }
-        let f = segment::open(&**storage, dir, seg)?;
+        let f = segment::open(&**storage, dirs.dir_of(seg, segment_bytes), seg)?;
         // In bounded chunks: the tail can be as long as a segment, whose size came from a
         // header on disk.
         let zeros = vec![0u8; ZERO_CHUNK.min(seg_end - zero_from.0) as usize];
@@ -282,10 +279,18 @@ pub(crate) fn recover(
     // crash during this recovery could keep a later segment and lose an earlier one:
     // the next open then finds a gap. The crash sweep found that once a segment was
     // always prepared ahead.)
-    let mut removed = false;
+    //
+    // Across several directories (devices) a crash keeps a prefix of each one's changes,
+    // not of all of them together: each removal is made durable before the next, so the
+    // segments left are always contiguous.
+    let mut unsynced = None;
     for &s in list.starts.iter().rev().filter(|&&s| s > keep_through) {
+        let dir = dirs.dir_of(s, segment_bytes);
+        if let Some(prev) = unsynced.filter(|&p: &&Path| p != dir) {
+            storage.sync_dir(prev)?;
+        }
         storage.remove(&dir.join(segment::segment_name(s)))?;
-        removed = true;
+        unsynced = Some(dir);
     }
     let kept: Vec<Lsn> = list
         .starts
@@ -293,7 +298,7 @@ pub(crate) fn recover(
         .copied()
         .filter(|&s| s <= keep_through)
         .collect();
-    if removed {
+    if let Some(dir) = unsynced {
         storage.sync_dir(dir)?;
     }
     info.segments = kept.len();

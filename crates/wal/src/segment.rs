@@ -9,6 +9,11 @@
 //! the segment preparer (`prepare.rs`) extends the file ahead of the flush daemon, so an
 //! empty log costs a few KiB rather than a whole segment.
 //!
+//! A log may span several directories (horizontal partitioning, see the `dirs` module):
+//! segment `k` lives in directory `k mod D`, every function here takes the directory the
+//! segment maps to, and `scan_dirs` checks that each file lies in its own. A retired
+//! file stays in its directory, so it is only recycled as a segment that maps there.
+//!
 //! Creation is atomic: the header is written to `{name}.tmp`, the file is extended and
 //! synced, renamed to its final name, and the directory synced. A file with a final name
 //! therefore always carries a valid, durable header; a bad header is corruption, never a
@@ -25,6 +30,7 @@
 //! [`MAX_LSN`], so a header with a valid checksum but extreme values is corruption, never
 //! an overflow.
 
+use crate::dirs::LogDirs;
 use crate::error::{io_context, Result, WalError};
 use crate::Lsn;
 use sluice_storage::{FileHandle, OpenOptions, Storage};
@@ -167,7 +173,7 @@ fn settle(storage: &dyn Storage, dir: &Path, start: Lsn) -> Result<Box<dyn FileH
 /// is durable too. Fails on a bad header or a gap between segments, and on a sync that
 /// fails.
 pub fn scan_dir(storage: &dyn Storage, dir: &Path) -> Result<SegmentList> {
-    scan(storage, dir, false)
+    scan_dirs(storage, &LogDirs::single(dir), false)
 }
 
 /// [`scan_dir`] for a reader that may change nothing: leftover temporary files are
@@ -175,33 +181,52 @@ pub fn scan_dir(storage: &dyn Storage, dir: &Path) -> Result<SegmentList> {
 /// what it sees is what the operating system shows (a dead process's unsynced writes
 /// included — only a read-write open can make them durable).
 pub fn scan_dir_read_only(storage: &dyn Storage, dir: &Path) -> Result<SegmentList> {
-    scan(storage, dir, true)
+    scan_dirs(storage, &LogDirs::single(dir), true)
 }
 
-fn scan(storage: &dyn Storage, dir: &Path, read_only: bool) -> Result<SegmentList> {
+/// True if `dir` holds a segment file (by name; nothing is read).
+pub(crate) fn has_segments(storage: &dyn Storage, dir: &Path) -> Result<bool> {
+    Ok(storage
+        .list(dir)?
+        .iter()
+        .any(|n| parse_segment_name(n).is_some()))
+}
+
+/// [`scan_dir`] over every directory of a partitioned log (see the `dirs` module): the
+/// segments of all of them, in one ascending contiguous run, each in the directory its
+/// number maps to — a segment found in another directory is corruption.
+pub(crate) fn scan_dirs(
+    storage: &dyn Storage,
+    dirs: &LogDirs,
+    read_only: bool,
+) -> Result<SegmentList> {
     let mut starts = Vec::new();
-    for name in storage.list(dir)? {
-        if name.ends_with(TMP_SUFFIX) || name.ends_with(FREE_SUFFIX) {
-            // A creation that crashed before its rename: it never held acknowledged data.
-            // A retired file waiting to be recycled: truncation gave its records up (the
-            // recycling pool lives in memory and starts empty; see `Log::truncate_below`).
-            if !read_only {
-                storage.remove(&dir.join(&name))?;
+    for (index, dir) in dirs.all().iter().enumerate() {
+        for name in storage.list(dir)? {
+            if name.ends_with(TMP_SUFFIX) || name.ends_with(FREE_SUFFIX) {
+                // A creation that crashed before its rename: it never held acknowledged
+                // data. A retired file waiting to be recycled: truncation gave its records
+                // up (the recycling pool lives in memory and starts empty; see
+                // `Log::truncate_below`).
+                if !read_only {
+                    storage.remove(&dir.join(&name))?;
+                }
+            } else if let Some(start) = parse_segment_name(&name) {
+                starts.push((start, index));
             }
-        } else if let Some(start) = parse_segment_name(&name) {
-            starts.push(start);
         }
-    }
-    // Entries an earlier incarnation created, renamed or removed without syncing them (a
-    // process kill keeps them in the cache), and the removals above.
-    if !read_only {
-        storage
-            .sync_dir(dir)
-            .map_err(|e| io_context("recovery cannot make the log directory durable", e))?;
+        // Entries an earlier incarnation created, renamed or removed without syncing them
+        // (a process kill keeps them in the cache), and the removals above.
+        if !read_only {
+            storage
+                .sync_dir(dir)
+                .map_err(|e| io_context("recovery cannot make the log directory durable", e))?;
+        }
     }
     starts.sort();
     let mut size: Option<u64> = None;
-    for &start in &starts {
+    for &(start, index) in &starts {
+        let dir = &dirs.all()[index];
         let f = if read_only {
             open_read(storage, dir, start)?
         } else {
@@ -220,6 +245,19 @@ fn scan(storage: &dyn Storage, dir: &Path, read_only: bool) -> Result<SegmentLis
             }
             _ => {}
         }
+        if dirs.index_of(start, s) != index {
+            return Err(WalError::Corruption {
+                lsn: start,
+                reason: format!(
+                    "segment file {} lies in log directory {index} ({}), but its number maps \
+                     to directory {} ({})",
+                    segment_name(start),
+                    dir.display(),
+                    dirs.index_of(start, s),
+                    dirs.dir_of(start, s).display()
+                ),
+            });
+        }
         // A file shorter than its segment is normal (see the module docs); one shorter
         // than its header block is not: creation syncs the whole block before the
         // rename, and no file is ever shortened.
@@ -234,6 +272,7 @@ fn scan(storage: &dyn Storage, dir: &Path, read_only: bool) -> Result<SegmentLis
             });
         }
     }
+    let starts: Vec<Lsn> = starts.into_iter().map(|(s, _)| s).collect();
     if let Some(s) = size {
         for w in starts.windows(2) {
             if w[1].0 != w[0].0 + s {

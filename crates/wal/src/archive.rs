@@ -1,0 +1,212 @@
+//! The archiver (Tandem §2.1): a background thread that copies each finished segment to
+//! an archive directory, so that the log may free it.
+//!
+//! A segment is *finished* once the durable LSN has reached its end: the flush daemon has
+//! moved past it and synced it, and nothing writes it again until truncation frees it.
+//! The archiver copies finished segments in LSN order, one at a time, through the
+//! [`Storage`] seam: the whole file (header block and data) to `{name}.tmp` in the
+//! archive directory, `sync_data`, rename to the segment's own name, `sync_dir`. A file
+//! with a segment's name in the archive is therefore always a complete, durable copy;
+//! leftover `.tmp` files (a copy a crash or a close interrupted) are removed on open. The
+//! archive directory holds plain segment files, so it reads as a log of one directory
+//! ([`crate::Log::open_read_only`]) from its first archived segment.
+//!
+//! `archived` — the LSN below which every segment of the log is archived — only moves
+//! after the rename is durable. With archiving on, [`crate::Log::truncate_below`] never
+//! frees a segment at or above it: a segment leaves the log only once its copy is safe.
+//! On open, `archived` is the start of the log's first segment that has no copy in the
+//! archive (segments below the log's start are gone and cannot be copied any more).
+//!
+//! With one log directory the archiver reads the segment from the device the writer
+//! writes — the disk-head contention that degrades the log right after a rollover (γ in
+//! Tandem §5). With several directories ([`crate::dirs`]) it reads from a device the
+//! writer has just left.
+//!
+//! A failed archive operation stops the archiver (the log itself goes on: its records are
+//! durable where they are); [`crate::Log::archive_error`] reports it, and `archived` stays
+//! where it was, so truncation keeps every unarchived segment. The next open starts over
+//! from the first unarchived segment.
+
+use crate::error::{Result, WalError};
+use crate::log::Shared;
+use crate::segment::{self, SEGMENT_HEADER_BYTES};
+use crate::sync::{AtomicU64, Condvar, Mutex, Ordering};
+use crate::Lsn;
+use sluice_storage::{OpenOptions, Storage};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Bytes copied per read and write.
+const COPY_CHUNK: usize = 256 << 10;
+const TMP_SUFFIX: &str = ".tmp";
+/// How long the archiver sleeps when nothing wakes it (a safety net: the flush daemon
+/// wakes it whenever a round finishes a segment).
+const IDLE_WAIT: Duration = Duration::from_millis(50);
+
+#[derive(Default)]
+struct State {
+    stop: bool,
+    error: Option<WalError>,
+}
+
+/// The archiver's part of the log's shared state.
+pub(crate) struct Archiver {
+    dir: PathBuf,
+    /// Every segment below this LSN is archived (durably).
+    archived: AtomicU64,
+    state: Mutex<State>,
+    cv: Condvar,
+    pub(crate) bytes_archived: AtomicU64,
+    pub(crate) segments_archived: AtomicU64,
+}
+
+impl Archiver {
+    /// Prepares the archive directory `dir` of a log whose segments are `starts`
+    /// (recovered, ascending): removes interrupted copies and finds where archiving
+    /// resumes.
+    pub(crate) fn open(
+        storage: &dyn Storage,
+        dir: &Path,
+        starts: &[Lsn],
+        segment_bytes: u64,
+    ) -> Result<Archiver> {
+        storage.create_dir_all(dir)?;
+        let mut archived_set = HashSet::new();
+        let mut removed = false;
+        for name in storage.list(dir)? {
+            if name.ends_with(TMP_SUFFIX) {
+                storage.remove(&dir.join(&name))?;
+                removed = true;
+            } else if let Some(start) = segment::parse_segment_name(&name) {
+                archived_set.insert(start);
+            }
+        }
+        if removed {
+            storage.sync_dir(dir)?;
+        }
+        let resume = match starts.iter().find(|s| !archived_set.contains(s)) {
+            Some(&s) => s,
+            // Every segment has a copy (the newest ends exactly at the log's end), or
+            // there is none.
+            None => starts.last().map_or(Lsn(0), |&s| s.add(segment_bytes)),
+        };
+        Ok(Archiver {
+            dir: dir.to_path_buf(),
+            archived: AtomicU64::new(resume.0),
+            state: Mutex::new(State::default()),
+            cv: Condvar::new(),
+            bytes_archived: AtomicU64::new(0),
+            segments_archived: AtomicU64::new(0),
+        })
+    }
+
+    /// The archive directory.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Every segment below this is archived.
+    pub(crate) fn archived(&self) -> Lsn {
+        Lsn(self.archived.load(Ordering::Acquire))
+    }
+
+    /// The error that stopped the archiver, if one did.
+    pub(crate) fn error(&self) -> Option<WalError> {
+        self.state.lock().error.clone()
+    }
+
+    /// Wakes the thread: a segment may have been finished. The lock is taken first, so a
+    /// thread that checked the durable LSN just before it was published is already
+    /// waiting (or has not yet looked) — no wake-up is lost to a check-then-wait race,
+    /// which would delay the copy by a whole idle wait.
+    pub(crate) fn notify(&self) {
+        drop(self.state.lock());
+        self.cv.notify_all();
+    }
+
+    /// Stops the thread after the chunk in progress.
+    pub(crate) fn stop(&self) {
+        self.state.lock().stop = true;
+        self.cv.notify_all();
+    }
+
+    fn stopped(&self) -> bool {
+        self.state.lock().stop
+    }
+
+    /// The thread's body.
+    pub(crate) fn run(shared: Arc<Shared>) {
+        let a = shared.archiver.as_ref().expect("archiving is on");
+        let segment_bytes = shared.segment_bytes;
+        loop {
+            let next = a.archived();
+            {
+                let mut s = a.state.lock();
+                loop {
+                    if s.stop || shared.is_poisoned() {
+                        return;
+                    }
+                    if shared.buffer.durable().0 >= next.0 + segment_bytes {
+                        break;
+                    }
+                    s = a.cv.wait_for(s, IDLE_WAIT);
+                }
+            }
+            match a.copy(&shared, next) {
+                Ok(Some(bytes)) => {
+                    a.archived.store(next.0 + segment_bytes, Ordering::Release);
+                    a.segments_archived.fetch_add(1, Ordering::Relaxed);
+                    a.bytes_archived.fetch_add(bytes, Ordering::Relaxed);
+                }
+                Ok(None) => return, // stopped in the middle
+                Err(e) => {
+                    a.state.lock().error = Some(e);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Copies finished segment `start` into the archive (see the module docs) and returns
+    /// the bytes copied; `None` if the log began closing in the middle (the temporary file
+    /// is left for the next open to remove).
+    fn copy(&self, shared: &Shared, start: Lsn) -> Result<Option<u64>> {
+        let storage = &*shared.storage;
+        let name = segment::segment_name(start);
+        let source = segment::open_read(storage, shared.dir_of(start), start)?;
+        let whole = SEGMENT_HEADER_BYTES + shared.segment_bytes;
+        let len = source.len()?;
+        // The daemon wrote the segment to its end, which the preparer had extended it to
+        // first: a finished segment's file is whole.
+        if len < whole {
+            return Err(WalError::Corruption {
+                lsn: start,
+                reason: format!(
+                    "finished segment file is {len} bytes, shorter than a whole segment \
+                     ({whole}): it cannot be archived"
+                ),
+            });
+        }
+        let tmp = self.dir.join(format!("{name}{TMP_SUFFIX}"));
+        let target = storage.open(&tmp, OpenOptions::CREATE)?;
+        target.set_len(0)?;
+        let mut buf = vec![0u8; COPY_CHUNK];
+        let mut off = 0u64;
+        while off < whole {
+            if self.stopped() {
+                return Ok(None);
+            }
+            let n = (whole - off).min(COPY_CHUNK as u64) as usize;
+            source.read_exact_at(&mut buf[..n], off)?;
+            target.write_at(&buf[..n], off)?;
+            off += n as u64;
+        }
+        target.sync_data()?;
+        drop(target);
+        storage.rename(&tmp, &self.dir.join(&name))?;
+        storage.sync_dir(&self.dir)?;
+        Ok(Some(whole))
+    }
+}

@@ -1,0 +1,335 @@
+//! Horizontal log partitioning (Tandem §4): the directories a log's segments go to.
+//!
+//! A log may be given several directories — one per device. Segment `k` (LSNs
+//! `[k·S, (k+1)·S)`) lives in directory `k mod D`, so consecutive segments alternate
+//! between devices: when the flush daemon rolls over to the next segment it moves to the
+//! next device ("baton passing"), and the archiver copies the segment it has just left
+//! off a device the writer no longer uses. The first directory holds the `LOCK` and
+//! anything else global.
+//!
+//! # The directory marker
+//!
+//! A log of `D > 1` directories records its layout durably: each directory holds a small
+//! file [`MARKER_NAME`] with the log's identity (a random 64-bit id chosen when the log
+//! was created), the directory's index and the count `D`, checksummed. Opening checks
+//! every given directory's marker against the first one's, so a directory that is
+//! missing, extra, swapped with another, or belongs to another log is refused with an
+//! error naming it — never read as if it were the right one (which would lose or
+//! reorder acknowledged records).
+//!
+//! Creation writes the markers of directories `1..D` first and the first directory's
+//! last, each atomically (temporary name, sync, rename, directory sync), before any
+//! segment exists. So a first directory with a marker means the layout is complete; one
+//! without a marker, while no directory holds a segment, is a log whose creation was
+//! interrupted (or never began), and its markers are written afresh — nothing was ever
+//! acknowledged in it.
+//!
+//! A log of one directory writes no marker: its on-disk format is unchanged from before
+//! partitioning. Such a directory (no marker, segments present) is refused as part of a
+//! larger layout, and a first directory whose marker says `D > 1` is refused alone.
+
+use crate::error::{Result, WalError};
+use crate::Lsn;
+use sluice_storage::{OpenOptions, Storage};
+use std::path::{Path, PathBuf};
+
+/// The name of the marker file in each directory of a log of several directories.
+pub const MARKER_NAME: &str = "LOG_DIR";
+const MARKER_TMP: &str = "LOG_DIR.tmp";
+const MAGIC: &[u8; 8] = b"SLUICEDR";
+const VERSION: u32 = 1;
+const MARKER_BYTES: usize = 36;
+/// The most directories a log may have (Tandem allowed 16 horizontal partitions).
+pub const MAX_LOG_DIRS: usize = 64;
+
+/// What a marker says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Marker {
+    log_id: u64,
+    index: u32,
+    count: u32,
+}
+
+impl Marker {
+    fn encode(&self) -> [u8; MARKER_BYTES] {
+        let mut b = [0u8; MARKER_BYTES];
+        b[..8].copy_from_slice(MAGIC);
+        b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        b[12..16].copy_from_slice(&self.index.to_le_bytes());
+        b[16..20].copy_from_slice(&self.count.to_le_bytes());
+        b[24..32].copy_from_slice(&self.log_id.to_le_bytes());
+        let crc = crc32c::crc32c(&b[..32]);
+        b[32..36].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> Option<Marker> {
+        if b.len() < MARKER_BYTES || &b[..8] != MAGIC {
+            return None;
+        }
+        let crc = u32::from_le_bytes(b[32..36].try_into().unwrap());
+        if crc32c::crc32c(&b[..32]) != crc
+            || u32::from_le_bytes(b[8..12].try_into().unwrap()) != VERSION
+        {
+            return None;
+        }
+        Some(Marker {
+            index: u32::from_le_bytes(b[12..16].try_into().unwrap()),
+            count: u32::from_le_bytes(b[16..20].try_into().unwrap()),
+            log_id: u64::from_le_bytes(b[24..32].try_into().unwrap()),
+        })
+    }
+}
+
+/// The directories of one log, in order: segment `k` lives in `dirs[k mod D]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogDirs {
+    dirs: Vec<PathBuf>,
+}
+
+impl LogDirs {
+    /// The layout `dirs` (at least one, at most [`MAX_LOG_DIRS`], no duplicates).
+    pub fn new(dirs: &[PathBuf]) -> Result<LogDirs> {
+        if dirs.is_empty() || dirs.len() > MAX_LOG_DIRS {
+            return Err(WalError::InvalidArgument(format!(
+                "a log needs between 1 and {MAX_LOG_DIRS} directories, got {}",
+                dirs.len()
+            )));
+        }
+        for (i, d) in dirs.iter().enumerate() {
+            if dirs[..i].contains(d) {
+                return Err(WalError::InvalidArgument(format!(
+                    "log directory {} is given twice",
+                    d.display()
+                )));
+            }
+        }
+        Ok(LogDirs {
+            dirs: dirs.to_vec(),
+        })
+    }
+
+    /// One directory.
+    pub fn single(dir: &Path) -> LogDirs {
+        LogDirs {
+            dirs: vec![dir.to_path_buf()],
+        }
+    }
+
+    /// The directories, in order.
+    pub fn all(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    /// How many there are.
+    pub fn count(&self) -> usize {
+        self.dirs.len()
+    }
+
+    /// The first directory: the `LOCK` and the global files live here.
+    pub fn first(&self) -> &Path {
+        &self.dirs[0]
+    }
+
+    /// The index of the directory segment `start` lives in.
+    pub fn index_of(&self, start: Lsn, segment_bytes: u64) -> usize {
+        ((start.0 / segment_bytes) % self.dirs.len() as u64) as usize
+    }
+
+    /// The directory segment `start` lives in.
+    pub fn dir_of(&self, start: Lsn, segment_bytes: u64) -> &Path {
+        &self.dirs[self.index_of(start, segment_bytes)]
+    }
+
+    /// Checks the markers against this layout (see the module docs); for a read-write open
+    /// of a new layout of several directories, creates the directories and writes the
+    /// markers. `read_only`: create and write nothing.
+    pub(crate) fn check_markers(
+        &self,
+        storage: &dyn Storage,
+        has_segments: impl Fn(&Path) -> Result<bool>,
+        read_only: bool,
+    ) -> Result<()> {
+        let d = self.count();
+        let first = self.first();
+        let first_marker = read_marker(storage, first)?;
+        let refuse = |dir: &Path, why: String| {
+            Err(WalError::InvalidArgument(format!(
+                "log directory {}: {why}",
+                dir.display()
+            )))
+        };
+        match first_marker {
+            Some(m) if m.index != 0 => refuse(
+                first,
+                format!(
+                    "it is directory {} of a log of {} directories, given as the first",
+                    m.index, m.count
+                ),
+            ),
+            Some(m) if (m.count as usize) < d => refuse(
+                &self.dirs[m.count as usize],
+                format!(
+                    "it is not part of the log, which was created with {} directories \
+                         ({d} given)",
+                    m.count
+                ),
+            ),
+            Some(m) if m.count as usize > d => refuse(
+                first,
+                format!(
+                    "it is the first of a log of {} directories, but only {d} were given: \
+                         directory {d} is missing (open the log with all of its directories, \
+                         in their order)",
+                    m.count
+                ),
+            ),
+            Some(m) => {
+                for (i, dir) in self.dirs.iter().enumerate().skip(1) {
+                    if !storage.exists(dir)? {
+                        return refuse(dir, "it is missing".into());
+                    }
+                    match read_marker(storage, dir)? {
+                        Some(o) if o.log_id == m.log_id && o.index as usize == i => {}
+                        Some(o) if o.log_id == m.log_id => {
+                            return refuse(
+                                dir,
+                                format!(
+                                    "it is directory {} of this log, given as directory {i}: \
+                                     the directories are out of order",
+                                    o.index
+                                ),
+                            )
+                        }
+                        Some(_) => return refuse(dir, "it belongs to another log".into()),
+                        None => {
+                            return refuse(
+                                dir,
+                                format!(
+                                    "it is not directory {i} of this log (it has no {MARKER_NAME} \
+                                     marker): a directory is missing or was replaced"
+                                ),
+                            )
+                        }
+                    }
+                }
+                Ok(())
+            }
+            None if d == 1 => Ok(()),
+            None => {
+                // Not (completely) created: only acceptable while no segment exists
+                // anywhere — then nothing was ever acknowledged in this layout.
+                for dir in &self.dirs {
+                    if storage.exists(dir)? && has_segments(dir)? {
+                        return refuse(
+                            dir,
+                            format!(
+                                "it holds log segments, but the first directory {} has no \
+                                 {MARKER_NAME} marker of a log of {d} directories (a log of one \
+                                 directory, or the directories are out of order)",
+                                first.display()
+                            ),
+                        );
+                    }
+                }
+                if read_only {
+                    return refuse(
+                        first,
+                        format!(
+                            "no log of {d} directories was created here (no {MARKER_NAME} marker)"
+                        ),
+                    );
+                }
+                self.write_markers(storage)
+            }
+        }
+    }
+
+    /// Creates every directory and writes the markers of a new layout, the first
+    /// directory's last.
+    fn write_markers(&self, storage: &dyn Storage) -> Result<()> {
+        let log_id = new_log_id();
+        let count = self.count() as u32;
+        for (i, dir) in self.dirs.iter().enumerate().rev() {
+            storage.create_dir_all(dir)?;
+            let m = Marker {
+                log_id,
+                index: i as u32,
+                count,
+            };
+            let tmp = dir.join(MARKER_TMP);
+            {
+                let f = storage.open(&tmp, OpenOptions::CREATE)?;
+                f.set_len(0)?;
+                f.write_at(&m.encode(), 0)?;
+                f.sync_data()?;
+            }
+            storage.rename(&tmp, &dir.join(MARKER_NAME))?;
+            storage.sync_dir(dir)?;
+        }
+        Ok(())
+    }
+}
+
+/// The marker in `dir`, if it has a valid one. A marker file that does not decode is
+/// treated as absent: markers are written atomically, so it was never a complete one.
+fn read_marker(storage: &dyn Storage, dir: &Path) -> Result<Option<Marker>> {
+    let path = dir.join(MARKER_NAME);
+    let f = match storage.open(&path, OpenOptions::READ_ONLY) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let mut b = [0u8; MARKER_BYTES];
+    let n = f.read_at(&mut b, 0)?;
+    match Marker::decode(&b[..n]) {
+        Some(m) => Ok(Some(m)),
+        None => Err(WalError::InvalidArgument(format!(
+            "log directory {}: its {MARKER_NAME} marker is damaged",
+            dir.display()
+        ))),
+    }
+}
+
+/// A log identity: random per process and time, so two logs created on one machine get
+/// different ids.
+fn new_log_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_round_trip_and_damage_is_seen() {
+        let m = Marker {
+            log_id: 0xfeed,
+            index: 2,
+            count: 3,
+        };
+        assert_eq!(Marker::decode(&m.encode()), Some(m));
+        let mut bad = m.encode();
+        bad[13] ^= 1;
+        assert_eq!(Marker::decode(&bad), None);
+        assert_eq!(Marker::decode(&m.encode()[..20]), None);
+    }
+
+    #[test]
+    fn segments_go_round_robin() {
+        let dirs = LogDirs::new(&["/a".into(), "/b".into(), "/c".into()]).unwrap();
+        let idx: Vec<usize> = (0..7).map(|k| dirs.index_of(Lsn(k * 4096), 4096)).collect();
+        assert_eq!(idx, [0, 1, 2, 0, 1, 2, 0]);
+        assert_eq!(dirs.dir_of(Lsn(4096 * 4), 4096), Path::new("/b"));
+        assert!(LogDirs::new(&[]).is_err());
+        assert!(LogDirs::new(&["/a".into(), "/a".into()]).is_err());
+    }
+}
