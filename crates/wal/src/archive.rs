@@ -74,18 +74,22 @@ impl Archiver {
     ) -> Result<Archiver> {
         storage.create_dir_all(dir)?;
         let mut archived_set = HashSet::new();
-        let mut removed = false;
         for name in storage.list(dir)? {
             if name.ends_with(TMP_SUFFIX) {
                 storage.remove(&dir.join(&name))?;
-                removed = true;
             } else if let Some(start) = segment::parse_segment_name(&name) {
                 archived_set.insert(start);
             }
         }
-        if removed {
-            storage.sync_dir(dir)?;
-        }
+        // Always, not only after a removal: a killed process may have renamed a copy into
+        // place without syncing the directory (its page cache survives the kill, so the
+        // copy is listed here), and trusting that listing let truncation free the log's
+        // segment while the copy's name could still vanish in a power loss (the partitioned
+        // crash sweep, seed 207: a kill between the rename and the directory sync, then a
+        // truncation, then a power loss, lost acknowledged records). The copy's data was
+        // synced before its rename, so syncing the directory makes every listed copy whole
+        // and durable.
+        storage.sync_dir(dir)?;
         let resume = match starts.iter().find(|s| !archived_set.contains(s)) {
             Some(&s) => s,
             // Every segment has a copy (the newest ends exactly at the log's end), or
