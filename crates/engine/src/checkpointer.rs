@@ -20,11 +20,8 @@
 //! failed: …"): every later operation returns that error, and nothing retries it.
 
 use crate::options::Options;
-use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+pub(crate) use crate::worker::Worker;
+use std::time::Duration;
 
 /// Why a checkpoint is due.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,105 +75,11 @@ pub(crate) fn due(options: &Options, log: LogState, elapsed: Option<Duration>) -
     }
 }
 
-#[derive(Default)]
-struct Signal {
-    /// A committer saw a trigger hold (set without the mutex, so a commit costs one
-    /// atomic swap while a checkpoint is due but has not begun).
-    requested: AtomicBool,
-    stopping: Mutex<bool>,
-    cv: Condvar,
-}
-
-/// The checkpointer of one database.
-/// What the thread works for: the database, which knows whether a checkpoint is due and
-/// how to take one. The thread holds it weakly, so it never keeps a database open.
-pub(crate) trait Background: Send + Sync {
-    /// A checkpoint, if one is due and the database is healthy.
-    fn checkpoint_if_due(&self);
-    /// When the last checkpoint completed.
-    fn last_checkpoint_time(&self) -> Instant;
-}
-
-#[derive(Default)]
-pub(crate) struct Checkpointer {
-    signal: Arc<Signal>,
-    thread: Mutex<Option<JoinHandle<()>>>,
-}
-
-impl Checkpointer {
-    /// Starts the thread for `db` (which owns this checkpointer), waking at least every
-    /// `interval` (zero: only when notified).
-    pub(crate) fn start(
-        &self,
-        db: Weak<dyn Background>,
-        interval: Duration,
-    ) -> std::io::Result<()> {
-        let signal = self.signal.clone();
-        let weak = db;
-        let handle = std::thread::Builder::new()
-            .name("sluice-checkpoint".into())
-            .spawn(move || run(&signal, &weak, interval))?;
-        let old = self.thread.lock().replace(handle);
-        assert!(old.is_none(), "checkpointer started twice");
-        Ok(())
-    }
-
-    /// Wakes the thread to look at the triggers. Cheap when a wake-up is already pending.
-    pub(crate) fn notify(&self) {
-        if !self.signal.requested.swap(true, Ordering::AcqRel) {
-            // Taking the mutex orders this with the thread's check-then-wait.
-            let _g = self.signal.stopping.lock();
-            self.signal.cv.notify_one();
-        }
-    }
-
-    /// Stops the thread and joins it (unless this is that thread: the database can be
-    /// dropped on it, when it held the last reference for a moment; it then exits by
-    /// itself). Idempotent.
-    pub(crate) fn stop(&self) {
-        *self.signal.stopping.lock() = true;
-        self.signal.cv.notify_all();
-        let handle = self.thread.lock().take();
-        if let Some(h) = handle {
-            if h.thread().id() != std::thread::current().id() {
-                // A panic on the thread was reported there; close goes on.
-                let _ = h.join();
-            }
-        }
-    }
-}
-
-fn run(signal: &Signal, db: &Weak<dyn Background>, interval: Duration) {
-    let mut since = Instant::now();
-    loop {
-        {
-            let mut stopping = signal.stopping.lock();
-            loop {
-                if *stopping {
-                    return;
-                }
-                if signal.requested.swap(false, Ordering::AcqRel) {
-                    break;
-                }
-                if interval.is_zero() {
-                    signal.cv.wait(&mut stopping);
-                } else {
-                    let deadline = since + interval;
-                    if signal.cv.wait_until(&mut stopping, deadline).timed_out() {
-                        since = Instant::now();
-                        break;
-                    }
-                }
-            }
-        }
-        let Some(inner) = db.upgrade() else {
-            return;
-        };
-        inner.checkpoint_if_due();
-        since = since.max(inner.last_checkpoint_time());
-        drop(inner);
-    }
-}
+/// The checkpointer of one database: a [`Worker`] thread named `sluice-checkpoint`, waking
+/// every `checkpoint_interval` counted from the last checkpoint (zero: only when
+/// notified), whose job is the database's `checkpoint_if_due` (`Inner` implements
+/// [`Job`](crate::worker::Job)). It holds the database weakly, so it never keeps it open.
+pub(crate) type Checkpointer = Worker;
 
 #[cfg(test)]
 mod tests {

@@ -9,7 +9,7 @@
 use crate::btree::{Btree, TreeReport};
 use crate::buffer_pool::{BufferPool, PoolStats};
 use crate::checkpoint::Checkpoints;
-use crate::checkpointer::{Background, Checkpointer};
+use crate::checkpointer::Checkpointer;
 use crate::control::{self, Checkpoint, Control};
 use crate::data_file::{file_error, DataFile};
 use crate::error::{Error, Result};
@@ -445,11 +445,15 @@ impl Database {
         db.check_catalog()?;
         db.inner.opened.store(true, Ordering::Release);
         if !db.inner.options.read_only {
-            let background: Weak<dyn Background> =
-                Arc::downgrade(&db.inner) as Weak<dyn Background>;
+            let background: Weak<dyn crate::worker::Job> =
+                Arc::downgrade(&db.inner) as Weak<dyn crate::worker::Job>;
             db.inner
                 .checkpointer
-                .start(background, db.inner.options.checkpoint_interval)
+                .start(
+                    "sluice-checkpoint",
+                    background,
+                    db.inner.options.checkpoint_interval,
+                )
                 .map_err(|e| Error::Io(Arc::new(e)))?;
             db.inner
                 .start_propagation()

@@ -5,7 +5,7 @@
 //! B+tree, recovery and the checkpoint are given narrow contexts, never this.
 
 use crate::checkpoint::{self, Checkpoints};
-use crate::checkpointer::{self, Background, Checkpointer, LogState, Trigger};
+use crate::checkpointer::{self, Checkpointer, LogState, Trigger};
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::lock::LockManager;
@@ -209,10 +209,10 @@ impl Drop for Inner {
     }
 }
 
-impl Background for Inner {
+impl crate::worker::Job for Inner {
     /// The background checkpointer's work: a checkpoint if one is due and the database
     /// is healthy. A failure poisons the database.
-    fn checkpoint_if_due(&self) {
+    fn round(&self) {
         if self.check().is_err() || self.checkpoint_due(true).is_none() {
             return;
         }
@@ -239,15 +239,16 @@ impl Background for Inner {
         }
     }
 
-    fn last_checkpoint_time(&self) -> Instant {
-        *self.checkpoints.last_at.lock()
+    /// The interval counts from the last checkpoint.
+    fn period_from(&self) -> Option<Instant> {
+        Some(*self.checkpoints.last_at.lock())
     }
 }
 
 /// The page cleaner's job: a round of the policy over the pool.
 struct CleanerJob(std::sync::Weak<Inner>);
 
-impl crate::propagation::worker::Job for CleanerJob {
+impl crate::worker::Job for CleanerJob {
     fn round(&self) {
         let Some(inner) = self.0.upgrade() else {
             return;
@@ -272,7 +273,7 @@ impl crate::propagation::worker::Job for CleanerJob {
 /// The archiver's job: archive the durable log once a run's worth has accumulated.
 struct ArchiverJob(std::sync::Weak<Inner>);
 
-impl crate::propagation::worker::Job for ArchiverJob {
+impl crate::worker::Job for ArchiverJob {
     fn round(&self) {
         let Some(inner) = self.0.upgrade() else {
             return;
@@ -324,7 +325,7 @@ impl Inner {
 
     /// Starts the page cleaner or the archiver, as the strategy needs (read-write only).
     pub(crate) fn start_propagation(self: &Arc<Self>) -> std::io::Result<()> {
-        use crate::propagation::{worker::Job, Strategy};
+        use crate::{propagation::Strategy, worker::Job};
         if self.options.read_only {
             return Ok(());
         }

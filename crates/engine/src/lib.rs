@@ -138,6 +138,7 @@ pub(crate) fn tests_prop_cases(default: u32) -> u32 {
 }
 mod txn;
 mod txn_table;
+mod worker;
 
 pub use agents::{
     AgentOptions, AgentStats, Agents, CommitHook, Completion, Finished, Outcome, Submitter,

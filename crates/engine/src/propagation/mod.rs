@@ -18,7 +18,6 @@
 pub(crate) mod archive;
 pub(crate) mod log_cleaner;
 pub(crate) mod page_cleaner;
-pub(crate) mod worker;
 
 #[cfg(test)]
 mod log_tests;
@@ -70,10 +69,10 @@ pub(crate) struct Propagation {
     pub(crate) counters: Counters,
     /// The archive, opened after recovery (log strategy, read-write only).
     pub(crate) archive: std::sync::OnceLock<archive::Archive>,
-    pub(crate) cleaner: worker::Worker,
-    pub(crate) archiver: worker::Worker,
+    pub(crate) cleaner: crate::worker::Worker,
+    pub(crate) archiver: crate::worker::Worker,
     /// The jobs the workers run (they hold them weakly).
-    pub(crate) jobs: parking_lot::Mutex<Vec<std::sync::Arc<dyn worker::Job>>>,
+    pub(crate) jobs: parking_lot::Mutex<Vec<std::sync::Arc<dyn crate::worker::Job>>>,
 }
 
 impl Propagation {
@@ -82,8 +81,8 @@ impl Propagation {
             strategy,
             counters: Counters::default(),
             archive: std::sync::OnceLock::new(),
-            cleaner: worker::Worker::default(),
-            archiver: worker::Worker::default(),
+            cleaner: crate::worker::Worker::default(),
+            archiver: crate::worker::Worker::default(),
             jobs: parking_lot::Mutex::new(Vec::new()),
         }
     }

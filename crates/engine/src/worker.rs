@@ -1,5 +1,5 @@
-//! A background thread that runs one job when woken or when its period passes: the page
-//! cleaner and the archiver. It parks on a condition variable between rounds (never
+//! A background thread that runs one job when woken or when its period passes: the
+//! checkpointer, the page cleaner and the archiver. It parks on a condition variable between rounds (never
 //! polls), holds its owner only weakly (so it never keeps a database open), and is
 //! stopped and joined when the database closes.
 
@@ -13,6 +13,12 @@ use std::time::{Duration, Instant};
 pub(crate) trait Job: Send + Sync {
     /// One round of work.
     fn round(&self);
+    /// Where the period before the next timed round starts counting, if not from the
+    /// end of this round: the checkpointer counts from the last checkpoint, so a
+    /// notified round that found nothing due does not push the timer back.
+    fn period_from(&self) -> Option<Instant> {
+        None
+    }
 }
 
 #[derive(Default)]
@@ -71,7 +77,8 @@ impl Worker {
 /// Runs rounds until stopped. A zero `period` means no timer: rounds only when notified
 /// (never a loop that wakes itself at once).
 fn run(signal: &Signal, job: &Weak<dyn Job>, period: Duration) {
-    let mut next = Instant::now() + period;
+    // The timer fires at `since + period`; a timed wake restarts it from then.
+    let mut since = Instant::now();
     loop {
         {
             let mut stopping = signal.stopping.lock();
@@ -84,16 +91,21 @@ fn run(signal: &Signal, job: &Weak<dyn Job>, period: Duration) {
                 }
                 if period.is_zero() {
                     signal.cv.wait(&mut stopping);
-                } else if signal.cv.wait_until(&mut stopping, next).timed_out() {
+                } else if signal
+                    .cv
+                    .wait_until(&mut stopping, since + period)
+                    .timed_out()
+                {
+                    since = Instant::now();
                     break;
                 }
             }
         }
-        next = Instant::now() + period;
         let Some(job) = job.upgrade() else {
             return;
         };
         job.round();
+        since = since.max(job.period_from().unwrap_or_else(Instant::now));
         drop(job);
     }
 }
