@@ -33,6 +33,8 @@ pub struct Builder {
     log_dir: Option<PathBuf>,
     storage: Option<Arc<dyn Storage>>,
     log_storage: Option<Arc<dyn Storage>>,
+    /// What a partitioned database installs in each partition (`coordination`).
+    pub(crate) hooks: crate::coordination::Hooks,
 }
 
 impl std::fmt::Debug for Builder {
@@ -54,6 +56,7 @@ impl Builder {
             log_dir: None,
             storage: None,
             log_storage: None,
+            hooks: crate::coordination::Hooks::default(),
         }
     }
 
@@ -235,6 +238,13 @@ impl Builder {
             .unwrap_or_else(|| Arc::new(OsStorage::new()) as Arc<dyn Storage>);
         let log_storage = self.log_storage.unwrap_or_else(|| storage.clone());
         let log_dir = self.log_dir.unwrap_or_else(|| self.dir.join("log"));
-        Database::open_with_log(storage, &self.dir, log_storage, log_dir, self.options)
+        Database::open_hooked(
+            storage,
+            &self.dir,
+            log_storage,
+            log_dir,
+            self.options,
+            self.hooks,
+        )
     }
 }

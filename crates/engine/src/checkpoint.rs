@@ -98,6 +98,9 @@ pub(crate) struct Scope<'a> {
     /// waiting for the pages redo changed, which the strategy propagates as it would any
     /// others).
     pub(crate) fuzzy: bool,
+    /// The coordinator's log of a partitioned database is truncated no further than
+    /// this says (`coordination`).
+    pub(crate) truncation_cap: Option<&'a crate::coordination::TruncationCap>,
 }
 
 /// Runs a checkpoint; the caller holds `state.lock` (passed as proof).
@@ -213,6 +216,11 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
         }
         // The log below what is archived must stay for the archiver.
         keep = keep.min(archive.archived_lsn());
+    }
+    if let Some(cap) = cx.truncation_cap {
+        if let Some(c) = cap()? {
+            keep = keep.min(c);
+        }
     }
     store.log.truncate_below(keep)?;
     Ok(())

@@ -11,6 +11,7 @@ use crate::buffer_pool::{BufferPool, PoolStats};
 use crate::checkpoint::Checkpoints;
 use crate::checkpointer::Checkpointer;
 use crate::control::{self, Checkpoint, Control};
+use crate::coordination::{Hooks, PARTITION_MARKER};
 use crate::data_file::{file_error, DataFile};
 use crate::error::{Error, Result};
 use crate::ids::PageId;
@@ -110,6 +111,24 @@ fn survey(storage: &dyn Storage, dir: &Path) -> Result<bool> {
 
 /// A new database must not adopt a log: creation writes `CONTROL` before the log, so a
 /// log without it belongs to something else (the log directory may lie outside `dir`).
+/// Refuses to open a partition of a partitioned database as a database of its own: its
+/// recovery would roll back transactions the coordinator committed.
+fn refuse_partition(storage: &dyn Storage, dir: &Path) -> Result<()> {
+    let marker = dir.join(PARTITION_MARKER);
+    if storage
+        .exists(&marker)
+        .map_err(|e| file_error("database directory", dir, e))?
+    {
+        let whole = dir.parent().unwrap_or(dir);
+        return Err(Error::InvalidArgument(format!(
+            "{} is a partition of the partitioned database in {}: open that one (`Partitioned::open`), not the partition alone",
+            dir.display(),
+            whole.display()
+        )));
+    }
+    Ok(())
+}
+
 fn refuse_foreign_log(storage: &dyn Storage, log_dir: &Path, dir: &Path) -> Result<()> {
     let io = |e| file_error("log directory", log_dir, e);
     if !storage.exists(log_dir).map_err(io)? {
@@ -204,6 +223,7 @@ fn assemble(
     log: Arc<Log>,
     file: DataFile,
     lock: Option<Box<dyn LockGuard>>,
+    hooks: Hooks,
 ) -> Arc<Inner> {
     let page_size = control.page_size as usize;
     let redo_point = control.checkpoint.map_or(Lsn(0), |c| c.begin);
@@ -244,6 +264,7 @@ fn assemble(
         poisoned: AtomicBool::new(false),
         opened: AtomicBool::new(false),
         closed: AtomicBool::new(false),
+        hooks,
         _lock: lock,
     })
 }
@@ -355,11 +376,41 @@ impl Database {
         log_dir: impl AsRef<Path>,
         options: Options,
     ) -> Result<Database> {
+        Database::open_hooked(
+            storage,
+            dir,
+            log_storage,
+            log_dir,
+            options,
+            Hooks::default(),
+        )
+    }
+
+    /// As [`Database::open_with_log`], with the hooks of a partition of a partitioned
+    /// database (`coordination`); a partition's directory opened without them is refused.
+    pub(crate) fn open_hooked(
+        storage: Arc<dyn Storage>,
+        dir: impl AsRef<Path>,
+        log_storage: Arc<dyn Storage>,
+        log_dir: impl AsRef<Path>,
+        options: Options,
+        hooks: Hooks,
+    ) -> Result<Database> {
         options.check()?;
         let dir = dir.as_ref().to_path_buf();
         let log_dir = log_dir.as_ref().to_path_buf();
+        if !hooks.partition {
+            refuse_partition(&*storage, &dir)?;
+        }
         if options.read_only {
-            return Database::open_read_only_with_log(storage, dir, log_storage, log_dir, options);
+            return Database::open_read_only_with_log(
+                storage,
+                dir,
+                log_storage,
+                log_dir,
+                options,
+                hooks,
+            );
         }
         let dir_io = |e| file_error("database directory", &dir, e);
         if !survey(&*storage, &dir)? {
@@ -425,6 +476,7 @@ impl Database {
             log,
             file,
             Some(lock),
+            hooks,
         );
         let report = recovery::recover(&inner.recovery_context(), control.checkpoint)?;
         inner.open_archive(report.redo_from.unwrap_or(report.log_end))?;
@@ -476,6 +528,7 @@ impl Database {
         log_storage: Arc<dyn Storage>,
         log_dir: PathBuf,
         options: Options,
+        hooks: Hooks,
     ) -> Result<Database> {
         debug_assert!(options.read_only);
         let dir_io = |e| file_error("database directory", &dir, e);
@@ -532,6 +585,7 @@ impl Database {
             Arc::new(log),
             file,
             lock,
+            hooks,
         );
         let report = recovery::recover(&inner.recovery_context(), control.checkpoint)?;
         // From here on nothing may produce a log record, not even in memory.

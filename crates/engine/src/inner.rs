@@ -50,6 +50,8 @@ pub(crate) struct Inner {
     /// failed open must do nothing that can fail or panic and mask the real error).
     pub(crate) opened: AtomicBool,
     pub(crate) closed: AtomicBool,
+    /// What a partitioned database installed (`coordination`); none for an ordinary one.
+    pub(crate) hooks: crate::coordination::Hooks,
     /// `None` only for a read-only database in a directory without a `LOCK` file.
     pub(crate) _lock: Option<Box<dyn LockGuard>>,
 }
@@ -71,6 +73,16 @@ impl Inner {
             return Err(Error::Poisoned(format!("log: {e}")));
         }
         Ok(())
+    }
+
+    /// Refuses work from now on, for `cause` (a partitioned database whose commit
+    /// outcome is in doubt after an I/O error: restart recovery decides it).
+    pub(crate) fn poison_with(&self, cause: &dyn std::fmt::Display) {
+        let mut p = self.poison.lock();
+        if p.is_none() {
+            *p = Some(cause.to_string());
+        }
+        self.poisoned.store(true, Ordering::Release);
     }
 
     /// Records a failed checkpoint: every later operation fails with it.
@@ -157,6 +169,7 @@ impl Inner {
             keep_archive: self.options.keep_archive,
             sweep_all: false,
             fuzzy: false,
+            truncation_cap: self.hooks.truncation_cap.as_ref(),
         }
     }
 
@@ -167,6 +180,7 @@ impl Inner {
             txns: &self.txns,
             log_dir: &self.log_dir,
             segment_bytes: self.log_segment_bytes,
+            in_doubt: self.hooks.in_doubt.as_ref(),
         }
     }
 

@@ -217,6 +217,21 @@ fn entry(at: u64, len: u64, payload_len: u64, rec: &Record) -> LogEntry {
         }
         Record::Commit { prev, .. } => ("commit", vec![], format!("prev {}", lsn(*prev))),
         Record::End { prev, .. } => ("end", vec![], format!("prev {}", lsn(*prev))),
+        Record::Coordinated {
+            prev, participants, ..
+        } => (
+            "coordinated-commit",
+            vec![],
+            format!(
+                "prev {} participants [{}]",
+                lsn(*prev),
+                participants
+                    .iter()
+                    .map(|p| format!("{}:{}@{}", p.partition, p.txn, p.last))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+        ),
         Record::Images { pages } => (
             "images",
             pages.iter().map(|(p, _)| p.0).collect(),

@@ -102,6 +102,7 @@ mod checkpoint;
 mod checkpointer;
 mod commit;
 mod control;
+mod coordination;
 mod data_file;
 mod db;
 mod error;
@@ -120,6 +121,7 @@ mod log_sink;
 mod mutations;
 mod options;
 mod page;
+mod partitioned;
 mod propagation;
 mod recovery;
 mod store;
@@ -147,11 +149,16 @@ pub use btree::TreeReport;
 pub use buffer_pool::PoolStats;
 pub use builder::Builder;
 pub use catalog::MAX_TABLE_NAME;
+pub use coordination::PARTITION_MARKER;
 pub use db::{Database, Stats, VerifyReport};
 pub use error::{Error, Result};
 pub use ids::{PageId, TxnId};
 pub use key_range::KeyRange;
 pub use options::{CommitProtocol, Limits, Options};
+pub use partitioned::{
+    partition_dir, Partitioned, PartitionedBuilder, PartitionedTable, PartitionedTransaction,
+    Unassigned, MANIFEST, MAX_LOG_MANAGERS,
+};
 pub use propagation::{Backlog, PageCleaner, Policy, Strategy};
 pub use recovery::RecoveryReport;
 pub use sluice_wal::{LogOptions, Lsn};

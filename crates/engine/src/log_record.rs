@@ -329,6 +329,19 @@ pub enum Record {
         /// Its previous record.
         prev: Option<Lsn>,
     },
+    /// A transaction of a partitioned database committed (`crate::partitioned`): the
+    /// commit record in the coordinator's log, written only once every other log that
+    /// holds records of the transaction is durable past them. It commits the
+    /// coordinator's own part, and it is the outcome recovery of each participant log
+    /// looks up for a transaction that log holds without a commit record of its own.
+    Coordinated {
+        /// The transaction's part in the coordinator's partition.
+        txn: TxnId,
+        /// Its previous record there.
+        prev: Option<Lsn>,
+        /// The transaction's part in each other log.
+        participants: Vec<Participant>,
+    },
     /// The transaction's rollback is complete.
     End {
         /// The transaction.
@@ -349,6 +362,24 @@ pub enum Record {
     EndCheckpoint(CheckpointData),
 }
 
+/// A transaction's part in one log of a partitioned database, as the coordinator's
+/// commit record names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Participant {
+    /// The partition (its log manager), 1 and up (0 is the coordinator).
+    pub partition: u16,
+    /// The transaction's number in that partition.
+    pub txn: TxnId,
+    /// The start of its last record there: what recovery of that log finds as the
+    /// in-doubt transaction's last record.
+    pub last: Lsn,
+}
+
+/// Participants a coordinated commit names at most (one per log manager).
+pub const MAX_PARTICIPANTS: usize = 64;
+/// Encoded bytes of one participant, at most (two 10-byte varints and an LSN).
+const PARTICIPANT_BYTES: usize = 28;
+
 impl Record {
     /// The transaction the record belongs to, if any.
     pub fn txn(&self) -> Option<TxnId> {
@@ -356,6 +387,7 @@ impl Record {
             Record::Update { txn, .. }
             | Record::Clr { txn, .. }
             | Record::Commit { txn, .. }
+            | Record::Coordinated { txn, .. }
             | Record::End { txn, .. } => Some(*txn),
             _ => None,
         }
@@ -370,6 +402,7 @@ const TAG_UPDATE: u8 = 8;
 const TAG_CLR: u8 = 9;
 const TAG_COMMIT: u8 = 10;
 const TAG_END: u8 = 11;
+const TAG_COORDINATED: u8 = 12;
 /// Tags of the fixed-width transaction records of format version 2: decoded, never
 /// written.
 const LEGACY_UPDATE: u8 = 1;
@@ -707,6 +740,21 @@ impl Record {
                 w.varint(txn.0);
                 w.opt_lsn(*prev);
             }
+            Record::Coordinated {
+                txn,
+                prev,
+                participants,
+            } => {
+                w.u8(TAG_COORDINATED);
+                w.varint(txn.0);
+                w.opt_lsn(*prev);
+                w.varint(participants.len() as u64);
+                for p in participants {
+                    w.varint(u64::from(p.partition));
+                    w.varint(p.txn.0);
+                    w.u64(p.last.0);
+                }
+            }
             Record::End { txn, prev } => {
                 w.u8(TAG_END);
                 w.varint(txn.0);
@@ -787,6 +835,9 @@ impl Record {
             Record::Commit { .. } | Record::End { .. } | Record::BeginCheckpoint => {
                 max_page_record_bytes(MIN_PAGE_SIZE)
             }
+            Record::Coordinated { .. } => {
+                max_page_record_bytes(MIN_PAGE_SIZE) + MAX_PARTICIPANTS * PARTICIPANT_BYTES
+            }
         }
     }
 
@@ -835,6 +886,32 @@ impl Record {
                 txn: TxnId(r.varint()?),
                 prev: r.opt_lsn()?,
             },
+            TAG_COORDINATED => {
+                let txn = TxnId(r.varint()?);
+                let prev = r.opt_lsn()?;
+                let n = r.varint()?;
+                if n > MAX_PARTICIPANTS as u64 {
+                    return Err(format!(
+                        "{n} participants in a coordinated commit (at most {MAX_PARTICIPANTS})"
+                    ));
+                }
+                let mut participants = Vec::with_capacity(n as usize);
+                for _ in 0..n {
+                    let partition = r.varint()?;
+                    let partition = u16::try_from(partition)
+                        .map_err(|_| format!("participant partition {partition} out of range"))?;
+                    participants.push(Participant {
+                        partition,
+                        txn: TxnId(r.varint()?),
+                        last: Lsn(r.u64()?),
+                    });
+                }
+                Record::Coordinated {
+                    txn,
+                    prev,
+                    participants,
+                }
+            }
             LEGACY_UPDATE => {
                 let txn = TxnId(r.u64()?);
                 let prev = r.legacy_opt_lsn()?;
@@ -1028,6 +1105,22 @@ mod tests {
             Record::End {
                 txn: TxnId(1),
                 prev: None,
+            },
+            Record::Coordinated {
+                txn: TxnId(7),
+                prev: None,
+                participants: vec![
+                    Participant {
+                        partition: 1,
+                        txn: TxnId(40),
+                        last: Lsn(4096),
+                    },
+                    Participant {
+                        partition: 2,
+                        txn: TxnId(u64::MAX),
+                        last: Lsn(u64::MAX),
+                    },
+                ],
             },
             Record::Images {
                 pages: vec![(PageId(3), vec![1, 2, 3]), (PageId(0), vec![])],

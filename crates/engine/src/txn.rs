@@ -21,7 +21,7 @@ use crate::ids::{PageId, TxnId};
 use crate::inner::Inner;
 use crate::key_range::KeyRange;
 use crate::lock::{Granted, LockKey, LockManager, LockMode, LockName};
-use crate::log_record::{Change, Record};
+use crate::log_record::{Change, Participant, Record};
 use crate::page::{CellValue, StoredValue};
 use crate::store::Store;
 use crate::table::Table;
@@ -103,6 +103,9 @@ pub struct Transaction {
     /// Values are delivered only when the transaction ends (an agent's body): no read
     /// barrier per operation; the agent waits once before it delivers.
     deferred: bool,
+    /// The coordinator's part of a transaction of a partitioned database: its commit
+    /// record names these parts in the other logs (`partitioned`).
+    coordinated: Option<Vec<Participant>>,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -225,6 +228,7 @@ impl Transaction {
             dep: None,
             failure: None,
             deferred: false,
+            coordinated: None,
         }
     }
 
@@ -687,8 +691,18 @@ impl Transaction {
     pub(crate) fn commit_record(&mut self) -> Result<Option<Lsn>> {
         self.usable()?;
         self.db.check()?;
-        let end = if self.shared.chain().last.is_some() {
-            let txn = self.shared.id;
+        let txn = self.shared.id;
+        let end = if let Some(participants) = self.coordinated.take() {
+            // Always a record: it commits the parts in the other logs too.
+            let a = self
+                .shared
+                .append(&self.db.store.log, |prev| Record::Coordinated {
+                    txn,
+                    prev,
+                    participants,
+                })?;
+            Some(a.end)
+        } else if self.shared.chain().last.is_some() {
             let a = self
                 .shared
                 .append(&self.db.store.log, |prev| Record::Commit { txn, prev })?;
@@ -720,6 +734,38 @@ impl Transaction {
             early,
             self.db.store.log.durable_lsn(),
         );
+    }
+
+    /// Releases the locks of a transaction whose commit is already decided and durable
+    /// elsewhere — a participant of a partitioned database, once the coordinator's commit
+    /// record is durable: nobody who takes them next depends on this log's own commit
+    /// record, which may still be in its buffer.
+    pub(crate) fn release_locks_decided(&mut self) {
+        let held = std::mem::take(&mut self.held);
+        self.db
+            .locks
+            .release(self.shared.id, &held, None, self.db.store.log.durable_lsn());
+    }
+
+    /// The start of the transaction's last log record, if it logged any (what recovery
+    /// of its log finds as its last record).
+    pub(crate) fn last_record(&self) -> Option<Lsn> {
+        self.shared.chain().last
+    }
+
+    /// Commits the coordinator's part of a transaction of a partitioned database, whose
+    /// parts in the other logs (`participants`) are durable: as
+    /// [`Transaction::commit_observed`], with a commit record that names them, written
+    /// even if this part logged nothing.
+    pub(crate) fn commit_coordinated(
+        mut self,
+        participants: Vec<Participant>,
+        observe: impl FnOnce(Option<Lsn>),
+    ) -> Result<()> {
+        if self.failure.is_none() {
+            self.coordinated = Some(participants);
+        }
+        self.commit_observed(observe)
     }
 
     /// The LSN the log must be durable up to before this committed transaction may be

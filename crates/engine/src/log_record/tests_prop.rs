@@ -86,6 +86,23 @@ pub(crate) fn record() -> impl Strategy<Value = Record> {
             txn: TxnId(txn),
             prev
         }),
+        (
+            number(),
+            opt_lsn(),
+            proptest::collection::vec((any::<u16>(), number(), lsn()), 0..=8)
+        )
+            .prop_map(|(txn, prev, ps)| Record::Coordinated {
+                txn: TxnId(txn),
+                prev,
+                participants: ps
+                    .into_iter()
+                    .map(|(partition, t, last)| super::Participant {
+                        partition,
+                        txn: TxnId(t),
+                        last,
+                    })
+                    .collect(),
+            }),
         (number(), opt_lsn()).prop_map(|(txn, prev)| Record::End {
             txn: TxnId(txn),
             prev

@@ -106,7 +106,9 @@ pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analy
                 l.last = l.last.max(lsn);
                 l.records.insert(lsn, rec);
             }
-            Record::Commit { txn, .. } | Record::End { txn, .. } => {
+            Record::Commit { txn, .. }
+            | Record::Coordinated { txn, .. }
+            | Record::End { txn, .. } => {
                 next_txn = next_txn.max(txn.0 + 1);
                 att.remove(txn);
             }

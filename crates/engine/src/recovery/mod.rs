@@ -40,6 +40,9 @@ pub(crate) struct Context<'a> {
     pub(crate) log_dir: &'a Path,
     /// LSN bytes per log segment.
     pub(crate) segment_bytes: u64,
+    /// A participant log of a partitioned database: asks the coordinator about each
+    /// loser before undo (`coordination`).
+    pub(crate) in_doubt: Option<&'a crate::coordination::InDoubt>,
 }
 
 impl Context<'_> {
@@ -77,6 +80,10 @@ pub struct RecoveryReport {
     pub restored_pages: u64,
     /// Transactions rolled back (losers).
     pub losers: usize,
+    /// Transactions of a participant log of a partitioned database found without a
+    /// commit record of their own, whose commit the coordinator's log holds: committed
+    /// by recovery (not counted in `losers`).
+    pub in_doubt_committed: usize,
     /// Changes undone.
     pub undone: u64,
     /// True if the database was created by this open.
@@ -109,7 +116,12 @@ pub(crate) fn recover(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<R
             "the log holds transactions but the database has no meta page".into(),
         ));
     }
-    report.undone = undo::run(cx, a.losers)?;
+    let mut losers = a.losers;
+    if let Some(decide) = cx.in_doubt {
+        report.in_doubt_committed = undo::commit_in_doubt(cx, &mut losers, &**decide)?;
+        report.losers = losers.len();
+    }
+    report.undone = undo::run(cx, losers)?;
     Ok(report)
 }
 

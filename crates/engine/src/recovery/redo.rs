@@ -101,6 +101,7 @@ pub(crate) fn run(cx: &Context<'_>, a: &Analysis) -> Result<(u64, u64)> {
                 }
             }
             Record::Commit { .. }
+            | Record::Coordinated { .. }
             | Record::End { .. }
             | Record::BeginCheckpoint
             | Record::EndCheckpoint(_) => {}

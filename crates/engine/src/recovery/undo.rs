@@ -10,6 +10,35 @@ use crate::recovery::Context;
 use crate::txn_table::Chain;
 use std::collections::{BinaryHeap, HashMap};
 
+/// Commits each loser the coordinator of a partitioned database committed (`decide`:
+/// true for its number and the start of its last record), with a commit record, and
+/// takes it off `losers`; returns how many.
+pub(crate) fn commit_in_doubt(
+    cx: &Context<'_>,
+    losers: &mut HashMap<TxnId, Loser>,
+    decide: &(dyn Fn(TxnId, sluice_wal::Lsn) -> bool + Send + Sync),
+) -> Result<usize> {
+    let committed: Vec<TxnId> = losers
+        .iter()
+        .filter(|(&id, l)| decide(id, l.last))
+        .map(|(&id, _)| id)
+        .collect();
+    for id in &committed {
+        let l = losers.remove(id).expect("listed above");
+        let txn = cx.txns.register(
+            *id,
+            Chain {
+                last_end: None,
+                first: Some(l.first),
+                last: Some(l.last),
+            },
+        );
+        txn.append(&cx.store.log, |prev| Record::Commit { txn: *id, prev })?;
+        cx.txns.end(*id);
+    }
+    Ok(committed.len())
+}
+
 /// Undoes every loser; returns the number of changes undone.
 pub(crate) fn run(cx: &Context<'_>, losers: HashMap<TxnId, Loser>) -> Result<u64> {
     let mut heap = BinaryHeap::new();

@@ -707,6 +707,7 @@ fn entries_of(rec: sluice_wal::ReadRecord, out: &mut Vec<RunEntry>) -> Result<us
             }
         }
         Record::Commit { .. }
+        | Record::Coordinated { .. }
         | Record::End { .. }
         | Record::BeginCheckpoint
         | Record::EndCheckpoint(_) => {}
