@@ -340,3 +340,57 @@ fn the_number_of_log_managers_is_kept() {
     assert_eq!(db.log_managers(), 2);
     db.close().unwrap();
 }
+
+/// The coordinator's log must not be truncated past a commit record while a
+/// participant's own commit record for it is not durable: a crash would then find the
+/// part in doubt with no record left to say it committed. Partition 1's log here flushes
+/// only when asked (a long group-commit delay), so its commit record stays in memory
+/// while partition 0 writes several segments and checkpoints.
+#[test]
+fn the_coordinators_log_keeps_a_commit_record_a_participant_still_needs() {
+    let sim = SimStorage::new(9);
+    let mut o = small();
+    o.log.segment_bytes = 16 << 10;
+    o.log.group_commit.max_delay = std::time::Duration::from_secs(600);
+    o.log.group_commit.max_bytes = 1 << 30;
+    o.checkpoint_log_bytes = 1 << 30;
+    o.checkpoint_interval = std::time::Duration::from_secs(3600);
+    let db = Partitioned::builder(DIR)
+        .log_managers(2)
+        .options(o)
+        .storage(Arc::new(sim.pinned()))
+        .assign("a", 0)
+        .assign("b", 1)
+        .open()
+        .unwrap();
+    let a = db.create_table("a").unwrap();
+    let b = db.create_table("b").unwrap();
+    let mut tx = db.begin();
+    tx.put(&b, b"decided", b"yes").unwrap();
+    tx.commit().unwrap();
+    let coordinator_start = db.partition(0).log().start_lsn();
+    // Several segments of partition 0 only, and checkpoints there.
+    for i in 0..120u32 {
+        let mut tx = db.begin();
+        tx.put(&a, &i.to_le_bytes(), &[7u8; 400]).unwrap();
+        tx.commit().unwrap();
+    }
+    db.partition(0).checkpoint().unwrap();
+    db.partition(0).checkpoint().unwrap();
+    assert!(
+        db.partition(0).log().start_lsn() > coordinator_start,
+        "the coordinator's log was never truncated: the case is not tested"
+    );
+    sim.crash();
+    drop((a, b));
+    drop(db);
+    let db = open(&sim, 2).unwrap();
+    let b = db.table("b").unwrap();
+    let mut tx = db.begin();
+    assert_eq!(
+        tx.get(&b, b"decided").unwrap().as_deref(),
+        Some(&b"yes"[..])
+    );
+    tx.commit().unwrap();
+    db.close().unwrap();
+}

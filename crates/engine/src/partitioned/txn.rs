@@ -161,40 +161,44 @@ impl PartitionedTransaction {
         let t0 = self.parts[0].take().unwrap_or_else(|| db0.begin());
         let bound = db0.log().durable_lsn();
         coordinator.enter(bound);
-        let mut recorded = false;
-        let r = t0.commit_coordinated(participants, |_| recorded = true);
-        let r = match r {
-            Ok(()) => {
-                // 3. Decided and durable: each part's own commit record, then its locks.
-                for i in logged {
-                    let mut t = self.parts[i].take().expect("logged");
-                    match t.commit_record() {
-                        Ok(end) => {
-                            if let Some(end) = end {
-                                coordinator.appended[i].fetch_max(end.0, Ordering::AcqRel);
-                            }
-                            t.release_locks_decided();
-                        }
-                        // The outcome is in the coordinator's durable log; recovery of
-                        // this one (which has failed) will commit the part.
-                        Err(e) => self.shared.parts[i].inner.poison_with(&e),
-                    }
-                }
+        let mut record = None;
+        let r = t0.commit_coordinated(participants, |end| record = end);
+        match (r, record) {
+            (Ok(()), Some(end)) => {
+                // 3. Once the coordinator's record is durable (at once, unless the
+                // protocol is `async`): each part's own commit record, then its locks.
+                // Not before: a part's record durable without the coordinator's would
+                // commit the part alone.
+                let shared = self.shared.clone();
+                let parts: Vec<(usize, Transaction)> = logged
+                    .into_iter()
+                    .map(|i| (i, self.parts[i].take().expect("logged")))
+                    .collect();
+                db0.log().on_durable(
+                    end,
+                    Box::new(move |r| {
+                        finish_parts(&shared, parts, r.map(drop).map_err(Error::from));
+                        shared.coordinator.leave(bound);
+                    }),
+                );
                 // Read-only parts elsewhere: their locks go now.
                 self.commit_local_rest()
             }
-            Err(e) if recorded => {
+            (Ok(()), None) => unreachable!("a coordinated commit always writes its record"),
+            (Err(e), Some(_)) => {
                 // The commit record may be durable or not: no part may be rolled back.
                 // Every partition refuses work from now on; restart recovery decides.
                 for d in &self.shared.parts {
                     d.inner.poison_with(&e);
                 }
+                coordinator.leave(bound);
                 Err(e)
             }
-            Err(e) => self.rollback_all().and(Err(e)),
-        };
-        coordinator.leave(bound);
-        r
+            (Err(e), None) => {
+                coordinator.leave(bound);
+                self.rollback_all().and(Err(e))
+            }
+        }
     }
 
     /// Commit without the coordinator: nothing was logged outside partition 0.
@@ -216,6 +220,32 @@ impl PartitionedTransaction {
             }
         }
         first
+    }
+}
+
+/// Step 3 of a coordinated commit, once the coordinator's record is durable (`decided`
+/// is `Ok`): each part's own commit record, then its locks. If the coordinator's log
+/// failed instead, the outcome is unknown: every partition is poisoned, so dropping the
+/// parts rolls nothing back, and restart recovery decides.
+fn finish_parts(shared: &Shared, parts: Vec<(usize, Transaction)>, decided: Result<()>) {
+    if let Err(e) = decided {
+        for d in &shared.parts {
+            d.inner.poison_with(&e);
+        }
+        return;
+    }
+    for (i, mut t) in parts {
+        match t.commit_record() {
+            Ok(end) => {
+                if let Some(end) = end {
+                    shared.coordinator.appended[i].fetch_max(end.0, Ordering::AcqRel);
+                }
+                t.release_locks_decided();
+            }
+            // The outcome is in the coordinator's durable log; recovery of this
+            // partition (which has failed) will commit the part.
+            Err(e) => shared.parts[i].inner.poison_with(&e),
+        }
     }
 }
 
