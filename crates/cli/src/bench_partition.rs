@@ -1,11 +1,13 @@
-//! `sluice bench partition`: the log-partitioning experiments of the Tandem paper. So far
-//! the horizontal one (`--horizontal D`: γ, the throughput right after a rollover while
-//! the archiver copies the old segment ÷ the steady throughput); vertical partitioning
-//! flags are to come beside it.
+//! `sluice bench partition`: the log-partitioning experiments of the Tandem paper —
+//! horizontal (`--horizontal D`: γ, the throughput right after a rollover while the
+//! archiver copies the old segment ÷ the steady throughput), vertical (`--log-managers
+//! K --inserts-per-txn N`: the columns of Tables 2–4), and the cost of the partitioned
+//! engine with one log manager (`--tpcb-overhead`); and `sluice measure-lmax`.
 
 use crate::progress;
 use crate::Failure;
 use sluice_bench::partition_gamma::{self, GammaConfig};
+use sluice_bench::partition_vertical::{self, VerticalConfig};
 use sluice_bench::report::{json_line, Table};
 use std::time::Duration;
 
@@ -14,14 +16,25 @@ use std::time::Duration;
 pub struct Args {
     /// Log directories (emulated devices) the segments go round-robin to; a comma list
     /// (`1,2`) runs each in turn.
-    #[arg(long, value_delimiter = ',', required = true)]
+    #[arg(long, value_delimiter = ',')]
     horizontal: Vec<usize>,
+    /// Log managers (vertical partitioning), each on its own emulated device; a comma
+    /// list (`1,2`) runs each in turn, for every --inserts-per-txn.
+    #[arg(long, value_delimiter = ',')]
+    log_managers: Vec<usize>,
+    /// Rows each transaction inserts (vertical runs); a comma list runs each.
+    #[arg(long, value_delimiter = ',', default_value = "10,100,200")]
+    inserts_per_txn: Vec<usize>,
+    /// Client threads (vertical runs).
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
     /// Seconds to measure per run (after a short warm-up).
     #[arg(long, default_value_t = 4.0)]
     seconds: f64,
-    /// Each log device's write and read bandwidth, MB/s (the writers saturate it).
-    #[arg(long, default_value_t = 16.0)]
-    device_mb_per_s: f64,
+    /// Each log device's write and read bandwidth, MB/s (the writers saturate it;
+    /// default 16 for --horizontal, 4 for --log-managers).
+    #[arg(long)]
+    device_mb_per_s: Option<f64>,
     /// Segment size, KiB (small, so rollovers come often).
     #[arg(long, default_value_t = 1024)]
     segment_kib: u64,
@@ -31,6 +44,119 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<(), Failure> {
+    let modes = usize::from(!a.horizontal.is_empty()) + usize::from(!a.log_managers.is_empty());
+    if modes != 1 {
+        return Err(Failure::Usage(
+            "give exactly one of --horizontal D[,D…] and --log-managers K[,K…]".into(),
+        ));
+    }
+    if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 86_400.0) {
+        return Err(Failure::Usage(format!(
+            "--seconds must be a positive number of seconds (at most a day), got {}",
+            a.seconds
+        )));
+    }
+    let device = a
+        .device_mb_per_s
+        .unwrap_or(if a.horizontal.is_empty() { 4.0 } else { 16.0 });
+    if !(device.is_finite() && (0.1..=1e5).contains(&device)) {
+        return Err(Failure::Usage(format!(
+            "--device-mb-per-s must be between 0.1 and 100000, got {device}"
+        )));
+    }
+    if a.horizontal.is_empty() {
+        vertical(&a, device)
+    } else {
+        horizontal(&a, device)
+    }
+}
+
+fn vertical(a: &Args, device: f64) -> Result<(), Failure> {
+    if let Some(&k) = a
+        .log_managers
+        .iter()
+        .find(|&&k| k == 0 || k > sluice::MAX_LOG_MANAGERS)
+    {
+        return Err(Failure::Usage(format!(
+            "--log-managers must be between 1 and {}, got {k}",
+            sluice::MAX_LOG_MANAGERS
+        )));
+    }
+    if let Some(&n) = a.inserts_per_txn.iter().find(|&&n| n == 0 || n > 10_000) {
+        return Err(Failure::Usage(format!(
+            "--inserts-per-txn must be between 1 and 10000, got {n}"
+        )));
+    }
+    if a.clients == 0 || a.clients > 4096 {
+        return Err(Failure::Usage(format!(
+            "--clients must be between 1 and 4096, got {}",
+            a.clients
+        )));
+    }
+    let mut t = Table::new([
+        "log managers",
+        "inserts/txn",
+        "G",
+        "R (tps)",
+        "L_i MB/s",
+        "c (B)",
+        "L MB/s",
+        "CPU µs/txn",
+        "p50 ms",
+        "p99 ms",
+    ]);
+    let mut results = Vec::new();
+    for &n in &a.inserts_per_txn {
+        for &k in &a.log_managers {
+            let cfg = VerticalConfig {
+                log_managers: k,
+                inserts_per_txn: n,
+                clients: a.clients,
+                duration: Duration::from_secs_f64(a.seconds),
+                device_bytes_per_sec: (device * 1e6) as u64,
+                ..VerticalConfig::default()
+            };
+            let pb = progress::bar(
+                1000,
+                &format!("bench partition --log-managers {k} --inserts-per-txn {n}"),
+                a.json,
+            );
+            let r = partition_vertical::run(&cfg, |f| pb.set_position((f * 1000.0) as u64))
+                .map_err(Failure::Runtime)?;
+            pb.finish_and_clear();
+            t.row([
+                k.to_string(),
+                n.to_string(),
+                r.generators.to_string(),
+                format!("{:.0}", r.tps),
+                r.log_mb_per_s_each
+                    .iter()
+                    .map(|l| format!("{l:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                format!("{:.0}", r.commit_record_bytes),
+                format!("{:.2}", r.log_mb_per_s),
+                format!("{:.0}", r.cpu_us_per_txn),
+                format!("{:.1}", r.p50_us as f64 / 1e3),
+                format!("{:.1}", r.p99_us as f64 / 1e3),
+            ]);
+            results.push(r);
+        }
+    }
+    println!("{}", t.render());
+    println!(
+        "each log on an emulated device capped at {device} MB/s; {} clients; all runs in one process on this machine: compare them with each other",
+        a.clients
+    );
+    if a.json {
+        for r in &results {
+            println!("{}", json_line(r));
+        }
+    }
+    Ok(())
+}
+
+fn horizontal(a: &Args, device: f64) -> Result<(), Failure> {
     if let Some(&d) = a
         .horizontal
         .iter()
@@ -39,18 +165,6 @@ pub fn run(a: Args) -> Result<(), Failure> {
         return Err(Failure::Usage(format!(
             "--horizontal must be between 1 and {} directories, got {d}",
             sluice_wal::dirs::MAX_LOG_DIRS
-        )));
-    }
-    if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 86_400.0) {
-        return Err(Failure::Usage(format!(
-            "--seconds must be a positive number of seconds (at most a day), got {}",
-            a.seconds
-        )));
-    }
-    if !(a.device_mb_per_s.is_finite() && a.device_mb_per_s >= 0.1 && a.device_mb_per_s <= 1e5) {
-        return Err(Failure::Usage(format!(
-            "--device-mb-per-s must be between 0.1 and 100000, got {}",
-            a.device_mb_per_s
         )));
     }
     let segment_bytes = a.segment_kib.saturating_mul(1024);
@@ -74,7 +188,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         let cfg = GammaConfig {
             horizontal_dirs: d,
             duration: Duration::from_secs_f64(a.seconds),
-            device_bytes_per_sec: (a.device_mb_per_s * 1e6) as u64,
+            device_bytes_per_sec: (device * 1e6) as u64,
             segment_bytes,
             ..GammaConfig::default()
         };
@@ -97,6 +211,102 @@ pub fn run(a: Args) -> Result<(), Failure> {
         for r in &results {
             println!("{}", json_line(r));
         }
+    }
+    Ok(())
+}
+
+/// Flags of `sluice measure-lmax`.
+#[derive(clap::Args, Debug)]
+pub struct LmaxArgs {
+    /// Rows each transaction inserts.
+    #[arg(long, default_value_t = 100)]
+    inserts_per_txn: usize,
+    /// The log device's write bandwidth, MB/s (absent: uncapped, the log manager's own
+    /// ceiling on this machine).
+    #[arg(long)]
+    device_mb_per_s: Option<f64>,
+    /// Seconds to measure per step.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// Most generators tried (they double from 1).
+    #[arg(long, default_value_t = 64)]
+    max_generators: usize,
+    /// The rate has stopped rising when a doubling adds less than this fraction.
+    #[arg(long, default_value_t = 0.05)]
+    min_gain: f64,
+    /// Print one JSON object at the end of stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `sluice measure-lmax`: Lmax, the log rate at which one log manager stops rising as
+/// generators are added.
+pub fn lmax(a: LmaxArgs) -> Result<(), Failure> {
+    if a.inserts_per_txn == 0 || a.inserts_per_txn > 10_000 {
+        return Err(Failure::Usage(format!(
+            "--inserts-per-txn must be between 1 and 10000, got {}",
+            a.inserts_per_txn
+        )));
+    }
+    if !(a.seconds.is_finite() && a.seconds >= 0.1 && a.seconds <= 3600.0) {
+        return Err(Failure::Usage(format!(
+            "--seconds must be between 0.1 and 3600, got {}",
+            a.seconds
+        )));
+    }
+    if a.max_generators == 0 || a.max_generators > 1024 {
+        return Err(Failure::Usage(format!(
+            "--max-generators must be between 1 and 1024, got {}",
+            a.max_generators
+        )));
+    }
+    if !(a.min_gain.is_finite() && (0.0..=1.0).contains(&a.min_gain)) {
+        return Err(Failure::Usage(format!(
+            "--min-gain must be between 0 and 1, got {}",
+            a.min_gain
+        )));
+    }
+    let device = match a.device_mb_per_s {
+        None => u64::MAX / 4,
+        Some(m) if m.is_finite() && (0.1..=1e5).contains(&m) => (m * 1e6) as u64,
+        Some(m) => {
+            return Err(Failure::Usage(format!(
+                "--device-mb-per-s must be between 0.1 and 100000, got {m}"
+            )))
+        }
+    };
+    let base = VerticalConfig {
+        inserts_per_txn: a.inserts_per_txn,
+        duration: Duration::from_secs_f64(a.seconds),
+        device_bytes_per_sec: device,
+        ..VerticalConfig::default()
+    };
+    let steps = (a.max_generators as f64).log2().floor() as u64 + 1;
+    let pb = progress::bar(steps, "measure-lmax", a.json);
+    let r = partition_vertical::measure_lmax(&base, a.max_generators, a.min_gain, |_| pb.inc(1))
+        .map_err(Failure::Runtime)?;
+    pb.finish_and_clear();
+    let mut t = Table::new(["generators", "log MB/s", "tps"]);
+    for s in &r.steps {
+        t.row([
+            s.generators.to_string(),
+            format!("{:.2}", s.log_mb_per_s),
+            format!("{:.0}", s.tps),
+        ]);
+    }
+    println!("{}", t.render());
+    match r.saturated_at {
+        Some(g) => println!(
+            "Lmax ≈ {:.2} MB/s (the rate stopped rising at {g} generators)",
+            r.lmax_mb_per_s
+        ),
+        None => println!(
+            "the rate was still rising at {} generators: Lmax ≥ {:.2} MB/s",
+            a.max_generators, r.lmax_mb_per_s
+        ),
+    }
+    if a.json {
+        println!("{}", json_line(&r));
     }
     Ok(())
 }

@@ -50,6 +50,9 @@ enum Command {
     /// case (none, horizontal, vertical), the number of log managers, and which
     /// generators each one serves.
     Plan(plan::Args),
+    /// Lmax for a workload: the log rate one log manager stops raising as generators are
+    /// added (an input of `sluice plan`).
+    MeasureLmax(bench_partition::LmaxArgs),
     /// Crash tests: sweeps over the simulated disk, or the real binary SIGKILLed on the
     /// real disk; each checks what recovery finds.
     CrashTest {
@@ -181,6 +184,7 @@ fn main() -> ExitCode {
         Command::PeerChild(a) => peer_child::run(a),
         Command::KillChild(a) => crash_kill::child(a),
         Command::Plan(a) => plan::run(a),
+        Command::MeasureLmax(a) => bench_partition::lmax(a),
         Command::CrashTest { which } => match which {
             CrashTest::Engine(a) => crash_test::engine(a),
             CrashTest::Sim(a) => crash_test::sim(a),

@@ -156,8 +156,8 @@ pub use ids::{PageId, TxnId};
 pub use key_range::KeyRange;
 pub use options::{CommitProtocol, Limits, Options};
 pub use partitioned::{
-    partition_dir, Partitioned, PartitionedBuilder, PartitionedTable, PartitionedTransaction,
-    Unassigned, MANIFEST, MAX_LOG_MANAGERS,
+    partition_dir, Partitioned, PartitionedBuilder, PartitionedStats, PartitionedTable,
+    PartitionedTransaction, Unassigned, MANIFEST, MAX_LOG_MANAGERS,
 };
 pub use propagation::{Backlog, PageCleaner, Policy, Strategy};
 pub use recovery::RecoveryReport;

@@ -753,19 +753,20 @@ impl Transaction {
         self.shared.chain().last
     }
 
-    /// Commits the coordinator's part of a transaction of a partitioned database, whose
-    /// parts in the other logs (`participants`) are durable: as
-    /// [`Transaction::commit_observed`], with a commit record that names them, written
-    /// even if this part logged nothing.
+    /// Commits the coordinator's part of a transaction of a partitioned database: as
+    /// [`Transaction::commit_observed`], and with `participants` (parts in other logs,
+    /// durable already) a commit record that names them, written even if this part
+    /// logged nothing. `observe` gets the record's start and end.
     pub(crate) fn commit_coordinated(
         mut self,
-        participants: Vec<Participant>,
-        observe: impl FnOnce(Option<Lsn>),
+        participants: Option<Vec<Participant>>,
+        observe: impl FnOnce(Option<(Lsn, Lsn)>),
     ) -> Result<()> {
         if self.failure.is_none() {
-            self.coordinated = Some(participants);
+            self.coordinated = participants;
         }
-        self.commit_observed(observe)
+        let shared = self.shared.clone();
+        self.commit_observed(|end| observe(end.and_then(|e| Some((shared.chain().last?, e)))))
     }
 
     /// The LSN the log must be durable up to before this committed transaction may be

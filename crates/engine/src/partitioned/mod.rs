@@ -169,6 +169,20 @@ pub(crate) struct Coordinator {
     /// Per partition, the end of the latest participant commit record appended.
     appended: Vec<AtomicU64>,
     phase: RwLock<Phase>,
+    coordinated: AtomicU64,
+    local: AtomicU64,
+    commit_bytes: AtomicU64,
+}
+
+/// What a [`Partitioned`] database's commits did since it was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PartitionedStats {
+    /// Commits through the coordinator (a part logged outside partition 0).
+    pub coordinated_commits: u64,
+    /// Commits that logged only in partition 0 (an ordinary commit there).
+    pub local_commits: u64,
+    /// Bytes of their commit records in partition 0's log, frames included.
+    pub commit_record_bytes: u64,
 }
 
 enum Phase {
@@ -201,6 +215,16 @@ impl Coordinator {
             inner.store.log.wait_durable(end)?;
         }
         Ok(floor)
+    }
+
+    fn count_commit(&self, coordinated: bool, bytes: u64) {
+        let n = if coordinated {
+            &self.coordinated
+        } else {
+            &self.local
+        };
+        n.fetch_add(1, Ordering::Relaxed);
+        self.commit_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 
     fn enter(&self, bound: Lsn) {
@@ -380,6 +404,9 @@ impl Partitioned {
             in_flight: Mutex::new(BTreeMap::new()),
             appended: (0..k).map(|_| AtomicU64::new(0)).collect(),
             phase: RwLock::new(Phase::Hold),
+            coordinated: AtomicU64::new(0),
+            local: AtomicU64::new(0),
+            commit_bytes: AtomicU64::new(0),
         });
         let open_part = |i: usize, hooks: Hooks| -> Result<Database> {
             let pd = partition_dir(&dir, i);
@@ -469,6 +496,16 @@ impl Partitioned {
                 dir,
             }),
         })
+    }
+
+    /// What the commits did since the database was opened.
+    pub fn stats(&self) -> PartitionedStats {
+        let c = &self.shared.coordinator;
+        PartitionedStats {
+            coordinated_commits: c.coordinated.load(Ordering::Relaxed),
+            local_commits: c.local.load(Ordering::Relaxed),
+            commit_record_bytes: c.commit_bytes.load(Ordering::Relaxed),
+        }
     }
 
     /// Log managers (partitions).

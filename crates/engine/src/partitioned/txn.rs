@@ -162,9 +162,10 @@ impl PartitionedTransaction {
         let bound = db0.log().durable_lsn();
         coordinator.enter(bound);
         let mut record = None;
-        let r = t0.commit_coordinated(participants, |end| record = end);
+        let r = t0.commit_coordinated(Some(participants), |r| record = r);
         match (r, record) {
-            (Ok(()), Some(end)) => {
+            (Ok(()), Some((start, end))) => {
+                coordinator.count_commit(true, end.0 - start.0);
                 // 3. Once the coordinator's record is durable (at once, unless the
                 // protocol is `async`): each part's own commit record, then its locks.
                 // Not before: a part's record durable without the coordinator's would
@@ -204,7 +205,11 @@ impl PartitionedTransaction {
     /// Commit without the coordinator: nothing was logged outside partition 0.
     fn commit_local(&mut self) -> Result<()> {
         if let Some(t0) = self.parts[0].take() {
-            t0.commit()?;
+            let mut record = None;
+            t0.commit_coordinated(None, |r| record = r)?;
+            if let Some((start, end)) = record {
+                self.shared.coordinator.count_commit(false, end.0 - start.0);
+            }
         }
         self.commit_local_rest()
     }
@@ -241,6 +246,9 @@ fn finish_parts(shared: &Shared, parts: Vec<(usize, Transaction)>, decided: Resu
                     shared.coordinator.appended[i].fetch_max(end.0, Ordering::AcqRel);
                 }
                 t.release_locks_decided();
+                // The participant's log grew: its checkpointer decides whether that is
+                // enough for a checkpoint (a notification; the work is on its thread).
+                shared.parts[i].inner.maybe_checkpoint();
             }
             // The outcome is in the coordinator's durable log; recovery of this
             // partition (which has failed) will commit the part.
