@@ -7,8 +7,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
@@ -185,6 +186,8 @@ struct Shared {
     /// True once a named failure point was registered: until then reaching one costs
     /// this load and nothing else.
     failpoints: AtomicBool,
+    /// Notified at every reach of a registered point ([`SimStorage::wait_failpoint`]).
+    reached: Condvar,
 }
 
 impl Shared {
@@ -270,6 +273,7 @@ impl SimStorage {
                 seed,
                 state: Mutex::new(state),
                 failpoints: AtomicBool::new(false),
+                reached: Condvar::new(),
             }),
             incarnation: None,
         }
@@ -410,6 +414,27 @@ impl SimStorage {
     /// ([`SimStorage::set_failpoint`]); 0 for a point not registered.
     pub fn failpoint_hits(&self, name: &str) -> u64 {
         self.state().failpoints.get(name).map_or(0, |p| p.hits)
+    }
+
+    /// Waits (parked) until the code has reached the registered point `name` at least
+    /// `n` times, or `timeout` has passed; returns whether it has. For tests that must
+    /// act after a background thread passed a point.
+    pub fn wait_failpoint(&self, name: &str, n: u64, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.state();
+        loop {
+            if state.failpoints.get(name).is_some_and(|p| p.hits >= n) {
+                return true;
+            }
+            if self
+                .shared
+                .reached
+                .wait_until(&mut state, deadline)
+                .timed_out()
+            {
+                return state.failpoints.get(name).is_some_and(|p| p.hits >= n);
+            }
+        }
     }
 
     /// Removes every registered named failure point.
@@ -657,6 +682,7 @@ impl Storage for SimStorage {
         }
         let path = normalize(path);
         let reached = self.live().and_then(|mut state| state.failpoint(name));
+        self.shared.reached.notify_all();
         reached.map_err(|e| with_path(&path, e))
     }
 }
@@ -714,6 +740,7 @@ impl SimHandle {
 
     fn read(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         let mut state = self.live()?;
+        state.stats.reads += 1;
         state.fault(OpKind::Read, &[&self.path])?;
         Ok(state.disk.inode(self.inode).read(buf, offset))
     }
@@ -813,6 +840,7 @@ impl FileHandle for SimHandle {
             return Ok(());
         }
         let reached = self.live().and_then(|mut state| state.failpoint(name));
+        self.shared.reached.notify_all();
         reached.map_err(|e| with_path(&self.path, e))
     }
 }
