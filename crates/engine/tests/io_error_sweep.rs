@@ -7,7 +7,8 @@
 //! No run may panic, hang, lose an acknowledged commit, fail with an error that is not
 //! the disk's, or leave a database that does not verify. Every operation and every read
 //! is covered, under each way pages reach the data file (checkpoint sweeps, a page
-//! cleaner, log-based propagation).
+//! cleaner, log-based propagation). `SLUICE_IO_SWEEP_TXNS` sets the transactions per
+//! phase (24) for a longer sweep by hand.
 
 use sluice::Strategy;
 use sluice_testkit::io_errors::{self, Workload};
@@ -15,7 +16,7 @@ use sluice_testkit::io_errors::{self, Workload};
 /// `deterministic`: the workload's operations come in the same number every run (no
 /// background thread does I/O on its own timing), so every injection point must be reached.
 fn sweep(strategy: &str, deterministic: bool) {
-    let w = Workload::SWEEP.with_strategy(strategy.parse::<Strategy>().unwrap());
+    let w = Workload::sweep_from_env().with_strategy(strategy.parse::<Strategy>().unwrap());
     let r = io_errors::io_error_sweep(w, io_errors::workers(2));
     println!(
         "I/O-error sweep, {strategy}: {} counted operations and {} reads in the clean run; {} injection points ({} × EIO/ENOSPC × transient/persistent + {} × EIO × transient/persistent), {} reached, {} runs (each point after a kill and after a power loss) in {:.1} s, {} ended in an error; acknowledged {}, lost {}, panics {}, hangs {}, violations {}",

@@ -9,7 +9,8 @@
 //! process is killed there, the power is cut there, and the call fails with EIO there;
 //! then the machine restarts on a healed disk (after a kill: a reopen in the same boot,
 //! then a power loss). Every acknowledged commit must be there, every table verify, no
-//! run panic or hang, and an EIO must reach the client.
+//! run panic or hang, and an EIO must reach the client. `SLUICE_IO_SWEEP_TXNS` sets the
+//! workload's transactions per phase (24) for a longer sweep by hand.
 
 use sluice::Strategy;
 use sluice_storage::failpoint;
@@ -18,7 +19,7 @@ use sluice_testkit::io_errors::{self, Workload};
 /// `deterministic`: no background thread does I/O on its own timing, so every reach the
 /// clean run counted must be reached again.
 fn sweep(strategy: &str, names: &[&'static str], deterministic: bool) {
-    let w = Workload::SWEEP.with_strategy(strategy.parse::<Strategy>().unwrap());
+    let w = Workload::sweep_from_env().with_strategy(strategy.parse::<Strategy>().unwrap());
     let (r, reaches) = io_errors::failpoint_sweep(w, names, io_errors::workers(2));
     println!(
         "named failure points, {strategy}: reaches {reaches:?}; {} injection points (reach × kill/power loss/EIO), {} reached, {} runs in {:.1} s; acknowledged {}, lost {}, panics {}, hangs {}, violations {}",

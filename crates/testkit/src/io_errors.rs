@@ -65,6 +65,19 @@ impl Workload {
         strategy: Strategy::CheckpointSweep,
     };
 
+    /// The sweep's workload, with `SLUICE_IO_SWEEP_TXNS` transactions per phase if that
+    /// is set (a longer sweep, by hand: the sweep's cost grows with the square).
+    pub fn sweep_from_env() -> Workload {
+        let txns = std::env::var("SLUICE_IO_SWEEP_TXNS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(Workload::SWEEP.txns_per_phase);
+        Workload {
+            txns_per_phase: txns,
+            ..Workload::SWEEP
+        }
+    }
+
     /// The sweep's workload under another propagation strategy.
     pub fn with_strategy(self, strategy: Strategy) -> Workload {
         Workload { strategy, ..self }
