@@ -39,7 +39,7 @@ use crate::propagation::{log_cleaner, Propagation, Strategy};
 use crate::store::Store;
 use crate::txn_table::TxnTable;
 use parking_lot::{Mutex, MutexGuard};
-use sluice_storage::Storage;
+use sluice_storage::{failpoint, Storage};
 use sluice_wal::Lsn;
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
@@ -136,6 +136,7 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
     if let Some(hook) = state.after_begin.lock().take() {
         hook();
     }
+    cx.storage.failpoint(failpoint::CHECKPOINT_BEGUN, cx.dir)?;
 
     // 2. Every page dirty since before R goes to disk: replayed from the archive by the
     // log cleaner first (log strategy), then, of what is left, written from the pool.
@@ -173,6 +174,8 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
     if prop.strategy == Strategy::CheckpointSweep {
         prop.counters.busy(swept_at.elapsed());
     }
+    cx.storage
+        .failpoint(failpoint::CHECKPOINT_DATA_SYNCED, cx.dir)?;
 
     // 5.
     let data = CheckpointData {
@@ -192,6 +195,7 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
         .fold(r, Lsn::min);
     let end = store.append(&Record::EndCheckpoint(data))?;
     store.log.wait_durable(end.end)?;
+    cx.storage.failpoint(failpoint::CHECKPOINT_ENDED, cx.dir)?;
     Control {
         page_size: store.page_size as u32,
         database_id: cx.database_id,
@@ -202,6 +206,8 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
         data_len,
     }
     .write(cx.storage, cx.dir)?;
+    cx.storage
+        .failpoint(failpoint::CHECKPOINT_CONTROL_WRITTEN, cx.dir)?;
     state.last_end.store(end.end.0, Ordering::Release);
     *state.last_at.lock() = Instant::now();
     let mut keep = keep;

@@ -220,6 +220,9 @@ impl Control {
         f.sync_data().map_err(io)?;
         drop(f);
         storage.rename(&tmp, &path).map_err(io)?;
+        storage
+            .failpoint(sluice_storage::failpoint::CONTROL_RENAMED, &path)
+            .map_err(io)?;
         storage.sync_dir(dir).map_err(io)?;
         Ok(())
     }

@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use parking_lot::{Mutex, MutexGuard};
-use sluice_storage::{FileHandle, OpenOptions, Storage};
+use sluice_storage::{failpoint, FileHandle, OpenOptions, Storage};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -174,6 +174,7 @@ impl DataFile {
         assert_eq!(pages.len() % self.page_size, 0);
         self.file
             .write_at(pages, self.offset(first))
+            .and_then(|()| self.file.failpoint(failpoint::PAGE_WRITTEN))
             .map_err(|e| self.error(e))
     }
 

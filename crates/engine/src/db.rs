@@ -720,7 +720,9 @@ impl Database {
         self.inner.checkpoint_now()
     }
 
-    /// Checkpoints and closes. Transactions still open fail from then on.
+    /// Checkpoints and closes. Transactions still open fail from then on. A database
+    /// poisoned by an earlier failure (met by a client, or by a background thread after
+    /// the client's last call) closes without the checkpoint and returns the poisoning.
     pub fn close(self) -> Result<()> {
         self.inner.close()
     }

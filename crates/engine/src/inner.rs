@@ -202,11 +202,13 @@ impl Inner {
         }
         self.checkpointer.stop();
         self.propagation.stop();
-        let r = if self.opened.load(Ordering::Acquire)
-            && !self.options.read_only
-            && self.check().is_ok()
-        {
-            self.checkpoint_with(true)
+        // A poisoned database takes no final checkpoint, and its close says why: a
+        // background thread (the page cleaner, the archiver, the checkpointer) may have
+        // met the failure after the client's last call, and a close that returned `Ok`
+        // would be the only word the client ever got about it (the I/O-error sweep found
+        // such runs ending in "success" with persistent EIO on the disk).
+        let r = if self.opened.load(Ordering::Acquire) && !self.options.read_only {
+            self.check().and_then(|()| self.checkpoint_with(true))
         } else {
             Ok(())
         };

@@ -271,6 +271,10 @@ impl FileHandle for DeviceFile {
         // Dropping the page cache is not device work: it costs nothing on the queue.
         self.inner.drop_cache()
     }
+
+    fn failpoint(&self, name: &'static str) -> io::Result<()> {
+        self.inner.failpoint(name)
+    }
 }
 
 impl<S: Storage> Storage for DeviceModel<S> {
@@ -312,6 +316,10 @@ impl<S: Storage> Storage for DeviceModel<S> {
     }
     fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
         self.inner.lock_shared(path)
+    }
+
+    fn failpoint(&self, name: &'static str, path: &Path) -> io::Result<()> {
+        self.inner.failpoint(name, path)
     }
 }
 

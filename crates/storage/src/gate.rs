@@ -95,6 +95,9 @@ impl FileHandle for GatedFile {
     fn drop_cache(&self) -> io::Result<()> {
         self.inner.drop_cache()
     }
+    fn failpoint(&self, name: &'static str) -> io::Result<()> {
+        self.inner.failpoint(name)
+    }
 }
 
 impl Storage for GatedStorage {
@@ -127,5 +130,8 @@ impl Storage for GatedStorage {
     }
     fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
         self.inner.lock_shared(path)
+    }
+    fn failpoint(&self, name: &'static str, path: &Path) -> io::Result<()> {
+        self.inner.failpoint(name, path)
     }
 }

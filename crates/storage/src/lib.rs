@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 mod device;
 mod error;
+pub mod failpoint;
 mod gate;
 mod os;
 mod route;
@@ -26,6 +27,7 @@ mod sim;
 
 pub use device::{DeviceModel, DeviceProfile};
 pub use error::{raw_os_error, PathError};
+pub use failpoint::FailAction;
 pub use gate::GatedStorage;
 pub use os::OsStorage;
 pub use route::RoutedStorage;
@@ -87,6 +89,14 @@ pub trait FileHandle: Send + Sync {
     /// Wrappers forward it, so that the backend's error names the file.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         read_exact_with(|b, o| self.read_at(b, o), buf, offset)
+    }
+
+    /// The named failure point `name` ([`failpoint`]) concerning this file: `Ok` unless a
+    /// test armed it on a simulated disk ([`SimStorage::set_failpoint`]), which may fail
+    /// the call or halt the machine there. Wrappers forward it.
+    fn failpoint(&self, name: &'static str) -> io::Result<()> {
+        let _ = name;
+        Ok(())
     }
 }
 
@@ -188,6 +198,15 @@ pub trait Storage: Send + Sync + 'static {
     /// `WouldBlock` while an exclusive holder ([`Storage::lock`]) has it, and with
     /// `NotFound` if there is no file. (Wrappers must forward it: there is no default.)
     fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>>;
+
+    /// The named failure point `name` ([`failpoint`]) concerning the file or directory
+    /// `path`: `Ok` unless a test armed it on a simulated disk
+    /// ([`SimStorage::set_failpoint`]), which may fail the call (the error names `path`)
+    /// or halt the machine there. Wrappers forward it.
+    fn failpoint(&self, name: &'static str, path: &Path) -> io::Result<()> {
+        let _ = (name, path);
+        Ok(())
+    }
 }
 
 /// What a write, length change or sync through a read-only handle fails with.

@@ -73,11 +73,11 @@ pub struct CrashReport {
     pub failures: Vec<String>,
 }
 
-const DIR: &str = "/db";
+pub(crate) const DIR: &str = "/db";
 const THREADS: usize = 4;
 const TXNS_PER_THREAD: usize = 40;
 const KEYS: u32 = 24;
-const TABLES: [&str; 2] = ["a", "b"];
+pub(crate) const TABLES: [&str; 2] = ["a", "b"];
 /// The workload does about 200-400 mutating disk operations; crashing uniformly in a range a
 /// little wider lands most crashes in the middle of it.
 const CRASH_RANGE: u64 = 350;
@@ -91,16 +91,16 @@ const ASYNC_CRASH_RANGE: u64 = 100;
 /// Large values up to 1 MiB write many more pages and log segments.
 const LARGE_CRASH_RANGE: u64 = 1500;
 
-type State = BTreeMap<(usize, Vec<u8>), Vec<u8>>;
+pub(crate) type State = BTreeMap<(usize, Vec<u8>), Vec<u8>>;
 
 #[derive(Debug, Clone)]
-struct Outcome {
-    writes: Vec<(usize, Vec<u8>, Option<Vec<u8>>)>,
-    commit: Option<Lsn>,
-    acked: bool,
+pub(crate) struct Outcome {
+    pub(crate) writes: Vec<(usize, Vec<u8>, Option<Vec<u8>>)>,
+    pub(crate) commit: Option<Lsn>,
+    pub(crate) acked: bool,
 }
 
-fn options() -> Options {
+pub(crate) fn options() -> Options {
     let mut o = Options::small();
     o.pool_pages = 16;
     o.checkpoint_log_bytes = 24 << 10;
@@ -156,7 +156,7 @@ fn make_value(tag: &str, k: u32, shape: ValueShape) -> Vec<u8> {
 
 /// One transaction of the workload: a few distinct keys in sorted order (so there are no
 /// deadlocks), each written or deleted; committed or rolled back.
-fn run_txn(
+pub(crate) fn run_txn(
     db: &Database,
     tables: &[Table],
     rng: &mut StdRng,
@@ -210,7 +210,7 @@ fn run_txn(
     Ok(())
 }
 
-fn read_state(db: &Database) -> Result<State, Error> {
+pub(crate) fn read_state(db: &Database) -> Result<State, Error> {
     let mut s = State::new();
     let mut tx = db.begin();
     for (i, name) in TABLES.iter().enumerate() {
@@ -258,7 +258,7 @@ fn check_chunks(db: &Database, state: &State) -> Result<(), String> {
 /// Checks the recovered state against the candidates; returns (lost, problem).
 /// `durable`: acknowledged commits must survive (every protocol but `async`, whose lost
 /// acknowledgements are counted but are not a violation).
-fn judge(outcomes: &[Outcome], got: &State, durable: bool) -> (u64, Option<String>) {
+pub(crate) fn judge(outcomes: &[Outcome], got: &State, durable: bool) -> (u64, Option<String>) {
     let mut cands: Vec<&Outcome> = outcomes.iter().filter(|o| o.commit.is_some()).collect();
     cands.sort_by_key(|o| o.commit);
     let acked_prefix = cands.iter().rposition(|o| o.acked).map_or(0, |i| i + 1);
@@ -372,15 +372,15 @@ pub enum CrashMode {
 
 /// The size of a mode's workload.
 #[derive(Debug, Clone, Copy)]
-struct Shape {
-    threads: usize,
-    txns: usize,
-    keys: u32,
+pub(crate) struct Shape {
+    pub(crate) threads: usize,
+    pub(crate) txns: usize,
+    pub(crate) keys: u32,
     /// Adjacent keys per transaction (0: one to four random keys).
-    run: u32,
-    crash_range: u64,
+    pub(crate) run: u32,
+    pub(crate) crash_range: u64,
     /// One put in ten writes a large value (`draw_shape`).
-    large_values: bool,
+    pub(crate) large_values: bool,
 }
 
 impl CrashMode {
@@ -811,7 +811,7 @@ fn run_seed(seed: u64, mode: CrashMode, strategy: Strategy) -> SeedResult {
     res
 }
 
-fn diff_message(what: &str, before: &State, after: &State) -> String {
+pub(crate) fn diff_message(what: &str, before: &State, after: &State) -> String {
     format!("{what}; {}", state_diff(before, after))
 }
 

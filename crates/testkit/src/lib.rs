@@ -4,5 +4,6 @@
 
 pub mod crash;
 pub mod fence;
+pub mod io_errors;
 pub mod load;
 pub mod range_sum;

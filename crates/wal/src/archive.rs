@@ -210,6 +210,10 @@ impl Archiver {
         target.sync_data()?;
         drop(target);
         storage.rename(&tmp, &self.dir.join(&name))?;
+        storage.failpoint(
+            sluice_storage::failpoint::ARCHIVE_RENAMED,
+            &self.dir.join(&name),
+        )?;
         storage.sync_dir(&self.dir)?;
         Ok(Some(whole))
     }

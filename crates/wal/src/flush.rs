@@ -198,6 +198,7 @@ impl FlushDaemon {
                 &self.staging[off..off + piece as usize],
                 segment::SEGMENT_HEADER_BYTES + (at.0 - seg.0),
             )?;
+            file.failpoint(sluice_storage::failpoint::LOG_WRITTEN)?;
             s.stats.bytes_written.fetch_add(piece, Ordering::Relaxed);
             at = at.add(piece);
             off += piece as usize;

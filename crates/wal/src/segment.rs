@@ -33,7 +33,7 @@
 use crate::dirs::LogDirs;
 use crate::error::{io_context, Result, WalError};
 use crate::Lsn;
-use sluice_storage::{FileHandle, OpenOptions, Storage};
+use sluice_storage::{failpoint, FileHandle, OpenOptions, Storage};
 use std::path::{Path, PathBuf};
 
 /// Bytes of the header block in front of each segment's data.
@@ -368,6 +368,7 @@ pub fn create(
         }
     }
     storage.rename(&tmp, &path)?;
+    storage.failpoint(failpoint::SEGMENT_RENAMED, &path)?;
     storage.sync_dir(dir)?;
     Ok(storage.open(&path, OpenOptions::EXISTING)?)
 }
@@ -408,6 +409,7 @@ pub fn recycle(
         f.sync_data()?;
     }
     storage.rename(&free, &path)?;
+    storage.failpoint(failpoint::SEGMENT_RENAMED, &path)?;
     storage.sync_dir(dir)?;
     Ok(storage.open(&path, OpenOptions::EXISTING)?)
 }

@@ -248,3 +248,91 @@ fn acknowledged_records_survive_crashes_with_two_directories_and_the_archiver() 
 fn acknowledged_records_survive_crashes_with_three_directories_and_the_archiver() {
     sweep(3);
 }
+
+/// Named failure points of a partitioned, archived log: an archived copy renamed before
+/// the archive directory's sync, a segment created or recycled and renamed before its
+/// directory's sync, segments retired by truncation before the directory's sync. Each is
+/// met at its first to fourth reach, under several seeds, with a process kill (a reopen
+/// in the same boot, then a power loss), a power loss, or an EIO (then a power loss);
+/// every acknowledged record must be found in the log or the archive, as above.
+fn failpoint_sweep(n: usize) {
+    use sluice_storage::failpoint::{ARCHIVE_RENAMED, SEGMENT_RENAMED, SEGMENT_RETIRED};
+    use sluice_storage::{FailAction, FaultKind};
+    let mut totals = Totals::default();
+    let (mut runs, mut reached) = (0u64, 0u64);
+    let mut reached_per_point = Vec::new();
+    for point in [ARCHIVE_RENAMED, SEGMENT_RENAMED, SEGMENT_RETIRED] {
+        let before = reached;
+        for action in [
+            FailAction::Kill,
+            FailAction::PowerLoss,
+            FailAction::Error(FaultKind::Eio),
+        ] {
+            for nth in 1..=4 {
+                for seed in 0..5 {
+                    let mut s = Seed {
+                        seed,
+                        sim: SimStorage::new(seed),
+                        dirs: dirs(n),
+                        rng: StdRng::seed_from_u64(seed ^ (nth << 8) ^ (n as u64) << 32),
+                        acked: BTreeMap::new(),
+                        next_thread: 0,
+                    };
+                    s.sim.set_failpoint(point, nth, action);
+                    let incarnation = s.sim.incarnation();
+                    match s.open() {
+                        Ok(log) => {
+                            s.workload(&log);
+                            drop(log);
+                        }
+                        Err(e) => assert!(
+                            !matches!(
+                                e,
+                                WalError::Corruption { .. } | WalError::InvalidArgument(_)
+                            ),
+                            "seed {seed}: {e}"
+                        ),
+                    }
+                    runs += 1;
+                    reached += (s.sim.failpoint_hits(point) >= nth) as u64;
+                    s.sim.clear_failpoints();
+                    let what = format!("{n} dirs, {point} reach {nth}, {action:?}");
+                    if s.sim.incarnation() > incarnation {
+                        totals.halts_mid_run += 1;
+                    }
+                    if action == FailAction::Kill {
+                        s.check(&format!("{what}, reopened after the kill"), &mut totals);
+                    }
+                    s.sim.crash();
+                    s.check(&what, &mut totals);
+                    totals.acknowledged += s.acked.len() as u64;
+                }
+            }
+        }
+        reached_per_point.push((point, reached - before));
+    }
+    println!(
+        "partitioned log, named failure points, {n} dirs: {runs} runs, {reached} reached their \
+         point ({reached_per_point:?}), {} halted there; {} acknowledged; {} records found only \
+         in the archive",
+        totals.halts_mid_run, totals.acknowledged, totals.records_only_in_archive
+    );
+    for (point, r) in &reached_per_point {
+        assert!(*r > 0, "no run reached {point}");
+    }
+    assert!(
+        reached > runs / 2,
+        "too few runs reached their point: {reached} of {runs}"
+    );
+    assert!(totals.halts_mid_run > runs / 4, "halts must hit work");
+}
+
+#[test]
+fn acknowledged_records_survive_named_failure_points_with_two_directories() {
+    failpoint_sweep(2);
+}
+
+#[test]
+fn acknowledged_records_survive_named_failure_points_with_three_directories() {
+    failpoint_sweep(3);
+}

@@ -24,6 +24,9 @@ pub struct SimStats {
     /// creating a file or directory, rename, remove; not reads), including ones that failed
     /// by injection or halt.
     pub ops: u64,
+    /// `read_at` calls attempted on live handles, including ones that failed by
+    /// injection (the count that read fault plans see; not part of `ops`).
+    pub reads: u64,
 }
 
 /// One successful operation, as recorded by the trace (see

@@ -5,9 +5,11 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
@@ -16,6 +18,7 @@ use super::fault::{halt_error, is_halt_error, FaultPlan, Faults, Halt, OpKind};
 use super::inode::Inode;
 use super::record::{SimStats, TraceEvent};
 use crate::error::{with_path, with_paths};
+use crate::failpoint::FailAction;
 use crate::{
     dirs_top_down, parent_dir, read_exact_with, FileHandle, LockGuard, OpenOptions, Storage,
 };
@@ -49,6 +52,17 @@ struct State {
     /// Held locks: path -> the tokens of the guards holding it.
     locks: HashMap<PathBuf, Held>,
     next_lock_token: u64,
+    /// Named failure points registered on this disk ([`SimStorage::set_failpoint`]).
+    failpoints: HashMap<&'static str, ArmedPoint>,
+}
+
+/// A registered named failure point: how often the code reached it, and what happens
+/// at the `nth` reach (once).
+#[derive(Debug)]
+struct ArmedPoint {
+    hits: u64,
+    nth: u64,
+    action: FailAction,
 }
 
 impl State {
@@ -126,6 +140,31 @@ impl State {
         Ok(inode)
     }
 
+    /// The code reached the named failure point `name`: counts it if it is registered,
+    /// and does its action at the chosen reach. Not a counted operation.
+    fn failpoint(&mut self, name: &'static str) -> io::Result<()> {
+        let Some(point) = self.failpoints.get_mut(name) else {
+            return Ok(());
+        };
+        point.hits += 1;
+        if point.hits != point.nth {
+            return Ok(());
+        }
+        let detail = "the machine halted at a named failure point";
+        match point.action {
+            FailAction::Count => Ok(()),
+            FailAction::Error(kind) => Err(kind.to_error()),
+            FailAction::PowerLoss => {
+                let number = self.halt(Halt::PowerLoss);
+                Err(halt_error(Halt::PowerLoss, number, detail))
+            }
+            FailAction::Kill => {
+                let number = self.halt(Halt::ProcessKill);
+                Err(halt_error(Halt::ProcessKill, number, detail))
+            }
+        }
+    }
+
     /// fsync of a directory as a counted operation.
     fn sync_dir(&mut self, dir: &Path) -> io::Result<()> {
         if !self.disk.is_dir(dir) {
@@ -144,6 +183,18 @@ impl State {
 struct Shared {
     seed: u64,
     state: Mutex<State>,
+    /// True once a named failure point was registered: until then reaching one costs
+    /// this load and nothing else.
+    failpoints: AtomicBool,
+    /// Notified at every reach of a registered point ([`SimStorage::wait_failpoint`]).
+    reached: Condvar,
+}
+
+impl Shared {
+    /// Whether any named failure point was ever registered on this disk.
+    fn failpoints_registered(&self) -> bool {
+        self.failpoints.load(Ordering::Acquire)
+    }
 }
 
 /// An in-memory disk for crash tests, deterministic from a seed.
@@ -215,11 +266,14 @@ impl SimStorage {
             trace: None,
             locks: HashMap::new(),
             next_lock_token: 0,
+            failpoints: HashMap::new(),
         };
         SimStorage {
             shared: Arc::new(Shared {
                 seed,
                 state: Mutex::new(state),
+                failpoints: AtomicBool::new(false),
+                reached: Condvar::new(),
             }),
             incarnation: None,
         }
@@ -336,6 +390,56 @@ impl SimStorage {
     /// Removes every armed fault plan.
     pub fn clear_faults(&self) {
         self.state().faults.clear();
+    }
+
+    /// Registers the named failure point `name` ([`crate::failpoint`]) on this disk: from
+    /// now on every reach of it (through this disk, its views or its handles) is counted
+    /// ([`SimStorage::failpoint_hits`]), and the `nth` reach (1-based) does `action`, once.
+    /// Replaces an earlier registration of the name and restarts its count. Points, like
+    /// fault plans, survive halts; [`SimStorage::clear_failpoints`] removes them. Panics
+    /// if `nth` is 0.
+    pub fn set_failpoint(&self, name: &'static str, nth: u64, action: FailAction) {
+        assert!(nth >= 1, "set_failpoint counts reaches from 1");
+        let mut state = self.state();
+        let point = ArmedPoint {
+            hits: 0,
+            nth,
+            action,
+        };
+        state.failpoints.insert(name, point);
+        self.shared.failpoints.store(true, Ordering::Release);
+    }
+
+    /// How many times the code reached the named point `name` since it was registered
+    /// ([`SimStorage::set_failpoint`]); 0 for a point not registered.
+    pub fn failpoint_hits(&self, name: &str) -> u64 {
+        self.state().failpoints.get(name).map_or(0, |p| p.hits)
+    }
+
+    /// Waits (parked) until the code has reached the registered point `name` at least
+    /// `n` times, or `timeout` has passed; returns whether it has. For tests that must
+    /// act after a background thread passed a point.
+    pub fn wait_failpoint(&self, name: &str, n: u64, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.state();
+        loop {
+            if state.failpoints.get(name).is_some_and(|p| p.hits >= n) {
+                return true;
+            }
+            if self
+                .shared
+                .reached
+                .wait_until(&mut state, deadline)
+                .timed_out()
+            {
+                return state.failpoints.get(name).is_some_and(|p| p.hits >= n);
+            }
+        }
+    }
+
+    /// Removes every registered named failure point.
+    pub fn clear_failpoints(&self) {
+        self.state().failpoints.clear();
     }
 
     /// The counters so far.
@@ -571,6 +675,16 @@ impl Storage for SimStorage {
         self.lock_file_shared(&path)
             .map_err(|e| with_path(&path, e))
     }
+
+    fn failpoint(&self, name: &'static str, path: &Path) -> io::Result<()> {
+        if !self.shared.failpoints_registered() {
+            return Ok(());
+        }
+        let path = normalize(path);
+        let reached = self.live().and_then(|mut state| state.failpoint(name));
+        self.shared.reached.notify_all();
+        reached.map_err(|e| with_path(&path, e))
+    }
 }
 
 /// A held simulated lock; dropping it releases the lock unless a halt already did.
@@ -626,6 +740,7 @@ impl SimHandle {
 
     fn read(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         let mut state = self.live()?;
+        state.stats.reads += 1;
         state.fault(OpKind::Read, &[&self.path])?;
         Ok(state.disk.inode(self.inode).read(buf, offset))
     }
@@ -718,6 +833,15 @@ impl FileHandle for SimHandle {
         let mut state = self.live().map_err(|e| with_path(&self.path, e))?;
         state.disk.inode_mut(self.inode).drop_cache();
         Ok(())
+    }
+
+    fn failpoint(&self, name: &'static str) -> io::Result<()> {
+        if !self.shared.failpoints_registered() {
+            return Ok(());
+        }
+        let reached = self.live().and_then(|mut state| state.failpoint(name));
+        self.shared.reached.notify_all();
+        reached.map_err(|e| with_path(&self.path, e))
     }
 }
 

@@ -744,3 +744,82 @@ fn a_pinned_view_dies_with_the_next_crash() {
     assert_eq!(new.list(Path::new("/d")).unwrap(), vec!["a".to_string()]);
     new.open(Path::new("/d/b"), OpenOptions::CREATE).unwrap();
 }
+
+/// Named failure points: nothing happens at an unregistered one; a registered one counts
+/// its reaches and acts at the chosen one, once; and one disk's points are its own.
+#[test]
+fn a_named_failure_point_acts_once_at_its_reach_and_only_on_its_disk() {
+    use crate::failpoint::{FailAction, CHECKPOINT_BEGUN, PAGE_WRITTEN};
+    let (sim, other) = (SimStorage::new(1), SimStorage::new(2));
+    sim.create_dir_all(&p("/d")).unwrap();
+    let file = durable_file(&sim, &p("/d/f"), b"old");
+    // Unregistered: Ok, not counted, not an operation.
+    let ops = sim.stats().ops;
+    sim.failpoint(PAGE_WRITTEN, &p("/d")).unwrap();
+    file.failpoint(PAGE_WRITTEN).unwrap();
+    assert_eq!(sim.failpoint_hits(PAGE_WRITTEN), 0);
+    assert_eq!(sim.stats().ops, ops);
+
+    sim.set_failpoint(PAGE_WRITTEN, 3, FailAction::Error(FaultKind::Enospc));
+    sim.set_failpoint(CHECKPOINT_BEGUN, 1, FailAction::Count);
+    file.failpoint(PAGE_WRITTEN).unwrap();
+    sim.failpoint(PAGE_WRITTEN, &p("/d")).unwrap();
+    let e = file.failpoint(PAGE_WRITTEN).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::StorageFull);
+    assert_eq!(raw_os_error(&e), Some(28));
+    assert!(e.to_string().contains("/d/f"), "{e}");
+    file.failpoint(PAGE_WRITTEN).unwrap(); // once
+    assert_eq!(sim.failpoint_hits(PAGE_WRITTEN), 4);
+    sim.failpoint(CHECKPOINT_BEGUN, &p("/d")).unwrap();
+    assert_eq!(sim.failpoint_hits(CHECKPOINT_BEGUN), 1);
+    // Another disk: its own (empty) registry.
+    other.failpoint(PAGE_WRITTEN, &p("/d")).unwrap();
+    assert_eq!(other.failpoint_hits(PAGE_WRITTEN), 0);
+
+    // A kill there: the incarnation ends, the page cache lives.
+    file.write_at(b"new", 0).unwrap();
+    sim.set_failpoint(PAGE_WRITTEN, 1, FailAction::Kill);
+    let e = file.failpoint(PAGE_WRITTEN).unwrap_err();
+    assert!(SimStorage::is_crash_error(&e), "{e}");
+    assert_eq!(sim.killed_count(), 1);
+    assert_eio(file.write_at(b"x", 0));
+    assert_eq!(read_all(&sim, &p("/d/f")).unwrap(), b"new");
+
+    // A power loss there, through a pinned view: the unsynced write meets its fate and
+    // the view is dead.
+    let view = sim.pinned();
+    sim.set_failpoint(CHECKPOINT_BEGUN, 1, FailAction::PowerLoss);
+    let e = view.failpoint(CHECKPOINT_BEGUN, &p("/d")).unwrap_err();
+    assert!(SimStorage::is_crash_error(&e), "{e}");
+    assert_eq!(sim.crashed_count(), 1);
+    assert_eio(view.list(&p("/d")));
+
+    sim.clear_failpoints();
+    sim.failpoint(CHECKPOINT_BEGUN, &p("/d")).unwrap();
+    assert_eq!(sim.failpoint_hits(CHECKPOINT_BEGUN), 0);
+}
+
+/// The wrappers forward named points to the disk they wrap.
+#[test]
+fn wrappers_forward_named_failure_points() {
+    use crate::failpoint::{FailAction, LOG_WRITTEN};
+    use crate::{DeviceModel, DeviceProfile, GatedStorage, RoutedStorage};
+    let sim = SimStorage::new(3);
+    sim.create_dir_all(&p("/d")).unwrap();
+    sim.set_failpoint(LOG_WRITTEN, 1_000, FailAction::Count);
+    let wrapped: Vec<Arc<dyn Storage>> = vec![
+        Arc::new(DeviceModel::new(sim.clone(), DeviceProfile::default())),
+        Arc::new(GatedStorage::new(Arc::new(sim.clone()))),
+        Arc::new(
+            RoutedStorage::new(Arc::new(SimStorage::new(4))).mount("/d", Arc::new(sim.clone())),
+        ),
+    ];
+    for (i, w) in wrapped.iter().enumerate() {
+        w.failpoint(LOG_WRITTEN, &p("/d")).unwrap();
+        let f = w
+            .open(&p(&format!("/d/f{i}")), OpenOptions::CREATE)
+            .unwrap();
+        f.failpoint(LOG_WRITTEN).unwrap();
+    }
+    assert_eq!(sim.failpoint_hits(LOG_WRITTEN), 6);
+}
