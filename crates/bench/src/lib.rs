@@ -18,6 +18,7 @@ pub mod propagation_sweep;
 pub mod report;
 pub mod session;
 pub mod setup;
+pub mod stored;
 pub mod sys;
 pub mod tatp;
 pub mod tpcb;
