@@ -22,4 +22,5 @@ pub mod stored;
 pub mod sys;
 pub mod tatp;
 pub mod tpcb;
+pub mod tpcb_crash;
 pub mod wal;

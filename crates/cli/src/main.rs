@@ -80,7 +80,7 @@ enum CrashTest {
     /// during recovery; every acknowledged commit must survive, nothing else may.
     Engine(crash_test::EngineArgs),
     /// The simulated-disk sweep: `--workload kv` is `crash-test engine`'s random
-    /// multi-key transactions (TPC-B over the simulated disk is not supported yet).
+    /// multi-key transactions, `--workload tpcb` TPC-B; crashes during recovery included.
     Sim(crash_test::SimArgs),
     /// The real binary running TPC-B on the real disk, SIGKILLed at random moments
     /// (some during its recovery), reopened and checked: the TPC-B identities hold and
