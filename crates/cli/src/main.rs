@@ -126,6 +126,19 @@ pub enum Failure {
     Runtime(String),
 }
 
+/// An output directory named by `--out`: made now, before any work, so that a path
+/// that cannot be written is a usage error up front rather than a failure after the runs.
+pub fn out_dir(out: &std::path::Path) -> Result<(), Failure> {
+    if out.exists() && !out.is_dir() {
+        return Err(Failure::Usage(format!(
+            "--out {} exists and is not a directory",
+            out.display()
+        )));
+    }
+    std::fs::create_dir_all(out)
+        .map_err(|e| Failure::Usage(format!("--out {}: cannot create it: {e}", out.display())))
+}
+
 impl<E: std::error::Error> From<E> for Failure {
     fn from(e: E) -> Self {
         Failure::Runtime(e.to_string())

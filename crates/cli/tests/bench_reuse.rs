@@ -8,6 +8,15 @@ mod common;
 use common::{assert_usage_error, sluice};
 use std::path::Path;
 
+/// The tests of this file run one at a time. A test that opens a database in this
+/// process and closes it can still find it locked from the binary it runs next: a child
+/// another test thread is spawning at that moment inherits the lock's descriptor between
+/// its fork and its exec (close-on-exec closes it only at the exec).
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -46,6 +55,7 @@ fn tpcb(dir: &Path, scale: &str, extra: &[&str]) -> (Option<i32>, String, String
 
 #[test]
 fn a_tpcb_directory_is_loaded_once_then_reused_checked_and_guarded() {
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
 
@@ -154,6 +164,7 @@ fn a_tpcb_directory_is_loaded_once_then_reused_checked_and_guarded() {
 
 #[test]
 fn a_tpcb_database_loaded_without_a_load_record_is_recognised_by_its_rows() {
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     {
@@ -179,6 +190,7 @@ fn a_tpcb_database_loaded_without_a_load_record_is_recognised_by_its_rows() {
 
 #[test]
 fn a_tatp_directory_is_reused_and_checked() {
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     let tatp = |extra: &[&str]| {
@@ -232,13 +244,14 @@ fn a_tatp_directory_is_reused_and_checked() {
         drop(t);
         db.close().unwrap();
     }
-    let (code, out, _) = run(&["bench", "tatp", "--dir", s(&dir), "--check-only"]);
-    assert_eq!(code, Some(1), "{out}");
-    assert!(out.contains("INCONSISTENT: subscriber"), "{out}");
+    let (code, out, err) = run(&["bench", "tatp", "--dir", s(&dir), "--check-only"]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(out.contains("INCONSISTENT: subscriber"), "{out}{err}");
 }
 
 #[test]
 fn check_only_needs_a_benchmark_database() {
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let empty = tmp.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
@@ -277,6 +290,7 @@ fn check_only_needs_a_benchmark_database() {
 
 #[test]
 fn a_benchmark_database_another_process_holds_is_one_clear_line() {
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     let db = sluice::Database::open_path(&dir).unwrap();
