@@ -5,6 +5,7 @@
 
 use crate::driver::{self, DriverConfig, DriverResult};
 use crate::setup::{self, BenchDb, Setup};
+use crate::stored::{self, Stored};
 use crate::tatp::{self, TatpGenerator, TatpKeys, TatpKind, TatpTables, TatpWorkload};
 use crate::tpcb::{self, TpcbShape, TpcbTables, TpcbWorkload};
 use rand::SeedableRng;
@@ -256,8 +257,24 @@ impl TpcbSession {
         shape: TpcbShape,
         progress: impl FnMut(f64),
     ) -> Result<TpcbSession, Error> {
-        let bench = setup::open(setup)?;
+        TpcbSession::load_into(setup::open(setup)?, shape, progress)
+    }
+
+    /// Loads TPC-B at `shape.scale` into an open database that holds no tables, and
+    /// records the load ([`stored::record`]) once it committed.
+    pub fn load_into(
+        bench: BenchDb,
+        shape: TpcbShape,
+        progress: impl FnMut(f64),
+    ) -> Result<TpcbSession, Error> {
         let tables = tpcb::load(&bench.db, &shape, progress)?;
+        stored::record(
+            &bench.db,
+            &Stored::Tpcb {
+                scale: shape.scale,
+                accounts_per_branch: shape.accounts_per_branch,
+            },
+        )?;
         Ok(TpcbSession {
             bench,
             tables,
@@ -265,6 +282,41 @@ impl TpcbSession {
             committed: 0,
             runs: 0,
         })
+    }
+
+    /// A session on a database that already holds TPC-B at `shape`'s scale (the caller
+    /// checked with [`stored::identify`]): nothing is loaded. The history it holds
+    /// counts towards the row check after each run, and this session's history ids
+    /// (`run << 40 | sequence`) start above every id already there. Returns the session
+    /// and the consistency check of the database as found.
+    pub fn reuse(
+        bench: BenchDb,
+        shape: TpcbShape,
+    ) -> Result<(TpcbSession, tpcb::Consistency), Error> {
+        let tables = TpcbTables::open(&bench.db)?;
+        let found = tpcb::check(&bench.db, &tables, None)?;
+        let mut last_run = 0u64;
+        {
+            let mut tx = bench.db.begin();
+            for r in tx.scan_all(&tables.history) {
+                let (k, _) = r?;
+                let id = k
+                    .get(..8)
+                    .map_or(0, |b| u64::from_be_bytes(b.try_into().expect("8 bytes")));
+                last_run = last_run.max(id >> 40);
+            }
+            tx.commit()?;
+        }
+        Ok((
+            TpcbSession {
+                bench,
+                tables,
+                shape,
+                committed: found.history_rows,
+                runs: last_run,
+            },
+            found,
+        ))
     }
 
     /// Buffer-pool pages a TPC-B database of `scale` branches fits in, with room for the
@@ -311,9 +363,31 @@ impl TatpSession {
         subscribers: u32,
         progress: impl FnMut(f64),
     ) -> Result<TatpSession, Error> {
-        let bench = setup::open(setup)?;
+        TatpSession::load_into(setup::open(setup)?, subscribers, progress)
+    }
+
+    /// Loads `subscribers` subscribers into an open database that holds no tables, and
+    /// records the load ([`stored::record`]) once it committed.
+    pub fn load_into(
+        bench: BenchDb,
+        subscribers: u32,
+        progress: impl FnMut(f64),
+    ) -> Result<TatpSession, Error> {
         let mut rng = rand::rngs::StdRng::seed_from_u64(subscribers as u64);
         let tables = tatp::load(&bench.db, subscribers, &mut rng, progress)?;
+        stored::record(&bench.db, &Stored::Tatp { subscribers })?;
+        Ok(TatpSession {
+            bench,
+            tables,
+            subscribers,
+            runs: 0,
+        })
+    }
+
+    /// A session on a database that already holds TATP with `subscribers` subscribers
+    /// (the caller checked with [`stored::identify`]): nothing is loaded.
+    pub fn reuse(bench: BenchDb, subscribers: u32) -> Result<TatpSession, Error> {
+        let tables = TatpTables::open(&bench.db)?;
         Ok(TatpSession {
             bench,
             tables,

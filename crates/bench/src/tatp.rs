@@ -542,6 +542,94 @@ pub fn run_on<S: TatpStore>(tx: &mut S, i: &TatpInput) -> Result<bool, S::Error>
     }
 }
 
+/// Checks a loaded TATP database against the population rules the transactions keep:
+/// subscribers 1..=`subscribers`, each with its `subscriber_nbr` entry pointing back at
+/// it, 1–4 access-info and 1–4 special-facility rows, and every call-forwarding row
+/// belonging to an existing special facility. Returns what is off (at most a few lines
+/// per rule, with a count).
+pub fn check_population(
+    db: &Database,
+    t: &TatpTables,
+    subscribers: u32,
+) -> Result<Vec<String>, Error> {
+    let n = subscribers as usize;
+    let mut out = Vec::new();
+    let mut tx = db.begin();
+    let s_id_of =
+        |k: &[u8]| -> Option<u32> { Some(u32::from_be_bytes(k.get(..4)?.try_into().ok()?)) };
+    let in_range = |id: u32| id >= 1 && id as usize <= n;
+    let mut seen = vec![false; n + 1];
+    let mut bad_subscribers = 0u64;
+    for r in tx.scan_all(&t.subscriber) {
+        let (k, _) = r?;
+        match s_id_of(&k).filter(|&id| k.len() == 4 && in_range(id)) {
+            Some(id) => seen[id as usize] = true,
+            None => bad_subscribers += 1,
+        }
+    }
+    let missing = seen[1..].iter().filter(|&&s| !s).count();
+    if missing > 0 || bad_subscribers > 0 {
+        out.push(format!(
+            "subscriber: {missing} of {n} subscribers missing, {bad_subscribers} rows outside 1..={n}"
+        ));
+    }
+    let mut bad_numbers = 0u64;
+    let mut numbers = 0u64;
+    for r in tx.scan_all(&t.subscriber_nbr) {
+        let (k, v) = r?;
+        numbers += 1;
+        let ok = s_id_of(&v).is_some_and(|id| in_range(id) && k[..] == sub_nbr(id)[..]);
+        bad_numbers += !ok as u64;
+    }
+    if numbers != n as u64 || bad_numbers > 0 {
+        out.push(format!(
+            "subscriber_nbr: {numbers} entries for {n} subscribers, {bad_numbers} not pointing at their subscriber"
+        ));
+    }
+    let mut facilities = std::collections::HashSet::new();
+    for (table, name) in [
+        (&t.access_info, "access_info"),
+        (&t.special_facility, "special_facility"),
+    ] {
+        let mut per = vec![0u8; n + 1];
+        let mut stray = 0u64;
+        for r in tx.scan_all(table) {
+            let (k, _) = r?;
+            match s_id_of(&k).filter(|&id| k.len() == 5 && in_range(id) && (1..=4).contains(&k[4]))
+            {
+                Some(id) => {
+                    per[id as usize] += 1;
+                    if name == "special_facility" {
+                        facilities.insert((id, k[4]));
+                    }
+                }
+                None => stray += 1,
+            }
+        }
+        let off = per[1..].iter().filter(|&&c| !(1..=4).contains(&c)).count();
+        if off > 0 || stray > 0 {
+            out.push(format!(
+                "{name}: {off} subscribers without 1 to 4 rows, {stray} rows with a bad key"
+            ));
+        }
+    }
+    let mut orphans = 0u64;
+    for r in tx.scan_all(&t.call_forwarding) {
+        let (k, _) = r?;
+        let ok = k.len() == 6
+            && s_id_of(&k).is_some_and(|id| facilities.contains(&(id, k[4])))
+            && [0, 8, 16].contains(&k[5]);
+        orphans += !ok as u64;
+    }
+    if orphans > 0 {
+        out.push(format!(
+            "call_forwarding: {orphans} rows without their special facility or with a bad start time"
+        ));
+    }
+    tx.commit()?;
+    Ok(out)
+}
+
 /// The success rates docs/BENCHMARKS.md expects with these population rules (a check that the
 /// loader is right), as (kind, expected share succeeding, tolerance).
 pub const EXPECTED_SUCCESS: [(TatpKind, f64, f64); 5] = [

@@ -100,7 +100,19 @@ pub fn run(a: Args) -> Result<(), Failure> {
     let mut cfg = LogInsertConfig::new(a.variant, a.threads, mix);
     cfg.slots = a.slots;
     cfg.duration = duration(a.seconds)?;
-    cfg.validate().map_err(Failure::Usage)?;
+    // The library's messages name the knob; say it as the flag.
+    cfg.validate().map_err(|e| {
+        let flag = if e.starts_with("threads") {
+            "--threads: "
+        } else if e.starts_with("slots") {
+            "--slots: "
+        } else if a.outlier.is_some() {
+            "--outlier: "
+        } else {
+            "--record-size: "
+        };
+        Failure::Usage(format!("{flag}{e}"))
+    })?;
     let pb = progress::bar(1000, "bench log-insert", a.json);
     let r = log_insert::run(&cfg, |f| pb.set_position((f * 1000.0) as u64))?;
     pb.finish_and_clear();
@@ -117,6 +129,8 @@ pub fn run(a: Args) -> Result<(), Failure> {
 pub fn sweep(a: SweepArgs) -> Result<(), Failure> {
     let mut cfg = SweepConfig::new(a.figure.into());
     cfg.per_point = duration(a.seconds)?;
+    // Fail before the runs, not after, when the output cannot be written.
+    crate::out_dir(&a.out)?;
     let total = cfg.plan().len() as u64;
     let pb = progress::bar(total, &format!("sweep {}", cfg.figure.name()), a.json);
     let results = log_insert_sweep::run(&cfg, |done, all| {

@@ -295,8 +295,7 @@ pub fn sweep(a: SweepArgs) -> Result<(), Failure> {
     cfg.dir = a.dir.clone();
     cfg.validate()
         .map_err(|e| Failure::Usage(format!("invalid sweep: {e}")))?;
-    std::fs::create_dir_all(&out)
-        .map_err(|e| Failure::Runtime(format!("--out {}: {e}", out.display())))?;
+    crate::out_dir(&out)?;
     let total = cfg.plan().len() as u64;
     let pb = progress::bar(total * 1000, figure.name(), a.json);
     let r = propagation_sweep::run(&cfg, &out, |p| {

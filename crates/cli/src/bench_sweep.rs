@@ -164,8 +164,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
     };
     let cfg = config(&a, figure, &out)?;
     // Fail before an hour of runs, not after, when the output cannot be written.
-    std::fs::create_dir_all(&out)
-        .map_err(|e| Failure::Runtime(format!("--out {}: {e}", out.display())))?;
+    crate::out_dir(&out)?;
     let total = cfg.plan().len() as u64;
     let pb = progress::bar(total * 1000, figure.name(), a.json);
     let result = commit_sweep::run(&cfg, &out, |p| {

@@ -5,12 +5,13 @@ use crate::Failure;
 use sluice::CommitProtocol;
 use sluice_bench::report::{json_line, Table};
 use sluice_bench::session::{Row, RunSpec, TatpSession, TpcbSession};
-use sluice_bench::setup::Setup;
+use sluice_bench::setup::{self, BenchDb, Setup};
+use sluice_bench::stored::{self, Stored};
 use sluice_bench::tatp::TatpKind;
-use sluice_bench::tpcb::TpcbShape;
+use sluice_bench::tpcb::{self, TpcbShape};
 use sluice_storage::DeviceProfile;
 use sluice_wal::InsertVariant;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Flags both workloads share.
@@ -52,8 +53,15 @@ pub struct Common {
     #[arg(long, default_value_t = 1.0)]
     warmup: f64,
     /// Data directory (default: a fresh temporary directory in the current directory).
+    /// A directory that already holds this workload at the same scale is reused, the
+    /// load skipped; one holding anything else is refused.
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Run only the workload's consistency check on the database in --dir (TPC-B: the
+    /// balance identities and row counts; TATP: the population rules); exit 0 when it
+    /// is consistent, 1 when not.
+    #[arg(long)]
+    check_only: bool,
     /// Print one JSON object per result row at the end of stdout.
     #[arg(long)]
     json: bool,
@@ -64,9 +72,10 @@ pub struct Common {
 pub struct TpcbArgs {
     #[command(flatten)]
     common: Common,
-    /// Scale factor: branches (100,000 accounts each).
-    #[arg(long, default_value_t = 10)]
-    scale: u32,
+    /// Scale factor: branches (100,000 accounts each) [default: 10; with --check-only,
+    /// the scale the database holds].
+    #[arg(long)]
+    scale: Option<u32>,
     /// Accounts only from the teller's own branch (the original experiments).
     #[arg(long)]
     local_only: bool,
@@ -77,9 +86,9 @@ pub struct TpcbArgs {
 pub struct TatpArgs {
     #[command(flatten)]
     common: Common,
-    /// Subscribers.
-    #[arg(long, default_value_t = 100_000)]
-    subscribers: u32,
+    /// Subscribers [default: 100000; with --check-only, the number the database holds].
+    #[arg(long)]
+    subscribers: Option<u32>,
     /// Run only one transaction type (e.g. update-location).
     #[arg(long, value_parser = TatpKind::parse)]
     only: Option<TatpKind>,
@@ -208,23 +217,186 @@ fn finish(rows: Vec<Row>, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-pub fn tpcb(a: TpcbArgs) -> Result<(), Failure> {
-    let ck = check(&a.common)?;
-    if a.scale == 0 || a.scale > 10_000 {
+/// The database `--dir` names, if it holds one (a `CONTROL` file); a `--dir` that is
+/// not a directory, or a directory of other files, is refused.
+fn existing(c: &Common) -> Result<Option<PathBuf>, Failure> {
+    let Some(d) = &c.dir else {
+        if c.check_only {
+            return Err(Failure::Usage(
+                "--check-only needs --dir naming a benchmark database".into(),
+            ));
+        }
+        return Ok(None);
+    };
+    if !d.exists() {
+        if c.check_only {
+            return Err(Failure::Usage(format!(
+                "--check-only: {} does not exist",
+                d.display()
+            )));
+        }
+        return Ok(None);
+    }
+    if !d.is_dir() {
         return Err(Failure::Usage(format!(
-            "--scale must be between 1 and 10000, got {}",
-            a.scale
+            "--dir {} is not a directory",
+            d.display()
         )));
     }
+    if d.join("CONTROL").exists() {
+        if c.log_latency.is_some() && !c.check_only {
+            return Err(Failure::Usage(format!(
+                "--dir {} holds a database, and --log-latency would put its log on a fresh RAM disk; drop --log-latency to reuse it",
+                d.display()
+            )));
+        }
+        return Ok(Some(d.clone()));
+    }
+    let empty = std::fs::read_dir(d)
+        .map_err(|e| Failure::Usage(format!("--dir {}: {e}", d.display())))?
+        .next()
+        .is_none();
+    if c.check_only || !empty {
+        return Err(Failure::Usage(format!(
+            "--dir {} is not a sluice database: it has no CONTROL file",
+            d.display()
+        )));
+    }
+    Ok(None)
+}
+
+/// Opens the benchmark database; a database another process holds is one clear line.
+fn open(s: &Setup) -> Result<BenchDb, Failure> {
+    setup::open(s).map_err(|e| match (&e, &s.dir) {
+        (sluice::Error::Locked(_), Some(d)) => Failure::Runtime(format!(
+            "{} is in use by another process (its directory lock is held)",
+            d.display()
+        )),
+        (_, Some(d)) => Failure::Runtime(format!("opening {}: {e}", d.display())),
+        _ => Failure::Runtime(e.to_string()),
+    })
+}
+
+/// `--check-only`: the consistency check of what the database holds, which must be
+/// `want`'s workload (and its scale, when `want` gives one).
+fn check_only(
+    c: &Common,
+    s: &Setup,
+    dir: &Path,
+    want: &Stored,
+    accept: impl Fn(&Stored) -> bool,
+    hint: impl Fn(&Stored) -> String,
+) -> Result<(), Failure> {
+    let b = open(s)?;
+    let found = stored::identify(&b.db)?;
+    if !accept(&found) {
+        return Err(refuse(dir, &found, want, &hint(&found)));
+    }
+    let r = stored::check(&b.db, &found)?;
+    b.close()?;
+    println!("{}", r.summary);
+    for v in &r.violations {
+        println!("INCONSISTENT: {v}");
+    }
+    if r.ok() {
+        println!("consistent");
+    }
+    if c.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "dir": dir.display().to_string(),
+                "workload": r.workload,
+                "summary": r.summary,
+                "consistent": r.ok(),
+                "violations": r.violations,
+            })
+        );
+    }
+    if !r.ok() {
+        return Err(Failure::Runtime(format!(
+            "{}: the consistency check failed ({} violation(s))",
+            dir.display(),
+            r.violations.len()
+        )));
+    }
+    Ok(())
+}
+
+fn refuse(dir: &Path, found: &Stored, want: &Stored, hint: &str) -> Failure {
+    Failure::Usage(format!(
+        "{} holds {found}, not {want}; use another --dir{hint}",
+        dir.display()
+    ))
+}
+
+pub fn tpcb(a: TpcbArgs) -> Result<(), Failure> {
+    let ck = check(&a.common)?;
+    if matches!(a.scale, Some(s) if s == 0 || s > 10_000) {
+        return Err(Failure::Usage(format!(
+            "--scale must be between 1 and 10000, got {}",
+            a.scale.unwrap_or(0)
+        )));
+    }
+    let existing = existing(&a.common)?;
+    let scale = a.scale.unwrap_or(10);
+    let want = Stored::Tpcb {
+        scale,
+        accounts_per_branch: tpcb::ACCOUNTS_PER_BRANCH,
+    };
+    // With --check-only and no --scale, whatever scale it holds is checked.
+    let accept = |found: &Stored| match found {
+        Stored::Tpcb { .. } if a.scale.is_none() && a.common.check_only => true,
+        f => *f == want,
+    };
+    let hint = |found: &Stored| match found {
+        Stored::Tpcb { scale, .. } => format!(" or --scale {scale}"),
+        _ => String::new(),
+    };
+    if a.common.check_only {
+        let dir = existing.expect("existing() requires a database with --check-only");
+        let s = setup(&a.common, None, TpcbSession::pool_pages(scale));
+        return check_only(&a.common, &s, &dir, &want, accept, hint);
+    }
     let quiet = a.common.json;
-    let pb = progress::bar(1000, &format!("loading TPC-B SF {}", a.scale), quiet);
     let shape = TpcbShape {
         local_only: a.local_only,
-        ..TpcbShape::standard(a.scale)
+        ..TpcbShape::standard(scale)
     };
-    let s = setup(&a.common, ck.latency, TpcbSession::pool_pages(a.scale));
-    let mut session = TpcbSession::load(&s, shape, |f| pb.set_position((f * 1000.0) as u64))?;
-    pb.finish_and_clear();
+    let s = setup(&a.common, ck.latency, TpcbSession::pool_pages(scale));
+    let b = open(&s)?;
+    let mut session = match (&existing, stored::identify(&b.db)?) {
+        (_, Stored::Empty) => {
+            let pb = progress::bar(1000, &format!("loading TPC-B SF {scale}"), quiet);
+            let session =
+                TpcbSession::load_into(b, shape, |f| pb.set_position((f * 1000.0) as u64))?;
+            pb.finish_and_clear();
+            if let Some(d) = &a.common.dir {
+                println!("loaded {}: {want}", d.display());
+            }
+            session
+        }
+        (dir, found) => {
+            let dir = dir.as_deref().unwrap_or(&b.dir).to_path_buf();
+            if !accept(&found) {
+                return Err(refuse(&dir, &found, &want, &hint(&found)));
+            }
+            let (session, c) = TpcbSession::reuse(b, shape)?;
+            if !c.ok() {
+                return Err(Failure::Runtime(format!(
+                    "{} is inconsistent as found, not benchmarking it: {}",
+                    dir.display(),
+                    c.violations.join("; ")
+                )));
+            }
+            println!(
+                "reusing {}: {found}, {} history rows, consistent (no load)",
+                dir.display(),
+                c.history_rows
+            );
+            session
+        }
+    };
     let mut rows = Vec::new();
     for spec in &ck.specs {
         let pb = progress::bar(1000, &format!("tpcb {}", spec.protocol), quiet);
@@ -236,22 +408,53 @@ pub fn tpcb(a: TpcbArgs) -> Result<(), Failure> {
 
 pub fn tatp(a: TatpArgs) -> Result<(), Failure> {
     let ck = check(&a.common)?;
-    if a.subscribers == 0 || a.subscribers > 100_000_000 {
+    if matches!(a.subscribers, Some(n) if n == 0 || n > 100_000_000) {
         return Err(Failure::Usage(format!(
             "--subscribers must be between 1 and 100000000, got {}",
-            a.subscribers
+            a.subscribers.unwrap_or(0)
         )));
     }
+    let existing = existing(&a.common)?;
+    let subscribers = a.subscribers.unwrap_or(100_000);
+    let want = Stored::Tatp { subscribers };
+    // With --check-only and no --subscribers, whatever number it holds is checked.
+    let accept = |found: &Stored| match found {
+        Stored::Tatp { .. } if a.subscribers.is_none() && a.common.check_only => true,
+        f => *f == want,
+    };
+    let hint = |found: &Stored| match found {
+        Stored::Tatp { subscribers } => format!(" or --subscribers {subscribers}"),
+        _ => String::new(),
+    };
+    if a.common.check_only {
+        let dir = existing.expect("existing() requires a database with --check-only");
+        let s = setup(&a.common, None, TatpSession::pool_pages(subscribers));
+        return check_only(&a.common, &s, &dir, &want, accept, hint);
+    }
     let quiet = a.common.json;
-    let pb = progress::bar(1000, &format!("loading TATP {}", a.subscribers), quiet);
-    let s = setup(
-        &a.common,
-        ck.latency,
-        TatpSession::pool_pages(a.subscribers),
-    );
-    let mut session =
-        TatpSession::load(&s, a.subscribers, |f| pb.set_position((f * 1000.0) as u64))?;
-    pb.finish_and_clear();
+    let s = setup(&a.common, ck.latency, TatpSession::pool_pages(subscribers));
+    let b = open(&s)?;
+    let mut session = match (&existing, stored::identify(&b.db)?) {
+        (_, Stored::Empty) => {
+            let pb = progress::bar(1000, &format!("loading TATP {subscribers}"), quiet);
+            let session =
+                TatpSession::load_into(b, subscribers, |f| pb.set_position((f * 1000.0) as u64))?;
+            pb.finish_and_clear();
+            if let Some(d) = &a.common.dir {
+                println!("loaded {}: {want}", d.display());
+            }
+            session
+        }
+        (dir, found) => {
+            let dir = dir.as_deref().unwrap_or(&b.dir).to_path_buf();
+            if !accept(&found) {
+                return Err(refuse(&dir, &found, &want, &hint(&found)));
+            }
+            let session = TatpSession::reuse(b, subscribers)?;
+            println!("reusing {}: {found} (no load)", dir.display());
+            session
+        }
+    };
     let mut rows = Vec::new();
     for spec in &ck.specs {
         let pb = progress::bar(1000, &format!("tatp {}", spec.protocol), quiet);

@@ -246,6 +246,10 @@ pub fn run(a: Args) -> Result<(), Failure> {
             )));
         }
     }
+    // Fail before the rounds, not after, when the output cannot be written.
+    if let Some(out) = &a.out {
+        crate::out_dir(out)?;
+    }
     for e in &cfg.engines {
         if !e.built() && !a.json {
             eprintln!(

@@ -108,10 +108,21 @@ fn shape(scale: u32, accounts_per_branch: u32) -> TpcbShape {
 /// The child: open (recovering), print `ready`, run TPC-B until killed, printing each
 /// acknowledged commit.
 pub fn child(a: ChildArgs) -> Result<(), Failure> {
-    if a.clients == 0 || a.scale == 0 || a.accounts_per_branch == 0 {
-        return Err(Failure::Usage(
-            "--clients, --scale and --accounts-per-branch must be at least 1".into(),
-        ));
+    if !(1..=256).contains(&a.clients)
+        || !(1..=1_000).contains(&a.scale)
+        || !(1..=tpcb::ACCOUNTS_PER_BRANCH).contains(&a.accounts_per_branch)
+    {
+        return Err(Failure::Usage(format!(
+            "--clients must be 1 to 256, --scale 1 to 1000 and --accounts-per-branch 1 to {}",
+            tpcb::ACCOUNTS_PER_BRANCH
+        )));
+    }
+    // The parent loaded it: a child never creates a database.
+    if !a.dir.join("CONTROL").is_file() {
+        return Err(Failure::Usage(format!(
+            "--dir {} is not a sluice database: it has no CONTROL file",
+            a.dir.display()
+        )));
     }
     let b = setup::open(&db_setup(&a.dir, a.scale))?;
     let tables = TpcbTables::open(&b.db)?;
@@ -407,7 +418,13 @@ pub fn kill(a: KillArgs) -> Result<(), Failure> {
     };
     let temp = tempfile::Builder::new()
         .prefix("sluice-kill-")
-        .tempdir_in(&parent)?;
+        .tempdir_in(&parent)
+        .map_err(|e| {
+            Failure::Runtime(format!(
+                "cannot make the database's directory in {}: {e}",
+                parent.display()
+            ))
+        })?;
     let dir = temp.path().to_path_buf();
     {
         let b = setup::open(&db_setup(&dir, a.scale))?;

@@ -83,7 +83,7 @@ enum CrashTest {
     /// during recovery; every acknowledged commit must survive, nothing else may.
     Engine(crash_test::EngineArgs),
     /// The simulated-disk sweep: `--workload kv` is `crash-test engine`'s random
-    /// multi-key transactions (TPC-B over the simulated disk is not supported yet).
+    /// multi-key transactions, `--workload tpcb` TPC-B; crashes during recovery included.
     Sim(crash_test::SimArgs),
     /// The real binary running TPC-B on the real disk, SIGKILLed at random moments
     /// (some during its recovery), reopened and checked: the TPC-B identities hold and
@@ -127,6 +127,19 @@ pub enum Failure {
     Usage(String),
     /// The command failed while running.
     Runtime(String),
+}
+
+/// An output directory named by `--out`: made now, before any work, so that a path
+/// that cannot be written is a usage error up front rather than a failure after the runs.
+pub fn out_dir(out: &std::path::Path) -> Result<(), Failure> {
+    if out.exists() && !out.is_dir() {
+        return Err(Failure::Usage(format!(
+            "--out {} exists and is not a directory",
+            out.display()
+        )));
+    }
+    std::fs::create_dir_all(out)
+        .map_err(|e| Failure::Usage(format!("--out {}: cannot create it: {e}", out.display())))
 }
 
 impl<E: std::error::Error> From<E> for Failure {

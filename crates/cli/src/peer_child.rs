@@ -50,10 +50,15 @@ pub fn run(a: Args) -> Result<(), Failure> {
             "--clients must be between 1 and 1000".into(),
         ));
     }
-    if a.scale == 0 || a.scale > 1_000 || a.accounts_per_branch == 0 {
-        return Err(Failure::Usage(
-            "--scale must be between 1 and 1000 and --accounts-per-branch at least 1".into(),
-        ));
+    if a.scale == 0
+        || a.scale > 1_000
+        || a.accounts_per_branch == 0
+        || a.accounts_per_branch > sluice_bench::tpcb::ACCOUNTS_PER_BRANCH
+    {
+        return Err(Failure::Usage(format!(
+            "--scale must be between 1 and 1000 and --accounts-per-branch between 1 and {}",
+            sluice_bench::tpcb::ACCOUNTS_PER_BRANCH
+        )));
     }
     std::fs::create_dir_all(&a.dir).map_err(|e| Failure::Runtime(e.to_string()))?;
     let shape = TpcbShape {

@@ -97,7 +97,23 @@ fn crash_test_bad_arguments_are_usage_errors() {
         "--dir",
     );
     assert_usage_error(&["crash-test", "sim", "--seeds", "0"], "--seeds");
-    assert_usage_error(&["crash-test", "sim", "--workload", "tpcb"], "tpcb");
+    assert_usage_error(
+        &["crash-test", "sim", "--workload", "tpcb", "--seeds", "0"],
+        "--seeds",
+    );
+    assert_usage_error(
+        &[
+            "crash-test",
+            "sim",
+            "--workload",
+            "tpcb",
+            "--first-seed",
+            "18446744073709551615",
+            "--seeds",
+            "2",
+        ],
+        "overflows",
+    );
     assert_usage_error(&["crash-test", "sim", "--workload", "nope"], "nope");
 }
 
@@ -131,4 +147,29 @@ fn crash_test_sim_kv_reports_json() {
     assert_eq!(j["lost"], 0);
     assert_eq!(j["violations"], 0);
     assert!(j["acknowledged"].as_u64().is_some());
+}
+
+#[test]
+fn crash_test_sim_tpcb_reports_json() {
+    let out = sluice(&[
+        "crash-test",
+        "sim",
+        "--workload",
+        "tpcb",
+        "--seeds",
+        "12",
+        "--first-seed",
+        "5",
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(v["workload"], "tpcb");
+    assert_eq!(v["seeds"], 12);
+    assert_eq!(v["first_seed"], 5);
+    assert!(v["acknowledged"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["lost"], 0, "{v}");
+    assert_eq!(v["violations"], 0, "{v}");
 }

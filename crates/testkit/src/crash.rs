@@ -592,36 +592,162 @@ fn is_disk_error(e: &Error) -> bool {
     e.is_io()
 }
 
-fn run_seed(seed: u64, mode: CrashMode, strategy: Strategy) -> SeedResult {
+/// A workload the crash sweep runs, halts and checks ([`sweep`]): the multi-key
+/// transactions of [`crash_test`] (checked against a model), or TPC-B
+/// (`sluice_bench::tpcb_crash`). The sweep owns the halts — which one a seed draws, when
+/// it strikes, the halts during recovery, the recheck that what one recovery showed
+/// survives the next — and the workload says what to run and what a recovered database
+/// must hold.
+pub trait SweepWorkload {
+    /// What a recovered database shows a client; every later recovery must show the
+    /// same.
+    type Shown: PartialEq;
+    /// The database's options.
+    fn options(&self) -> Options;
+    /// The mid-run halt strikes at an operation drawn from `1..=crash_range()`: a little
+    /// more than the run's mutating disk operations.
+    fn crash_range(&self) -> u64;
+    /// Whether acknowledged commits must survive (false under `async`: a loss is
+    /// counted as `lost_async`, not a violation).
+    fn durable(&self) -> bool {
+        true
+    }
+    /// Prepares the new database before the halt is armed (tables, a load).
+    fn setup(&mut self, db: &Database) -> Result<(), Error>;
+    /// Runs the work with the halt armed, until it is done or the halt stops it,
+    /// drawing what it needs from `rng`; drops every handle on `db` it holds.
+    fn run(&mut self, db: &Database, rng: &mut StdRng);
+    /// Transactions whose commit was acknowledged (after [`SweepWorkload::run`]).
+    fn acknowledged(&self) -> u64;
+    /// Reads and checks a recovered database: how many acknowledged transactions are
+    /// missing, and the state it shows or what is wrong with it.
+    fn check(&self, db: &Database) -> (u64, Result<Self::Shown, String>);
+    /// How a later recovery's state differs from one shown before (for the failure).
+    fn diff(&self, before: &Self::Shown, after: &Self::Shown) -> String;
+    /// New work on the finally recovered database (it must take it).
+    fn after_recovery(&self, db: &Database) -> Result<(), Error>;
+}
+
+/// The key-value workload of [`crash_test`] as a [`SweepWorkload`].
+struct KvWorkload {
+    mode: CrashMode,
+    strategy: Strategy,
+    seed: u64,
+    tables: Vec<Table>,
+    outcomes: Vec<Outcome>,
+}
+
+impl SweepWorkload for KvWorkload {
+    type Shown = State;
+
+    fn options(&self) -> Options {
+        let mut opts = options();
+        opts.propagation = self.strategy;
+        opts.commit = match self.mode {
+            CrashMode::Agents(p) => p,
+            // Record, durable, release: strict two-phase locking.
+            CrashMode::Direct | CrashMode::LongTransactions | CrashMode::LargeValues => {
+                CommitProtocol::Classic
+            }
+        };
+        opts
+    }
+
+    fn crash_range(&self) -> u64 {
+        self.mode.shape().crash_range
+    }
+
+    fn durable(&self) -> bool {
+        !matches!(self.mode, CrashMode::Agents(CommitProtocol::Async))
+    }
+
+    fn setup(&mut self, db: &Database) -> Result<(), Error> {
+        self.tables = TABLES
+            .iter()
+            .map(|n| db.create_table(n))
+            .collect::<Result<_, _>>()?;
+        Ok(())
+    }
+
+    fn run(&mut self, db: &Database, rng: &mut StdRng) {
+        let (mode, seed) = (self.mode, self.seed);
+        let tables = std::mem::take(&mut self.tables);
+        let shape = mode.shape();
+        let seeds: Vec<u64> = (0..shape.threads).map(|_| rng.gen()).collect();
+        if let CrashMode::Agents(p) = mode {
+            self.outcomes = run_agents(db, &tables, p, &seeds, seed);
+            return;
+        }
+        let outcomes = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for (t, &ts) in seeds.iter().enumerate() {
+                let (tables, outcomes) = (&tables, &outcomes);
+                s.spawn(move || {
+                    let mut rng = StdRng::seed_from_u64(ts);
+                    for i in 0..shape.txns {
+                        let tag = format!("{seed}.{t}.{i}");
+                        if run_txn(db, tables, &mut rng, tag, outcomes, shape).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        self.outcomes = outcomes.into_inner().expect("outcome log");
+    }
+
+    fn acknowledged(&self) -> u64 {
+        self.outcomes
+            .iter()
+            .filter(|o| o.acked && o.commit.is_some())
+            .count() as u64
+    }
+
+    fn check(&self, db: &Database) -> (u64, Result<State, String>) {
+        let got = match read_state(db) {
+            Ok(s) => s,
+            Err(e) => return (0, Err(format!("reading a recovered state failed: {e}"))),
+        };
+        let (lost, problem) = judge(&self.outcomes, &got, self.durable());
+        if let Some(p) = problem {
+            return (lost, Err(p));
+        }
+        if let Err(p) = check_chunks(db, &got) {
+            return (lost, Err(p));
+        }
+        (lost, Ok(got))
+    }
+
+    fn diff(&self, before: &State, after: &State) -> String {
+        state_diff(before, after)
+    }
+
+    fn after_recovery(&self, db: &Database) -> Result<(), Error> {
+        let t = db.table(TABLES[0])?;
+        let mut tx = db.begin();
+        tx.put(&t, b"after", b"recovery")?;
+        tx.commit()
+    }
+}
+
+fn run_seed<W: SweepWorkload>(seed: u64, w: &mut W) -> SeedResult {
     let mut rng = StdRng::seed_from_u64(seed);
     let halt = HALTS[rng.gen_range(0..HALTS.len())];
     let sim = SimStorage::new(seed);
     let mut res = SeedResult::new();
     res.halt = Some(halt);
-    let mut opts = options();
-    opts.propagation = strategy;
-    opts.commit = match mode {
-        CrashMode::Agents(p) => p,
-        // Record, durable, release: strict two-phase locking.
-        CrashMode::Direct | CrashMode::LongTransactions | CrashMode::LargeValues => {
-            CommitProtocol::Classic
-        }
-    };
+    let opts = w.options();
     let options = || opts;
     let setup = (|| {
         let db = reopen(&sim, options())?;
-        let tables: Vec<Table> = TABLES
-            .iter()
-            .map(|n| db.create_table(n))
-            .collect::<Result<_, _>>()?;
-        Ok::<_, Error>((db, tables))
+        w.setup(&db)?;
+        Ok::<_, Error>(db)
     })();
-    let (db, tables) = match setup {
+    let db = match setup {
         Ok(x) => x,
         Err(e) => return res.fail(format!("setup failed: {e}")),
     };
-    let outcomes = Mutex::new(Vec::new());
-    let range = mode.shape().crash_range;
+    let range = w.crash_range();
     match halt {
         Halt::PowerLoss | Halt::ReadErrorsInRecovery => sim.crash_at_op(rng.gen_range(1..=range)),
         Halt::KillThenPowerLoss => sim.kill_at_op(rng.gen_range(1..=range)),
@@ -645,26 +771,7 @@ fn run_seed(seed: u64, mode: CrashMode, strategy: Strategy) -> SeedResult {
         }
     }
     let incarnation = sim.incarnation();
-    let shape = mode.shape();
-    let seeds: Vec<u64> = (0..shape.threads).map(|_| rng.gen()).collect();
-    if let CrashMode::Agents(p) = mode {
-        *outcomes.lock().expect("outcome log") = run_agents(&db, &tables, p, &seeds, seed);
-    } else {
-        std::thread::scope(|s| {
-            for (t, &ts) in seeds.iter().enumerate() {
-                let (db, tables, outcomes) = (&db, &tables, &outcomes);
-                s.spawn(move || {
-                    let mut rng = StdRng::seed_from_u64(ts);
-                    for i in 0..shape.txns {
-                        let tag = format!("{seed}.{t}.{i}");
-                        if run_txn(db, tables, &mut rng, tag, outcomes, shape).is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-    }
+    w.run(&db, &mut rng);
     let failed_sync = halt == Halt::FsyncFailure && db.health().is_err();
     res.failed_syncs += failed_sync as u64;
     sim.clear_faults();
@@ -678,36 +785,26 @@ fn run_seed(seed: u64, mode: CrashMode, strategy: Strategy) -> SeedResult {
     } else {
         sim.crash();
     }
-    drop(tables);
     drop(db);
-    let outcomes = outcomes.into_inner().expect("outcome log");
-    res.acknowledged = outcomes
-        .iter()
-        .filter(|o| o.acked && o.commit.is_some())
-        .count() as u64;
-    let durable = !matches!(mode, CrashMode::Agents(CommitProtocol::Async));
+    res.acknowledged = w.acknowledged();
+    let durable = w.durable();
 
     // Recover, halting during recovery up to twice (a power loss or, after a kill, another
     // kill). A recovery that completes shows its state to a client; that state must
     // survive every later halt, power losses included (nothing a client was shown may
     // depend on data the device does not hold).
-    let mut shown: Option<State> = None;
-    let check_shown = |db: &Database, res: &mut SeedResult, shown: &mut Option<State>| {
-        let got = read_state(db).map_err(|e| format!("reading a recovered state failed: {e}"))?;
-        let (lost, problem) = judge(&outcomes, &got, durable);
+    let mut shown: Option<W::Shown> = None;
+    let check_shown = |db: &Database, res: &mut SeedResult, shown: &mut Option<W::Shown>| {
+        let (lost, got) = w.check(db);
         if lost > 0 {
             res.lost = res.lost.max(lost);
         }
-        if let Some(p) = problem {
-            return Err(p);
-        }
-        check_chunks(db, &got)?;
+        let got = got?;
         if let Some(before) = shown.as_ref() {
             if before != &got {
-                return Err(diff_message(
-                    "a state shown to a client after an earlier recovery was lost",
-                    before,
-                    &got,
+                return Err(format!(
+                    "a state shown to a client after an earlier recovery was lost; {}",
+                    w.diff(before, &got)
                 ));
             }
             res.rechecked += 1;
@@ -715,6 +812,7 @@ fn run_seed(seed: u64, mode: CrashMode, strategy: Strategy) -> SeedResult {
         *shown = Some(got);
         Ok::<(), String>(())
     };
+
     let killed = res.kills > 0;
     for _ in 0..2 {
         if !rng.gen_bool(0.5) {
@@ -795,13 +893,7 @@ fn run_seed(seed: u64, mode: CrashMode, strategy: Strategy) -> SeedResult {
         return res.fail(format!("verify failed: {e}"));
     }
     // The recovered database takes new work.
-    let after = (|| {
-        let t = db.table(TABLES[0])?;
-        let mut tx = db.begin();
-        tx.put(&t, b"after", b"recovery")?;
-        tx.commit()?;
-        db.close()
-    })();
+    let after = w.after_recovery(&db).and_then(|()| db.close());
     if let Err(e) = after {
         return res.fail(format!("work after recovery failed: {e}"));
     }
@@ -878,19 +970,38 @@ pub fn crash_test_propagation(
     strategy: Strategy,
     seeds: u64,
     first_seed: u64,
+    progress: impl FnMut(u64),
+) -> CrashReport {
+    sweep(seeds, first_seed, progress, |seed| KvWorkload {
+        mode,
+        strategy,
+        seed,
+        tables: Vec::new(),
+        outcomes: Vec::new(),
+    })
+}
+
+/// Runs `seeds` seeds of the workload `make(seed)` returns, starting at `first_seed`,
+/// each halted and recovered as the module says, calling `progress` with each seed
+/// finished. Panics inside a seed are caught and reported as violations.
+pub fn sweep<W: SweepWorkload>(
+    seeds: u64,
+    first_seed: u64,
     mut progress: impl FnMut(u64),
+    mut make: impl FnMut(u64) -> W,
 ) -> CrashReport {
     let mut report = CrashReport::default();
     for seed in first_seed..first_seed + seeds {
-        let r =
-            catch_unwind(AssertUnwindSafe(|| run_seed(seed, mode, strategy))).unwrap_or_else(|p| {
+        let r = catch_unwind(AssertUnwindSafe(|| run_seed(seed, &mut make(seed)))).unwrap_or_else(
+            |p| {
                 let msg = p
                     .downcast_ref::<String>()
                     .cloned()
                     .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_else(|| "panic".into());
                 SeedResult::new().fail(format!("panic: {msg}"))
-            });
+            },
+        );
         report.seeds += 1;
         report.acknowledged += r.acknowledged;
         report.lost += r.lost;
