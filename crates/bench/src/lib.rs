@@ -11,6 +11,7 @@ pub mod driver;
 pub mod log_insert;
 pub mod log_insert_sweep;
 pub mod partition_gamma;
+pub mod partition_tpcb;
 pub mod partition_vertical;
 pub mod plot;
 pub mod plot_bars;

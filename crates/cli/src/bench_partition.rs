@@ -25,9 +25,19 @@ pub struct Args {
     /// Rows each transaction inserts (vertical runs); a comma list runs each.
     #[arg(long, value_delimiter = ',', default_value = "10,100,200")]
     inserts_per_txn: Vec<usize>,
-    /// Client threads (vertical runs).
+    /// Client threads (vertical runs and --tpcb-overhead).
     #[arg(long, default_value_t = 16)]
     clients: usize,
+    /// TPC-B on an ordinary database and on a partitioned one with one log manager, in
+    /// alternating rounds: what partitioning costs when it is not used.
+    #[arg(long)]
+    tpcb_overhead: bool,
+    /// TPC-B scale for --tpcb-overhead.
+    #[arg(long, default_value_t = 1)]
+    scale: u32,
+    /// Rounds per engine for --tpcb-overhead.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
     /// Seconds to measure per run (after a short warm-up).
     #[arg(long, default_value_t = 4.0)]
     seconds: f64,
@@ -44,10 +54,13 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<(), Failure> {
-    let modes = usize::from(!a.horizontal.is_empty()) + usize::from(!a.log_managers.is_empty());
+    let modes = usize::from(!a.horizontal.is_empty())
+        + usize::from(!a.log_managers.is_empty())
+        + usize::from(a.tpcb_overhead);
     if modes != 1 {
         return Err(Failure::Usage(
-            "give exactly one of --horizontal D[,D…] and --log-managers K[,K…]".into(),
+            "give exactly one of --horizontal D[,D…], --log-managers K[,K…] and --tpcb-overhead"
+                .into(),
         ));
     }
     if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 86_400.0) {
@@ -64,11 +77,61 @@ pub fn run(a: Args) -> Result<(), Failure> {
             "--device-mb-per-s must be between 0.1 and 100000, got {device}"
         )));
     }
-    if a.horizontal.is_empty() {
+    if a.tpcb_overhead {
+        overhead(&a)
+    } else if a.horizontal.is_empty() {
         vertical(&a, device)
     } else {
         horizontal(&a, device)
     }
+}
+
+fn overhead(a: &Args) -> Result<(), Failure> {
+    if a.scale == 0 || a.scale > 1000 {
+        return Err(Failure::Usage(format!(
+            "--scale must be between 1 and 1000, got {}",
+            a.scale
+        )));
+    }
+    if a.rounds == 0 || a.rounds > 100 {
+        return Err(Failure::Usage(format!(
+            "--rounds must be between 1 and 100, got {}",
+            a.rounds
+        )));
+    }
+    if a.clients == 0 || a.clients > 4096 {
+        return Err(Failure::Usage(format!(
+            "--clients must be between 1 and 4096, got {}",
+            a.clients
+        )));
+    }
+    let dir = tempfile::tempdir_in(".")
+        .map_err(|e| Failure::Runtime(format!("temporary directory in .: {e}")))?;
+    let cfg = sluice_bench::partition_tpcb::OverheadConfig {
+        scale: a.scale,
+        clients: a.clients,
+        rounds: a.rounds,
+        seconds: a.seconds,
+    };
+    let pb = progress::bar(1000, "bench partition --tpcb-overhead", a.json);
+    let r = sluice_bench::partition_tpcb::run(dir.path(), &cfg, |f| {
+        pb.set_position((f * 1000.0) as u64)
+    })
+    .map_err(Failure::Runtime)?;
+    pb.finish_and_clear();
+    let mut t = Table::new(["round", "ordinary tps", "partitioned (1 log manager) tps"]);
+    for (i, (p, q)) in r.plain_tps.iter().zip(&r.partitioned_tps).enumerate() {
+        t.row([(i + 1).to_string(), format!("{p:.0}"), format!("{q:.0}")]);
+    }
+    println!("{}", t.render());
+    println!(
+        "partitioned ÷ ordinary (medians): {:.3}; both consistent; alternating rounds in one process on this machine",
+        r.ratio
+    );
+    if a.json {
+        println!("{}", json_line(&r));
+    }
+    Ok(())
 }
 
 fn vertical(a: &Args, device: f64) -> Result<(), Failure> {
