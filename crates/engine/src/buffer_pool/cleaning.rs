@@ -211,9 +211,7 @@ impl BufferPool {
             self.file.sync().map_err(|e| self.fail(e))?;
             counters.writing(t.elapsed());
             for c in &written {
-                self.frames[c.frame]
-                    .clean_lsn
-                    .fetch_max(c.lsn, Ordering::SeqCst);
+                self.frames[c.frame].written(c.lsn);
             }
         }
         drop(written);

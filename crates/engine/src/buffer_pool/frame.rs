@@ -94,6 +94,19 @@ impl Frame {
     }
 
     /// Dirty iff PageLSN > CleanLSN.
+    /// The page's image up to PageLSN `lsn` is in the data file: CleanLSN moves to `lsn`,
+    /// and if the page was changed again meanwhile, its recovery LSN rises to `lsn` (the
+    /// record of a later change was appended after the change that ended at `lsn`, so
+    /// it starts at or above it). Without the second step a page changed during every
+    /// write of it — the meta page, under many concurrent splits — kept the recovery LSN
+    /// of its first change forever, and with it every checkpoint's truncation point.
+    pub(crate) fn written(&self, lsn: u64) {
+        self.clean_lsn.fetch_max(lsn, Ordering::SeqCst);
+        if self.is_dirty() {
+            self.rec_lsn.fetch_max(lsn, Ordering::SeqCst);
+        }
+    }
+
     pub(crate) fn is_dirty(&self) -> bool {
         self.page_lsn.load(Ordering::SeqCst) > self.clean_lsn.load(Ordering::SeqCst)
     }

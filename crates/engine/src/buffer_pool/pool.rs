@@ -466,7 +466,7 @@ impl BufferPool {
                     debug_assert_eq!(page::validate(&copy, id).map(|_| ()), Ok(()));
                     self.file.write(id, &copy).map_err(|e| self.fail(e))?;
                     self.writes.fetch_add(1, Ordering::Relaxed);
-                    f.clean_lsn.fetch_max(lsn, Ordering::SeqCst);
+                    f.written(lsn);
                     return Ok(true);
                 }
             }
@@ -537,7 +537,7 @@ impl BufferPool {
         debug_assert_eq!(page::validate(&copy, id).map(|_| ()), Ok(()));
         self.file.write(id, &copy).map_err(|e| self.fail(e))?;
         self.writes.fetch_add(1, Ordering::Relaxed);
-        f.clean_lsn.fetch_max(lsn, Ordering::SeqCst);
+        f.written(lsn);
         Ok(true)
     }
 
