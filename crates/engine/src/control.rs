@@ -30,7 +30,7 @@
 //! replaced atomically: write `CONTROL.tmp`, sync it, rename it over `CONTROL`, sync the
 //! directory. A crash leaves either the old or the new file.
 
-use crate::data_file::file_error;
+use crate::data_file::{file_error, write_durably};
 use crate::error::{Error, Result};
 use crate::page::{MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 use sluice_storage::{OpenOptions, Storage};
@@ -204,27 +204,14 @@ impl Control {
 
     /// Atomically replaces (or creates) the control file in `dir`.
     pub(crate) fn write(&self, storage: &dyn Storage, dir: &Path) -> Result<()> {
-        let tmp = dir.join(TMP);
-        let path = dir.join(NAME);
-        let io = |e| file_error("control file", &path, e);
-        let f = storage
-            .open(
-                &tmp,
-                OpenOptions {
-                    truncate: true,
-                    ..OpenOptions::CREATE
-                },
-            )
-            .map_err(io)?;
-        f.write_at(&self.encode(), 0).map_err(io)?;
-        f.sync_data().map_err(io)?;
-        drop(f);
-        storage.rename(&tmp, &path).map_err(io)?;
-        storage
-            .failpoint(sluice_storage::failpoint::CONTROL_RENAMED, &path)
-            .map_err(io)?;
-        storage.sync_dir(dir).map_err(io)?;
-        Ok(())
+        write_durably(
+            storage,
+            dir,
+            (TMP, NAME),
+            &self.encode(),
+            "control file",
+            Some(sluice_storage::failpoint::CONTROL_RENAMED),
+        )
     }
 }
 

@@ -214,3 +214,37 @@ impl DataFile {
         self.file.len().map_err(|e| self.error(e))
     }
 }
+
+/// Writes a small file durably: `bytes` into `dir/tmp` (created or truncated), synced,
+/// renamed to `dir/name`, and the directory synced; errors name the file as `what`.
+/// `renamed` names the failure point between the rename and the directory sync.
+pub(crate) fn write_durably(
+    storage: &dyn Storage,
+    dir: &Path,
+    (tmp, name): (&str, &str),
+    bytes: &[u8],
+    what: &str,
+    renamed: Option<&'static str>,
+) -> Result<()> {
+    let path = dir.join(name);
+    let io = |e| file_error(what, &path, e);
+    let tmp = dir.join(tmp);
+    let f = storage
+        .open(
+            &tmp,
+            OpenOptions {
+                truncate: true,
+                ..OpenOptions::CREATE
+            },
+        )
+        .map_err(io)?;
+    f.write_at(bytes, 0).map_err(io)?;
+    f.sync_data().map_err(io)?;
+    drop(f);
+    storage.rename(&tmp, &path).map_err(io)?;
+    if let Some(point) = renamed {
+        storage.failpoint(point, &path).map_err(io)?;
+    }
+    storage.sync_dir(dir).map_err(io)?;
+    Ok(())
+}

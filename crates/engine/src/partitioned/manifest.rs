@@ -3,7 +3,7 @@
 //! partition's log directory, which says whose partition it is.
 
 use crate::coordination::PARTITION_MARKER;
-use crate::data_file::file_error;
+use crate::data_file::{file_error, write_durably};
 use crate::error::{Error, Result};
 use sluice_storage::{OpenOptions, Storage};
 use std::path::Path;
@@ -105,10 +105,10 @@ impl Manifest {
         write_durably(
             storage,
             dir,
-            MANIFEST_TMP,
-            MANIFEST,
-            &self.encode(),
+            (MANIFEST_TMP, MANIFEST),
+            self.encode().as_bytes(),
             "manifest",
+            None,
         )
     }
 }
@@ -123,10 +123,10 @@ pub(crate) fn write_marker(storage: &dyn Storage, dir: &Path, id: u64, index: us
     write_durably(
         storage,
         dir,
-        "PARTITION.tmp",
-        PARTITION_MARKER,
-        &marker_text(id, index),
+        ("PARTITION.tmp", PARTITION_MARKER),
+        marker_text(id, index).as_bytes(),
         "partition marker",
+        None,
     )
 }
 
@@ -211,34 +211,6 @@ fn read_small(storage: &dyn Storage, path: &Path, what: &str) -> Result<Option<S
     String::from_utf8(b)
         .map(Some)
         .map_err(|_| Error::Corruption(format!("{}: not text", path.display())))
-}
-
-fn write_durably(
-    storage: &dyn Storage,
-    dir: &Path,
-    tmp: &str,
-    name: &str,
-    text: &str,
-    what: &str,
-) -> Result<()> {
-    let path = dir.join(name);
-    let io = |e| file_error(what, &path, e);
-    let tmp = dir.join(tmp);
-    let f = storage
-        .open(
-            &tmp,
-            OpenOptions {
-                truncate: true,
-                ..OpenOptions::CREATE
-            },
-        )
-        .map_err(io)?;
-    f.write_at(text.as_bytes(), 0).map_err(io)?;
-    f.sync_data().map_err(io)?;
-    drop(f);
-    storage.rename(&tmp, &path).map_err(io)?;
-    storage.sync_dir(dir).map_err(io)?;
-    Ok(())
 }
 
 #[cfg(test)]
