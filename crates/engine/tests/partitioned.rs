@@ -18,9 +18,14 @@ fn small() -> Options {
 }
 
 fn open(sim: &SimStorage, k: usize) -> sluice::Result<Partitioned> {
+    open_with(sim, k, small())
+}
+
+/// Tables `a`, `b` and `c` go to partitions 0, 1 and the last.
+fn open_with(sim: &SimStorage, k: usize, options: Options) -> sluice::Result<Partitioned> {
     Partitioned::builder(DIR)
         .log_managers(k)
-        .options(small())
+        .options(options)
         .storage(Arc::new(sim.pinned()))
         .assign("a", 0)
         .assign("b", 1)
@@ -185,14 +190,7 @@ fn commits_work_under_every_protocol() {
         let sim = SimStorage::new(4);
         let mut o = small();
         o.commit = protocol;
-        let db = Partitioned::builder(DIR)
-            .log_managers(2)
-            .options(o)
-            .storage(Arc::new(sim.pinned()))
-            .assign("a", 0)
-            .assign("b", 1)
-            .open()
-            .unwrap();
+        let db = open_with(&sim, 2, o).unwrap();
         let a = db.create_table("a").unwrap();
         let b = db.create_table("b").unwrap();
         std::thread::scope(|s| {
@@ -355,14 +353,7 @@ fn the_coordinators_log_keeps_a_commit_record_a_participant_still_needs() {
     o.log.group_commit.max_bytes = 1 << 30;
     o.checkpoint_log_bytes = 1 << 30;
     o.checkpoint_interval = std::time::Duration::from_secs(3600);
-    let db = Partitioned::builder(DIR)
-        .log_managers(2)
-        .options(o)
-        .storage(Arc::new(sim.pinned()))
-        .assign("a", 0)
-        .assign("b", 1)
-        .open()
-        .unwrap();
+    let db = open_with(&sim, 2, o).unwrap();
     let a = db.create_table("a").unwrap();
     let b = db.create_table("b").unwrap();
     let mut tx = db.begin();

@@ -205,16 +205,16 @@ impl Btree<'_> {
             hook();
         }
         for (w, img) in pages.iter_mut() {
-            // The image LSN goes into the bytes before they are installed: a checkpoint
-            // reading the frame between `install` and `set_image_lsn` saw the image LSN
-            // the bytes were built with — 0 for a new page, the page's previous image
-            // otherwise — and recorded the page dirty from there; while the log still
-            // began at LSN 0 that pinned every checkpoint's truncation point at 0, and
-            // under many concurrent splits the log was never truncated.
+            // The image LSN goes into the bytes before they are installed (`install`
+            // takes the frame's image LSN from them). Stamped after, a checkpoint reading
+            // the frame in between saw the LSN the bytes were built with — 0 for a new
+            // page, the page's previous image otherwise — and recorded the page dirty
+            // from there; while the log still began at LSN 0 that pinned every
+            // checkpoint's truncation point at 0, and under many concurrent splits the
+            // log was never truncated.
             crate::page::set_image_lsn(img, a.lsn.0);
             w.install(img);
             w.mark_dirty(a.lsn, a.end);
-            w.set_image_lsn(a.lsn);
         }
         Ok(())
     }
