@@ -842,6 +842,19 @@ impl Transaction {
             )));
         }
         let r = self.undo_all();
+        if let Err(e) = &r {
+            // The tree still holds changes of this transaction that were not undone, and
+            // its locks are the only thing keeping them from other transactions: once
+            // they go, anyone could read or overwrite an aborted change. So the database
+            // stops first (every later call fails with this), and restart recovery,
+            // which undoes every loser, finishes the rollback at the next open.
+            if self.db.check().is_ok() {
+                self.db.poison_with(&format!(
+                    "the rollback of transaction {} could not finish ({e}); reopen the database to let restart recovery finish it",
+                    self.shared.id
+                ));
+            }
+        }
         self.state = State::Aborted;
         self.release_locks();
         r
@@ -849,14 +862,32 @@ impl Transaction {
 
     fn undo_all(&mut self) -> Result<()> {
         self.db.check()?;
-        while let Some(e) = self.undo.pop() {
+        while let Some(e) = self.undo.last() {
             let latch = self.db.store.tree_latch(e.tree);
             let mut logger = ClrLogger {
                 txn: &self.shared,
                 undo_next: e.prev,
             };
             let before = e.before.as_ref().map(StoredValue::as_cell);
-            Btree::new(&self.db.store, e.tree, &latch).set(&e.key, before, &mut logger)?;
+            let tree = Btree::new(&self.db.store, e.tree, &latch);
+            // A rollback must not give up while it can still make progress: a pool
+            // whose frames are all pinned frees them as the other transactions' waits
+            // time out, so a full pool is waited out (bounded), not reported.
+            let mut waited = std::time::Duration::ZERO;
+            loop {
+                match tree.set(&e.key, before, &mut logger) {
+                    Err(Error::BufferPoolFull(_)) if waited < UNDO_POOL_WAIT => {
+                        let pause = std::time::Duration::from_millis(10);
+                        std::thread::sleep(pause);
+                        waited += pause;
+                    }
+                    r => {
+                        r?;
+                        break;
+                    }
+                }
+            }
+            self.undo.pop();
         }
         if self.shared.chain().last.is_some() {
             let txn = self.shared.id;
@@ -867,6 +898,11 @@ impl Transaction {
         Ok(())
     }
 }
+
+/// How long a rollback waits out a buffer pool whose frames are all pinned before it
+/// gives up (and stops the database): far longer than any fetch waits, so that every
+/// other transaction's wait times out and lets its frames go first.
+const UNDO_POOL_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Drop for Transaction {
     fn drop(&mut self) {
