@@ -145,9 +145,15 @@ pub(crate) struct Counters {
 impl Counters {
     /// Counts one write of `bytes` by the propagation strategy.
     pub(crate) fn wrote(&self, bytes: usize) {
+        self.wrote_in(bytes, 1);
+    }
+
+    /// Counts `bytes` written to the data file in `calls` write calls.
+    pub(crate) fn wrote_in(&self, bytes: usize, calls: usize) {
         self.propagated_bytes
             .fetch_add(bytes as u64, Ordering::Relaxed);
-        self.propagation_writes.fetch_add(1, Ordering::Relaxed);
+        self.propagation_writes
+            .fetch_add(calls as u64, Ordering::Relaxed);
     }
 
     /// Counts time spent in data-file writes and syncs.

@@ -1,27 +1,24 @@
 //! Cluster writes for the page cleaner (`propagation::page_cleaner`): several adjacent
-//! dirty pages go to the data file with one write, under every rule of
-//! [`BufferPool::write_frame`].
+//! dirty pages go to the data file with one write, through the page-write protocol
+//! (`write_protocol`), which keeps every rule a page write must.
 //!
-//! The rules, as `write_frame` keeps them for one page:
-//! * a frame's writes are serialised by its `io` lock, so an older image never lands
-//!   after a newer one; here it is only tried: a frame someone else is writing is left
-//!   out, which splits the cluster around it;
+//! What is particular to clusters:
+//! * a frame's writes are serialised by its `io` lock; here it is only tried: a frame
+//!   someone else is writing is left out, which splits the cluster around it;
 //! * the page is copied under an S latch, and only if it is dirty and valid;
-//! * write-ahead: the log is durable up to the copy's PageLSN before the write (here the
-//!   highest PageLSN of the cluster, one wait for all);
-//! * torn pages: under the write gate held shared, a page is written only if its last full
-//!   image is above the image floor. A page failing that is left out of the cluster and
-//!   written alone by `write_frame`, which logs its image first;
-//! * CleanLSN advances (fetch_max) to the PageLSN copied, once the write is synced (the
-//!   issue's rule: each cleaner write is durable before its pages count as clean).
+//! * write-ahead: one wait for the log, up to the highest PageLSN of the cluster;
+//! * a page the protocol refuses for want of a full image above the floor is written
+//!   alone by `write_frame` afterwards, which logs its image first;
+//! * CleanLSN advances (fetch_max) to the PageLSN copied only once the data file is
+//!   synced (each cleaner write is durable before its pages count as clean).
 //!
 //! Frames are pinned while they are worked on, so they are not evicted meanwhile. No
-//! latch is waited for while the write gate is held, nor while another frame of the
-//! cluster is pinned (a latch holder may be waiting for a frame to be unpinned): a later
-//! frame whose latch is taken is left out, which splits the cluster.
+//! latch is waited for while a landing is held, nor while another frame of the cluster
+//! is pinned (a latch holder may be waiting for a frame to be unpinned): a later frame
+//! whose latch is taken is left out, which splits the cluster.
 
 use super::frame::STATE_READY;
-use super::{BufferPool, PageRef, Wait};
+use super::{BufferPool, Landed, PageRef, Wait};
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::page;
@@ -66,7 +63,6 @@ struct Copied<'a> {
     id: PageId,
     copy: Vec<u8>,
     lsn: u64,
-    image: u64,
     /// Held for its drop: the frame's I/O lock.
     _io: MutexGuard<'a, ()>,
     /// Held for its drop: the pin.
@@ -150,17 +146,11 @@ impl BufferPool {
             };
             let id = pin.id();
             assert_eq!(page::page_lsn(&copy), lsn);
-            let image = page::image_lsn(&copy);
-            assert!(
-                image < lsn,
-                "page {id}: image LSN {image} not below PageLSN {lsn}"
-            );
             copied.push(Copied {
                 frame: i,
                 id,
                 copy,
                 lsn,
-                image,
                 _io: io,
                 _pin: pin,
             });
@@ -169,52 +159,57 @@ impl BufferPool {
             return Ok(done);
         };
 
-        // The write-ahead rule, once for the cluster.
-        let durable = self.log.wait_durable(Lsn(max)).map_err(Error::from)?;
-        assert!(
-            durable.0 >= max,
-            "write-ahead rule: a cluster up to {max} but log durable only to {durable}"
-        );
+        // The write-ahead rule, once for the cluster (the landings assert it).
+        self.log.wait_durable(Lsn(max)).map_err(Error::from)?;
         for c in &mut copied {
             page::seal(&mut c.copy);
-            debug_assert_eq!(page::validate(&c.copy, c.id).map(|_| ()), Ok(()));
         }
         copied.sort_by_key(|c| c.id);
 
-        // The torn-page rule and the writes, under the gate (nothing in here waits for a
-        // latch).
-        let mut written: Vec<Copied<'_>> = Vec::new();
-        let unimaged = {
-            let _gate = self.write_gate.read();
-            let floor = self.image_floor.load(Ordering::SeqCst);
-            let (ok, unimaged): (Vec<_>, Vec<_>) =
-                copied.into_iter().partition(|c| c.image > floor);
-            let mut run: Vec<Copied<'_>> = Vec::new();
-            for c in ok {
-                if run.last().is_some_and(|l| l.id.0 + 1 != c.id.0) {
-                    done += self.write_run(&run, counters)?;
-                    written.append(&mut run);
+        // Through the protocol, one landing per run of adjacent page ids (nothing in a
+        // landing waits for a latch).
+        let page_size = copied[0].copy.len();
+        let mut landed: Vec<Copied<'_>> = Vec::new();
+        let mut unimaged: Vec<Copied<'_>> = Vec::new();
+        let mut rest = copied.into_iter().peekable();
+        let mut scratch = Vec::new();
+        while let Some(c) = rest.next() {
+            let mut run = vec![c];
+            while let Some(n) = rest.next_if(|n| n.id.0 == run[run.len() - 1].id.0 + 1) {
+                run.push(n);
+            }
+            scratch.resize(run.len() * page_size, 0);
+            let t = std::time::Instant::now();
+            let mut landing = self.landing(run[0].id, &mut scratch)?;
+            let pages: Vec<(PageId, &[u8])> = run.iter().map(|c| (c.id, &c.copy[..])).collect();
+            let verdicts = landing.write(&pages)?;
+            let (calls, bytes) = landing.written();
+            drop(landing);
+            counters.writing(t.elapsed());
+            counters.wrote_in(bytes, calls);
+            let pages = verdicts.iter().filter(|v| **v == Landed::Written).count();
+            self.writes.fetch_add(pages as u64, Ordering::Relaxed);
+            done += Cleaned {
+                pages,
+                writes: calls,
+            };
+            for (c, v) in run.into_iter().zip(verdicts) {
+                match v {
+                    Landed::Written | Landed::Superseded(_) => landed.push(c),
+                    Landed::NeedsImage => unimaged.push(c),
                 }
-                run.push(c);
             }
-            if !run.is_empty() {
-                done += self.write_run(&run, counters)?;
-                written.append(&mut run);
-            }
-            unimaged
-        };
-        // Durable before CleanLSN moves (outside the gate: a checkpoint waiting for it
-        // would hold up every other page write meanwhile). The I/O locks and pins go
-        // with `written`, after.
-        if !written.is_empty() {
+        }
+        // Durable before CleanLSN moves. The I/O locks and pins go with `landed`, after.
+        if !landed.is_empty() {
             let t = std::time::Instant::now();
             self.file.sync().map_err(|e| self.fail(e))?;
             counters.writing(t.elapsed());
-            for c in &written {
+            for c in &landed {
                 self.frames[c.frame].written(c.lsn);
             }
         }
-        drop(written);
+        drop(landed);
 
         // Pages with no image above the floor: `write_frame` logs one (under the X latch,
         // outside the gate) and writes them, one at a time, holding nothing else (it waits
@@ -246,37 +241,4 @@ impl BufferPool {
         }
         Ok(done)
     }
-
-    /// Writes a run of sealed copies of adjacent pages with one write (their CleanLSNs
-    /// move once it is synced). Called under the write gate.
-    fn write_run(&self, run: &[Copied<'_>], counters: &Counters) -> Result<Cleaned> {
-        debug_assert!(run.windows(2).all(|w| w[0].id.0 + 1 == w[1].id.0));
-        let joined;
-        let bytes: &[u8] = if run.len() == 1 {
-            &run[0].copy
-        } else {
-            joined = concat(run);
-            &joined
-        };
-        let t = std::time::Instant::now();
-        self.file
-            .write_pages(run[0].id, bytes)
-            .map_err(|e| self.fail(e))?;
-        counters.writing(t.elapsed());
-        self.writes.fetch_add(run.len() as u64, Ordering::Relaxed);
-        counters.wrote(bytes.len());
-        Ok(Cleaned {
-            pages: run.len(),
-            writes: 1,
-        })
-    }
-}
-
-/// The concatenation of a run's copies.
-fn concat(run: &[Copied<'_>]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(run.iter().map(|c| c.copy.len()).sum());
-    for c in run {
-        v.extend_from_slice(&c.copy);
-    }
-    v
 }

@@ -2,21 +2,25 @@
 //! frame a CleanLSN — a page is dirty iff its PageLSN is above its CleanLSN.
 //!
 //! Steal and no-force: a dirty page may be written at any time (eviction, checkpoint),
-//! committed or not, and commit never writes pages. Two rules are enforced in the one
-//! place pages are written ([`BufferPool::write_frame`]): the write-ahead rule (the log
-//! is made durable up to the PageLSN first, and that is asserted), and the torn-page
-//! rule (a page whose last full image is at or below the *image floor* gets a new image
-//! logged, durably, before it is written; see `checkpoint` and ARCHITECTURE.md).
+//! committed or not, and commit never writes pages. Every page write, whoever makes it,
+//! goes through one protocol (`write_protocol`): the write-ahead rule, the torn-page rule
+//! (a page whose last full image is at or below the *image floor* gets a new image
+//! logged before it is written; see `checkpoint` and ARCHITECTURE.md), an older version
+//! of a page never landing over a newer one, and CleanLSN moving only for what landed.
 
 mod cleaning;
+mod data_file;
 mod frame;
 mod page_ref;
 mod pool;
 #[cfg(test)]
 mod tests;
+mod write_protocol;
 
 pub(crate) use cleaning::{Candidate, Cleaned};
+pub(crate) use data_file::DataFile;
 pub(crate) use frame::Frame;
 pub(crate) use page_ref::{PageRef, PageWrite};
 pub use pool::PoolStats;
 pub(crate) use pool::{BufferPool, Wait};
+pub(crate) use write_protocol::Landed;

@@ -1,8 +1,7 @@
 //! The pool: page table, CLOCK replacement, loading and writing pages.
 
 use crate::buffer_pool::frame::{Frame, STATE_LOADING, STATE_READY};
-use crate::buffer_pool::{PageRef, PageWrite};
-use crate::data_file::DataFile;
+use crate::buffer_pool::{DataFile, Landed, PageRef, PageWrite};
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::log_record::Record;
@@ -31,7 +30,9 @@ struct Table {
 pub struct PoolStats {
     /// Pages read from disk.
     pub reads: u64,
-    /// Pages written to disk.
+    /// Pages the pool wrote from its frames (evictions, checkpoint sweeps, page-cleaner
+    /// clusters); the log cleaner's writes, made from the log, are counted in
+    /// [`Backlog`](crate::Backlog) instead.
     pub writes: u64,
     /// Pages evicted to make room.
     pub evictions: u64,
@@ -85,6 +86,11 @@ pub(crate) struct BufferPool {
     /// Called when a fetch picks a dirty victim (eviction pressure): the page cleaner's
     /// wake-up under the page strategy (`Inner::start_propagation`).
     dirty_victim_hook: OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// Test-only pause point: runs once, in the next `write_frame`, after the page was
+    /// copied and the log made durable, before the landing (to drive races with that
+    /// window deterministically).
+    #[cfg(test)]
+    pub(crate) before_landing: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 impl BufferPool {
@@ -120,6 +126,8 @@ impl BufferPool {
             evictions: AtomicU64::new(0),
             victim_writes: AtomicU64::new(0),
             dirty_victim_hook: OnceLock::new(),
+            #[cfg(test)]
+            before_landing: Mutex::new(None),
         }
     }
 
@@ -140,12 +148,6 @@ impl BufferPool {
             return None;
         }
         self.poison.lock().clone()
-    }
-
-    /// A failed write of the data file by someone other than the pool (the log
-    /// cleaner): poisons the pool as its own would.
-    pub(crate) fn fail_write(&self, e: Error) -> Error {
-        self.fail(e)
     }
 
     /// Sets the hook called when a fetch must write a dirty victim (once; later calls
@@ -405,11 +407,11 @@ impl BufferPool {
     /// frame was busy (nothing written).
     ///
     /// The page is copied under an S latch; the log is made durable up to its PageLSN
-    /// (the write-ahead rule); then, under the write gate, the torn-page rule is checked
-    /// against the image floor F: a page whose last full image is at or below F would,
-    /// if this write were torn, have no image in the log that recovery reads, so a full
-    /// image is logged first (under the X latch) and the write starts over. Otherwise the
-    /// sealed copy is written and CleanLSN advances.
+    /// (the write-ahead rule), with nothing held; then the copy goes through the
+    /// page-write protocol (`write_protocol`). If the protocol refuses it because its last
+    /// full image is at or below the image floor (a torn write could not be repaired), a
+    /// full image is logged first (under the X latch) and the write starts over. CleanLSN
+    /// moves to the copy's PageLSN once the file holds it (or a newer version).
     pub(crate) fn write_frame(&self, i: usize, wait: Wait) -> Result<bool> {
         if self.read_only {
             return Err(Error::ReadOnly);
@@ -427,9 +429,8 @@ impl BufferPool {
                 None => return Ok(false),
             },
         };
-        if self.redo.load(Ordering::Acquire) {
-            return self.write_during_redo(f);
-        }
+        let redo = self.redo.load(Ordering::Acquire);
+        let mut scratch = vec![0u8; self.file.page_size()];
         // Each round that does not write logs an image above the floor it saw; another
         // round is needed only if a whole checkpoint raised the floor past that image
         // meanwhile, so this ends.
@@ -446,32 +447,43 @@ impl BufferPool {
                     return Ok(true);
                 }
                 assert!(f.valid.load(Ordering::Acquire), "dirty page must be valid");
-                (f.page_id(), g.to_vec(), f.page_lsn.load(Ordering::SeqCst))
+                let id = f.page_id();
+                if redo && !self.redo_imaged.lock().contains(&id) {
+                    // The redo pass's rule (`set_redo`): not written until redo has met
+                    // an image of it; the evictor picks another victim.
+                    return Ok(false);
+                }
+                (id, g.to_vec(), f.page_lsn.load(Ordering::SeqCst))
             };
             assert_eq!(page::page_lsn(&copy), lsn);
-            let image = page::image_lsn(&copy);
-            assert!(
-                image < lsn,
-                "page {id}: image LSN {image} not below PageLSN {lsn}"
-            );
-            let durable = self.log.wait_durable(Lsn(lsn)).map_err(Error::from)?;
-            assert!(
-                durable.0 >= lsn,
-                "write-ahead rule: page {id} at {lsn} but log durable only to {durable}"
-            );
-            {
-                let _gate = self.write_gate.read();
-                if image > self.image_floor.load(Ordering::SeqCst) {
-                    page::seal(&mut copy);
-                    debug_assert_eq!(page::validate(&copy, id).map(|_| ()), Ok(()));
-                    self.file.write(id, &copy).map_err(|e| self.fail(e))?;
-                    self.writes.fetch_add(1, Ordering::Relaxed);
+            if redo {
+                // Redo appends nothing: every record it applied is durable already.
+                let durable = self.log.durable_lsn();
+                assert!(
+                    durable.0 >= lsn,
+                    "write-ahead rule: page {id} at {lsn} but log durable only to {durable}"
+                );
+            } else {
+                self.log.wait_durable(Lsn(lsn)).map_err(Error::from)?;
+            }
+            page::seal(&mut copy);
+            #[cfg(test)]
+            if let Some(hook) = self.before_landing.lock().take() {
+                hook();
+            }
+            let verdict = self.landing(id, &mut scratch)?.write(&[(id, &copy)])?[0];
+            match verdict {
+                Landed::Written | Landed::Superseded(_) => {
+                    self.writes
+                        .fetch_add(u64::from(verdict == Landed::Written), Ordering::Relaxed);
                     f.written(lsn);
                     return Ok(true);
                 }
+                Landed::NeedsImage => {}
             }
-            // Not under the gate: waiting for a latch while holding it could deadlock
-            // with a latch holder queued behind a checkpoint's exclusive request.
+            // Not under the landing: waiting for a latch while holding the write gate
+            // could deadlock with a latch holder queued behind a checkpoint's exclusive
+            // request.
             let guard = match wait {
                 Wait::Block => f.latch.write(),
                 Wait::Try => match f.latch.try_write() {
@@ -514,31 +526,6 @@ impl BufferPool {
     /// replays for the page, so the page may be written (`set_redo`).
     pub(crate) fn redo_met_image(&self, id: PageId) {
         self.redo_imaged.lock().insert(id);
-    }
-
-    /// `write_frame` during the redo pass (see `set_redo`).
-    fn write_during_redo(&self, f: &Frame) -> Result<bool> {
-        let g = f.latch.read();
-        if !f.is_dirty() {
-            return Ok(true);
-        }
-        if !self.redo_imaged.lock().contains(&f.page_id()) {
-            return Ok(false);
-        }
-        let (id, mut copy, lsn) = (f.page_id(), g.to_vec(), f.page_lsn.load(Ordering::SeqCst));
-        drop(g);
-        // Redo appends nothing: every record it applied is durable already.
-        let durable = self.log.durable_lsn();
-        assert!(
-            durable.0 >= lsn,
-            "write-ahead rule: page {id} at {lsn} but log durable only to {durable}"
-        );
-        page::seal(&mut copy);
-        debug_assert_eq!(page::validate(&copy, id).map(|_| ()), Ok(()));
-        self.file.write(id, &copy).map_err(|e| self.fail(e))?;
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        f.written(lsn);
-        Ok(true)
     }
 
     /// Logs the X-latched page's current image and stamps the page with it (PageLSN
@@ -634,21 +621,15 @@ impl BufferPool {
         (n, oldest)
     }
 
-    /// The data file (for the log cleaner, which writes pages without the pool).
-    pub(crate) fn file(&self) -> &DataFile {
-        &self.file
+    /// Pages per propagation segment of the data file (log-based propagation reads and
+    /// writes a segment at a time, through [`BufferPool::landing`]).
+    pub(crate) fn segment_pages(&self) -> u64 {
+        self.file.segment_pages()
     }
 
-    /// The image floor (see the field): a page may be written only if its last full
-    /// image is above it. Read under [`BufferPool::shared_write_gate`].
-    pub(crate) fn image_floor(&self) -> u64 {
-        self.image_floor.load(Ordering::SeqCst)
-    }
-
-    /// Held by every page write from reading the image floor to the end of its write
-    /// (the log cleaner takes it too; see the field).
-    pub(crate) fn shared_write_gate(&self) -> parking_lot::RwLockReadGuard<'_, ()> {
-        self.write_gate.read()
+    /// The propagation segment page `id` belongs to.
+    pub(crate) fn segment_of(&self, id: PageId) -> u64 {
+        self.file.segment_of(id)
     }
 
     /// Log-based propagation wrote page `id` to disk, durably, with every change below

@@ -14,19 +14,18 @@
 //!
 //! The rules it keeps, the same as every page write's (`BufferPool::write_frame`):
 //! * **Write-ahead**: it replays only durable records (the checkpoint waits for R first).
-//! * **Torn pages**: a page is written only if its last full image is above the image
-//!   floor, read under the pool's write gate held shared — a torn write is then repaired
-//!   by recovery from that image, as for any page write.
-//! * **Never older**: the segment's lock is held from reading it to writing it, and every
-//!   page read and write of the pool takes the same lock, so a newer version the pool
-//!   wrote is never overwritten with an older one and a page is never loaded half-written.
-//!   Records are applied only above a page's PageLSN.
+//! * **Torn pages**, **never older**, **clean only for what landed**: it reads and
+//!   writes each segment through one landing of the buffer pool's page-write protocol
+//!   (`buffer_pool::Landing`), the same as every other page writer, which holds the
+//!   segment from the read to the writes. Records are applied only above a page's
+//!   PageLSN.
 //! * Only pages it changed are written: rewriting an unchanged page could tear it, and
 //!   the log would hold no image to repair it.
 
 use super::archive::{Archive, RunEntry, ScanError};
 use super::Counters;
 use crate::btree::apply_op;
+use crate::buffer_pool::Landed;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::log_record::Record;
@@ -113,20 +112,20 @@ fn replay(
     from: Lsn,
     to: Lsn,
 ) -> std::result::Result<PassReport, Failure> {
-    let file = store.pool.file();
+    let pool = &store.pool;
     let page_size = store.page_size;
-    let seg_pages = file.segment_pages();
+    let seg_pages = pool.segment_pages();
     let mut report = PassReport::default();
-    let mut written: Vec<(PageId, u64)> = Vec::new();
     let busy = std::time::Instant::now();
     let mut merge = archive.scan(PageId(0), PageId(u64::MAX), from, to)?;
     let mut next: Option<RunEntry> = next_entry(&mut merge)?;
     let mut buf = vec![0u8; seg_pages as usize * page_size];
     while let Some(first) = next.take() {
-        let seg = file.segment_of(first.page);
+        let seg = pool.segment_of(first.page);
         let base = PageId(seg * seg_pages);
-        let seg_lock = file.lock_segment(seg);
-        file.read_locked(base, &mut buf)?;
+        // The page-write protocol's landing: the segment is held from this read to the
+        // writes, so no version of its pages lands in between.
+        let mut landing = pool.landing(base, &mut buf)?;
         report.segments += 1;
         let mut slots: Vec<Slot> = buf
             .chunks(page_size)
@@ -139,7 +138,7 @@ fn replay(
             .collect();
         let mut entry = Some(first);
         while let Some(e) = entry.take() {
-            if file.segment_of(e.page) != seg {
+            if pool.segment_of(e.page) != seg {
                 next = Some(e);
                 break;
             }
@@ -150,45 +149,43 @@ fn replay(
             }
             entry = next_entry(&mut merge)?;
         }
-        // Write the changed pages whose last image is above the floor, in runs of
-        // adjacent pages; leave the others to the checkpoint's sweep.
-        let gate = store.pool.shared_write_gate();
-        let floor = store.pool.image_floor();
-        let mut k = 0;
-        while k < slots.len() {
-            let ok = |s: &Slot, p: &[u8]| s.changed && s.valid && page::image_lsn(p) > floor;
-            if !ok(&slots[k], &buf[k * page_size..(k + 1) * page_size]) {
-                if slots[k].changed || slots[k].unbuildable {
-                    report.skipped += 1;
-                }
-                k += 1;
-                continue;
-            }
-            let start = k;
-            while k < slots.len() && ok(&slots[k], &buf[k * page_size..(k + 1) * page_size]) {
-                let p = &mut buf[k * page_size..(k + 1) * page_size];
+        // Write the pages it changed (a page it could not rebuild, or whose last image
+        // is at or below the image floor, is left to the checkpoint's sweep).
+        let mut pages: Vec<(PageId, &[u8])> = Vec::new();
+        for (k, (slot, p)) in slots.iter().zip(buf.chunks_mut(page_size)).enumerate() {
+            if slot.changed && slot.valid {
                 page::seal(p);
-                written.push((PageId(base.0 + k as u64), page::page_lsn(p)));
-                k += 1;
+                pages.push((PageId(base.0 + k as u64), &*p));
+            } else if slot.changed || slot.unbuildable {
+                report.skipped += 1;
             }
-            let run = &buf[start * page_size..k * page_size];
-            let t = std::time::Instant::now();
-            file.write_locked(PageId(base.0 + start as u64), run)
-                .map_err(|e| store.pool.fail_write(e))?;
-            counters.writing(t.elapsed());
-            counters.wrote(run.len());
-            report.writes += 1;
-            report.pages += (k - start) as u64;
         }
-        drop(gate);
-        drop(seg_lock);
+        let t = std::time::Instant::now();
+        let verdicts = landing.write(&pages)?;
+        let (calls, bytes) = landing.written();
+        drop(landing);
+        counters.writing(t.elapsed());
+        counters.wrote_in(bytes, calls);
+        report.writes += calls as u64;
+        let mut written: Vec<(PageId, u64)> = Vec::new();
+        for (&(id, p), v) in pages.iter().zip(verdicts) {
+            match v {
+                Landed::Written => written.push((id, page::page_lsn(p))),
+                // Read under this landing and only raised since: nothing newer is there.
+                Landed::Superseded(d) => unreachable!(
+                    "page {id}: the file holds {d}, above what the cleaner read under its landing"
+                ),
+                Landed::NeedsImage => report.skipped += 1,
+            }
+        }
+        report.pages += written.len() as u64;
         if !written.is_empty() {
             // Durable before any CleanLSN moves.
             let t = std::time::Instant::now();
-            store.pool.sync()?;
+            pool.sync()?;
             counters.writing(t.elapsed());
-            for (id, lsn) in written.drain(..) {
-                store.pool.mark_propagated(id, lsn, to);
+            for (id, lsn) in written {
+                pool.mark_propagated(id, lsn, to);
             }
         }
     }

@@ -249,3 +249,58 @@ fn the_strategy_can_change_between_opens() {
     tx.commit().unwrap();
     db.verify().unwrap();
 }
+
+/// Postmortem (issue 22, defect 1): an eviction copied a page, let its latch go and waited
+/// for the log; meanwhile the page changed and a checkpoint's log cleaner wrote the newer
+/// version; the eviction's older copy then landed over it, the frame counted as clean,
+/// and the next load read the old value. The page-write protocol now refuses to land an
+/// older version of a page over a newer one. This drives that exact interleaving.
+#[test]
+fn an_eviction_never_lands_an_older_copy_over_the_log_cleaners_newer_page() {
+    let sim = SimStorage::new(22);
+    let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+    let t = db.create_table("t").unwrap();
+    let p = t.id(); // the root, the table's only leaf
+    put(&db, &t, "k", b"v1");
+    let pool = &db.inner.store.pool;
+    let frame = (0..pool.frame_count())
+        .find(|&i| pool.pin_frame(i).is_some_and(|r| r.id() == p))
+        .expect("the leaf is in the pool");
+    assert!(pool.frames[frame].is_dirty());
+
+    // The writer pauses between its copy (v1) and its landing.
+    let (paused_tx, paused) = std::sync::mpsc::channel::<()>();
+    let (go, go_rx) = std::sync::mpsc::channel::<()>();
+    *pool.before_landing.lock() = Some(Box::new(move || {
+        paused_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+    }));
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            let _pin = pool.pin_frame(frame).unwrap();
+            pool.write_frame(frame, crate::buffer_pool::Wait::Block)
+        });
+        paused.recv().unwrap();
+        // Meanwhile: a newer version, written by the log cleaner at a checkpoint.
+        put(&db, &t, "k", b"v2");
+        db.checkpoint().unwrap();
+        let mut disk = vec![0u8; db.page_size()];
+        pool.read_disk(p, &mut disk).unwrap();
+        let cleaned = crate::page::page_lsn(&disk);
+        assert_eq!(cleaned, pool.frames[frame].page_lsn.load(Ordering::SeqCst));
+        go.send(()).unwrap();
+        assert!(writer.join().unwrap().unwrap());
+        pool.read_disk(p, &mut disk).unwrap();
+        assert_eq!(
+            crate::page::page_lsn(&disk),
+            cleaned,
+            "the older copy landed over the newer version"
+        );
+    });
+    // The frame is clean: out of the pool, the page is read back from the file.
+    assert!(pool.evict(p).unwrap());
+    let got = db.transaction(|tx| tx.get(&t, b"k")).unwrap();
+    assert_eq!(got.as_deref(), Some(&b"v2"[..]));
+    drop(t);
+    db.close().unwrap();
+}

@@ -1,0 +1,197 @@
+//! The data file: pages at `id * page_size`, through the storage seam. Its write methods
+//! are private to the buffer pool: every page write goes through the page-write protocol
+//! (`write_protocol`).
+
+use crate::data_file::file_error;
+use crate::error::{Error, Result};
+use crate::ids::PageId;
+use parking_lot::{Mutex, MutexGuard};
+use sluice_storage::{failpoint, FileHandle, OpenOptions, Storage};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The error for a data file that cannot be opened: a missing one is damage.
+fn missing_or(path: &Path, e: io::Error) -> Error {
+    if e.kind() == io::ErrorKind::NotFound {
+        Error::Corruption(format!(
+            "data file {} is missing but the control file says the database exists",
+            path.display()
+        ))
+    } else {
+        file_error("data file", path, e)
+    }
+}
+
+/// Stripes of segment locks (see [`DataFile::lock_segment`]).
+const SEGMENT_STRIPES: usize = 64;
+
+/// The file that holds the pages.
+pub(crate) struct DataFile {
+    file: Box<dyn FileHandle>,
+    page_size: usize,
+    path: PathBuf,
+    /// Pages per propagation segment (log-based propagation reads and writes a segment
+    /// as a unit).
+    segment_pages: u64,
+    /// Segment locks, striped: a page load holds its segment's lock for the read, and a
+    /// landing of the page-write protocol holds the locks of its pages from reading what
+    /// the file holds to writing, so no write lands between that read and its decision
+    /// (an older version never lands over a newer one) and a page being loaded never
+    /// reads a half-written one.
+    segment_locks: Box<[Mutex<()>]>,
+}
+
+impl DataFile {
+    /// Opens the data file at `path`; creates it only if `create` (a database being
+    /// created): an existing database whose data file is gone is damaged, and an empty
+    /// new file would hide that.
+    pub(crate) fn open(
+        storage: &dyn Storage,
+        path: &Path,
+        page_size: usize,
+        create: bool,
+    ) -> Result<DataFile> {
+        let how = if create {
+            OpenOptions::CREATE
+        } else {
+            OpenOptions::EXISTING
+        };
+        let file = storage.open(path, how).map_err(|e| missing_or(path, e))?;
+        // What recovery reads must be what the device holds. A dead process may have left
+        // page writes in the OS cache that never reached the device: sync them (so that
+        // what is read stays true across a power loss), then drop the cache, because after
+        // a failed fsync Linux keeps pages readable that it will never write (issue 8,
+        // defects 1 and 2). A failure here refuses the open.
+        file.sync_data()
+            .map_err(|e| file_error("data file", path, e))?;
+        file.drop_cache()
+            .map_err(|e| file_error("data file", path, e))?;
+        Ok(DataFile::new(file, page_size, path))
+    }
+
+    fn new(file: Box<dyn FileHandle>, page_size: usize, path: &Path) -> DataFile {
+        DataFile {
+            file,
+            page_size,
+            path: path.to_path_buf(),
+            segment_pages: ((1 << 20) / page_size as u64).max(1),
+            segment_locks: (0..SEGMENT_STRIPES).map(|_| Mutex::new(())).collect(),
+        }
+    }
+
+    /// Sets the propagation segment size (a multiple of the page size): log-based
+    /// propagation reads and writes a segment at a time, and the segment locks stripe by
+    /// it.
+    pub(crate) fn with_segment_bytes(mut self, bytes: usize) -> DataFile {
+        self.segment_pages = (bytes / self.page_size).max(1) as u64;
+        self
+    }
+
+    /// Pages per propagation segment.
+    pub(crate) fn segment_pages(&self) -> u64 {
+        self.segment_pages
+    }
+
+    /// The segment page `id` belongs to.
+    pub(crate) fn segment_of(&self, id: PageId) -> u64 {
+        id.0 / self.segment_pages
+    }
+
+    /// The segment locks of pages `[first, first + count)`: distinct stripes, taken in
+    /// increasing order (a landing is the only holder of more than one, so nobody waits
+    /// for a stripe while holding a higher one).
+    pub(super) fn lock_pages(&self, first: PageId, count: u64) -> Vec<MutexGuard<'_, ()>> {
+        assert!(count > 0);
+        let last = first.0 + count - 1;
+        let mut stripes: Vec<usize> = (first.0 / self.segment_pages..=last / self.segment_pages)
+            .map(|seg| (seg % SEGMENT_STRIPES as u64) as usize)
+            .collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        stripes
+            .into_iter()
+            .map(|i| self.segment_locks[i].lock())
+            .collect()
+    }
+
+    /// The page size.
+    pub(super) fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// Opens the existing data file at `path` for reading only, as it is: no sync, no
+    /// cache dropped (a read-only database changes nothing, and reads what the operating
+    /// system shows).
+    pub(crate) fn open_read_only(
+        storage: &dyn Storage,
+        path: &Path,
+        page_size: usize,
+    ) -> Result<DataFile> {
+        let file = storage
+            .open(path, OpenOptions::READ_ONLY)
+            .map_err(|e| missing_or(path, e))?;
+        Ok(DataFile::new(file, page_size, path))
+    }
+
+    /// Where the file is.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn error(&self, e: io::Error) -> Error {
+        file_error("data file", &self.path, e)
+    }
+
+    fn offset(&self, id: PageId) -> u64 {
+        assert!(id.is_some(), "page id NONE has no place in the file");
+        id.0 * self.page_size as u64
+    }
+
+    /// Reads page `id` into `buf`; bytes past the end of the file read as zeros (a page
+    /// allocated but never written).
+    pub(super) fn read(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
+        assert_eq!(buf.len(), self.page_size);
+        let _seg = self.lock_pages(id, 1);
+        self.read_locked(id, buf)
+    }
+
+    /// Reads pages from `first` into `buf` (whole pages) while their segment's lock is
+    /// held by the caller ([`DataFile::lock_pages`]); bytes past the end read as zeros.
+    pub(super) fn read_locked(&self, first: PageId, buf: &mut [u8]) -> Result<()> {
+        assert_eq!(buf.len() % self.page_size, 0);
+        let off = self.offset(first);
+        let mut done = 0;
+        while done < buf.len() {
+            let n = self
+                .file
+                .read_at(&mut buf[done..], off + done as u64)
+                .map_err(|e| self.error(e))?;
+            if n == 0 {
+                break;
+            }
+            done += n;
+        }
+        buf[done..].fill(0);
+        Ok(())
+    }
+
+    /// Writes sealed pages from `first` while their segments' locks are held
+    /// ([`DataFile::lock_pages`]); only the page-write protocol calls it.
+    pub(super) fn write_locked(&self, first: PageId, pages: &[u8]) -> Result<()> {
+        assert_eq!(pages.len() % self.page_size, 0);
+        self.file
+            .write_at(pages, self.offset(first))
+            .and_then(|()| self.file.failpoint(failpoint::PAGE_WRITTEN))
+            .map_err(|e| self.error(e))
+    }
+
+    /// Makes every write so far durable.
+    pub(crate) fn sync(&self) -> Result<()> {
+        self.file.sync_data().map_err(|e| self.error(e))
+    }
+
+    /// The file's length as reads see it.
+    pub(crate) fn len(&self) -> Result<u64> {
+        self.file.len().map_err(|e| self.error(e))
+    }
+}
