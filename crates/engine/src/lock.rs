@@ -24,6 +24,17 @@
 //! (inserts, deletes) and `btree/scan.rs` (scans); point reads take record S, updates
 //! record X.
 //!
+//! **Gap inheritance.** An insert of `k` splits the gap named `next(k)` in two: the
+//! lower half is named by `k` from then on. Whatever protected the whole gap must still
+//! protect both halves, so the inserter's gap S and gap D on `next(k)` are carried over
+//! to `k` ([`LockMode::inherited_by_insert`]; ARIES/KVL and InnoDB inherit gap locks
+//! the same way). Other transactions cannot hold gap S or gap D on `next(k)` then (they
+//! conflict with the insert's gap I), so only the inserter's own parts are inherited;
+//! without this, a scan repeated after inserting into its own range saw a phantom
+//! inserted below the new key, and a delete followed by an insert above it left the
+//! uncommitted delete in a gap nobody else was kept out of. A delete merges two gaps
+//! into the one named `next(k)` and needs no inheritance: its gap D there covers both.
+//!
 //! Requests are granted in arrival order: a request is granted when it is compatible
 //! with every granted lock of other transactions and no earlier request is still waiting
 //! (a holder's request for more parts goes to the front of the queue, because it cannot
@@ -183,6 +194,15 @@ impl LockMode {
     /// covers record S; gap D covers gap S and gap I).
     pub(crate) const fn covers(self, req: LockMode) -> bool {
         req.conflict_mask() & !self.conflict_mask() == 0
+    }
+
+    /// The parts of a lock on `next(k)` that an insert of `k`, splitting the gap below
+    /// `next(k)`, carries over to `k` (module docs, gap inheritance): the gap parts that
+    /// keep others out of the gap — S (a scan relies on it) and D (an uncommitted delete
+    /// lives in it). Not the record parts, which are about `next(k)` itself, and not
+    /// gap I: the inserter's other keys in the gap are protected by their record X.
+    pub(crate) const fn inherited_by_insert(self) -> LockMode {
+        LockMode(self.0 & (Self::GAP_S.0 | Self::GAP_D.0))
     }
 
     fn exposes(self) -> bool {
@@ -479,13 +499,16 @@ impl LockManager {
         dep: &mut Option<Lsn>,
     ) -> Option<Granted> {
         self.try_lock_checked(txn, key, mode, LockMode::NONE, dep)
+            .map(|(g, _)| g)
     }
 
     /// Grants `mode` on `key` to `txn` if that is possible without waiting (callable
     /// under page latches) and `check` would be granted too, without taking `check`: an
     /// *instant-duration* lock (ARIES/KVL), which waits out a conflicting holder but
     /// keeps nobody waiting afterwards. The name's early-release dependency is folded
-    /// into `dep` as for any grant.
+    /// into `dep` as for any grant. Granted, it also returns every part `txn` now holds
+    /// on `key` (what an insert inherits from its next key, module docs), found in the
+    /// same lookup.
     pub(crate) fn try_lock_checked(
         &self,
         txn: TxnId,
@@ -493,7 +516,7 @@ impl LockManager {
         mode: LockMode,
         check: LockMode,
         dep: &mut Option<Lsn>,
-    ) -> Option<Granted> {
+    ) -> Option<(Granted, LockMode)> {
         let hash = self.hash(key);
         let shard = self.shard(hash);
         let mut map = shard.map.lock();
@@ -504,14 +527,17 @@ impl LockManager {
                 if !e.compatible_with_others(txn, check) {
                     return None;
                 }
-                e.try_grant(txn, mode, dep)
+                let g = e.try_grant(txn, mode, dep)?;
+                let holds = e.held_by(txn).expect("granted");
+                debug_assert!(holds.covers(mode));
+                Some((g, holds))
             }
             Slot::Vacant(v) => {
                 let mut e = Entry::default();
                 let g = e.try_grant(txn, mode, dep);
                 assert_eq!(g, Some(Granted::New), "a fresh entry grants at once");
                 v.insert((key.clone(), e));
-                g
+                Some((Granted::New, mode))
             }
         }
     }
@@ -940,12 +966,43 @@ mod tests {
         lm.unlock_all(TxnId(1), [&n]);
         assert_eq!(
             lm.try_lock_checked(TxnId(2), &n, GD, RS, &mut None),
-            Some(Granted::New)
+            Some((Granted::New, GD)),
+            "the check part is not held"
         );
         // Only gap D was taken: an updater of n is not kept waiting by the delete.
         assert_eq!(lm.try_lock(TxnId(3), &n, RX, &mut None), Some(Granted::New));
         lm.unlock_all(TxnId(2), [&n]);
         lm.unlock_all(TxnId(3), [&n]);
+        assert!(lm.is_empty());
+    }
+
+    #[test]
+    fn an_insert_learns_the_gap_parts_it_holds_on_its_next_key_and_inherits_s_and_d() {
+        let lm = LockManager::new(Duration::from_millis(30));
+        let n = k("n");
+        // A scanner that locked n, then inserts below it: gap I on n reports its scan.
+        lm.try_lock(TxnId(1), &n, LockMode::SCANNED, &mut None)
+            .unwrap();
+        let (g, holds) = lm
+            .try_lock_checked(TxnId(1), &n, GI, LockMode::NONE, &mut None)
+            .unwrap();
+        assert_eq!((g, holds), (Granted::Upgraded, LockMode::SCANNED.with(GI)));
+        assert_eq!(
+            holds.inherited_by_insert(),
+            GS,
+            "record S and gap I stay on n"
+        );
+        let (g, holds) = lm
+            .try_lock_checked(TxnId(1), &n, GI, LockMode::NONE, &mut None)
+            .unwrap();
+        assert_eq!(g, Granted::AlreadyHeld);
+        assert_eq!(holds.inherited_by_insert(), GS);
+        // A deleter below n carries gap D over; a plain inserter carries nothing.
+        assert_eq!(RX.with(GI).with(GD).inherited_by_insert(), GD);
+        assert_eq!(RX.with(GI).inherited_by_insert(), LockMode::NONE);
+        // What is inherited keeps others' inserts and scans out of the lower half.
+        assert!(GS.conflicts_with(GI) && GD.conflicts_with(GI) && GD.conflicts_with(GS));
+        lm.unlock_all(TxnId(1), [&n]);
         assert!(lm.is_empty());
     }
 

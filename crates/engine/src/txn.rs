@@ -175,7 +175,7 @@ impl GapLocker for TxnGaps<'_> {
         name: LockName,
         mode: LockMode,
         check: LockMode,
-    ) -> Result<(), LockName> {
+    ) -> Result<LockMode, LockName> {
         try_lock_name(
             self.locks, self.txn, self.table, name, mode, check, self.held, self.dep,
         )
@@ -184,7 +184,8 @@ impl GapLocker for TxnGaps<'_> {
 
 /// Try-locks `mode` on `name` of `table` for `txn`, if `check` is free too (instant
 /// duration; the end of the table: the stripes the mode needs, nothing to check),
-/// remembering new locks in `held`; the name to wait for if one is not free.
+/// remembering new locks in `held`. Returns the parts `txn` now holds on the name (on
+/// the end: on the stripes taken), or the name to wait for if one is not free.
 #[allow(clippy::too_many_arguments)]
 fn try_lock_name(
     locks: &LockManager,
@@ -195,22 +196,27 @@ fn try_lock_name(
     check: LockMode,
     held: &mut Vec<LockKey>,
     dep: &mut Option<Lsn>,
-) -> Result<(), LockName> {
+) -> Result<LockMode, LockName> {
+    let mut holds = LockMode::NONE;
     let mut one = |name: LockName, check: LockMode| {
         let k = LockKey { table, name };
         match locks.try_lock_checked(txn, &k, mode, check, dep) {
-            Some(Granted::New) => held.push(k),
-            Some(_) => {}
+            Some((g, h)) => {
+                if g == Granted::New {
+                    held.push(k);
+                }
+                holds = holds.with(h);
+            }
             None => return Err(k.name),
         }
         Ok(())
     };
     match name {
-        LockName::Key(_) => one(name, check),
-        LockName::End(_) => {
-            LockName::end_stripes(txn, mode).try_for_each(|s| one(LockName::End(s), LockMode::NONE))
-        }
+        LockName::Key(_) => one(name, check)?,
+        LockName::End(_) => LockName::end_stripes(txn, mode)
+            .try_for_each(|s| one(LockName::End(s), LockMode::NONE))?,
     }
+    Ok(holds)
 }
 
 impl Transaction {
@@ -987,6 +993,7 @@ impl Scan<'_> {
                     held,
                     dep,
                 )
+                .map(|_| ())
             };
             let batch = scan_batch(
                 &Btree::new(&db.store, root, &self.table.latch),

@@ -6,7 +6,10 @@
 //! the key after its range (gap S) or an uncommitted delete living below `k` (gap D)
 //! must make the delete wait, which is what gap I conflicts with. An insert of a new key
 //! `k` takes gap I on `next(k)` (the smallest key above `k` in the tree, or the table's
-//! end): the gap it splits. A delete takes gap D on `next(k)`: the gap it merges, held
+//! end): the gap it splits; and the gap S and gap D it holds on `next(k)` it takes on
+//! `k` too, in the same latched attempt: the lower half of the split gap is named by `k`
+//! from then on, and must stay as protected as the whole gap was (gap inheritance,
+//! `lock.rs`). A delete takes gap D on `next(k)`: the gap it merges, held
 //! to the end so nobody changes a gap holding an uncommitted delete (its rollback
 //! re-inserts without locks); and, for an instant only (ARIES/KVL), record S on
 //! `next(k)`: if `next(k)` is an uncommitted insert, its rollback (also lock-free) would
@@ -49,9 +52,14 @@ pub(crate) trait GapLocker {
     /// `check` would be too (instant duration: not taken); if not, returns the name to
     /// wait for. (By value: the lock table keeps the name it is granted.) Any
     /// [`LockName::End`] stands for the table's end: the locker takes the stripes `mode`
-    /// needs ([`LockName::end_stripes`]); the end has no record to check.
-    fn try_lock(&mut self, name: LockName, mode: LockMode, check: LockMode)
-        -> Result<(), LockName>;
+    /// needs ([`LockName::end_stripes`]); the end has no record to check. Granted, the
+    /// parts the transaction now holds on the name (on the stripes taken).
+    fn try_lock(
+        &mut self,
+        name: LockName,
+        mode: LockMode,
+        check: LockMode,
+    ) -> Result<LockMode, LockName>;
 }
 
 /// What became of a set.
@@ -83,7 +91,8 @@ pub(crate) const MAX_COUPLED: usize = 4;
 
 /// What [`Btree::lock_next`] found.
 enum NextLock {
-    Locked,
+    /// Granted: every part the transaction now holds on the name.
+    Locked(LockMode),
     Blocked(LockName),
     TooFar,
 }
@@ -221,10 +230,22 @@ impl Btree<'_> {
             _ => None,
         };
         if let (Some((mode, check)), Some(locker)) = (gap, gaps) {
-            match self.lock_next(w, next, mode, check, locker, exclusive)? {
-                NextLock::Locked => {}
+            let holds = match self.lock_next(w, next, mode, check, locker, exclusive)? {
+                NextLock::Locked(holds) => holds,
                 NextLock::Blocked(name) => return Ok(Attempt::Blocked(name, mode, check)),
                 NextLock::TooFar => return Ok(Attempt::TooFar),
+            };
+            // An insert splits the gap below next(k): the half below k, named k from
+            // now on, inherits what the transaction holds on the whole (module docs).
+            // Taken before k is in the leaf, under its X latch: nobody can reach the
+            // new gap before it is protected.
+            let inherited = holds.inherited_by_insert();
+            if mode == LockMode::GAP_I && inherited != LockMode::NONE {
+                // Only a gap I left on k's name while k was absent (its holder inserted
+                // below k, then k was deleted) can be in the way: wait for its holder.
+                if let Err(name) = locker.try_lock(LockName::key(key), inherited, LockMode::NONE) {
+                    return Ok(Attempt::Blocked(name, inherited, LockMode::NONE));
+                }
             }
         }
         self.store.protect_page(w)?;
@@ -260,7 +281,7 @@ impl Btree<'_> {
         let n = Self::node_of(w.bytes(), w.id())?;
         let try_name =
             |locker: &mut dyn GapLocker, name: LockName| match locker.try_lock(name, mode, check) {
-                Ok(()) => NextLock::Locked,
+                Ok(holds) => NextLock::Locked(holds),
                 Err(name) => NextLock::Blocked(name),
             };
         if at < n.len() {
