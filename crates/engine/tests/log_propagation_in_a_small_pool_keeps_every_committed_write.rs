@@ -8,7 +8,10 @@
 //!
 //! Each thread owns its keys and keeps an exact model of them; every read, in every
 //! transaction, is checked against it, while checkpoints run every few milliseconds and a
-//! 16-page pool evicts constantly. Some values are large (stored in chunks).
+//! 16-page pool evicts constantly. Some values are large (stored in chunks), and deleted
+//! ones leave runs of empty leaves in the chunk tree: four threads coupling them filled
+//! the 16 frames and waited each other out ("buffer pool exhausted") until a walk that
+//! holds leaves stopped waiting for a frame (`BufferPool::try_fetch`).
 
 use sluice::{Database, Options, Strategy, Table};
 use sluice_storage::{DeviceModel, DeviceProfile, SimStorage};
@@ -25,7 +28,7 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn options(strategy: Strategy) -> Options {
     let mut o = Options::small();
-    o.pool_pages = 24;
+    o.pool_pages = 16;
     o.propagation = strategy;
     o.checkpoint_log_bytes = 4 << 10;
     o.checkpoint_interval = Duration::from_millis(2);

@@ -97,7 +97,8 @@ pub(crate) fn scan_batch(
 }
 
 /// One batch (see [`scan_batch`]) with the tree latch held, shared or `exclusive`;
-/// `None` if, shared, it would have to couple more than [`MAX_COUPLED`] leaves.
+/// `None` if, shared, it would have to couple more than [`MAX_COUPLED`] leaves, or wait
+/// for a frame while holding them.
 fn read_batch(
     tree: &Btree<'_>,
     root: PageId,
@@ -180,7 +181,17 @@ fn read_batch(
             };
             return Ok(Some(Batch { entries, end }));
         }
-        leaf = store.pool.fetch(next)?;
+        // Shared, the batch holds the leaves coupled behind it: it must not wait for a
+        // frame while holding them (`BufferPool::try_fetch`); a full pool sends it to
+        // the exclusive walk, which holds one leaf at a time.
+        leaf = if exclusive {
+            store.pool.fetch(next)?
+        } else {
+            match store.pool.try_fetch(next)? {
+                Some(l) => l,
+                None => return Ok(None),
+            }
+        };
     }
 }
 

@@ -77,7 +77,8 @@ enum Attempt {
     Applied(Option<StoredValue>),
     Blocked(LockName, LockMode, LockMode),
     NoRoom,
-    /// `next(k)` lies beyond more than [`MAX_COUPLED`] empty leaves: try again with the
+    /// `next(k)` lies beyond more than [`MAX_COUPLED`] empty leaves, or the walk would
+    /// have to wait for a frame while holding the leaves behind it: try again with the
     /// tree latch exclusive, which needs no coupling.
     TooFar,
 }
@@ -291,7 +292,17 @@ impl Btree<'_> {
         // Guards first in each pair, so they drop before the pins.
         let mut coupled = Vec::new();
         while next.is_some() {
-            let p = self.store.pool.fetch(next)?;
+            // Shared, the walk holds the leaves behind it: it must not wait for a frame
+            // while holding them (`BufferPool::try_fetch`), so a full pool sends it to the
+            // exclusive walk, which holds one leaf at a time.
+            let p = if exclusive {
+                self.store.pool.fetch(next)?
+            } else {
+                match self.store.pool.try_fetch(next)? {
+                    Some(p) => p,
+                    None => return Ok(NextLock::TooFar),
+                }
+            };
             let g = p.read_valid()?;
             let leaf = Self::node_of(&g, next)?;
             if !leaf.is_leaf() {

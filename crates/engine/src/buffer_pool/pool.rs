@@ -176,6 +176,21 @@ impl BufferPool {
     /// [`PageRef::is_valid`]); normal operations use [`PageRef::read_valid`] and
     /// [`PageRef::write_valid`].
     pub(crate) fn fetch(&self, id: PageId) -> Result<PageRef<'_>> {
+        Ok(self
+            .fetch_with(id, true)?
+            .expect("a fetch that may wait always returns a page"))
+    }
+
+    /// As [`BufferPool::fetch`], but `None` at once where `fetch` would wait for a frame
+    /// to come free. For a thread that already holds pins it could let go (a walk
+    /// coupling leaves): waiting while holding them, with every frame pinned by threads
+    /// doing the same, stalls them all until the wait times out (four scanners coupling
+    /// runs of empty leaves filled a 16-page pool).
+    pub(crate) fn try_fetch(&self, id: PageId) -> Result<Option<PageRef<'_>>> {
+        self.fetch_with(id, false)
+    }
+
+    fn fetch_with(&self, id: PageId, wait: bool) -> Result<Option<PageRef<'_>>> {
         assert!(id.is_some());
         let mut deadline = None;
         // Victims given up in a row: a pool whose dirty pages cannot be written now (the
@@ -188,7 +203,7 @@ impl BufferPool {
             // from different threads must not exclude each other.
             if let Some(r) = self.pin_mapped(id) {
                 match r {
-                    Some(r) => return Ok(r),
+                    Some(r) => return Ok(Some(r)),
                     None => continue,
                 }
             }
@@ -205,6 +220,9 @@ impl BufferPool {
             };
             let Some(i) = victim else {
                 drop(t);
+                if !wait {
+                    return Ok(None);
+                }
                 if self.read_only && self.dirty_count() == self.frames.len() {
                     // Nothing can ever free a frame: dirty ones stay for good.
                     return Err(self.read_only_full());
@@ -252,7 +270,7 @@ impl BufferPool {
             } else {
                 t
             };
-            return self.load(t, i, old, id);
+            return self.load(t, i, old, id).map(Some);
         }
     }
 
