@@ -22,7 +22,7 @@ fn missing_or(path: &Path, e: io::Error) -> Error {
     }
 }
 
-/// Stripes of segment locks (see [`DataFile::lock_segment`]).
+/// Stripes of segment locks (see [`DataFile::lock_pages`]).
 const SEGMENT_STRIPES: usize = 64;
 
 /// The file that holds the pages.
