@@ -81,7 +81,10 @@ impl TpcbPeer for Plain {
     }
 }
 
-struct Parted {
+/// TPC-B on a [`Partitioned`] database: its four tables (each in the partition the
+/// database's assignment gives it), the load, one transaction and the check. Also the
+/// workload of `sluice crash-test kill --log-managers K`.
+pub struct Parted {
     db: Partitioned,
     branch: PartitionedTable,
     teller: PartitionedTable,
@@ -105,7 +108,44 @@ fn update(
 }
 
 impl Parted {
-    fn load(db: Partitioned, shape: &TpcbShape) -> Result<Parted, Error> {
+    /// The TPC-B tables of a database [`Parted::load`] filled before.
+    pub fn open(db: Partitioned) -> Result<Parted, Error> {
+        Ok(Parted {
+            branch: db.table("branch")?,
+            teller: db.table("teller")?,
+            account: db.table("account")?,
+            history: db.table("history")?,
+            db,
+        })
+    }
+
+    /// The database, its tables let go (to close it).
+    pub fn into_db(self) -> Partitioned {
+        self.db
+    }
+
+    /// Runs TPC-B transaction `i` and commits it (rolled back on an error).
+    pub fn transact_once(&self, i: &TpcbInput) -> Result<(), Error> {
+        let mut tx = self.db.begin();
+        match self.body(&mut tx, i) {
+            Ok(()) => tx.commit(),
+            Err(e) => {
+                let _ = tx.rollback();
+                Err(e)
+            }
+        }
+    }
+
+    /// The history row of transaction `history_id`, if it is there.
+    pub fn history_row(&self, history_id: u64) -> Result<Option<Vec<u8>>, Error> {
+        let mut tx = self.db.begin();
+        let row = tx.get(&self.history, &history_id.to_be_bytes())?;
+        tx.commit()?;
+        Ok(row)
+    }
+
+    /// Creates the four tables in `db` and loads them at `shape`'s scale.
+    pub fn load(db: Partitioned, shape: &TpcbShape) -> Result<Parted, Error> {
         let p = Parted {
             branch: db.create_table("branch")?,
             teller: db.create_table("teller")?,
@@ -158,16 +198,20 @@ impl TpcbPeer for Parted {
         Ok(())
     }
     fn transact(&self, _: &mut (), i: &TpcbInput) -> Result<(), PeerError> {
-        let mut tx = self.db.begin();
-        match self.body(&mut tx, i) {
-            Ok(()) => tx.commit().map_err(retry_or_fatal),
-            Err(e) => {
-                let _ = tx.rollback();
-                Err(retry_or_fatal(e))
-            }
-        }
+        self.transact_once(i).map_err(retry_or_fatal)
     }
     fn check(&self, expected_rows: Option<u64>) -> Result<Consistency, String> {
+        self.consistency(expected_rows)
+    }
+    fn durability(&self) -> Result<(bool, String), String> {
+        let p = self.db.partition(0).options().commit;
+        Ok((p.durable(), p.to_string()))
+    }
+}
+
+impl Parted {
+    /// The TPC-B identities over all four tables, read in one transaction.
+    pub fn consistency(&self, expected_rows: Option<u64>) -> Result<Consistency, String> {
         let s = |e: Error| e.to_string();
         let mut tally = Tally::new();
         let mut tx = self.db.begin();
@@ -190,10 +234,6 @@ impl TpcbPeer for Parted {
         }
         tx.commit().map_err(s)?;
         Ok(tally.finish(expected_rows))
-    }
-    fn durability(&self) -> Result<(bool, String), String> {
-        let p = self.db.partition(0).options().commit;
-        Ok((p.durable(), p.to_string()))
     }
 }
 

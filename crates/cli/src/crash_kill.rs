@@ -18,10 +18,13 @@ use crate::Failure;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
-use sluice::{AgentOptions, Agents, CommitProtocol, Outcome};
+use sluice::{
+    AgentOptions, Agents, CommitProtocol, Database, Options, Outcome, Partitioned, Strategy,
+};
 use sluice_bench::driver::DriverConfig;
+use sluice_bench::partition_tpcb::Parted;
 use sluice_bench::report::{json_line, thousands, Table};
-use sluice_bench::setup::{self, BenchDb, Setup};
+use sluice_bench::setup::{self, Setup};
 use sluice_bench::tpcb::{self, TpcbGenerator, TpcbShape, TpcbTables};
 use sluice_wal::InsertVariant;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -44,6 +47,17 @@ pub struct KillArgs {
     /// design: the loss is reported but is not a failure.
     #[arg(long, default_value_t = CommitProtocol::ElrPipelined)]
     commit: CommitProtocol,
+    /// How pages reach the data file (a propagation strategy: checkpoint-sweep,
+    /// page-oldest[:heap], page-coldest[:heap], page-hottest[:heap], page-none,
+    /// page-clustered:N, page-mixed or log).
+    #[arg(long, default_value_t = Strategy::CheckpointSweep)]
+    propagation: Strategy,
+    /// 0: an ordinary database, TPC-B through an agent pool. K from 1 to 3: a
+    /// partitioned database with K log managers (branch, teller, account and history in
+    /// partitions 0, 1, 2, 3 modulo K, so a transaction spans them), TPC-B in direct
+    /// transactions committed by the coordinator.
+    #[arg(long, default_value_t = 0)]
+    log_managers: usize,
     /// TPC-B scale factor (branches).
     #[arg(long, default_value_t = 1)]
     scale: u32,
@@ -73,6 +87,10 @@ pub struct ChildArgs {
     #[arg(long)]
     commit: CommitProtocol,
     #[arg(long)]
+    propagation: Strategy,
+    #[arg(long)]
+    log_managers: usize,
+    #[arg(long)]
     scale: u32,
     #[arg(long)]
     accounts_per_branch: u32,
@@ -87,14 +105,123 @@ pub struct ChildArgs {
 /// checkpoints too) and recovery has a bounded log to replay.
 const CHECKPOINT_LOG_BYTES: u64 = 16 << 20;
 
-fn db_setup(dir: &Path, scale: u32) -> Setup {
-    Setup {
-        dir: Some(dir.to_path_buf()),
-        log_latency: None,
-        log_buffer: InsertVariant::for_this_machine(),
-        pool_pages: scale as usize * 2_500 + 4_096,
-        checkpoint_log_bytes: CHECKPOINT_LOG_BYTES,
-        adaptive_group_commit: true,
+/// The database's options (the benchmarks' setup, with the run's protocol and
+/// propagation strategy).
+fn db_options(scale: u32, commit: CommitProtocol, propagation: Strategy) -> Options {
+    Options {
+        commit,
+        propagation,
+        ..setup::options(&Setup {
+            dir: None,
+            log_latency: None,
+            log_buffer: InsertVariant::for_this_machine(),
+            pool_pages: scale as usize * 2_500 + 4_096,
+            checkpoint_log_bytes: CHECKPOINT_LOG_BYTES,
+            adaptive_group_commit: true,
+        })
+    }
+}
+
+/// What the kill test runs on: the same flags in the parent and in every child.
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    scale: u32,
+    commit: CommitProtocol,
+    propagation: Strategy,
+    log_managers: usize,
+}
+
+/// The database under test, open.
+enum Target {
+    Plain { db: Database, tables: TpcbTables },
+    Parted(Parted),
+}
+
+impl Layout {
+    fn options(&self) -> Options {
+        db_options(self.scale, self.commit, self.propagation)
+    }
+
+    /// Opens (recovering) the database in `dir`.
+    fn open(&self, dir: &Path) -> Result<Target, Failure> {
+        if self.log_managers == 0 {
+            let db = Database::builder(dir).options(self.options()).open()?;
+            let tables = TpcbTables::open(&db)?;
+            return Ok(Target::Plain { db, tables });
+        }
+        Ok(Target::Parted(Parted::open(self.partitioned(dir)?)?))
+    }
+
+    /// Creates the database in `dir` and loads TPC-B.
+    fn load(&self, dir: &Path, shape: &TpcbShape) -> Result<Target, Failure> {
+        if self.log_managers == 0 {
+            let db = Database::builder(dir).options(self.options()).open()?;
+            let tables = tpcb::load(&db, shape, |_| {})?;
+            return Ok(Target::Plain { db, tables });
+        }
+        Ok(Target::Parted(Parted::load(self.partitioned(dir)?, shape)?))
+    }
+
+    fn partitioned(&self, dir: &Path) -> Result<Partitioned, Failure> {
+        let k = self.log_managers;
+        let mut b = Partitioned::builder(dir)
+            .log_managers(k)
+            .options(self.options());
+        for (i, name) in ["branch", "teller", "account", "history"]
+            .iter()
+            .enumerate()
+        {
+            b = b.assign(name, i % k);
+        }
+        Ok(b.open()?)
+    }
+}
+
+impl Target {
+    /// The TPC-B identities.
+    fn consistency(&self) -> Result<tpcb::Consistency, Failure> {
+        match self {
+            Target::Plain { db, tables } => Ok(tpcb::check(db, tables, None)?),
+            Target::Parted(p) => p.consistency(None).map_err(Failure::Runtime),
+        }
+    }
+
+    /// The history row of `history_id`.
+    fn history_row(&self, history_id: u64) -> Result<Option<Vec<u8>>, Failure> {
+        let key = history_id.to_be_bytes();
+        Ok(match self {
+            Target::Plain { db, tables } => {
+                let mut tx = db.begin();
+                let row = tx.get(&tables.history, &key)?;
+                tx.commit()?;
+                row
+            }
+            Target::Parted(p) => p.history_row(history_id)?,
+        })
+    }
+
+    /// Closes it as a crash at this moment would leave it.
+    fn close_as_crashed(self) -> Result<(), Failure> {
+        match self {
+            Target::Plain { db, tables } => {
+                drop(tables);
+                db.close_as_crashed()?;
+            }
+            Target::Parted(p) => p.into_db().close_as_crashed()?,
+        }
+        Ok(())
+    }
+
+    /// Closes it cleanly.
+    fn close(self) -> Result<(), Failure> {
+        match self {
+            Target::Plain { db, tables } => {
+                drop(tables);
+                db.close()?;
+            }
+            Target::Parted(p) => p.into_db().close()?,
+        }
+        Ok(())
     }
 }
 
@@ -124,18 +251,15 @@ pub fn child(a: ChildArgs) -> Result<(), Failure> {
             a.dir.display()
         )));
     }
-    let b = setup::open(&db_setup(&a.dir, a.scale))?;
-    let tables = TpcbTables::open(&b.db)?;
+    let layout = Layout {
+        scale: a.scale,
+        commit: a.commit,
+        propagation: a.propagation,
+        log_managers: a.log_managers,
+    };
+    let target = layout.open(&a.dir)?;
     let gen =
         TpcbGenerator::new(shape(a.scale, a.accounts_per_branch)).map_err(Failure::Runtime)?;
-    let agents = Agents::start_with(
-        &b.db,
-        AgentOptions {
-            agents: DriverConfig::default_agents(a.commit, a.clients),
-            protocol: Some(a.commit),
-            on_commit_record: None,
-        },
-    );
     // Every write is one whole line, so a kill never leaves half of one in the pipe.
     let say = |line: String| {
         let mut out = std::io::stdout().lock();
@@ -148,28 +272,46 @@ pub fn child(a: ChildArgs) -> Result<(), Failure> {
             std::process::exit(0);
         }
     };
+    let agents = match &target {
+        Target::Plain { db, .. } => Some(Agents::start_with(
+            db,
+            AgentOptions {
+                agents: DriverConfig::default_agents(a.commit, a.clients),
+                protocol: Some(a.commit),
+                on_commit_record: None,
+            },
+        )),
+        Target::Parted(_) => None,
+    };
     say("ready\n".into());
     let seq = AtomicU64::new(0);
     std::thread::scope(|s| {
         for c in 0..a.clients as u64 {
-            let (agents, tables, gen, seq, say) = (&agents, &tables, &gen, &seq, &say);
+            let (agents, target, gen, seq, say) = (&agents, &target, &gen, &seq, &say);
             s.spawn(move || {
                 let mut rng = SmallRng::seed_from_u64(a.run_tag << 16 ^ c);
                 loop {
                     let id = a.run_tag << 40 | seq.fetch_add(1, Ordering::Relaxed);
                     let i = gen.next(&mut rng, id);
-                    let t = tables.clone();
-                    let r = agents
-                        .execute(move |tx| {
-                            tpcb::run(tx, &t, &i)?;
-                            Ok(Outcome::Commit(()))
-                        })
-                        .wait();
+                    let r = match (target, agents) {
+                        (Target::Plain { tables, .. }, Some(agents)) => {
+                            let t = tables.clone();
+                            agents
+                                .execute(move |tx| {
+                                    tpcb::run(tx, &t, &i)?;
+                                    Ok(Outcome::Commit(()))
+                                })
+                                .wait()
+                                .map(|f| f.committed)
+                        }
+                        (Target::Parted(p), _) => p.transact_once(&i).map(|()| true),
+                        (Target::Plain { .. }, None) => unreachable!("agents run a plain database"),
+                    };
                     match r {
-                        Ok(f) if f.committed => {
+                        Ok(true) => {
                             say(format!("ack {} {} {}\n", i.history_id, i.account, i.delta))
                         }
-                        Ok(_) => {}
+                        Ok(false) => {}
                         Err(e) if e.is_retryable() => {}
                         Err(e) => {
                             // The parent sees the child end by itself and reports this.
@@ -188,6 +330,8 @@ pub fn child(a: ChildArgs) -> Result<(), Failure> {
 struct Report {
     runs: u64,
     commit: String,
+    propagation: String,
+    log_managers: usize,
     seed: u64,
     acknowledged: u64,
     lost: u64,
@@ -273,6 +417,12 @@ fn validate(a: &KillArgs) -> Result<(), Failure> {
             a.clients
         ));
     }
+    if a.log_managers > 3 {
+        return usage(format!(
+            "--log-managers must be 0 (an ordinary database) to 3, got {}",
+            a.log_managers
+        ));
+    }
     if let Some(d) = &a.dir {
         if !d.is_dir() {
             return usage(format!("--dir {} is not a directory", d.display()));
@@ -297,6 +447,10 @@ fn run_child(
         .args([
             "--commit",
             a.commit.name(),
+            "--propagation",
+            &a.propagation.to_string(),
+            "--log-managers",
+            &a.log_managers.to_string(),
             "--scale",
             &a.scale.to_string(),
             "--accounts-per-branch",
@@ -358,41 +512,34 @@ struct Checked {
     violations: Vec<String>,
 }
 
-fn check_after_kill(dir: &Path, scale: u32, acks: &[Ack]) -> Result<Checked, Failure> {
+fn check_after_kill(layout: &Layout, dir: &Path, acks: &[Ack]) -> Result<Checked, Failure> {
     let t0 = Instant::now();
-    let b = setup::open(&db_setup(dir, scale))?;
+    let target = layout.open(dir)?;
     let recovery = t0.elapsed();
-    let t = TpcbTables::open(&b.db)?;
-    let c = tpcb::check(&b.db, &t, None)?;
+    let c = target.consistency()?;
     let mut lost = Vec::new();
     let mut violations = c.violations;
-    {
-        let mut tx = b.db.begin();
-        for a in acks {
-            match tx.get(&t.history, &a.history_id.to_be_bytes())? {
-                None => lost.push(a.history_id),
-                Some(v) => {
-                    let account = v
-                        .get(..4)
-                        .map(|s| u32::from_le_bytes(s.try_into().unwrap()));
-                    let delta = v
-                        .get(12..20)
-                        .map(|s| i64::from_le_bytes(s.try_into().unwrap()));
-                    if account != Some(a.account) || delta != Some(a.delta) {
-                        violations.push(format!(
-                            "history row {} holds account {account:?} delta {delta:?}, acknowledged as account {} delta {}",
-                            a.history_id, a.account, a.delta
-                        ));
-                    }
+    for a in acks {
+        match target.history_row(a.history_id)? {
+            None => lost.push(a.history_id),
+            Some(v) => {
+                let account = v
+                    .get(..4)
+                    .map(|s| u32::from_le_bytes(s.try_into().unwrap()));
+                let delta = v
+                    .get(12..20)
+                    .map(|s| i64::from_le_bytes(s.try_into().unwrap()));
+                if account != Some(a.account) || delta != Some(a.delta) {
+                    violations.push(format!(
+                        "history row {} holds account {account:?} delta {delta:?}, acknowledged as account {} delta {}",
+                        a.history_id, a.account, a.delta
+                    ));
                 }
             }
         }
-        tx.commit()?;
     }
-    drop(t);
     // Closed as a crash would leave it: the next child recovers the same log again.
-    let BenchDb { db, .. } = b;
-    db.close_as_crashed()?;
+    target.close_as_crashed()?;
     Ok(Checked {
         recovery,
         lost,
@@ -426,13 +573,28 @@ pub fn kill(a: KillArgs) -> Result<(), Failure> {
             ))
         })?;
     let dir = temp.path().to_path_buf();
-    {
-        let b = setup::open(&db_setup(&dir, a.scale))?;
-        tpcb::load(&b.db, &shape(a.scale, a.accounts_per_branch), |_| {})?;
-        let BenchDb { db, .. } = b;
-        db.close()?;
-    }
-    let pb = progress::bar(a.runs, &format!("crash-test kill {}", a.commit), a.json);
+    let layout = Layout {
+        scale: a.scale,
+        commit: a.commit,
+        propagation: a.propagation,
+        log_managers: a.log_managers,
+    };
+    layout
+        .load(&dir, &shape(a.scale, a.accounts_per_branch))?
+        .close()?;
+    let pb = progress::bar(
+        a.runs,
+        &format!(
+            "crash-test kill {} {}{}",
+            a.commit,
+            a.propagation,
+            match a.log_managers {
+                0 => String::new(),
+                k => format!(" {k} log managers"),
+            }
+        ),
+        a.json,
+    );
     let (mut acknowledged, mut lost, mut inconsistent, mut early) = (0u64, 0u64, 0u64, 0u64);
     let mut recoveries = Vec::new();
     let mut failures = Vec::new();
@@ -448,7 +610,7 @@ pub fn kill(a: KillArgs) -> Result<(), Failure> {
             early += 1;
         }
         acknowledged += heard.acks.len() as u64;
-        let c = check_after_kill(&dir, a.scale, &heard.acks)?;
+        let c = check_after_kill(&layout, &dir, &heard.acks)?;
         runs += 1;
         recoveries.push(c.recovery);
         lost += c.lost.len() as u64;
@@ -475,6 +637,8 @@ pub fn kill(a: KillArgs) -> Result<(), Failure> {
     let report = Report {
         runs,
         commit: a.commit.name().to_string(),
+        propagation: a.propagation.to_string(),
+        log_managers: a.log_managers,
         seed,
         acknowledged,
         lost,
@@ -486,6 +650,8 @@ pub fn kill(a: KillArgs) -> Result<(), Failure> {
     };
     let mut t = Table::new([
         "commit",
+        "propagation",
+        "log managers",
         "runs",
         "acknowledged",
         "lost",
@@ -496,6 +662,8 @@ pub fn kill(a: KillArgs) -> Result<(), Failure> {
     ]);
     t.row([
         report.commit.clone(),
+        report.propagation.clone(),
+        report.log_managers.to_string(),
         report.runs.to_string(),
         thousands(report.acknowledged as f64),
         report.lost.to_string(),
