@@ -303,7 +303,8 @@ impl Partitioned {
             .unwrap_or_else(|| Arc::new(OsStorage::new()) as Arc<dyn Storage>);
         let dir = b.dir.clone();
         let io = |e| file_error("database directory", &dir, e);
-        let manifest = match Manifest::read(&*storage, &dir)? {
+        let read_only = b.options.read_only;
+        let (manifest, new) = match Manifest::read(&*storage, &dir)? {
             Some(m) => {
                 if let Some(k) = b.log_managers {
                     if k != m.log_managers {
@@ -314,7 +315,7 @@ impl Partitioned {
                         )));
                     }
                 }
-                m
+                (m, false)
             }
             None => {
                 let k = b.log_managers.unwrap_or(1);
@@ -340,15 +341,18 @@ impl Partitioned {
                             manifest::MANIFEST
                         )));
                     }
+                } else if read_only {
+                    return Err(io(std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        "does not exist (a read-only open creates nothing)",
+                    )));
                 }
-                storage.create_dir_all(&dir).map_err(io)?;
                 let m = Manifest {
                     id: rand::random(),
                     log_managers: k,
                     complete: false,
                 };
-                m.write(&*storage, &dir)?;
-                m
+                (m, true)
             }
         };
         let k = manifest.log_managers;
@@ -376,6 +380,32 @@ impl Partitioned {
                 return Err(Error::InvalidArgument(format!(
                     "unassigned tables go to partition {i}, but there are {k} log managers"
                 )));
+            }
+        }
+        // Creating the database, or finishing an interrupted creation, writes the
+        // manifest and the partitions' markers: the one place where an open creates
+        // files, so the one place a read-only open is refused, before anything is
+        // written (a partition's own read-only open refuses a missing partition, but
+        // only after the manifest was written). It comes after every check of the
+        // arguments, so that bad input creates nothing either.
+        if !manifest.complete {
+            if read_only {
+                return Err(Error::InvalidArgument(if new {
+                    format!(
+                        "{} is not a partitioned sluice database: it has no {} (a read-only open creates nothing)",
+                        dir.display(),
+                        manifest::MANIFEST
+                    )
+                } else {
+                    format!(
+                        "the creation of the partitioned database in {} was interrupted: open it read-write once to finish it (a read-only open creates nothing)",
+                        dir.display()
+                    )
+                }));
+            }
+            if new {
+                storage.create_dir_all(&dir).map_err(io)?;
+                manifest.write(&*storage, &dir)?;
             }
         }
         let log_dir = |i: usize| {
