@@ -13,12 +13,17 @@
 //! logged in no other partition commits there as in an ordinary database. Otherwise:
 //! 1. every other log holding records of the transaction is made durable past them
 //!    (the requests go to all those logs at once; each log's group commit serves every
-//!    transaction waiting on it with one flush: the boxcarring of Tandem §4);
+//!    transaction waiting on it with one flush: the boxcarring of Tandem §4), and every
+//!    partition of the transaction must still take work (the vote);
 //! 2. then the coordinator's commit record, naming each part (partition, transaction,
 //!    last record), goes into partition 0's log and the commit protocol runs there
 //!    (early lock release included);
 //! 3. once that record is durable, each participant gets a commit record of its own
 //!    (not waited for) and releases its locks.
+//!
+//! **Truncation** (`coordinator.rs`): the coordinator's record stays in partition 0's
+//! log until every part it names is durably decided in its own log; close waits for the
+//! decisions under way before it closes the participants.
 //!
 //! **Recovery.** Partition 0 is recovered first; its log's coordinated commit records
 //! are then read, and each other partition is recovered with them: a transaction its log
@@ -182,7 +187,9 @@ pub struct PartitionedStats {
 /// transaction that wrote in more than one log waits for those logs before its commit
 /// record exists, under every protocol (`async` included: atomicity needs it), and keeps
 /// its locks outside partition 0 until its commit is durable (early lock release applies
-/// to partition 0's part). [`crate::Agents`] serve ordinary databases only.
+/// to partition 0's part). A commit that a partition cannot finish (its data file failed)
+/// returns an error (see [`PartitionedTransaction::commit`]). [`crate::Agents`] serve
+/// ordinary databases only.
 #[derive(Clone)]
 pub struct Partitioned {
     shared: Arc<Shared>,
