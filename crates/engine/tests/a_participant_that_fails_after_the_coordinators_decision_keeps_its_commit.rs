@@ -49,7 +49,16 @@ fn a_participant_that_fails_after_the_coordinators_decision_keeps_its_commit() {
     // the record's sync is held.
     gate.close();
     let committing = std::thread::spawn(move || tx.commit());
-    gate.wait_held(1);
+    // Held syncs of partition 0's log storage until one follows the commit record (the
+    // log's segment preparer syncs there too): the commit has passed its vote then.
+    let mut held = 1;
+    loop {
+        gate.wait_held(held);
+        if db.partition(0).log().released_lsn() > end_before {
+            break;
+        }
+        held += 1;
+    }
 
     // Partition 1's data file fails now, after the decision was taken.
     sim.inject(
