@@ -10,7 +10,8 @@
 //! * **Truncation cap** (checkpoints of the coordinator's log): the coordinator's commit
 //!   records must outlive the participants' own commit records' way to disk, or a crash
 //!   would find a transaction in doubt with nobody left to say it committed. Before the
-//!   coordinator truncates its log it asks how far it may go.
+//!   coordinator truncates its log it asks how far it may go (the rule itself is in
+//!   `partitioned/coordinator.rs`).
 //! * **Partition marker**: a partition's directory holds [`PARTITION_MARKER`]; opened
 //!   alone, as a database of its own, it would roll back what the coordinator committed,
 //!   so an open without the hooks refuses it.

@@ -13,12 +13,17 @@
 //! logged in no other partition commits there as in an ordinary database. Otherwise:
 //! 1. every other log holding records of the transaction is made durable past them
 //!    (the requests go to all those logs at once; each log's group commit serves every
-//!    transaction waiting on it with one flush: the boxcarring of Tandem §4);
+//!    transaction waiting on it with one flush: the boxcarring of Tandem §4), and every
+//!    partition of the transaction must still take work (the vote);
 //! 2. then the coordinator's commit record, naming each part (partition, transaction,
 //!    last record), goes into partition 0's log and the commit protocol runs there
 //!    (early lock release included);
 //! 3. once that record is durable, each participant gets a commit record of its own
 //!    (not waited for) and releases its locks.
+//!
+//! **Truncation** (`coordinator.rs`): the coordinator's record stays in partition 0's
+//! log until every part it names is durably decided in its own log; close waits for the
+//! decisions under way before it closes the participants.
 //!
 //! **Recovery.** Partition 0 is recovered first; its log's coordinated commit records
 //! are then read, and each other partition is recovered with them: a transaction its log
@@ -26,6 +31,7 @@
 //! rolled back otherwise. Redo runs per log; undo of a loser happens in every log that
 //! holds its records, because none of them has an outcome for it.
 
+mod coordinator;
 mod manifest;
 mod txn;
 
@@ -38,19 +44,19 @@ use crate::data_file::file_error;
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::ids::TxnId;
-use crate::inner::Inner;
 use crate::log_record::{Record, MAX_PARTICIPANTS};
 use crate::options::Options;
 use crate::recovery::RecoveryReport;
 use crate::table::Table;
+use coordinator::Coordinator;
 use manifest::Manifest;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use sluice_storage::{OsStorage, Storage};
 use sluice_wal::Lsn;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// Log managers a partitioned database may have.
 pub const MAX_LOG_MANAGERS: usize = MAX_PARTICIPANTS + 1;
@@ -160,20 +166,6 @@ impl PartitionedBuilder {
     }
 }
 
-/// The commit coordinator's shared state: what its log may not yet truncate, and the
-/// participants it flushes before it truncates.
-pub(crate) struct Coordinator {
-    /// A lower bound of the commit record of each coordinated commit whose participants
-    /// have not all appended their own commit records yet (a multiset).
-    in_flight: Mutex<BTreeMap<Lsn, usize>>,
-    /// Per partition, the end of the latest participant commit record appended.
-    appended: Vec<AtomicU64>,
-    phase: RwLock<Phase>,
-    coordinated: AtomicU64,
-    local: AtomicU64,
-    commit_bytes: AtomicU64,
-}
-
 /// What a [`Partitioned`] database's commits did since it was opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PartitionedStats {
@@ -183,63 +175,6 @@ pub struct PartitionedStats {
     pub local_commits: u64,
     /// Bytes of their commit records in partition 0's log, frames included.
     pub commit_record_bytes: u64,
-}
-
-enum Phase {
-    /// The participants are not open yet (or are closing): nothing may be truncated.
-    Hold,
-    /// Running: flush the participants, then truncate below what is in flight.
-    Running(Vec<Weak<Inner>>),
-    /// Every participant closed cleanly: nothing to keep.
-    Closed,
-}
-
-impl Coordinator {
-    /// The truncation cap of the coordinator's log (`coordination::TruncationCap`).
-    fn cap(&self) -> Result<Option<Lsn>> {
-        let phase = self.phase.read();
-        let parts = match &*phase {
-            Phase::Hold => return Ok(Some(Lsn(0))),
-            Phase::Closed => return Ok(None),
-            Phase::Running(p) => p,
-        };
-        // The floor first: a commit that leaves the set after this has appended its
-        // participants' records before the flushes below look.
-        let floor = self.in_flight.lock().keys().next().copied();
-        for (i, w) in parts.iter().enumerate() {
-            let Some(inner) = w.upgrade() else { continue };
-            if inner.closed.load(Ordering::Acquire) {
-                continue;
-            }
-            let end = Lsn(self.appended[i + 1].load(Ordering::Acquire));
-            inner.store.log.wait_durable(end)?;
-        }
-        Ok(floor)
-    }
-
-    fn count_commit(&self, coordinated: bool, bytes: u64) {
-        let n = if coordinated {
-            &self.coordinated
-        } else {
-            &self.local
-        };
-        n.fetch_add(1, Ordering::Relaxed);
-        self.commit_bytes.fetch_add(bytes, Ordering::Relaxed);
-    }
-
-    fn enter(&self, bound: Lsn) {
-        *self.in_flight.lock().entry(bound).or_insert(0) += 1;
-    }
-
-    fn leave(&self, bound: Lsn) {
-        let mut m = self.in_flight.lock();
-        if let Some(n) = m.get_mut(&bound) {
-            *n -= 1;
-            if *n == 0 {
-                m.remove(&bound);
-            }
-        }
-    }
 }
 
 /// A database whose log is partitioned vertically over several log managers (see the
@@ -252,7 +187,9 @@ impl Coordinator {
 /// transaction that wrote in more than one log waits for those logs before its commit
 /// record exists, under every protocol (`async` included: atomicity needs it), and keeps
 /// its locks outside partition 0 until its commit is durable (early lock release applies
-/// to partition 0's part). [`crate::Agents`] serve ordinary databases only.
+/// to partition 0's part). A commit that a partition cannot finish (its data file failed)
+/// returns an error (see [`PartitionedTransaction::commit`]). [`crate::Agents`] serve
+/// ordinary databases only.
 #[derive(Clone)]
 pub struct Partitioned {
     shared: Arc<Shared>,
@@ -303,7 +240,8 @@ impl Partitioned {
             .unwrap_or_else(|| Arc::new(OsStorage::new()) as Arc<dyn Storage>);
         let dir = b.dir.clone();
         let io = |e| file_error("database directory", &dir, e);
-        let manifest = match Manifest::read(&*storage, &dir)? {
+        let read_only = b.options.read_only;
+        let (manifest, new) = match Manifest::read(&*storage, &dir)? {
             Some(m) => {
                 if let Some(k) = b.log_managers {
                     if k != m.log_managers {
@@ -314,7 +252,7 @@ impl Partitioned {
                         )));
                     }
                 }
-                m
+                (m, false)
             }
             None => {
                 let k = b.log_managers.unwrap_or(1);
@@ -340,15 +278,18 @@ impl Partitioned {
                             manifest::MANIFEST
                         )));
                     }
+                } else if read_only {
+                    return Err(io(std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        "does not exist (a read-only open creates nothing)",
+                    )));
                 }
-                storage.create_dir_all(&dir).map_err(io)?;
                 let m = Manifest {
                     id: rand::random(),
                     log_managers: k,
                     complete: false,
                 };
-                m.write(&*storage, &dir)?;
-                m
+                (m, true)
             }
         };
         let k = manifest.log_managers;
@@ -378,6 +319,32 @@ impl Partitioned {
                 )));
             }
         }
+        // Creating the database, or finishing an interrupted creation, writes the
+        // manifest and the partitions' markers: the one place where an open creates
+        // files, so the one place a read-only open is refused, before anything is
+        // written (a partition's own read-only open refuses a missing partition, but
+        // only after the manifest was written). It comes after every check of the
+        // arguments, so that bad input creates nothing either.
+        if !manifest.complete {
+            if read_only {
+                return Err(Error::InvalidArgument(if new {
+                    format!(
+                        "{} is not a partitioned sluice database: it has no {} (a read-only open creates nothing)",
+                        dir.display(),
+                        manifest::MANIFEST
+                    )
+                } else {
+                    format!(
+                        "the creation of the partitioned database in {} was interrupted: open it read-write once to finish it (a read-only open creates nothing)",
+                        dir.display()
+                    )
+                }));
+            }
+            if new {
+                storage.create_dir_all(&dir).map_err(io)?;
+                manifest.write(&*storage, &dir)?;
+            }
+        }
         let log_dir = |i: usize| {
             b.log_dirs
                 .get(&i)
@@ -400,14 +367,7 @@ impl Partitioned {
                 )?;
             }
         }
-        let coordinator = Arc::new(Coordinator {
-            in_flight: Mutex::new(BTreeMap::new()),
-            appended: (0..k).map(|_| AtomicU64::new(0)).collect(),
-            phase: RwLock::new(Phase::Hold),
-            coordinated: AtomicU64::new(0),
-            local: AtomicU64::new(0),
-            commit_bytes: AtomicU64::new(0),
-        });
+        let coordinator = Arc::new(Coordinator::new());
         let open_part = |i: usize, hooks: Hooks| -> Result<Database> {
             let pd = partition_dir(&dir, i);
             let ld = log_dir(i);
@@ -460,12 +420,10 @@ impl Partitioned {
             }
             .write(&*storage, &dir)?;
         }
-        *coordinator.phase.write() = Phase::Running(
-            parts[1..]
-                .iter()
-                .map(|d| Arc::downgrade(&d.inner))
-                .collect(),
-        );
+        // Every participant is recovered (its in-doubt parts committed durably by the
+        // checkpoint that ends its recovery): partition 0's log may now be truncated
+        // below what the coordinated commits from here on pin.
+        coordinator.participants_open(&parts);
         // Tables: where each one lives.
         let mut tables = HashMap::new();
         for (i, db) in parts.iter().enumerate() {
@@ -613,19 +571,19 @@ impl Partitioned {
         self.shared.parts.iter().map(Database::verify).collect()
     }
 
-    /// Closes every partition: the participants first (each closes with everything
-    /// durable), then the coordinator.
+    /// Closes every partition: first the commits under way settle (a coordinated commit
+    /// begun from now on is refused with [`Error::Closed`]) — each decided one has its
+    /// participants' commit records appended, so none is split by the close; then the
+    /// participants (each closes with its log durable), then the coordinator, whose
+    /// closing checkpoint truncates its log only below what a participant still needs.
     pub fn close(self) -> Result<()> {
-        *self.shared.coordinator.phase.write() = Phase::Hold;
+        self.shared.coordinator.drain(&self.shared.parts[0]);
         let mut first = Ok(());
         for d in self.shared.parts[1..].iter().rev() {
             let r = d.clone().close();
             if first.is_ok() {
                 first = r;
             }
-        }
-        if first.is_ok() {
-            *self.shared.coordinator.phase.write() = Phase::Closed;
         }
         let r = self.shared.parts[0].clone().close();
         first.and(r)

@@ -1,13 +1,14 @@
 //! A transaction of a partitioned database, and the commit coordinator's protocol.
 
+use super::coordinator::{Coordinator, Pin};
 use super::{PartitionedTable, Shared};
+use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::key_range::KeyRange;
 use crate::log_record::Participant;
 use crate::txn::{Scan, Transaction};
 use parking_lot::{Condvar, Mutex};
 use sluice_wal::{Log, Lsn};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// A transaction over every partition of a [`Partitioned`](super::Partitioned)
@@ -107,9 +108,17 @@ impl PartitionedTransaction {
     ///
     /// With parts logged outside partition 0, the coordinator's protocol runs: those
     /// logs durable past the parts' records (all requested at once, each log serving its
-    /// waiters with one flush); then partition 0's commit record naming them, under the
-    /// database's commit protocol; then, once it is durable, each part's own commit
-    /// record and its locks released.
+    /// waiters with one flush); every partition of the transaction still taking work;
+    /// then partition 0's commit record naming the parts, under the database's commit
+    /// protocol; then, once it is durable, each part's own commit record and its locks
+    /// released.
+    ///
+    /// An error means the commit is not acknowledged. Mostly it was rolled back; but if a
+    /// participant fails after partition 0's record is written (it cannot write its own),
+    /// or partition 0's log fails with the record in it, the outcome is decided by
+    /// restart recovery: the failed partitions refuse work until the database is reopened,
+    /// and recovery commits the part if the record is durable. Under `async` a failure
+    /// after the decision is not reported: the commit was acknowledged at its decision.
     pub fn commit(mut self) -> Result<()> {
         if let Some(cause) = self.failure().cloned() {
             let txn = self
@@ -132,6 +141,14 @@ impl PartitionedTransaction {
         if logged.is_empty() {
             return self.commit_local();
         }
+        let coordinator = self.shared.coordinator.clone();
+        let db0 = &self.shared.parts[0];
+        // The pin first, below where the commit record will go: from the moment the
+        // record exists, no checkpoint truncates it before its parts are decided.
+        let pin = match coordinator.pin(db0.log().durable_lsn()) {
+            Ok(pin) => pin,
+            Err(e) => return self.roll_back_for(e),
+        };
         // 1. The participants' logs durable past their parts.
         let waits: Vec<(&Log, Lsn)> = logged
             .iter()
@@ -140,9 +157,12 @@ impl PartitionedTransaction {
                 (self.shared.parts[i].log(), t.last_lsn().expect("logged"))
             })
             .collect();
-        if let Err(e) = wait_all(&waits) {
-            let rolled = self.rollback_all();
-            return rolled.and(Err(e));
+        // The vote: a part whose partition no longer takes work (its data file failed,
+        // say, while its log is healthy) could not write its commit record; deciding
+        // without it would acknowledge a commit that partition never finishes.
+        if let Err(e) = wait_all(&waits).and_then(|()| self.vote()) {
+            pin.release();
+            return self.roll_back_for(e);
         }
         // 2. The coordinator's commit record, under the commit protocol.
         let participants: Vec<Participant> = logged
@@ -156,54 +176,78 @@ impl PartitionedTransaction {
                 }
             })
             .collect();
-        let coordinator = self.shared.coordinator.clone();
-        let db0 = &self.shared.parts[0];
         let t0 = self.parts[0].take().unwrap_or_else(|| db0.begin());
-        let bound = db0.log().durable_lsn();
-        coordinator.enter(bound);
         let mut record = None;
         let r = t0.commit_coordinated(Some(participants), |r| record = r);
         match (r, record) {
             (Ok(()), Some((start, end))) => {
                 coordinator.count_commit(true, end.0 - start.0);
+                pin.raise(start);
                 // 3. Once the coordinator's record is durable (at once, unless the
                 // protocol is `async`): each part's own commit record, then its locks.
                 // Not before: a part's record durable without the coordinator's would
                 // commit the part alone.
-                let shared = self.shared.clone();
-                let parts: Vec<(usize, Transaction)> = logged
+                //
+                // The callback holds the participants and the coordinator, never the
+                // database's shared state or partition 0: under `async` it may run on
+                // partition 0's flush daemon after the last handle is gone, and dropping
+                // partition 0 there would close it on the thread its close waits for.
+                let coordinator = coordinator.clone();
+                let parts: Vec<Part> = logged
                     .into_iter()
-                    .map(|i| (i, self.parts[i].take().expect("logged")))
+                    .map(|i| Part {
+                        partition: i,
+                        db: self.shared.parts[i].clone(),
+                        txn: self.parts[i].take().expect("logged"),
+                    })
                     .collect();
+                let finished = Arc::new(Mutex::new(None));
+                let f = finished.clone();
                 db0.log().on_durable(
                     end,
                     Box::new(move |r| {
-                        finish_parts(&shared, parts, r.map(drop).map_err(Error::from));
-                        shared.coordinator.leave(bound);
+                        let r = r.map(drop).map_err(Error::from);
+                        *f.lock() = Some(finish_parts(&coordinator, parts, r, pin));
                     }),
                 );
+                // Under a durable protocol the record is durable: the parts are finished.
+                let finished = finished.lock().take();
+                debug_assert!(
+                    finished.is_some() || !db0.options().commit.durable(),
+                    "a durable commit's record is durable when it returns"
+                );
                 // Read-only parts elsewhere: their locks go now.
-                self.commit_local_rest()
+                self.finish_read_only();
+                finished.unwrap_or(Ok(()))
             }
             (Ok(()), None) => unreachable!("a coordinated commit always writes its record"),
             (Err(e), Some(_)) => {
                 // The commit record may be durable or not: no part may be rolled back.
                 // Every partition refuses work from now on; restart recovery decides.
-                for d in &self.shared.parts {
-                    d.inner.poison_with(&e);
-                }
-                coordinator.leave(bound);
+                coordinator.poison_all(&e);
+                pin.stick();
                 Err(e)
             }
             (Err(e), None) => {
-                coordinator.leave(bound);
-                self.rollback_all().and(Err(e))
+                pin.release();
+                self.roll_back_for(e)
             }
         }
     }
 
+    /// Rolls back every part of a commit that cannot go on, and returns why it cannot: a
+    /// part's rollback that fails too (its partition failed) says less than the cause, and
+    /// its partition reports its own failure from now on.
+    fn roll_back_for(&mut self, cause: Error) -> Result<()> {
+        let _ = self.rollback_all();
+        Err(cause)
+    }
+
     /// Commit without the coordinator: nothing was logged outside partition 0.
     fn commit_local(&mut self) -> Result<()> {
+        if let Err(e) = self.vote() {
+            return self.roll_back_for(e);
+        }
         if let Some(t0) = self.parts[0].take() {
             let mut record = None;
             t0.commit_coordinated(None, |r| record = r)?;
@@ -211,48 +255,97 @@ impl PartitionedTransaction {
                 self.shared.coordinator.count_commit(false, end.0 - start.0);
             }
         }
-        self.commit_local_rest()
+        self.finish_read_only();
+        Ok(())
     }
 
-    /// Commits the read-only parts outside partition 0 (nothing to log, nothing to wait
-    /// for: their locks were never released early).
-    fn commit_local_rest(&mut self) -> Result<()> {
-        let mut first = Ok(());
-        for t in self.parts.iter_mut().skip(1).filter_map(Option::take) {
-            let r = t.commit();
-            if first.is_ok() {
-                first = r;
+    /// Every partition the transaction has a part in outside partition 0 still takes work
+    /// (partition 0's own commit checks its own). The error names the partition.
+    fn vote(&self) -> Result<()> {
+        for (i, t) in self.parts.iter().enumerate().skip(1) {
+            if t.is_some() {
+                self.shared.parts[i].health().map_err(|e| match e {
+                    Error::Poisoned(why) => Error::Poisoned(format!("partition {i}: {why}")),
+                    e => e,
+                })?;
             }
         }
-        first
+        Ok(())
+    }
+
+    /// Ends the parts outside partition 0 that logged nothing, once the outcome is decided:
+    /// nothing to log or wait for (their locks were never released early), only their
+    /// locks to release. A failure here (the partition failed since the vote) changes no
+    /// outcome and is not the commit's: dropping the part releases its locks all the same.
+    fn finish_read_only(&mut self) {
+        for t in self.parts.iter_mut().skip(1).filter_map(Option::take) {
+            debug_assert!(!t.has_logged(), "only read-only parts are left");
+            let _ = t.commit();
+        }
     }
 }
 
+/// A part of a coordinated commit outside partition 0, waiting for the decision.
+struct Part {
+    partition: usize,
+    db: Database,
+    txn: Transaction,
+}
+
 /// Step 3 of a coordinated commit, once the coordinator's record is durable (`decided`
-/// is `Ok`): each part's own commit record, then its locks. If the coordinator's log
-/// failed instead, the outcome is unknown: every partition is poisoned, so dropping the
-/// parts rolls nothing back, and restart recovery decides.
-fn finish_parts(shared: &Shared, parts: Vec<(usize, Transaction)>, decided: Result<()>) {
+/// is `Ok`): each part's own commit record, then its locks; the pin then holds partition
+/// 0's log until those records are durable. If the coordinator's log failed instead, the
+/// outcome is unknown: every partition is poisoned, so dropping the parts rolls nothing
+/// back, and restart recovery decides. If a part cannot write its record, its partition
+/// is poisoned the same way and the pin sticks: the coordinator's record stays, and
+/// recovery of that partition commits the part from it. The error is the commit's.
+fn finish_parts(
+    coordinator: &Coordinator,
+    parts: Vec<Part>,
+    decided: Result<()>,
+    pin: Pin,
+) -> Result<()> {
     if let Err(e) = decided {
-        for d in &shared.parts {
-            d.inner.poison_with(&e);
-        }
-        return;
+        coordinator.poison_all(&e);
+        pin.stick();
+        return Err(e);
     }
-    for (i, mut t) in parts {
-        match t.commit_record() {
+    let mut ends = Vec::with_capacity(parts.len());
+    let mut failed = None;
+    for Part {
+        partition: i,
+        db,
+        mut txn,
+    } in parts
+    {
+        match txn.commit_record() {
             Ok(end) => {
-                if let Some(end) = end {
-                    shared.coordinator.appended[i].fetch_max(end.0, Ordering::AcqRel);
-                }
-                t.release_locks_decided();
+                ends.extend(end.map(|end| (i, end)));
+                txn.release_locks_decided();
                 // The participant's log grew: its checkpointer decides whether that is
                 // enough for a checkpoint (a notification; the work is on its thread).
-                shared.parts[i].inner.maybe_checkpoint();
+                db.inner.maybe_checkpoint();
             }
-            // The outcome is in the coordinator's durable log; recovery of this
-            // partition (which has failed) will commit the part.
-            Err(e) => shared.parts[i].inner.poison_with(&e),
+            Err(e) => {
+                let e = Error::Poisoned(format!(
+                    "partition {i} cannot write its commit record ({e}); the commit is decided in partition 0's log, and reopening the database completes it"
+                ));
+                // Poisoned before the part is dropped: the drop's rollback must find the
+                // partition refusing work, or it would undo a committed part.
+                db.inner.poison_with(&e);
+                drop(txn);
+                failed.get_or_insert(e);
+            }
+        }
+    }
+    match failed {
+        None => {
+            pin.appended(ends);
+            Ok(())
+        }
+        Some(e) => {
+            pin.stick();
+            Err(e)
         }
     }
 }
