@@ -106,9 +106,11 @@ impl DataFile {
         self.segment_locks[(seg % SEGMENT_STRIPES as u64) as usize].lock()
     }
 
-    /// Opens the existing data file at `path` for reading only, as it is: no sync, no
-    /// cache dropped (a read-only database changes nothing, and reads what the operating
-    /// system shows).
+    /// Opens the existing data file at `path` for reading only. It is settled as
+    /// [`DataFile::open`] settles it — synced and its cache dropped, through the
+    /// read-only handle (`sluice_storage::settle`) — so that a read-only database shows
+    /// only pages that survive a power loss: a sync writes no byte, and a page a killed
+    /// process left unsynced in the cache would otherwise be read as if it were durable.
     pub(crate) fn open_read_only(
         storage: &dyn Storage,
         path: &Path,
@@ -117,6 +119,7 @@ impl DataFile {
         let file = storage
             .open(path, OpenOptions::READ_ONLY)
             .map_err(|e| missing_or(path, e))?;
+        sluice_storage::settle(&*file, true).map_err(|e| file_error("data file", path, e))?;
         Ok(DataFile::new(file, page_size, path))
     }
 
