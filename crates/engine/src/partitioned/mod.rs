@@ -128,7 +128,9 @@ impl PartitionedBuilder {
     }
 
     /// Partition `i`'s log directory (default `DIR/part-I/log`): on another device, for
-    /// example. The same directories must be given at every open.
+    /// example. The same directories must be given at every open. Each must be a
+    /// directory of its own — not another partition's log directory or a partition's
+    /// directory under another spelling (compared by identity; refused otherwise).
     pub fn log_dir(mut self, i: usize, dir: impl AsRef<Path>) -> PartitionedBuilder {
         self.log_dirs.insert(i, dir.as_ref().to_path_buf());
         self
