@@ -105,7 +105,10 @@ impl Builder {
     }
 
     /// Keeps the log in `dir` instead of `log/` inside the database directory — for
-    /// example on another device. The same directory must be given at every open.
+    /// example on another device. The same directory must be given at every open, and
+    /// it must not be the database directory itself under another spelling (`D/../D`, a
+    /// symlink): the two are compared by identity, and such a `dir` is refused with
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument).
     pub fn log_dir(mut self, dir: impl AsRef<Path>) -> Builder {
         self.log_dir = Some(dir.as_ref().to_path_buf());
         self
@@ -153,10 +156,18 @@ impl Builder {
     /// reading a database that no process holds for writing, or for a copy of one (a
     /// backup, the directory of a crashed process), also on media it may not write.
     ///
-    /// * **Nothing on disk changes.** No file or directory is created, written, synced,
+    /// * **No byte on disk changes.** No file or directory is created, written,
     ///   renamed, removed or resized, and no log record is appended: no checkpoint at
     ///   open, none in the background (no checkpointer thread) and none at close. A
     ///   missing directory, or one that is not a sluice database, is an error.
+    /// * **What it shows is durable.** Before it reads them it syncs the directory, the
+    ///   control file, the data file and the log — through read-only handles: an fsync
+    ///   needs no write permission and changes no byte — and drops their cached pages,
+    ///   as a read-write open does. A killed writer's unsynced log bytes, still in the
+    ///   page cache, would otherwise show a commit that a power loss then takes away. A
+    ///   file system that cannot sync at all (`EINVAL`, `EROFS`: read-only media) is
+    ///   read as it is, having nothing waiting to be made durable; any other failed sync
+    ///   refuses the open.
     /// * **Locking.** It takes a *shared* lock on the directory's `LOCK` file (and on
     ///   the log directory's): any number of read-only openers coexist, while a
     ///   read-write opener and read-only openers exclude each other with
@@ -171,9 +182,8 @@ impl Builder {
     ///   database is open. If they do not fit,
     ///   opening fails with [`Error::InvalidArgument`](crate::Error::InvalidArgument)
     ///   asking for a larger [`Builder::pool_pages`] or a read-write open (which
-    ///   recovers on disk). What is read is what the operating system shows: writes a
-    ///   killed process left unsynced in the page cache count (a read-write open would
-    ///   make them durable first).
+    ///   recovers on disk). Writes a killed process left unsynced in the page cache
+    ///   count: they were made durable first (above).
     /// * **Transactions.** Reads (`get`, `get_for_update`, `scan`, `scan_prefix`) work;
     ///   every write (`put`, `delete`, a `retain` that deletes, creating a table, also
     ///   through [`Database::table_or_create`](crate::Database::table_or_create) of a

@@ -163,8 +163,9 @@ impl Control {
         Control::read_with(storage, dir, false)
     }
 
-    /// [`Control::read`] for a read-only database: the file is opened read-only and read
-    /// as the operating system shows it, with no sync.
+    /// [`Control::read`] for a read-only database: the file is opened read-only, and
+    /// settled through that handle as [`Control::read`] settles it (a sync writes no
+    /// byte; see `sluice_storage::settle`).
     pub(crate) fn read_only(storage: &dyn Storage, dir: &Path) -> Result<Option<Control>> {
         Control::read_with(storage, dir, true)
     }
@@ -181,12 +182,11 @@ impl Control {
             OpenOptions::EXISTING
         };
         let f = storage.open(&path, how).map_err(io)?;
-        if !read_only {
-            // Read what the device holds, not what a dead process left in the cache (see
-            // `DataFile::open`): sync, then drop the cached pages.
-            f.sync_data().map_err(io)?;
-            f.drop_cache().map_err(io)?;
-        }
+        // Read what the device holds, not what a dead process left in the cache (see
+        // `DataFile::open`): sync, then drop the cached pages — read-only too, through the
+        // read-only handle, or a read-only open could act on a control file a power loss
+        // then takes back.
+        sluice_storage::settle(&*f, read_only).map_err(io)?;
         let len = f.len().map_err(io)?;
         // Bounded before allocating: a damaged length must not become a huge buffer.
         let mut b = vec![0u8; len.min(LEN as u64 + 1) as usize];

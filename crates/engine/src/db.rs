@@ -73,6 +73,27 @@ fn check_data_len(file: &DataFile, data_path: &Path, control: &Control) -> Resul
     Ok(())
 }
 
+/// Refuses the first two of `named` (each a role, the storage it is on and its path)
+/// that are one directory, however their paths are spelt: they are compared by
+/// [`sluice_storage::DirIdentity`] (device and inode; a directory not created yet by what
+/// creating it would make), never by spelling. A log directory that is its database's
+/// directory under another name (`D/../D`, a symlink) would share its `LOCK`; two
+/// partitions' logs in one directory would write one log. Called before an open creates
+/// anything.
+pub(crate) fn refuse_same_dirs(named: &[(String, &dyn Storage, PathBuf)]) -> Result<()> {
+    let dirs: Vec<(&dyn Storage, &Path)> =
+        named.iter().map(|(_, s, p)| (*s, p.as_path())).collect();
+    let Some((i, j)) = sluice_storage::find_same_dir(&dirs).map_err(Error::from)? else {
+        return Ok(());
+    };
+    let what = |k: usize| format!("{} {}", named[k].0, named[k].2.display());
+    Err(Error::InvalidArgument(format!(
+        "{} is the same directory as {} (directories are compared by what they are, not by how their paths are spelt): each must be a directory of its own",
+        what(j),
+        what(i)
+    )))
+}
+
 /// What is in a database directory before anything is created in it.
 fn survey(storage: &dyn Storage, dir: &Path) -> Result<bool> {
     let io = |e| file_error("database directory", dir, e);
@@ -402,6 +423,10 @@ impl Database {
         if !hooks.partition {
             refuse_partition(&*storage, &dir)?;
         }
+        refuse_same_dirs(&[
+            ("database directory".into(), &*storage, dir.clone()),
+            ("log directory".into(), &*log_storage, log_dir.clone()),
+        ])?;
         if options.read_only {
             return Database::open_read_only_with_log(
                 storage,
@@ -515,13 +540,17 @@ impl Database {
     }
 
     /// Opens the existing database in `dir` read-only (see [`crate::Builder::read_only`]):
-    /// the open path that changes nothing on disk. Where a read-write open creates, syncs
-    /// and checkpoints, this one only looks: a shared lock on `LOCK` (none if the file is
-    /// absent: a copy), the control file, the log (`Log::open_read_only`: no sync, a torn
-    /// tail left in place, no threads) and the data file opened read-only. Restart
-    /// recovery then runs as usual, into a buffer pool that never writes a page back and
-    /// with the records undo would log sent nowhere ([`LogSink`]); once it is over the
-    /// sink refuses everything, and no checkpointer is started.
+    /// the open path that writes nothing. Where a read-write open creates, writes and
+    /// checkpoints, this one only looks: a shared lock on `LOCK` (none if the file is
+    /// absent: a copy), the control file, the log (`Log::open_read_only`: a torn tail left
+    /// in place, no threads) and the data file, all opened read-only. Like a read-write
+    /// open, it first makes durable what it will trust — the directory, the control
+    /// file, the log and the data file are synced through read-only handles and their
+    /// caches dropped (`sluice_storage::settle`; a sync changes no byte) — so that nothing
+    /// it shows a client can be taken away by a power loss after a writer was killed.
+    /// Restart recovery then runs as usual, into a buffer pool that never writes a page
+    /// back and with the records undo would log sent nowhere ([`LogSink`]); once it is
+    /// over the sink refuses everything, and no checkpointer is started.
     fn open_read_only_with_log(
         storage: Arc<dyn Storage>,
         dir: PathBuf,
@@ -546,6 +575,9 @@ impl Database {
             }
             Err(e) => return Err(dir_io(e)),
         };
+        // Entries a killed writer created or renamed without syncing (a new CONTROL) are
+        // made durable before they are trusted, as a read-write open does.
+        sluice_storage::settle_dir(&*storage, &dir, true).map_err(dir_io)?;
         let not_a_database = |why: String| {
             Error::InvalidArgument(format!(
                 "{} is not a sluice database: {why} (a read-only open creates nothing)",

@@ -1,10 +1,11 @@
 //! A read-only database changes nothing on disk: through a storage that refuses and
-//! records every call that could (opens for writing, writes, syncs, length changes,
-//! directory creation, renames, removals, exclusive locks, cache drops), opening a
-//! cleanly closed and a crashed database, reading, verifying, being refused writes and
-//! a checkpoint, living past the checkpoint triggers and closing make no such call. A
-//! missing directory, one that is not a database and an interrupted creation are errors,
-//! and nothing is created for them either.
+//! records every call that could (opens for writing, writes, length changes, directory
+//! creation, renames, removals, exclusive locks), opening a cleanly closed and a crashed
+//! database, reading, verifying, being refused writes and a checkpoint, living past the
+//! checkpoint triggers and closing make no such call. The only calls beyond reads are
+//! syncs and cache drops, which change no byte: the open makes what it reads durable
+//! first (and does make them). A missing directory, one that is not a database and an
+//! interrupted creation are errors, and nothing is created for them either.
 
 mod read_only;
 
@@ -52,6 +53,7 @@ fn read_only_open_writes_nothing() {
     use_it(&db, &expected);
     db.close().unwrap();
     assert_eq!(guard.refused(), Vec::<String>::new());
+    assert_settled(&guard);
 
     // Crashed with a loser: recovery runs, in memory only. Dropped rather than closed.
     let sim = SimStorage::new(4);
@@ -62,6 +64,28 @@ fn read_only_open_writes_nothing() {
     use_it(&db, &expected);
     drop(db);
     assert_eq!(guard.refused(), Vec::<String>::new());
+    assert_settled(&guard);
+}
+
+/// The open synced, through read-only handles, the database directory, the control
+/// file, the data file and the log's segments, and dropped their caches.
+fn assert_settled(guard: &NoChanges) {
+    let settled = guard.settled();
+    for expected in [
+        format!("sync_dir {DIR}"),
+        format!("sync {DIR}/CONTROL"),
+        format!("sync {DIR}/data"),
+        format!("drop_cache {DIR}/data"),
+        format!("sync_dir {DIR}/log"),
+    ] {
+        assert!(settled.contains(&expected), "{expected} in {settled:?}");
+    }
+    assert!(
+        settled
+            .iter()
+            .any(|s| s.starts_with(&format!("sync {DIR}/log/")) && s.ends_with(".wal")),
+        "a segment synced: {settled:?}"
+    );
 }
 
 #[test]

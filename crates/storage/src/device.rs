@@ -317,6 +317,9 @@ impl<S: Storage> Storage for DeviceModel<S> {
     fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
         self.inner.lock_shared(path)
     }
+    fn dir_identity(&self, dir: &Path) -> io::Result<crate::DirIdentity> {
+        self.inner.dir_identity(dir)
+    }
 
     fn failpoint(&self, name: &'static str, path: &Path) -> io::Result<()> {
         self.inner.failpoint(name, path)

@@ -131,6 +131,9 @@ impl Storage for GatedStorage {
     fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
         self.inner.lock_shared(path)
     }
+    fn dir_identity(&self, dir: &Path) -> io::Result<crate::DirIdentity> {
+        self.inner.dir_identity(dir)
+    }
     fn failpoint(&self, name: &'static str, path: &Path) -> io::Result<()> {
         self.inner.failpoint(name, path)
     }

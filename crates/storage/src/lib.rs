@@ -21,16 +21,20 @@ mod device;
 mod error;
 pub mod failpoint;
 mod gate;
+mod identity;
 mod os;
 mod route;
+mod settle;
 mod sim;
 
 pub use device::{DeviceModel, DeviceProfile};
 pub use error::{raw_os_error, PathError};
 pub use failpoint::FailAction;
 pub use gate::GatedStorage;
+pub use identity::{find_same_dir, DirIdentity};
 pub use os::OsStorage;
 pub use route::RoutedStorage;
+pub use settle::{cannot_sync, settle, settle_dir};
 pub use sim::{FaultKind, FaultOp, FaultPlan, SimStats, SimStorage, TraceEvent};
 
 /// Reads exactly `buf.len()` bytes at `offset` with `read_at`, or fails with
@@ -65,7 +69,9 @@ pub trait FileHandle: Send + Sync {
     /// Writes all of `buf` at `offset`, extending the file if needed. The data is volatile
     /// until [`FileHandle::sync_data`] returns successfully.
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
-    /// Makes every write and length change made so far durable (fdatasync).
+    /// Makes every write and length change made so far durable (fdatasync) — through a
+    /// read-only handle too: a sync changes no byte, it makes the file's bytes as reads
+    /// show them (a killed process's unsynced writes included) durable.
     ///
     /// After a failure, nothing may be assumed about the data written since the last
     /// success: Linux marks the failed pages clean, so they may never reach the device
@@ -109,10 +115,13 @@ pub struct OpenOptions {
     pub create_new: bool,
     /// Truncate the file to zero length on open.
     pub truncate: bool,
-    /// Open for reading only: writes, length changes and syncs through the handle fail
-    /// (as writes to a file opened `O_RDONLY` do; every backend refuses the sync too), and a file the process may read but not write
-    /// (read-only media, another user's backup) can be opened. Cannot be combined with
-    /// `create`, `create_new` or `truncate` (`InvalidInput`).
+    /// Open for reading only: writes and length changes through the handle fail (as they
+    /// do on a file opened `O_RDONLY`), and a file the process may read but not write
+    /// (read-only media, another user's backup) can be opened. `sync_data` and
+    /// `drop_cache` work, as on Linux they do through an `O_RDONLY` descriptor: they
+    /// change no byte, and a reader uses them to make what it trusts durable first
+    /// ([`settle`]). Cannot be combined with `create`, `create_new` or `truncate`
+    /// (`InvalidInput`).
     pub read_only: bool,
 }
 
@@ -198,6 +207,13 @@ pub trait Storage: Send + Sync + 'static {
     /// `WouldBlock` while an exclusive holder ([`Storage::lock`]) has it, and with
     /// `NotFound` if there is no file. (Wrappers must forward it: there is no default.)
     fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>>;
+    /// What the directory `dir` is, independent of how its path is spelt
+    /// ([`DirIdentity`]; for a path that does not exist yet, what `create_dir_all` would
+    /// make of it). Fails if `dir` exists and is not a directory, or cannot be looked
+    /// at. Changes nothing. (Wrappers must forward it: there is no default, because a
+    /// wrapper that compared spellings instead would bring back the bug this exists to
+    /// prevent.)
+    fn dir_identity(&self, dir: &Path) -> io::Result<DirIdentity>;
 
     /// The named failure point `name` ([`failpoint`]) concerning the file or directory
     /// `path`: `Ok` unless a test armed it on a simulated disk
@@ -209,7 +225,7 @@ pub trait Storage: Send + Sync + 'static {
     }
 }
 
-/// What a write, length change or sync through a read-only handle fails with.
+/// What a write or length change through a read-only handle fails with.
 pub(crate) fn read_only_error() -> io::Error {
     io::Error::new(
         io::ErrorKind::PermissionDenied,

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{with_path, with_paths};
 use crate::{
-    dirs_top_down, parent_dir, read_exact_with, FileHandle, LockGuard, OpenOptions, Storage,
+    dirs_top_down, parent_dir, read_exact_with, DirIdentity, FileHandle, LockGuard, OpenOptions,
+    Storage,
 };
 
 /// Real files through `std::fs`: the storage that production code runs on.
@@ -34,9 +35,6 @@ struct OsFile {
     file: File,
     /// The path it was opened with, for errors.
     path: PathBuf,
-    /// Opened with [`OpenOptions::read_only`]: syncs are refused too, as every backend
-    /// does (Linux would sync a read-only descriptor; nothing read-only should ask).
-    read_only: bool,
 }
 
 impl OsFile {
@@ -96,11 +94,10 @@ impl FileHandle for OsFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        if self.read_only {
-            return Err(with_path(&self.path, crate::read_only_error()));
-        }
         // fdatasync: the data and the length (metadata needed to read the data back) are
         // made durable; timestamps are not, which is what lets it be cheaper than fsync.
+        // On a read-only descriptor too (Linux needs no write access for it, and the
+        // kernel refuses the writes themselves: `File` opened without write).
         self.file.sync_data().map_err(|e| with_path(&self.path, e))
     }
 
@@ -191,7 +188,6 @@ impl Storage for OsStorage {
         Ok(Box::new(OsFile {
             file,
             path: path.to_path_buf(),
-            read_only: options.read_only,
         }))
     }
 
@@ -261,6 +257,10 @@ impl Storage for OsStorage {
 
     fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
         lock_file_shared(path).map_err(|e| with_path(path, e))
+    }
+
+    fn dir_identity(&self, dir: &Path) -> io::Result<DirIdentity> {
+        crate::identity::os_identity(dir).map_err(|e| with_path(dir, e))
     }
 }
 

@@ -84,6 +84,9 @@ impl Storage for RoutedStorage {
     fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
         self.route(path).lock_shared(path)
     }
+    fn dir_identity(&self, dir: &Path) -> io::Result<crate::DirIdentity> {
+        self.route(dir).dir_identity(dir)
+    }
     fn failpoint(&self, name: &'static str, path: &Path) -> io::Result<()> {
         self.route(path).failpoint(name, path)
     }

@@ -9,7 +9,11 @@
 //! with a segment's name in the archive is therefore always a complete, durable copy;
 //! leftover `.tmp` files (a copy a crash or a close interrupted) are removed on open. The
 //! archive directory holds plain segment files, so it reads as a log of one directory
-//! ([`crate::Log::open_read_only`]) from its first archived segment.
+//! ([`crate::Log::open_read_only`]) from its first archived segment, and a marker naming
+//! the log it archives ([`crate::dirs::ARCHIVE_MARKER_NAME`]): an archive of another log
+//! is refused at open, since the file names alone would pass its copies off as this
+//! log's. It is a directory of its own — compared with the log's by identity, not by
+//! spelling (`crate::dirs`).
 //!
 //! `archived` — the LSN below which every segment of the log is archived — only moves
 //! after the rename is durable. With archiving on, [`crate::Log::truncate_below`] never
@@ -65,14 +69,14 @@ pub(crate) struct Archiver {
 impl Archiver {
     /// Prepares the archive directory `dir` of a log whose segments are `starts`
     /// (recovered, ascending): removes interrupted copies and finds where archiving
-    /// resumes.
+    /// resumes. The directory exists and was claimed for this log
+    /// (`crate::dirs::claim_archive`): every segment file in it is this log's copy.
     pub(crate) fn open(
         storage: &dyn Storage,
         dir: &Path,
         starts: &[Lsn],
         segment_bytes: u64,
     ) -> Result<Archiver> {
-        storage.create_dir_all(dir)?;
         let mut archived_set = HashSet::new();
         for name in storage.list(dir)? {
             if name.ends_with(TMP_SUFFIX) {

@@ -24,19 +24,44 @@
 //! interrupted (or never began), and its markers are written afresh — nothing was ever
 //! acknowledged in it.
 //!
-//! A log of one directory writes no marker: its on-disk format is unchanged from before
-//! partitioning. Such a directory (no marker, segments present) is refused as part of a
-//! larger layout, and a first directory whose marker says `D > 1` is refused alone.
+//! A log of one directory writes no marker — its on-disk format is unchanged from before
+//! partitioning — until it is opened with an archive, which must name the log it
+//! archives: then it gets a marker of one directory (`D = 1`) carrying its id. A directory
+//! without a marker and with segments is refused as part of a larger layout, and a first
+//! directory whose marker says another `D` is refused.
+//!
+//! # Directories are compared by identity
+//!
+//! The directories of a log, and its archive, must be distinct directories — not distinct
+//! spellings: `D/log` and `D/log/../log` (or a symlink to it) are one directory, and
+//! taking them for two made the archiver copy each segment onto itself (then truncation
+//! freed it) and made a log of "two" directories write both markers into one file. Every
+//! open compares them by [`sluice_storage::DirIdentity`] before it creates or writes
+//! anything ([`LogDirs::refuse_aliases`]).
+//!
+//! # The archive marker
+//!
+//! An archive directory holds [`ARCHIVE_MARKER_NAME`], naming the id of the log it
+//! archives (the marker's encoding, with its own magic). An archive whose marker names
+//! another log — an old archive reused after its log was wiped and recreated, whose
+//! segment names the new log's segments would match — is refused, as is one that holds
+//! segments but no marker: its copies would be taken for the log's own, and truncation
+//! would free segments no copy holds.
 
 use crate::error::{Result, WalError};
 use crate::Lsn;
 use sluice_storage::{OpenOptions, Storage};
 use std::path::{Path, PathBuf};
 
-/// The name of the marker file in each directory of a log of several directories.
+/// The name of the marker file in each directory of a log of several directories (and
+/// in the directory of an archived log of one).
 pub const MARKER_NAME: &str = "LOG_DIR";
 const MARKER_TMP: &str = "LOG_DIR.tmp";
 const MAGIC: &[u8; 8] = b"SLUICEDR";
+/// The name of the marker file in an archive directory: the id of the log it archives.
+pub const ARCHIVE_MARKER_NAME: &str = "ARCHIVE_OF";
+const ARCHIVE_MARKER_TMP: &str = "ARCHIVE_OF.tmp";
+const ARCHIVE_MAGIC: &[u8; 8] = b"SLUICEAR";
 const VERSION: u32 = 1;
 const MARKER_BYTES: usize = 36;
 /// The most directories a log may have (Tandem allowed 16 horizontal partitions).
@@ -51,9 +76,18 @@ struct Marker {
 }
 
 impl Marker {
-    fn encode(&self) -> [u8; MARKER_BYTES] {
+    /// An archive's marker: the log's id (index and count are unused, 0).
+    fn archive(log_id: u64) -> Marker {
+        Marker {
+            log_id,
+            index: 0,
+            count: 0,
+        }
+    }
+
+    fn encode(&self, magic: &[u8; 8]) -> [u8; MARKER_BYTES] {
         let mut b = [0u8; MARKER_BYTES];
-        b[..8].copy_from_slice(MAGIC);
+        b[..8].copy_from_slice(magic);
         b[8..12].copy_from_slice(&VERSION.to_le_bytes());
         b[12..16].copy_from_slice(&self.index.to_le_bytes());
         b[16..20].copy_from_slice(&self.count.to_le_bytes());
@@ -63,8 +97,8 @@ impl Marker {
         b
     }
 
-    fn decode(b: &[u8]) -> Option<Marker> {
-        if b.len() < MARKER_BYTES || &b[..8] != MAGIC {
+    fn decode(b: &[u8], magic: &[u8; 8]) -> Option<Marker> {
+        if b.len() < MARKER_BYTES || &b[..8] != magic {
             return None;
         }
         let crc = u32::from_le_bytes(b[32..36].try_into().unwrap());
@@ -139,6 +173,68 @@ impl LogDirs {
     /// The directory segment `start` lives in.
     pub fn dir_of(&self, start: Lsn, segment_bytes: u64) -> &Path {
         &self.dirs[self.index_of(start, segment_bytes)]
+    }
+
+    /// Refuses two of these directories, or one of them and the archive directory
+    /// `archive`, that are one directory however they are spelt (compared by
+    /// [`sluice_storage::DirIdentity`], which also recognises directories that do not
+    /// exist yet). Called before an open creates or writes anything.
+    pub(crate) fn refuse_aliases(
+        &self,
+        storage: &dyn Storage,
+        archive: Option<&Path>,
+    ) -> Result<()> {
+        let named: Vec<(&dyn Storage, &Path)> = self
+            .dirs
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(archive)
+            .map(|d| (storage, d))
+            .collect();
+        let Some((i, j)) = sluice_storage::find_same_dir(&named)? else {
+            return Ok(());
+        };
+        let what = |k: usize| {
+            let role = if k < self.count() {
+                "log directory"
+            } else {
+                "the archive directory"
+            };
+            format!("{role} {}", named[k].1.display())
+        };
+        Err(WalError::InvalidArgument(format!(
+            "{} is the same directory as {} (directories are compared by what they are, not \
+             by how their paths are spelt): a log's directories and its archive must be \
+             distinct directories",
+            what(j),
+            what(i)
+        )))
+    }
+
+    /// The log's id, which its archive names ([`claim_archive`]): the first directory's
+    /// marker's. A log of one directory has no marker until it is first archived; it
+    /// gets one here (read-write opens only, after [`LogDirs::check_markers`]).
+    pub(crate) fn log_id(&self, storage: &dyn Storage) -> Result<u64> {
+        if let Some(m) = read_marker(storage, self.first())? {
+            return Ok(m.log_id);
+        }
+        assert_eq!(
+            self.count(),
+            1,
+            "check_markers wrote the markers of a new layout"
+        );
+        let m = Marker {
+            log_id: new_log_id(),
+            index: 0,
+            count: 1,
+        };
+        write_atomically(
+            storage,
+            self.first(),
+            (MARKER_TMP, MARKER_NAME),
+            &m.encode(MAGIC),
+        )?;
+        Ok(m.log_id)
     }
 
     /// Checks the markers against this layout (see the module docs); for a read-write open
@@ -257,24 +353,92 @@ impl LogDirs {
                 index: i as u32,
                 count,
             };
-            let tmp = dir.join(MARKER_TMP);
-            {
-                let f = storage.open(&tmp, OpenOptions::CREATE)?;
-                f.set_len(0)?;
-                f.write_at(&m.encode(), 0)?;
-                f.sync_data()?;
-            }
-            storage.rename(&tmp, &dir.join(MARKER_NAME))?;
-            storage.sync_dir(dir)?;
+            write_atomically(storage, dir, (MARKER_TMP, MARKER_NAME), &m.encode(MAGIC))?;
         }
         Ok(())
     }
 }
 
+/// Writes `bytes` as the file `names.1` in `dir`, atomically: to `names.0`, synced,
+/// renamed, the directory synced.
+fn write_atomically(
+    storage: &dyn Storage,
+    dir: &Path,
+    (tmp, name): (&str, &str),
+    bytes: &[u8],
+) -> Result<()> {
+    let tmp = dir.join(tmp);
+    {
+        let f = storage.open(&tmp, OpenOptions::CREATE)?;
+        f.set_len(0)?;
+        f.write_at(bytes, 0)?;
+        f.sync_data()?;
+    }
+    storage.rename(&tmp, &dir.join(name))?;
+    storage.sync_dir(dir)?;
+    Ok(())
+}
+
+/// Makes the (existing) directory `archive` the archive of the log `log_id`, or refuses
+/// it (see the module docs): its marker must name this log; without a marker it must
+/// hold no segment file, and then gets one — before the archiver copies anything into
+/// it, so every copy in an archive lies under its log's marker.
+pub(crate) fn claim_archive(storage: &dyn Storage, archive: &Path, log_id: u64) -> Result<()> {
+    let refuse = |why: String| {
+        Err(WalError::InvalidArgument(format!(
+            "archive directory {}: {why}",
+            archive.display()
+        )))
+    };
+    match read_marker_file(
+        storage,
+        ("archive directory", archive),
+        ARCHIVE_MARKER_NAME,
+        ARCHIVE_MAGIC,
+    )? {
+        Some(m) if m.log_id == log_id => Ok(()),
+        Some(m) => refuse(format!(
+            "it archives another log (id {:016x}, this log is {log_id:016x}): an archive \
+             reused after its log was recreated would pass the old log's copies off as the \
+             new log's",
+            m.log_id
+        )),
+        None => {
+            let names = storage.list(archive)?;
+            if let Some(seg) = names
+                .iter()
+                .find(|n| crate::segment::parse_segment_name(n).is_some())
+            {
+                return refuse(format!(
+                    "it holds log segments (`{seg}`) but no {ARCHIVE_MARKER_NAME} marker \
+                     naming the log they belong to: it is not trusted as this log's archive"
+                ));
+            }
+            write_atomically(
+                storage,
+                archive,
+                (ARCHIVE_MARKER_TMP, ARCHIVE_MARKER_NAME),
+                &Marker::archive(log_id).encode(ARCHIVE_MAGIC),
+            )
+        }
+    }
+}
+
 /// The marker in `dir`, if it has a valid one. A marker file that does not decode is
-/// treated as absent: markers are written atomically, so it was never a complete one.
+/// damage (markers are written atomically, so it was never a half-written one).
 fn read_marker(storage: &dyn Storage, dir: &Path) -> Result<Option<Marker>> {
-    let path = dir.join(MARKER_NAME);
+    read_marker_file(storage, ("log directory", dir), MARKER_NAME, MAGIC)
+}
+
+/// The marker `name` (with `magic`) in `dir` (a `what`, for the error), if there is one;
+/// a damaged one is an error.
+fn read_marker_file(
+    storage: &dyn Storage,
+    (what, dir): (&str, &Path),
+    name: &str,
+    magic: &[u8; 8],
+) -> Result<Option<Marker>> {
+    let path = dir.join(name);
     let f = match storage.open(&path, OpenOptions::READ_ONLY) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -282,10 +446,10 @@ fn read_marker(storage: &dyn Storage, dir: &Path) -> Result<Option<Marker>> {
     };
     let mut b = [0u8; MARKER_BYTES];
     let n = f.read_at(&mut b, 0)?;
-    match Marker::decode(&b[..n]) {
+    match Marker::decode(&b[..n], magic) {
         Some(m) => Ok(Some(m)),
         None => Err(WalError::InvalidArgument(format!(
-            "log directory {}: its {MARKER_NAME} marker is damaged",
+            "{what} {}: its {name} marker is damaged",
             dir.display()
         ))),
     }
@@ -316,11 +480,19 @@ mod tests {
             index: 2,
             count: 3,
         };
-        assert_eq!(Marker::decode(&m.encode()), Some(m));
-        let mut bad = m.encode();
+        assert_eq!(Marker::decode(&m.encode(MAGIC), MAGIC), Some(m));
+        let mut bad = m.encode(MAGIC);
         bad[13] ^= 1;
-        assert_eq!(Marker::decode(&bad), None);
-        assert_eq!(Marker::decode(&m.encode()[..20]), None);
+        assert_eq!(Marker::decode(&bad, MAGIC), None);
+        assert_eq!(Marker::decode(&m.encode(MAGIC)[..20], MAGIC), None);
+        // An archive's marker is not a log directory's, nor the other way round.
+        let a = Marker::archive(0xfeed);
+        assert_eq!(
+            Marker::decode(&a.encode(ARCHIVE_MAGIC), ARCHIVE_MAGIC),
+            Some(a)
+        );
+        assert_eq!(Marker::decode(&a.encode(ARCHIVE_MAGIC), MAGIC), None);
+        assert_eq!(Marker::decode(&m.encode(MAGIC), ARCHIVE_MAGIC), None);
     }
 
     #[test]

@@ -390,16 +390,12 @@ impl Log {
         archive_dir: Option<&Path>,
         options: LogOptions,
     ) -> Result<Log> {
-        if let Some(a) = archive_dir {
-            if dirs.iter().any(|d| d == a) {
-                return Err(WalError::InvalidArgument(format!(
-                    "the archive directory {} is also a log directory",
-                    a.display()
-                )));
-            }
-        }
         let dirs = Arc::new(LogDirs::new(dirs)?);
         check_options(&options)?;
+        // Before anything is created: the log's directories and its archive are distinct
+        // directories, whatever their spelling (an archive that is a log directory under
+        // another name would "copy" each segment onto itself, and truncation free it).
+        dirs.refuse_aliases(&*storage, archive_dir)?;
         let first = dirs.first().to_path_buf();
         // The storage's errors name the path; nothing to add.
         storage.create_dir_all(&first)?;
@@ -411,6 +407,13 @@ impl Log {
             }
         })?;
         dirs.check_markers(&*storage, |d| segment::has_segments(&*storage, d), false)?;
+        if let Some(a) = archive_dir {
+            // The archive must be this log's (or new), before recovery or the archiver
+            // trusts a file name in it.
+            let log_id = dirs.log_id(&*storage)?;
+            storage.create_dir_all(a)?;
+            crate::dirs::claim_archive(&*storage, a, log_id)?;
+        }
         let rec = recovery::recover(&storage, &dirs, options.segment_bytes, false)?;
         let archiver = match archive_dir {
             Some(a) => Some(crate::archive::Archiver::open(
@@ -456,16 +459,21 @@ impl Log {
 
     /// Opens the existing log in `dir` for reading only — a log another process may read
     /// while no process writes it, or a copy of one (a backup, a crashed process's
-    /// directory). It changes nothing on disk and starts no thread: the directory is not
-    /// created (a missing one is an error), nothing is synced, a torn tail is left in
-    /// place (the log ends before it) and leftover temporary files stay. It takes a
-    /// *shared* lock on `dir/LOCK` (so it fails with [`WalError::Locked`] while a writer
-    /// holds the log, and several read-only openers coexist); a directory without a
-    /// `LOCK` file — a copy — is read without a lock.
+    /// directory). It writes nothing and starts no thread: no file or directory is
+    /// created (a missing directory is an error), written, renamed or removed, a torn
+    /// tail is left in place (the log ends before it) and leftover temporary files stay.
+    /// It takes a *shared* lock on `dir/LOCK` (so it fails with [`WalError::Locked`]
+    /// while a writer holds the log, and several read-only openers coexist); a directory
+    /// without a `LOCK` file — a copy — is read without a lock.
     ///
-    /// What it reads is what the operating system shows: the unsynced writes a killed
-    /// process left in the page cache count, where [`Log::open`] would make them durable
-    /// first. [`Log::read_from`] works up to the end found; [`Log::append`],
+    /// Before it reads, it makes what it will trust durable, as [`Log::open`] does: it
+    /// syncs the directory and each segment through read-only handles and drops their
+    /// cached pages. A sync changes no byte; it makes bytes already there durable — the
+    /// unsynced writes a killed process left in the page cache included — so that no
+    /// record it shows can be taken away by a later power loss. A file system that
+    /// cannot sync at all (`sluice_storage::cannot_sync`: `EINVAL` or `EROFS`, read-only
+    /// media) is read as it is: it holds no writes to make durable. Any other sync error
+    /// refuses the open. [`Log::read_from`] works up to the end found; [`Log::append`],
     /// [`Log::sync`], [`Log::truncate_below`] and waits past that end fail with
     /// [`WalError::ReadOnly`].
     pub fn open_read_only(
@@ -486,6 +494,7 @@ impl Log {
         let dirs = Arc::new(LogDirs::new(dirs)?);
         let dir = dirs.first().to_path_buf();
         check_options(&options)?;
+        dirs.refuse_aliases(&*storage, None)?;
         if !storage.exists(&dir)? {
             return Err(WalError::from(io::Error::new(
                 io::ErrorKind::NotFound,

@@ -6,7 +6,9 @@
 //! the flush daemon wrote but had not synced; after a failed fsync it may hold writes the
 //! device never got (Linux marks the failed pages clean, and a later fsync succeeds
 //! without writing them). Either way, what the previous incarnation left is durable, or
-//! invisible, before anything is called durable — a sync that fails refuses the open.
+//! invisible, before anything is called durable — a sync that fails refuses the open. A
+//! read-only open does the same through read-only handles: what it shows a reader must
+//! survive a power loss as much as what a writer builds on.
 //!
 //! Then frames are scanned from the first segment. At the first frame that does not verify
 //! (position `x`), the scan does not simply stop: it searches everything after `x` for
@@ -105,8 +107,10 @@ pub(crate) struct Recovered {
     pub(crate) list: SegmentList,
 }
 
-/// Finds the end of the log in `dirs`. `read_only`: change nothing — no sync before the
-/// scan, and a torn tail is left as it is (the log simply ends before it).
+/// Finds the end of the log in `dirs`. `read_only`: write nothing — the directories and
+/// segments are synced through read-only handles before the scan all the same (a sync
+/// changes no byte; see `segment::scan_dir_read_only`), and a torn tail is left as it is
+/// (the log simply ends before it).
 pub(crate) fn recover(
     storage: &Arc<dyn Storage>,
     dirs: &Arc<LogDirs>,

@@ -159,10 +159,23 @@ pub struct SegmentList {
 /// what makes it right to call them durable. After a failed fsync (Linux marks the failed
 /// pages clean) the cache may hold writes the device never got and never will, and this
 /// sync succeeds without writing them: dropping the cache hides them from the scan.
-fn settle(storage: &dyn Storage, dir: &Path, start: Lsn) -> Result<Box<dyn FileHandle>> {
-    let f = storage.open(&dir.join(segment_name(start)), OpenOptions::EXISTING)?;
-    f.sync_data()
-        .and_then(|()| f.drop_cache())
+///
+/// `read_only`: the same through a read-only handle (`sluice_storage::settle`): a sync
+/// changes no byte, and a read-only open that read the cache unsynced showed records a
+/// power loss could still take away.
+fn settle(
+    storage: &dyn Storage,
+    dir: &Path,
+    start: Lsn,
+    read_only: bool,
+) -> Result<Box<dyn FileHandle>> {
+    let how = if read_only {
+        OpenOptions::READ_ONLY
+    } else {
+        OpenOptions::EXISTING
+    };
+    let f = storage.open(&dir.join(segment_name(start)), how)?;
+    sluice_storage::settle(&*f, read_only)
         .map_err(|e| io_context("recovery cannot make the log durable before reading it", e))?;
     Ok(f)
 }
@@ -177,9 +190,12 @@ pub fn scan_dir(storage: &dyn Storage, dir: &Path) -> Result<SegmentList> {
 }
 
 /// [`scan_dir`] for a reader that may change nothing: leftover temporary files are
-/// skipped, not removed, nothing is synced, and the segments are opened read-only, so
-/// what it sees is what the operating system shows (a dead process's unsynced writes
-/// included — only a read-write open can make them durable).
+/// skipped, not removed, and the segments are opened read-only. What it reads is made
+/// durable first all the same — the directory and every segment are synced and their
+/// caches dropped, which changes no byte — so a dead process's unsynced writes are
+/// either durable or invisible before anything is read, exactly as for [`scan_dir`]. A
+/// file system that cannot sync at all (`sluice_storage::cannot_sync`: read-only media)
+/// is read as it is.
 pub fn scan_dir_read_only(storage: &dyn Storage, dir: &Path) -> Result<SegmentList> {
     scan_dirs(storage, &LogDirs::single(dir), true)
 }
@@ -216,22 +232,16 @@ pub(crate) fn scan_dirs(
             }
         }
         // Entries an earlier incarnation created, renamed or removed without syncing them
-        // (a process kill keeps them in the cache), and the removals above.
-        if !read_only {
-            storage
-                .sync_dir(dir)
-                .map_err(|e| io_context("recovery cannot make the log directory durable", e))?;
-        }
+        // (a process kill keeps them in the cache), and the removals above. Read-only
+        // too: the listing is trusted next.
+        sluice_storage::settle_dir(storage, dir, read_only)
+            .map_err(|e| io_context("recovery cannot make the log directory durable", e))?;
     }
     starts.sort();
     let mut size: Option<u64> = None;
     for &(start, index) in &starts {
         let dir = &dirs.all()[index];
-        let f = if read_only {
-            open_read(storage, dir, start)?
-        } else {
-            settle(storage, dir, start)?
-        };
+        let f = settle(storage, dir, start, read_only)?;
         let mut h = [0u8; HEADER_USED];
         let n = f.read_at(&mut h, 0)?;
         let s = decode_header(&h[..n], start)?;

@@ -57,15 +57,11 @@ impl DataFile {
             OpenOptions::EXISTING
         };
         let file = storage.open(path, how).map_err(|e| missing_or(path, e))?;
-        // What recovery reads must be what the device holds. A dead process may have left
-        // page writes in the OS cache that never reached the device: sync them (so that
-        // what is read stays true across a power loss), then drop the cache, because after
-        // a failed fsync Linux keeps pages readable that it will never write (issue 8,
-        // defects 1 and 2). A failure here refuses the open.
-        file.sync_data()
-            .map_err(|e| file_error("data file", path, e))?;
-        file.drop_cache()
-            .map_err(|e| file_error("data file", path, e))?;
+        // What recovery reads must be what the device holds (`sluice_storage::settle`:
+        // sync what a dead process left in the cache, then drop the cache, which after a
+        // failed fsync may show pages the device never got; issue 8, defects 1 and 2). A
+        // failure here refuses the open.
+        sluice_storage::settle(&*file, false).map_err(|e| file_error("data file", path, e))?;
         Ok(DataFile::new(file, page_size, path))
     }
 
@@ -119,9 +115,11 @@ impl DataFile {
         self.page_size
     }
 
-    /// Opens the existing data file at `path` for reading only, as it is: no sync, no
-    /// cache dropped (a read-only database changes nothing, and reads what the operating
-    /// system shows).
+    /// Opens the existing data file at `path` for reading only. It is settled as
+    /// [`DataFile::open`] settles it — synced and its cache dropped, through the
+    /// read-only handle (`sluice_storage::settle`) — so that a read-only database shows
+    /// only pages that survive a power loss: a sync writes no byte, and a page a killed
+    /// process left unsynced in the cache would otherwise be read as if it were durable.
     pub(crate) fn open_read_only(
         storage: &dyn Storage,
         path: &Path,
@@ -130,6 +128,7 @@ impl DataFile {
         let file = storage
             .open(path, OpenOptions::READ_ONLY)
             .map_err(|e| missing_or(path, e))?;
+        sluice_storage::settle(&*file, true).map_err(|e| file_error("data file", path, e))?;
         Ok(DataFile::new(file, page_size, path))
     }
 

@@ -134,7 +134,9 @@ impl PartitionedBuilder {
     }
 
     /// Partition `i`'s log directory (default `DIR/part-I/log`): on another device, for
-    /// example. The same directories must be given at every open.
+    /// example. The same directories must be given at every open. Each must be a
+    /// directory of its own — not another partition's log directory or a partition's
+    /// directory under another spelling (compared by identity; refused otherwise).
     pub fn log_dir(mut self, i: usize, dir: impl AsRef<Path>) -> PartitionedBuilder {
         self.log_dirs.insert(i, dir.as_ref().to_path_buf());
         self
@@ -351,6 +353,26 @@ impl Partitioned {
                 .cloned()
                 .unwrap_or_else(|| partition_dir(&dir, i).join("log"))
         };
+        // Every partition's log in a directory of its own, none of them a partition's
+        // directory — compared by identity, not spelling (`db::refuse_same_dirs`).
+        let named: Vec<(String, &dyn Storage, PathBuf)> = (0..k)
+            .flat_map(|i| {
+                let log_storage = b.log_storages.get(&i).map_or(&*storage, |s| &**s);
+                [
+                    (
+                        format!("partition {i}'s directory"),
+                        &*storage,
+                        partition_dir(&dir, i),
+                    ),
+                    (
+                        format!("partition {i}'s log directory"),
+                        log_storage,
+                        log_dir(i),
+                    ),
+                ]
+            })
+            .collect();
+        crate::db::refuse_same_dirs(&named)?;
         // Every partition is checked before any is opened: a missing or foreign one must
         // not be created afresh, or recovered without the others.
         if manifest.complete {

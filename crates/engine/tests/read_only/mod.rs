@@ -6,7 +6,7 @@
 
 use parking_lot::Mutex;
 use sluice::{Database, Options};
-use sluice_storage::{FileHandle, LockGuard, OpenOptions, SimStorage, Storage};
+use sluice_storage::{FileHandle, LockGuard, OpenOptions, SimStats, SimStorage, Storage};
 use sluice_testkit::fence::FencedStorage;
 use std::collections::BTreeMap;
 use std::io;
@@ -123,12 +123,15 @@ pub fn closed_cleanly(storage: Arc<dyn Storage>) -> Contents {
 }
 
 /// A storage wrapper that lets reads through and refuses — and records — every call
-/// that could change what is on disk (or in its cache): opening a file other than
-/// read-only, writes, syncs, length changes, creating directories, renames, removals,
-/// exclusive locks (which create their file) and cache drops.
+/// that could change what is on disk: opening a file other than read-only, writes,
+/// length changes, creating directories, renames, removals and exclusive locks (which
+/// create their file). Syncs (of a file, through its read-only handle, or of a
+/// directory) and cache drops change no byte: they go through, and are recorded apart
+/// ([`NoChanges::settled`]) — a read-only open makes what it reads durable first.
 pub struct NoChanges {
     inner: Arc<dyn Storage>,
     refused: Arc<Mutex<Vec<String>>>,
+    settled: Arc<Mutex<Vec<String>>>,
 }
 
 impl NoChanges {
@@ -136,12 +139,18 @@ impl NoChanges {
         Arc::new(NoChanges {
             inner,
             refused: Arc::default(),
+            settled: Arc::default(),
         })
     }
 
     /// Every refused call, as "operation path".
     pub fn refused(&self) -> Vec<String> {
         self.refused.lock().clone()
+    }
+
+    /// Every sync and cache drop let through, as "operation path".
+    pub fn settled(&self) -> Vec<String> {
+        self.settled.lock().clone()
     }
 
     fn refuse(&self, what: &str, path: &Path) -> io::Error {
@@ -161,6 +170,7 @@ struct NoChangesFile {
     inner: Box<dyn FileHandle>,
     path: std::path::PathBuf,
     refused: Arc<Mutex<Vec<String>>>,
+    settled: Arc<Mutex<Vec<String>>>,
 }
 
 impl FileHandle for NoChangesFile {
@@ -174,7 +184,10 @@ impl FileHandle for NoChangesFile {
         Err(refuse(&self.refused, "write", &self.path))
     }
     fn sync_data(&self) -> io::Result<()> {
-        Err(refuse(&self.refused, "sync", &self.path))
+        self.settled
+            .lock()
+            .push(format!("sync {}", self.path.display()));
+        self.inner.sync_data()
     }
     fn set_len(&self, _: u64) -> io::Result<()> {
         Err(refuse(&self.refused, "set_len", &self.path))
@@ -183,7 +196,10 @@ impl FileHandle for NoChangesFile {
         self.inner.len()
     }
     fn drop_cache(&self) -> io::Result<()> {
-        Err(refuse(&self.refused, "drop_cache", &self.path))
+        self.settled
+            .lock()
+            .push(format!("drop_cache {}", self.path.display()));
+        self.inner.drop_cache()
     }
 }
 
@@ -196,6 +212,7 @@ impl Storage for NoChanges {
             inner: self.inner.open(path, options)?,
             path: path.to_path_buf(),
             refused: self.refused.clone(),
+            settled: self.settled.clone(),
         }))
     }
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
@@ -214,7 +231,10 @@ impl Storage for NoChanges {
         Err(self.refuse("rename", from))
     }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        Err(self.refuse("sync_dir", dir))
+        self.settled
+            .lock()
+            .push(format!("sync_dir {}", dir.display()));
+        self.inner.sync_dir(dir)
     }
     fn lock(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
         Err(self.refuse("exclusive lock", path))
@@ -222,4 +242,24 @@ impl Storage for NoChanges {
     fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
         self.inner.lock_shared(path)
     }
+    fn dir_identity(&self, dir: &Path) -> io::Result<sluice_storage::DirIdentity> {
+        self.inner.dir_identity(dir)
+    }
+}
+
+/// Asserts that every counted operation on `sim` since `before` (its stats then) was a
+/// sync: a read-only open makes what it reads durable, and writes, creates, renames or
+/// removes nothing.
+pub fn assert_only_syncs(sim: &SimStorage, before: SimStats, context: &str) {
+    let after = sim.stats();
+    let syncs = (after.syncs - before.syncs) + (after.dir_syncs - before.dir_syncs);
+    assert_eq!(
+        after.ops - before.ops,
+        syncs,
+        "{context}: a read-only open made counted operations other than syncs"
+    );
+    assert_eq!(
+        after.writes, before.writes,
+        "{context}: a read-only open wrote"
+    );
 }

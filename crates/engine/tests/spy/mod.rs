@@ -157,4 +157,7 @@ impl Storage for Spy {
     fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
         self.inner.lock_shared(path)
     }
+    fn dir_identity(&self, dir: &Path) -> io::Result<sluice_storage::DirIdentity> {
+        self.inner.dir_identity(dir)
+    }
 }

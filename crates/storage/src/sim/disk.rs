@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::mem;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use super::inode::Inode;
 use crate::parent_dir;
@@ -25,13 +25,13 @@ pub(super) type InodeId = u64;
 pub(super) const MAX_FILE_BYTES: u64 = 1 << 30;
 const _: () = assert!(MAX_FILE_BYTES <= usize::MAX as u64);
 
-/// The canonical form of a path as a key: `.` components dropped, `.` for "here".
-/// `..` is kept as it is (not resolved); sluice never uses it.
+/// The canonical form of a path as a key: `.` components dropped and each `..` resolved
+/// against the component before it (the simulated disk has no symlinks, so that is what
+/// a real file system would resolve it to: `D/log/../log` is `D/log`), `.` for "here".
+/// Keying by the spelling instead made `D/log/../log` a directory of its own, unlike on
+/// a real disk, and hid the directory-identity bugs a test on the simulator should find.
 pub(crate) fn normalize(path: &Path) -> PathBuf {
-    let normal: PathBuf = path
-        .components()
-        .filter(|c| !matches!(c, Component::CurDir))
-        .collect();
+    let normal = crate::identity::normalize_lexically(path);
     if normal.as_os_str().is_empty() {
         PathBuf::from(".")
     } else {

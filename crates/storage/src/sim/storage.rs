@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,8 @@ use super::record::{SimStats, TraceEvent};
 use crate::error::{with_path, with_paths};
 use crate::failpoint::FailAction;
 use crate::{
-    dirs_top_down, parent_dir, read_exact_with, FileHandle, LockGuard, OpenOptions, Storage,
+    dirs_top_down, parent_dir, read_exact_with, DirIdentity, FileHandle, LockGuard, OpenOptions,
+    Storage,
 };
 
 /// Who holds a lock: one exclusive guard, or any number of shared ones.
@@ -179,9 +180,15 @@ impl State {
     }
 }
 
+/// The number the next simulated disk gets.
+static NEXT_DISK: AtomicU64 = AtomicU64::new(0);
+
 /// Shared by every clone of one `SimStorage` and by its handles and lock guards.
 struct Shared {
     seed: u64,
+    /// This disk's number, unique in the process: what tells its directories from
+    /// another simulated disk's in a [`DirIdentity`].
+    disk: u64,
     state: Mutex<State>,
     /// True once a named failure point was registered: until then reaching one costs
     /// this load and nothing else.
@@ -271,6 +278,7 @@ impl SimStorage {
         SimStorage {
             shared: Arc::new(Shared {
                 seed,
+                disk: NEXT_DISK.fetch_add(1, Ordering::Relaxed),
                 state: Mutex::new(state),
                 failpoints: AtomicBool::new(false),
                 reached: Condvar::new(),
@@ -676,6 +684,21 @@ impl Storage for SimStorage {
             .map_err(|e| with_path(&path, e))
     }
 
+    fn dir_identity(&self, dir: &Path) -> io::Result<DirIdentity> {
+        // The simulator has no symlinks: the normalised path (`..` resolved) is what the
+        // directory is, whether it exists yet or not.
+        let dir = normalize(dir);
+        let state = self.live().map_err(|e| with_path(&dir, e))?;
+        if !state.disk.is_dir(&dir) && state.disk.lookup(&dir).is_some() {
+            let e = io::Error::new(
+                io::ErrorKind::NotADirectory,
+                "exists and is not a directory",
+            );
+            return Err(with_path(&dir, e));
+        }
+        Ok(DirIdentity::sim(self.shared.disk, dir))
+    }
+
     fn failpoint(&self, name: &'static str, path: &Path) -> io::Result<()> {
         if !self.shared.failpoints_registered() {
             return Ok(());
@@ -724,7 +747,8 @@ struct SimHandle {
     incarnation: u64,
     /// The path it was opened with, for errors, the trace and path-scoped faults.
     path: PathBuf,
-    /// Opened with [`OpenOptions::read_only`]: writes, length changes and syncs fail.
+    /// Opened with [`OpenOptions::read_only`]: writes and length changes fail (syncs and
+    /// cache drops work, as on Linux).
     read_only: bool,
 }
 
@@ -770,9 +794,11 @@ impl SimHandle {
         Ok(())
     }
 
+    /// A sync through a read-only handle is allowed and does exactly what one through a
+    /// writable handle does (Linux syncs an `O_RDONLY` descriptor): it changes no byte,
+    /// it makes the file's pending writes — a killed process's included — durable.
     fn sync(&self) -> io::Result<()> {
         let mut state = self.live()?;
-        self.writable()?;
         if let Err(e) = state.begin(OpKind::SyncData, &[&self.path]) {
             // An injected failure has Linux's semantics (the type's docs). A halt that
             // fired here left the disk to the power loss or the next incarnation.

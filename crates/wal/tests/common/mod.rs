@@ -103,3 +103,17 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
         std::thread::park();
     }
 }
+
+/// Asserts that every counted operation on `sim` since `before` (its stats then) was a
+/// sync: a read-only open makes what it reads durable, and writes, creates, renames or
+/// removes nothing.
+pub fn assert_only_syncs(sim: &SimStorage, before: sluice_storage::SimStats, context: &str) {
+    let after = sim.stats();
+    let syncs = (after.syncs - before.syncs) + (after.dir_syncs - before.dir_syncs);
+    assert_eq!(
+        after.ops - before.ops,
+        syncs,
+        "{context}: counted operations other than syncs"
+    );
+    assert_eq!(after.writes, before.writes, "{context}: a write");
+}
