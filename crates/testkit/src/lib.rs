@@ -4,6 +4,7 @@
 
 pub mod crash;
 pub mod fence;
+pub mod history;
 pub mod io_errors;
 pub mod load;
 pub mod range_sum;
