@@ -69,12 +69,16 @@ pub struct Fixed {
     pub protocol: Option<CommitProtocol>,
     /// The family of propagation strategy.
     pub family: Option<Family>,
+    /// The propagation strategy itself (wins over `family`).
+    pub strategy: Option<Strategy>,
     /// The page size.
     pub page_size: Option<usize>,
     /// The buffer pool's frames.
     pub pool_pages: Option<usize>,
     /// Transactions per client thread.
     pub txns_per_client: Option<usize>,
+    /// Through agents (`true`) or direct transactions (`false`).
+    pub agents: Option<bool>,
 }
 
 /// Everything a run depends on besides thread timing.
@@ -90,7 +94,7 @@ pub struct Config {
     pub strategy: Strategy,
     /// Bytes per page: 1 KiB or 8 KiB.
     pub page_size: usize,
-    /// Buffer-pool frames: from the minimum of 16 up to 48.
+    /// Buffer-pool frames: the minimum of 16 half the time, else up to 48.
     pub pool_pages: usize,
     /// Log bytes between background checkpoints (small: frequent checkpoints).
     pub checkpoint_log_bytes: u64,
@@ -111,31 +115,41 @@ impl Config {
         let protocol = CommitProtocol::ALL[rng.gen_range(0..CommitProtocol::ALL.len())];
         let agents = rng.gen_range(1..=4);
         let direct = rng.gen_bool(0.5);
+        // The family first, then its member: log-based propagation and checkpoint sweeps
+        // get a third of the runs each, not one strategy's share in eight.
         let all = strategies();
-        let mut strategy = all[rng.gen_range(0..all.len())];
+        let family = Family::ALL[rng.gen_range(0..Family::ALL.len())];
+        let members: Vec<Strategy> = all.iter().copied().filter(|s| family.holds(s)).collect();
+        let mut strategy = members[rng.gen_range(0..members.len())];
         let page_size = if rng.gen_bool(0.5) { 1024 } else { 8192 };
-        // The minimum pool a third of the time: evictions on almost every access.
-        let pool_pages = if rng.gen_bool(1.0 / 3.0) {
+        // The minimum pool half the time: evictions on almost every access (log-based
+        // propagation reverted committed values there, with checkpoints every 8 KiB).
+        let pool_pages = if rng.gen_bool(0.5) {
             16
         } else {
             rng.gen_range(17..=48)
         };
-        let checkpoint_log_bytes = 1u64 << rng.gen_range(13..=18);
+        // A checkpoint every 4 KiB to 128 KiB of log.
+        let checkpoint_log_bytes = 1u64 << rng.gen_range(12..=17);
         let clients = rng.gen_range(2..=8);
         let keys = rng.gen_range(12..=32);
-        // About 240 transactions per run whatever the client count.
-        let txns_per_client = 240 / clients;
-        // Fixing the family redraws the strategy inside it from a stream of its own.
+        // About 400 transactions per run whatever the client count.
+        let txns_per_client = 400 / clients;
+        // Fixing the family redraws the strategy inside it from the seed alone (not the
+        // stream: the other dimensions stay as drawn).
         if let Some(f) = fixed.family {
             if !f.holds(&strategy) {
                 let inside: Vec<_> = all.into_iter().filter(|s| f.holds(s)).collect();
                 strategy = inside[(seed as usize).wrapping_mul(7) % inside.len()];
             }
         }
+        if let Some(s) = fixed.strategy {
+            strategy = s;
+        }
         Config {
             seed,
             protocol: fixed.protocol.unwrap_or(protocol),
-            via: if direct {
+            via: if !fixed.agents.unwrap_or(!direct) {
                 Via::Direct
             } else {
                 Via::Agents(agents)

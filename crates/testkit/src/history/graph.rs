@@ -6,8 +6,7 @@
 
 use super::facts::{Facts, Values};
 use super::oracle::Pos;
-use super::record::Op;
-use super::record::{show_read, History, Span, TxnNo};
+use super::record::{show_read, History, TxnNo, Val};
 use super::report::Anomaly;
 use super::versions::Versions;
 use std::collections::{HashMap, HashSet};
@@ -91,16 +90,6 @@ impl Graph {
     }
 }
 
-fn describe(h: &History, reader: TxnNo, op: usize) -> Option<String> {
-    let t = h.txns.iter().find(|t| t.no == reader)?;
-    let span: Option<(&u8, &Span, &str)> = match t.ops.get(op)? {
-        Op::Scan { table, span, .. } => Some((table, span, "scan")),
-        Op::Retain { table, span, .. } => Some((table, span, "retain")),
-        _ => None,
-    };
-    span.map(|(table, span, what)| format!("{what}(t{table}, {span})"))
-}
-
 /// Builds the graph of `h`; `pos` places every committed transaction (`oracle`). Reads
 /// of aborted or intermediate values are returned as G1a / G1b (one per reader and
 /// writer), and reads of values no write made as garbled.
@@ -129,8 +118,8 @@ pub fn build(
                     Ok(w) => Some(w),
                     Err((class, what)) => {
                         let writer = match v {
-                            super::record::Val::Id(id) => Some(id.txn),
-                            super::record::Val::Garbled(_) => None,
+                            Val::Id(id) => Some(id.txn),
+                            Val::Garbled(_) => None,
                         };
                         if reported.insert((class, t, writer)) {
                             let mut txns = vec![t];
@@ -155,7 +144,7 @@ pub fn build(
                 Kind::RwItem
             };
             for &n in versions.after(&o.key, version) {
-                g.add(t, n, kind, || match describe(h, t, o.op) {
+                g.add(t, n, kind, || match h.scan_of(t, o.op) {
                     Some(scan) if o.seen.is_none() => {
                         format!("{scan} op {} did not see {}", o.op, o.key)
                     }

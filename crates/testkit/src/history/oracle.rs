@@ -146,7 +146,7 @@ pub fn replay(h: &History, facts: &HashMap<TxnNo, Facts>) -> Replay {
             }
         }
     }
-    r.anomalies.extend(mismatches(wrong));
+    r.anomalies.extend(mismatches(h, wrong));
     r
 }
 
@@ -155,7 +155,7 @@ type Wrong<'f> = (TxnNo, String, &'f Obs, Option<ValueId>);
 
 /// One anomaly per distinct wrong read (key, value seen, value the map has): a value
 /// that reverted is read wrong by every later reader, and that is one defect.
-fn mismatches(wrong: Vec<Wrong<'_>>) -> Vec<Anomaly> {
+fn mismatches(h: &History, wrong: Vec<Wrong<'_>>) -> Vec<Anomaly> {
     let mut groups: Vec<(Wrong<'_>, Vec<String>)> = Vec::new();
     for w in wrong {
         let same = |g: &&mut (Wrong<'_>, Vec<String>)| {
@@ -173,11 +173,14 @@ fn mismatches(wrong: Vec<Wrong<'_>>) -> Vec<Anomaly> {
                 0 => String::new(),
                 n => format!("; {n} more reads the same"),
             };
+            let how = h
+                .scan_of(t, o.op)
+                .map_or(String::new(), |s| format!(" ({s})"));
             let mut a = Anomaly::new(
                 Class::ModelMismatch,
                 vec![t],
                 format!(
-                    "{t} ({place}) op {} read {} = {} but the commit-order model has {}{more}",
+                    "{t} ({place}) op {}{how} read {} = {} but the commit-order model has {}{more}",
                     o.op,
                     o.key,
                     show_read(&o.seen),

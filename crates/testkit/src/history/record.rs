@@ -317,6 +317,17 @@ pub struct History {
 }
 
 impl History {
+    /// How op `op` of `txn` scanned, if it is a scan or a `retain`
+    /// (`scan(t0, a..=d)`), for reports.
+    pub fn scan_of(&self, txn: TxnNo, op: usize) -> Option<String> {
+        let t = self.txns.iter().find(|t| t.no == txn)?;
+        match t.ops.get(op)? {
+            Op::Scan { table, span, .. } => Some(format!("scan(t{table}, {span})")),
+            Op::Retain { table, span, .. } => Some(format!("retain(t{table}, {span})")),
+            _ => None,
+        }
+    }
+
     /// Every key of every table.
     pub fn universe(&self) -> impl Iterator<Item = Key> + '_ {
         (0..self.tables).flat_map(move |t| {

@@ -103,21 +103,20 @@ pub fn versions(
         let mut starts = Vec::new();
         let mut succ: HashMap<TxnNo, Vec<TxnNo>> = HashMap::new();
         for w in &writers {
-            match &w.prev {
-                None => starts.push(w.txn),
-                Some(val) => match values.writer(&key, val) {
-                    Ok(u) => {
-                        succ.entry(u).or_default().push(w.txn);
-                        v.ww.push(WwEdge {
-                            from: u,
-                            to: w.txn,
-                            key: key.clone(),
-                            inferred: false,
-                        });
-                    }
-                    // Reported with the reads (the returned value is one): no link.
-                    Err(_) => {}
-                },
+            let Some(val) = &w.prev else {
+                starts.push(w.txn);
+                continue;
+            };
+            // A value that names no committed write is reported with the reads (the
+            // returned value is one): it links nothing.
+            if let Ok(u) = values.writer(&key, val) {
+                succ.entry(u).or_default().push(w.txn);
+                v.ww.push(WwEdge {
+                    from: u,
+                    to: w.txn,
+                    key: key.clone(),
+                    inferred: false,
+                });
             }
         }
         for (u, overwriters) in &succ {
