@@ -4,16 +4,17 @@
 //! with the smallest history that shows it; and, as a second oracle independent of the
 //! graph, replay the committed transactions in commit order against a map.
 //!
-//! * [`workload`] runs the transactions and records them ([`record`]), on a
-//!   configuration drawn from the seed ([`config`]);
+//! * [`workload`] runs client threads of random transactions ([`body`]) and records
+//!   them ([`record`]), on a configuration drawn from the seed ([`config`]);
 //! * [`facts`] turns operations into external reads and per-key writes, checking each
 //!   transaction against its own writes;
 //! * [`oracle`] replays in commit-LSN order and places the read-only transactions;
 //! * [`versions`] recovers the version order from the values writes returned;
 //! * [`graph`] builds the ww / wr / rw (item and predicate) edges;
 //! * [`cycles`] finds and classifies the cycles; [`report`] prints them;
-//! * [`check`] runs the analysis, [`sweep`] runs seeds.
+//! * [`check()`] runs the analysis, [`sweep()`] runs seeds.
 
+pub mod body;
 pub mod check;
 pub mod config;
 pub mod cycles;
