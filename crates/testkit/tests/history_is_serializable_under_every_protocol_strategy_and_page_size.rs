@@ -8,10 +8,10 @@
 use sluice::CommitProtocol;
 use sluice_testkit::history::{run_seed, Family, Fixed};
 
-/// Seeds per cell (half direct, half through agents): 30 cells × 16 seeds of about 400
+/// Seeds per cell (half direct, half through agents): 30 cells × 20 seeds of about 400
 /// transactions each, about a minute on a shared 2-core machine (mostly lock and log
 /// waits: about a quarter of it is CPU).
-const SEEDS_PER_CELL: u64 = 16;
+const SEEDS_PER_CELL: u64 = 20;
 
 #[test]
 fn every_protocol_strategy_and_page_size_gives_serializable_histories() {
