@@ -11,6 +11,7 @@ mod bench_sweep;
 mod bench_txn;
 mod bench_wal;
 mod compare;
+mod crash_history;
 mod crash_kill;
 mod crash_test;
 mod inspect;
@@ -89,6 +90,10 @@ enum CrashTest {
     /// (some during its recovery), reopened and checked: the TPC-B identities hold and
     /// every acknowledged commit is there.
     Kill(crash_kill::KillArgs),
+    /// The serializability checker: random concurrent transactions (no crash) on a
+    /// configuration drawn per seed, their history checked for dependency cycles (G0,
+    /// G1a-c, G2-item, phantoms) and against the commit-order model; exit 1 on any anomaly.
+    History(crash_history::Args),
 }
 
 #[derive(Subcommand, Debug)]
@@ -202,6 +207,7 @@ fn main() -> ExitCode {
             CrashTest::Engine(a) => crash_test::engine(a),
             CrashTest::Sim(a) => crash_test::sim(a),
             CrashTest::Kill(a) => crash_kill::kill(a),
+            CrashTest::History(a) => crash_history::run(a),
         },
         Command::Verify(a) => inspect::verify(a),
         Command::Log { which } => inspect::log(which),

@@ -1,0 +1,342 @@
+//! What one transaction of the workload does: its operations, drawn at random and
+//! recorded with what each returned.
+//!
+//! Two tables share one small key universe of names over `a`..`d` (one to three
+//! letters, so names are each other's prefixes and `scan_prefix` matters). Each
+//! transaction runs point reads (`get`, `get_for_update`), scans in every range form and
+//! by prefix, `retain`, puts (short, medium, and larger than the leaf limit, stored in
+//! chunks) and deletes; a fifth of them scan a range, insert a key into it that the scan
+//! did not see, and scan the range again (the shape of a phantom). Most commit; some
+//! roll back, some are dropped unfinished. Every written value is unique
+//! ([`encode_value`]), so every read names its writer, and `put` / `delete` return the
+//! value they replaced, which chains each write to the version it overwrote.
+
+use super::record::{decode_value, encode_value, Form, Key, Op, Span, TxnNo, Val, ValueId};
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use sluice::{Error, Table, Transaction};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The tables of a run.
+pub const TABLES: [&str; 2] = ["h0", "h1"];
+/// Every name of one to three letters over `a`..`d`, in order (84).
+pub(super) fn names() -> Vec<Vec<u8>> {
+    let mut all = Vec::new();
+    for a in b'a'..=b'd' {
+        all.push(vec![a]);
+        for b in b'a'..=b'd' {
+            all.push(vec![a, b]);
+            for c in b'a'..=b'd' {
+                all.push(vec![a, b, c]);
+            }
+        }
+    }
+    all.sort();
+    all
+}
+
+/// What every client shares.
+pub(super) struct Ctx {
+    pub(super) tables: Vec<Table>,
+    pub(super) keys: Vec<Vec<u8>>,
+    pub(super) names: Vec<Vec<u8>>,
+    /// The smallest value length stored apart from the leaf (for the longest key).
+    pub(super) large_from: usize,
+    pub(super) next: AtomicU64,
+}
+
+impl Ctx {
+    pub(super) fn txn_no(&self) -> TxnNo {
+        TxnNo(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+
+    fn key(&self, rng: &mut StdRng) -> Vec<u8> {
+        self.keys[rng.gen_range(0..self.keys.len())].clone()
+    }
+
+    /// A bound: mostly a key of the universe, sometimes any name (a bound between keys).
+    fn bound_key(&self, rng: &mut StdRng) -> Vec<u8> {
+        if rng.gen_bool(0.25) {
+            self.names[rng.gen_range(0..self.names.len())].clone()
+        } else {
+            self.key(rng)
+        }
+    }
+
+    fn span(&self, rng: &mut StdRng) -> Span {
+        let (mut a, mut b) = (self.bound_key(rng), self.bound_key(rng));
+        if a > b {
+            std::mem::swap(&mut a, &mut b);
+        }
+        let (inc, exc) = (Bound::Included, Bound::Excluded);
+        let (from, to, form) = match rng.gen_range(0..16) {
+            0 => (Bound::Unbounded, Bound::Unbounded, Form::Full),
+            1 => (inc(a), Bound::Unbounded, Form::From),
+            2 => (Bound::Unbounded, exc(b), Form::To),
+            3 => (Bound::Unbounded, inc(b), Form::ToInclusive),
+            4..=6 => (inc(a), exc(b), Form::Range),
+            7..=10 => (inc(a), inc(b), Form::RangeInclusive),
+            11..=12 => {
+                let from = match rng.gen_range(0..3) {
+                    0 => inc(a),
+                    1 => exc(a),
+                    _ => Bound::Unbounded,
+                };
+                let to = match rng.gen_range(0..3) {
+                    0 => inc(b),
+                    1 => exc(b),
+                    _ => Bound::Unbounded,
+                };
+                (from, to, Form::Bounds)
+            }
+            _ => {
+                let p = match rng.gen_range(0..4) {
+                    0 => a[..1].to_vec(),
+                    1 => a[..a.len().min(2)].to_vec(),
+                    2 => a,
+                    _ => Vec::new(),
+                };
+                (inc(p.clone()), Bound::Unbounded, Form::Prefix(p))
+            }
+        };
+        Span { from, to, form }
+    }
+}
+
+fn as_slice(b: &Bound<Vec<u8>>) -> &[u8] {
+    match b {
+        Bound::Included(k) | Bound::Excluded(k) => k,
+        Bound::Unbounded => &[],
+    }
+}
+
+/// Scans `span` through the range syntax its form names (each is its own `KeyRange`
+/// impl).
+pub(super) fn scan(
+    tx: &mut Transaction,
+    t: &Table,
+    span: &Span,
+) -> Result<Vec<(Vec<u8>, Val)>, Error> {
+    let (a, b) = (as_slice(&span.from), as_slice(&span.to));
+    let it = match &span.form {
+        Form::Full => tx.scan(t, ..),
+        Form::From => tx.scan(t, a..),
+        Form::To => tx.scan(t, ..b),
+        Form::ToInclusive => tx.scan(t, ..=b),
+        Form::Range => tx.scan(t, a..b),
+        Form::RangeInclusive => tx.scan(t, a..=b),
+        Form::Bounds => tx.scan(t, (span.from.clone(), span.to.clone())),
+        Form::Prefix(p) => tx.scan_prefix(t, p),
+    };
+    it.map(|e| e.map(|(k, v)| (k, decode_value(&v)))).collect()
+}
+
+/// `retain` over `span` (a prefix goes as its bounds: `retain` has no prefix form),
+/// deleting a random share of what it sees.
+fn retain(tx: &mut Transaction, t: &Table, span: &Span, rng: &mut StdRng) -> Result<Op, Error> {
+    let (a, b) = (as_slice(&span.from), as_slice(&span.to));
+    let mut seen = Vec::new();
+    let mut deleted = Vec::new();
+    let share = rng.gen_range(0.2..0.8);
+    let mut coin = StdRng::seed_from_u64(rng.gen());
+    let mut keep = |k: &[u8], v: &[u8]| {
+        seen.push((k.to_vec(), decode_value(v)));
+        let keep = coin.gen_bool(1.0 - share);
+        if !keep {
+            deleted.push(k.to_vec());
+        }
+        keep
+    };
+    let reported = match &span.form {
+        Form::Full => tx.retain(t, .., &mut keep),
+        Form::From => tx.retain(t, a.., &mut keep),
+        Form::To => tx.retain(t, ..b, &mut keep),
+        Form::ToInclusive => tx.retain(t, ..=b, &mut keep),
+        Form::Range => tx.retain(t, a..b, &mut keep),
+        Form::RangeInclusive => tx.retain(t, a..=b, &mut keep),
+        Form::Bounds | Form::Prefix(_) => {
+            tx.retain(t, (span.from.clone(), span.to.clone()), &mut keep)
+        }
+    }?;
+    Ok(Op::Retain {
+        table: tables_index(t),
+        span: span.clone(),
+        seen,
+        deleted,
+        reported,
+    })
+}
+
+fn tables_index(t: &Table) -> u8 {
+    TABLES.iter().position(|n| *n == t.name()).unwrap_or(0) as u8
+}
+
+/// How a body wants its transaction to end.
+pub(super) enum Ending {
+    Commit,
+    Rollback,
+    Drop,
+}
+
+/// One transaction's work, recorded into `ops` as it goes (an operation that fails
+/// leaves no entry: its error ends the transaction).
+pub(super) fn body(
+    tx: &mut Transaction,
+    ctx: &Ctx,
+    rng: &mut StdRng,
+    no: TxnNo,
+    ops: &mut Vec<Op>,
+) -> Result<Ending, Error> {
+    if rng.gen_bool(0.2) {
+        scan_insert_scan(tx, ctx, rng, no, ops)?;
+    } else {
+        for _ in 0..rng.gen_range(1..=6) {
+            random_op(tx, ctx, rng, no, ops)?;
+        }
+    }
+    Ok(match rng.gen_range(0..20) {
+        0..=1 => Ending::Rollback,
+        2 => Ending::Drop,
+        _ => Ending::Commit,
+    })
+}
+
+/// Scan a range, insert a key of it the scan did not see, maybe one more operation,
+/// and scan the range again: the repeat must see the same entries plus the insert.
+fn scan_insert_scan(
+    tx: &mut Transaction,
+    ctx: &Ctx,
+    rng: &mut StdRng,
+    no: TxnNo,
+    ops: &mut Vec<Op>,
+) -> Result<(), Error> {
+    let ti = rng.gen_range(0..ctx.tables.len());
+    let t = &ctx.tables[ti];
+    let span = ctx.span(rng);
+    let seen = scan(tx, t, &span)?;
+    let unseen: Vec<&Vec<u8>> = ctx
+        .keys
+        .iter()
+        .filter(|k| span.contains(k) && !seen.iter().any(|(s, _)| s == *k))
+        .collect();
+    let target = unseen.choose(rng).map(|k| (*k).clone());
+    ops.push(Op::Scan {
+        table: ti as u8,
+        span: span.clone(),
+        seen,
+    });
+    if let Some(k) = target {
+        put(tx, ctx, rng, no, ops, ti, k)?;
+    }
+    if rng.gen_bool(0.5) {
+        random_op(tx, ctx, rng, no, ops)?;
+    }
+    let seen = scan(tx, t, &span)?;
+    ops.push(Op::Scan {
+        table: ti as u8,
+        span,
+        seen,
+    });
+    Ok(())
+}
+
+pub(super) fn put(
+    tx: &mut Transaction,
+    ctx: &Ctx,
+    rng: &mut StdRng,
+    no: TxnNo,
+    ops: &mut Vec<Op>,
+    ti: usize,
+    key: Vec<u8>,
+) -> Result<(), Error> {
+    let id = ValueId {
+        txn: no,
+        op: ops.len() as u32,
+    };
+    // Short, medium (a few per leaf: the tables outgrow a small pool) and large
+    // (stored apart, in chunks).
+    let len = match rng.gen_range(0..10) {
+        0 => rng.gen_range(ctx.large_from..=ctx.large_from * 3),
+        1..=4 => rng.gen_range(64..=ctx.large_from / 2),
+        _ => rng.gen_range(16..64),
+    };
+    let bytes = encode_value(id, len);
+    let prev = tx.put(&ctx.tables[ti], &key, &bytes)?;
+    ops.push(Op::Put {
+        key: Key {
+            table: ti as u8,
+            key,
+        },
+        value: id,
+        len: bytes.len(),
+        prev: prev.map(|p| decode_value(&p)),
+    });
+    Ok(())
+}
+
+fn random_op(
+    tx: &mut Transaction,
+    ctx: &Ctx,
+    rng: &mut StdRng,
+    no: TxnNo,
+    ops: &mut Vec<Op>,
+) -> Result<(), Error> {
+    let ti = rng.gen_range(0..ctx.tables.len());
+    let t = &ctx.tables[ti];
+    let key = ctx.key(rng);
+    let k = |key: Vec<u8>| Key {
+        table: ti as u8,
+        key,
+    };
+    match rng.gen_range(0..100) {
+        0..=19 => {
+            let got = tx.get(t, &key)?.map(|v| decode_value(&v));
+            ops.push(Op::Get {
+                key: k(key),
+                for_update: false,
+                got,
+            });
+        }
+        20..=29 => {
+            let got = tx.get_for_update(t, &key)?.map(|v| decode_value(&v));
+            ops.push(Op::Get {
+                key: k(key),
+                for_update: true,
+                got,
+            });
+        }
+        30..=47 => {
+            let span = ctx.span(rng);
+            let seen = scan(tx, t, &span)?;
+            ops.push(Op::Scan {
+                table: ti as u8,
+                span,
+                seen,
+            });
+        }
+        48..=52 => {
+            let mut span = ctx.span(rng);
+            if let Form::Prefix(p) = &span.form {
+                // The bounds `scan_prefix` would use, spelt out for `retain`.
+                span.to = match p.iter().rposition(|&b| b != 0xFF) {
+                    Some(i) => {
+                        let mut end = p[..=i].to_vec();
+                        end[i] += 1;
+                        Bound::Excluded(end)
+                    }
+                    None => Bound::Unbounded,
+                };
+            }
+            let op = retain(tx, t, &span, rng)?;
+            ops.push(op);
+        }
+        53..=84 => put(tx, ctx, rng, no, ops, ti, key)?,
+        _ => {
+            let prev = tx.delete(t, &key)?.map(|v| decode_value(&v));
+            ops.push(Op::Delete { key: k(key), prev });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,312 @@
+//! The workload: client threads running random transactions ([`super::body`])
+//! against a database, directly or through an agent pool, every transaction recorded
+//! with how it ended. Deadlock victims and lock timeouts abort, as they may: the
+//! workload does not retry. A load transaction comes first and an audit (a read-only
+//! scan of everything) last.
+
+use super::body::{body, names, put, scan, Ctx, Ending, TABLES};
+use super::config::{Config, Via};
+use super::record::{End, Form, History, Op, Span, Txn, TxnNo};
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use sluice::{AgentOptions, Agents, Database, Error, Lsn, Outcome, Table, Transaction, TxnId};
+use sluice_storage::SimStorage;
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
+/// What a run produced: its history, and the errors that were not lock contention
+/// (each stopped its client; any is a failure of the run).
+#[derive(Debug, Default)]
+pub struct Run {
+    /// Every transaction begun.
+    pub history: History,
+    /// Errors other than deadlocks and lock timeouts.
+    pub errors: Vec<String>,
+}
+/// Opens the run's database on a simulated disk (no crash: this is the isolation
+/// checker), creates the tables and loads half the keys in a recorded transaction.
+fn open(config: &Config) -> Result<(Database, Vec<Table>), Error> {
+    let sim = SimStorage::new(config.seed);
+    let db = Database::open(Arc::new(sim), "/history", config.options())?;
+    let tables = TABLES
+        .iter()
+        .map(|n| db.create_table(n))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((db, tables))
+}
+
+/// Runs `config`'s workload and returns its history.
+pub fn run(config: &Config) -> Run {
+    let mut out = Run::default();
+    let (db, tables) = match open(config) {
+        Ok(x) => x,
+        Err(e) => {
+            out.errors.push(format!("opening the database failed: {e}"));
+            return out;
+        }
+    };
+    let mut rng = StdRng::seed_from_u64(config.seed);
+    let mut keys = names();
+    keys.shuffle(&mut rng);
+    keys.truncate(config.keys);
+    keys.sort();
+    let limits = db.limits();
+    let ctx = Arc::new(Ctx {
+        tables,
+        keys,
+        names: names(),
+        large_from: limits.max_entry + 1,
+        next: AtomicU64::new(0),
+    });
+    let txns = Mutex::new(Vec::new());
+    let errors = Mutex::new(Vec::new());
+    // The load: half the keys of each table, committed before the clients start.
+    let load = direct_txn(&db, &ctx, &mut rng, |tx, ctx, rng, no, ops| {
+        for ti in 0..ctx.tables.len() {
+            for key in &ctx.keys {
+                if rng.gen_bool(0.5) {
+                    put(tx, ctx, rng, no, ops, ti, key.clone())?;
+                }
+            }
+        }
+        Ok(Ending::Commit)
+    });
+    record(load, &txns, &errors, usize::MAX);
+    let seeds: Vec<u64> = (0..config.clients).map(|_| rng.gen()).collect();
+    let agents = match config.via {
+        Via::Direct => None,
+        Via::Agents(n) => Some(AgentRun::start(&db, n)),
+    };
+    std::thread::scope(|s| {
+        for (client, &seed) in seeds.iter().enumerate() {
+            let (db, ctx, txns, errors, agents) = (&db, &ctx, &txns, &errors, agents.as_ref());
+            s.spawn(move || {
+                let mut rng = StdRng::seed_from_u64(seed);
+                for _ in 0..config.txns_per_client {
+                    let t = match agents {
+                        None => direct_txn(db, ctx, &mut rng, body),
+                        Some(a) => a.txn(ctx, &mut rng),
+                    };
+                    if !record(t, txns, errors, client) {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    if let Some(a) = agents {
+        a.agents.shutdown();
+    }
+    // The audit: a last read-only transaction reads every key after everything else.
+    let audit = direct_txn(&db, &ctx, &mut rng, |tx, ctx, _, _, ops| {
+        for (ti, t) in ctx.tables.iter().enumerate() {
+            let span = Span {
+                from: Bound::Unbounded,
+                to: Bound::Unbounded,
+                form: Form::Full,
+            };
+            let seen = scan(tx, t, &span)?;
+            ops.push(Op::Scan {
+                table: ti as u8,
+                span,
+                seen,
+            });
+        }
+        Ok(Ending::Commit)
+    });
+    record(audit, &txns, &errors, config.clients);
+    if let Err(e) = db.verify() {
+        errors
+            .lock()
+            .expect("errors")
+            .push(format!("verify failed: {e}"));
+    }
+    let keys = ctx.keys.clone();
+    drop(ctx);
+    if let Err(e) = db.close() {
+        errors
+            .lock()
+            .expect("errors")
+            .push(format!("close failed: {e}"));
+    }
+    let mut txns = txns.into_inner().expect("txns");
+    txns.sort_by_key(|t: &Txn| t.no);
+    out.history = History {
+        txns,
+        keys,
+        tables: TABLES.len() as u8,
+    };
+    out.errors = errors.into_inner().expect("errors");
+    out
+}
+
+/// A transaction as it came back: its record, or an error that is not contention.
+type Done = Result<Txn, (Txn, String)>;
+
+/// Records a finished transaction; false if its client must stop.
+fn record(t: Done, txns: &Mutex<Vec<Txn>>, errors: &Mutex<Vec<String>>, client: usize) -> bool {
+    let (mut txn, ok) = match t {
+        Ok(t) => (t, true),
+        Err((t, e)) => {
+            errors
+                .lock()
+                .expect("errors")
+                .push(format!("{}: {e}", t.no));
+            (t, false)
+        }
+    };
+    txn.client = client;
+    txns.lock().expect("txns").push(txn);
+    ok
+}
+
+/// The end of a transaction whose body failed: contention aborts it, anything else is
+/// an error of the run.
+fn failed(no: TxnNo, ops: Vec<Op>, e: Error) -> Done {
+    let txn = Txn {
+        no,
+        client: 0,
+        ops,
+        end: End::Aborted(e.to_string()),
+    };
+    if e.is_retryable() {
+        Ok(txn)
+    } else {
+        Err((txn, e.to_string()))
+    }
+}
+
+type Body = fn(&mut Transaction, &Ctx, &mut StdRng, TxnNo, &mut Vec<Op>) -> Result<Ending, Error>;
+
+/// Runs `f` in a transaction of this thread's own and ends it as `f` says.
+fn direct_txn(
+    db: &Database,
+    ctx: &Ctx,
+    rng: &mut StdRng,
+    f: impl FnOnce(&mut Transaction, &Ctx, &mut StdRng, TxnNo, &mut Vec<Op>) -> Result<Ending, Error>,
+) -> Done {
+    let no = ctx.txn_no();
+    let mut rng = StdRng::seed_from_u64(rng.gen());
+    let mut ops = Vec::new();
+    let mut tx = db.begin();
+    let ending = match f(&mut tx, ctx, &mut rng, no, &mut ops) {
+        Ok(e) => e,
+        Err(e) => {
+            drop(tx);
+            return failed(no, ops, e);
+        }
+    };
+    let end = match ending {
+        Ending::Commit => {
+            let mut observed = None;
+            match tx.commit_observed(|lsn| observed = Some(lsn)) {
+                Ok(()) => End::Committed {
+                    lsn: observed.flatten(),
+                },
+                // Its commit record is in the log: whether it committed is not known.
+                Err(e) if observed.is_some() => {
+                    let txn = Txn {
+                        no,
+                        client: 0,
+                        ops,
+                        end: End::Aborted(e.to_string()),
+                    };
+                    return Err((
+                        txn,
+                        format!("commit failed after its record was logged: {e}"),
+                    ));
+                }
+                Err(e) => return failed(no, ops, e),
+            }
+        }
+        Ending::Rollback => match tx.rollback() {
+            Ok(()) => End::RolledBack,
+            Err(e) => return failed(no, ops, e),
+        },
+        Ending::Drop => {
+            drop(tx);
+            End::Dropped
+        }
+    };
+    Ok(Txn {
+        no,
+        client: 0,
+        ops,
+        end,
+    })
+}
+
+/// An agent pool and the commit records its hook saw.
+struct AgentRun {
+    agents: Agents,
+    commits: Arc<Mutex<HashMap<TxnId, Option<Lsn>>>>,
+}
+
+impl AgentRun {
+    fn start(db: &Database, n: usize) -> AgentRun {
+        let commits = Arc::new(Mutex::new(HashMap::new()));
+        let seen = commits.clone();
+        let agents = Agents::start_with(
+            db,
+            AgentOptions {
+                agents: n,
+                on_commit_record: Some(Arc::new(move |id, lsn| {
+                    seen.lock().expect("commits").insert(id, lsn);
+                })),
+                protocol: None,
+            },
+        );
+        AgentRun { agents, commits }
+    }
+
+    /// Submits one transaction and waits for its result. A body cannot drop its
+    /// transaction: a drop becomes a rollback here.
+    fn txn(&self, ctx: &Arc<Ctx>, rng: &mut StdRng) -> Done {
+        let no = ctx.txn_no();
+        let mut body_rng = StdRng::seed_from_u64(rng.gen());
+        let state: Arc<Mutex<(Vec<Op>, Option<TxnId>)>> = Arc::default();
+        let (ctx2, state2) = (ctx.clone(), state.clone());
+        let f: Body = body;
+        let r = self
+            .agents
+            .execute(move |tx| {
+                let mut g = state2.lock().expect("agent txn state");
+                g.1 = Some(tx.id());
+                Ok(match f(tx, &ctx2, &mut body_rng, no, &mut g.0)? {
+                    Ending::Commit => Outcome::Commit(()),
+                    Ending::Rollback | Ending::Drop => Outcome::Rollback(()),
+                })
+            })
+            .wait();
+        let (ops, id) = std::mem::take(&mut *state.lock().expect("agent txn state"));
+        let logged = id.and_then(|id| self.commits.lock().expect("commits").remove(&id));
+        let end = match r {
+            Ok(f) if f.committed => End::Committed {
+                lsn: logged.flatten(),
+            },
+            Ok(_) => End::RolledBack,
+            Err(e) if logged.is_some() => {
+                let txn = Txn {
+                    no,
+                    client: 0,
+                    ops,
+                    end: End::Aborted(e.to_string()),
+                };
+                return Err((
+                    txn,
+                    format!("commit failed after its record was logged: {e}"),
+                ));
+            }
+            Err(e) => return failed(no, ops, e),
+        };
+        Ok(Txn {
+            no,
+            client: 0,
+            ops,
+            end,
+        })
+    }
+}
