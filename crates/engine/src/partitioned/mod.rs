@@ -321,6 +321,33 @@ impl Partitioned {
                 )));
             }
         }
+        let log_dir = |i: usize| {
+            b.log_dirs
+                .get(&i)
+                .cloned()
+                .unwrap_or_else(|| partition_dir(&dir, i).join("log"))
+        };
+        // Every partition's log in a directory of its own, none of them a partition's
+        // directory — compared by identity, not spelling (`db::refuse_same_dirs`), and
+        // before anything is created: aliased directories are bad input.
+        let named: Vec<(String, &dyn Storage, PathBuf)> = (0..k)
+            .flat_map(|i| {
+                let log_storage = b.log_storages.get(&i).map_or(&*storage, |s| &**s);
+                [
+                    (
+                        format!("partition {i}'s directory"),
+                        &*storage,
+                        partition_dir(&dir, i),
+                    ),
+                    (
+                        format!("partition {i}'s log directory"),
+                        log_storage,
+                        log_dir(i),
+                    ),
+                ]
+            })
+            .collect();
+        crate::db::refuse_same_dirs(&named)?;
         // Creating the database, or finishing an interrupted creation, writes the
         // manifest and the partitions' markers: the one place where an open creates
         // files, so the one place a read-only open is refused, before anything is
@@ -347,32 +374,6 @@ impl Partitioned {
                 manifest.write(&*storage, &dir)?;
             }
         }
-        let log_dir = |i: usize| {
-            b.log_dirs
-                .get(&i)
-                .cloned()
-                .unwrap_or_else(|| partition_dir(&dir, i).join("log"))
-        };
-        // Every partition's log in a directory of its own, none of them a partition's
-        // directory — compared by identity, not spelling (`db::refuse_same_dirs`).
-        let named: Vec<(String, &dyn Storage, PathBuf)> = (0..k)
-            .flat_map(|i| {
-                let log_storage = b.log_storages.get(&i).map_or(&*storage, |s| &**s);
-                [
-                    (
-                        format!("partition {i}'s directory"),
-                        &*storage,
-                        partition_dir(&dir, i),
-                    ),
-                    (
-                        format!("partition {i}'s log directory"),
-                        log_storage,
-                        log_dir(i),
-                    ),
-                ]
-            })
-            .collect();
-        crate::db::refuse_same_dirs(&named)?;
         // Every partition is checked before any is opened: a missing or foreign one must
         // not be created afresh, or recovered without the others.
         if manifest.complete {
