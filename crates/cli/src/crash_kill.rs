@@ -86,9 +86,9 @@ pub struct ChildArgs {
     dir: PathBuf,
     #[arg(long)]
     commit: CommitProtocol,
-    #[arg(long)]
+    #[arg(long, default_value_t = Strategy::CheckpointSweep)]
     propagation: Strategy,
-    #[arg(long)]
+    #[arg(long, default_value_t = 0)]
     log_managers: usize,
     #[arg(long)]
     scale: u32,
@@ -244,10 +244,21 @@ pub fn child(a: ChildArgs) -> Result<(), Failure> {
             tpcb::ACCOUNTS_PER_BRANCH
         )));
     }
-    // The parent loaded it: a child never creates a database.
-    if !a.dir.join("CONTROL").is_file() {
+    if a.log_managers > 3 {
         return Err(Failure::Usage(format!(
-            "--dir {} is not a sluice database: it has no CONTROL file",
+            "--log-managers must be 0 (an ordinary database) to 3, got {}",
+            a.log_managers
+        )));
+    }
+    // The parent loaded it: a child never creates a database.
+    let marker = if a.log_managers == 0 {
+        "CONTROL"
+    } else {
+        sluice::MANIFEST
+    };
+    if !a.dir.join(marker).is_file() {
+        return Err(Failure::Usage(format!(
+            "--dir {} is not a sluice database: it has no {marker} file",
             a.dir.display()
         )));
     }

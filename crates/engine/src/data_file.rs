@@ -1,14 +1,13 @@
 //! Files of the database directory other than the pages: the error that names a file,
 //! and the durable small-file writer (control file, partition manifest and markers). The
 //! data file itself belongs to the buffer pool (`buffer_pool::DataFile`), the only code
-//! that writes pages.
+//! that writes pages. (A lower layer than the buffer pool: it imports nothing of it.)
 
 use crate::error::{Error, Result};
 use sluice_storage::{OpenOptions, Storage};
 use std::io;
 use std::path::Path;
 
-pub(crate) use crate::buffer_pool::DataFile;
 
 /// An I/O error about the file at `path`, saying which file (`what`) it is: the kind is
 /// kept, so ENOSPC stays `StorageFull`.
