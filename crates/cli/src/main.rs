@@ -12,6 +12,7 @@ mod bench_txn;
 mod bench_wal;
 mod compare;
 mod crash_kill;
+mod crash_swarm;
 mod crash_test;
 mod inspect;
 mod peer_child;
@@ -89,6 +90,11 @@ enum CrashTest {
     /// (some during its recovery), reopened and checked: the TPC-B identities hold and
     /// every acknowledged commit is there.
     Kill(crash_kill::KillArgs),
+    /// The swarm sweep: each seed draws its configuration over every option that
+    /// changes a code path (protocol, agents, propagation strategy switched between
+    /// sessions, pool, pages, large values, checkpoints, log, partitions, halts,
+    /// read-only opens), checked as it runs and after every recovery.
+    Swarm(crash_swarm::SwarmArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -202,6 +208,7 @@ fn main() -> ExitCode {
             CrashTest::Engine(a) => crash_test::engine(a),
             CrashTest::Sim(a) => crash_test::sim(a),
             CrashTest::Kill(a) => crash_kill::kill(a),
+            CrashTest::Swarm(a) => crash_swarm::run(a),
         },
         Command::Verify(a) => inspect::verify(a),
         Command::Log { which } => inspect::log(which),

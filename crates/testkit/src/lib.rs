@@ -1,9 +1,11 @@
 //! Workloads shared by the tests and the CLI, so both run exactly the same thing: the
-//! crash sweep ([`crash::crash_test`]), the bulk load ([`load::load_verify`]) and the
-//! range-sum serializability workload ([`range_sum::run`]).
+//! crash sweep ([`crash::crash_test`]), the swarm sweep ([`swarm::swarm`]), the bulk load
+//! ([`load::load_verify`]) and the range-sum serializability workload
+//! ([`range_sum::run`]).
 
 pub mod crash;
 pub mod fence;
 pub mod io_errors;
 pub mod load;
 pub mod range_sum;
+pub mod swarm;
