@@ -194,9 +194,11 @@ impl Config {
             1 => rng.gen_range(30..=200),
             _ => 1000,
         });
-        // The log must take the largest record: a split logs four page images.
-        let segment_bytes = ([16u64 << 10, 32 << 10, 64 << 10, 256 << 10][rng.gen_range(0..4)])
-            .max(8 * page_size as u64);
+        // Small segments roll over and truncate within a session's work (the largest
+        // record, a split's four page images, must fit one).
+        let segment_bytes = ([8u64 << 10, 16 << 10, 32 << 10, 64 << 10, 256 << 10]
+            [rng.gen_range(0..5)])
+        .max(8 * page_size as u64);
         let buffer_bytes = ([64usize << 10, 256 << 10][rng.gen_range(0..2)])
             .max(32 * page_size)
             .next_power_of_two();

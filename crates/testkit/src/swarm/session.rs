@@ -269,7 +269,16 @@ impl<'a> Seed<'a> {
         } else {
             self.res.lost_async += shown.lost;
         }
-        let (db, tables) = r.map_err(|p| format!("session {s} ({}): {p}", plan.halt.name()))?;
+        // How the session ended, for the failure: the halt, whether it struck while the
+        // work ran, whether the process was killed, whether the database closed cleanly.
+        let how = format!(
+            "{}{}{}{}",
+            plan.halt.name(),
+            if end.mid_run { ", struck mid-run" } else { "" },
+            if end.killed { ", killed" } else { "" },
+            if clean { ", closed cleanly" } else { "" }
+        );
+        let (db, tables) = r.map_err(|p| format!("session {s} ({how}): {p}"))?;
         self.settled = shown.state.expect("the last recovery showed its state");
         Ok((db, tables))
     }
