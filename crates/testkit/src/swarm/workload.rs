@@ -456,9 +456,27 @@ impl Client<'_> {
         }
     }
 
-    fn audit(&mut self, own_scan: Option<usize>) -> Ended {
+    /// An audit; `retrying`: of an ordinary database without agents, through
+    /// `Database::transaction` (which retries lost lock conflicts itself).
+    fn audit(&mut self, own_scan: Option<usize>, retrying: bool) -> Ended {
         let (t, cfg) = (self.t, self.cfg);
-        let r = match self.agents {
+        let r = match (self.agents, self.db.plain()) {
+            (None, Some(db)) if retrying => {
+                let (tables, model) = (self.tables, &self.model);
+                db.transaction(|tx| audit(tx, tables, cfg, t, model, own_scan))
+            }
+            _ => self.audit_once(own_scan),
+        };
+        match r {
+            Ok(Ok(())) => Ended::Done,
+            Ok(Err(b)) => Ended::Broke(b),
+            Err(e) => self.error(e),
+        }
+    }
+
+    fn audit_once(&mut self, own_scan: Option<usize>) -> Result<Result<(), String>, Error> {
+        let (t, cfg) = (self.t, self.cfg);
+        match self.agents {
             Some(agents) => {
                 let (tables, cfg, model) = (self.tables.to_vec(), cfg.clone(), self.model.clone());
                 agents
@@ -490,11 +508,6 @@ impl Client<'_> {
                     }
                 }
             }
-        };
-        match r {
-            Ok(Ok(())) => Ended::Done,
-            Ok(Err(b)) => Ended::Broke(b),
-            Err(e) => self.error(e),
         }
     }
 
@@ -678,7 +691,7 @@ pub(crate) fn run_session(
                         let ended = if rng.gen_bool(0.2) {
                             let own_scan =
                                 rng.gen_bool(0.5).then(|| OWN[rng.gen_range(0..OWN.len())]);
-                            let e = c.audit(own_scan);
+                            let e = c.audit(own_scan, rng.gen_bool(0.5));
                             audits += matches!(e, Ended::Done) as u64;
                             e
                         } else {
