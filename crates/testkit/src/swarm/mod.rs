@@ -10,7 +10,8 @@
 //!
 //! * `config`: what a seed draws, and its one-line form for a failure.
 //! * `engine`: an ordinary or a partitioned database behind one face.
-//! * `workload`: a session's clients, and the oracle that checks every read as they run.
+//! * `workload`: what a session's transactions do, and the checks of every read as they
+//!   run; `client`: the threads that run them, directly or through agents.
 //! * `oracle`: what a recovered state must be.
 //! * `session`: a seed's sessions, halts and recoveries (the halts are the crash
 //!   sweep's, `crate::crash::Halt`).
@@ -21,6 +22,7 @@
 //! (`Log::open_dirs`, `Log::open_archived`), but neither `sluice::Builder` nor
 //! `PartitionedBuilder` does; once they do, each is one more draw in `config.rs`.
 
+mod client;
 mod config;
 mod engine;
 mod oracle;

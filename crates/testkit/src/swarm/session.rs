@@ -6,10 +6,11 @@
 //! device does not hold, read-only opens included), and the last becomes the settled
 //! state the next session starts from. At the end: `verify`, and new work.
 
+use super::client::run_session;
 use super::config::{Config, Layout, MARK};
 use super::engine::{open, pool_too_small, Db, Ops, Rows, Tbl};
 use super::oracle::{check_chunks, Expected};
-use super::workload::{initial_rows, run_session};
+use super::workload::initial_rows;
 use crate::crash::{diff_message, halted_recoveries, open_with_read_errors, Halt};
 use rand::rngs::StdRng;
 use rand::SeedableRng;

@@ -15,13 +15,11 @@
 //! gap is shared — so clients never deadlock and lock timeouts are rare.
 
 use super::config::{Config, ACCT, INITIAL_BALANCE, MARK, MAX_THREADS, OWN};
-use super::engine::{Db, Ops, Rows, Tbl, Tx};
+use super::engine::{Ops, Rows, Tbl};
 use crate::crash::{make_value, ValueShape};
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
-use sluice::{AgentOptions, Agents, Error, Finished, Outcome, Transaction};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use rand::Rng;
+use sluice::Error;
 
 /// A write of a transaction: (table index, key, new value or `None` for a delete).
 pub(crate) type Write = (usize, Vec<u8>, Option<Vec<u8>>);
@@ -96,48 +94,22 @@ pub(crate) struct ThreadLog {
     pub(crate) rolled_back: Vec<Write>,
 }
 
-/// What a session's work did.
-#[derive(Debug, Default)]
-pub(crate) struct SessionRun {
-    pub(crate) threads: Vec<ThreadLog>,
-    /// The first rule the work broke.
-    pub(crate) violation: Option<String>,
-    /// Audits that saw the total.
-    pub(crate) audits: u64,
-    /// Transactions refused for lack of pool frames (tolerated, counted).
-    pub(crate) pool_full: u64,
-    /// Transactions rolled back as deadlock victims or after a lock timeout.
-    pub(crate) retryable: u64,
-}
-
-/// Whether an error may happen in a run the halt is allowed to break: a lost lock
-/// conflict, the disk (directly or by poisoning), a closed database or pool, or a pool
-/// too small for the concurrency. Anything else (corruption, a refused argument, a
-/// panic) is a broken rule.
-fn tolerated(e: &Error) -> bool {
-    match e {
-        Error::TransactionFailed { cause, .. } => tolerated(cause),
-        Error::BufferPoolFull(_) | Error::Closed(_) => true,
-        e => e.is_retryable() || e.is_io(),
-    }
-}
-
 /// What a writing transaction does, drawn before it runs (so an agent's body is a
 /// plain function of it).
 #[derive(Debug, Clone)]
-struct Plan {
-    index: usize,
+pub(super) struct Plan {
+    pub(super) index: usize,
     ops: Vec<OwnedOp>,
     /// (from, to, amount), `from < to`.
     transfer: Option<(Account, Account, i64)>,
     markers: Vec<usize>,
     marker: Vec<u8>,
     /// Roll back at the end: `Some(true)` by dropping the transaction.
-    rollback: Option<bool>,
+    pub(super) rollback: Option<bool>,
 }
 
 #[derive(Debug, Clone)]
-enum OwnedOp {
+pub(super) enum OwnedOp {
     Get(usize, Vec<u8>),
     Put(usize, Vec<u8>, Vec<u8>),
     Delete(usize, Vec<u8>),
@@ -146,11 +118,11 @@ enum OwnedOp {
 }
 
 /// A transaction's result as the body sees it: its writes, or the rule it broke.
-type Body = Result<Vec<Write>, String>;
+pub(super) type Body = Result<Vec<Write>, String>;
 
 /// Runs a writing transaction's operations on `tx`, checking every read of an owned key
 /// against `model` with the transaction's own writes applied.
-fn run_plan(
+pub(super) fn run_plan(
     tx: &mut impl Ops,
     tables: &[Tbl],
     t: usize,
@@ -277,7 +249,7 @@ fn first_difference(want: &[(Vec<u8>, Vec<u8>)], got: &[(Vec<u8>, Vec<u8>)]) -> 
 /// An audit: every account in one read-only transaction, whose sum must be the total;
 /// with `own_scan`, also a scan of the thread's range of that owned table, which must
 /// match its model.
-fn audit(
+pub(super) fn audit(
     tx: &mut impl Ops,
     tables: &[Tbl],
     cfg: &Config,
@@ -323,7 +295,7 @@ fn audit(
 }
 
 /// Draws thread `t`'s `index`-th writing transaction.
-fn draw_plan(
+pub(super) fn draw_plan(
     rng: &mut StdRng,
     cfg: &Config,
     max_entry: usize,
@@ -389,7 +361,7 @@ fn draw_plan(
 
 impl Plan {
     /// The writes the plan makes to owned keys and markers, in order.
-    fn writes(&self) -> Vec<Write> {
+    pub(super) fn writes(&self) -> Vec<Write> {
         let mut w: Vec<Write> = self
             .ops
             .iter()
@@ -407,332 +379,10 @@ impl Plan {
         w
     }
 
-    fn marker_writes(&self) -> Vec<Write> {
+    pub(super) fn marker_writes(&self) -> Vec<Write> {
         self.markers
             .iter()
             .map(|&m| (m, self.marker.clone(), Some(self.marker.clone())))
             .collect()
     }
-}
-
-/// How one transaction of a client ended.
-enum Ended {
-    /// Committed (acknowledged), rolled back as planned, or an audit that passed.
-    Done,
-    /// Lost a lock conflict, or found the pool full: rolled back; go on.
-    Retry { pool_full: bool },
-    /// The database failed (the halt): this client stops.
-    Stop,
-    /// A rule broke.
-    Broke(String),
-}
-
-/// A client: one thread's transactions, run directly or through the agents.
-struct Client<'a> {
-    t: usize,
-    cfg: &'a Config,
-    db: &'a Db,
-    tables: &'a [Tbl],
-    agents: Option<&'a Agents>,
-    /// The committed values of the thread's owned keys.
-    model: Rows,
-    log: ThreadLog,
-}
-
-impl Client<'_> {
-    fn error(&self, e: Error) -> Ended {
-        if !tolerated(&e) {
-            return Ended::Broke(format!("thread {}: unexpected error: {e}", self.t));
-        }
-        let pool_full = |e: &Error| matches!(e, Error::BufferPoolFull(_));
-        if e.is_retryable() {
-            Ended::Retry { pool_full: false }
-        } else if pool_full(&e)
-            || matches!(&e, Error::TransactionFailed { cause, .. } if pool_full(cause))
-        {
-            Ended::Retry { pool_full: true }
-        } else {
-            Ended::Stop
-        }
-    }
-
-    /// An audit; `retrying`: of an ordinary database without agents, through
-    /// `Database::transaction` (which retries lost lock conflicts itself).
-    fn audit(&mut self, own_scan: Option<usize>, retrying: bool) -> Ended {
-        let (t, cfg) = (self.t, self.cfg);
-        let r = match (self.agents, self.db.plain()) {
-            (None, Some(db)) if retrying => {
-                let (tables, model) = (self.tables, &self.model);
-                db.transaction(|tx| audit(tx, tables, cfg, t, model, own_scan))
-            }
-            _ => self.audit_once(own_scan),
-        };
-        match r {
-            Ok(Ok(())) => Ended::Done,
-            Ok(Err(b)) => Ended::Broke(b),
-            Err(e) => self.error(e),
-        }
-    }
-
-    fn audit_once(&mut self, own_scan: Option<usize>) -> Result<Result<(), String>, Error> {
-        let (t, cfg) = (self.t, self.cfg);
-        match self.agents {
-            Some(agents) => {
-                let (tables, cfg, model) = (self.tables.to_vec(), cfg.clone(), self.model.clone());
-                agents
-                    .execute(move |tx: &mut Transaction| {
-                        Ok(match audit(tx, &tables, &cfg, t, &model, own_scan)? {
-                            Ok(()) => Outcome::Commit(Ok(())),
-                            Err(b) => Outcome::Rollback(Err(b)),
-                        })
-                    })
-                    .wait()
-                    .map(|f| f.value)
-            }
-            None => {
-                let mut tx = self.db.begin();
-                match audit(&mut tx, self.tables, cfg, t, &self.model, own_scan) {
-                    Ok(Ok(())) => tx.commit().map(Ok),
-                    // The reads were delivered: a violation whatever follows, but say
-                    // whether the database still took work and the audit could commit.
-                    Ok(Err(b)) => {
-                        let commit = match tx.commit() {
-                            Ok(()) => "committed".to_string(),
-                            Err(e) => format!("did not commit: {e}"),
-                        };
-                        Ok(Err(format!("{b} (the audit then {commit})")))
-                    }
-                    Err(e) => {
-                        let _ = tx.rollback();
-                        Err(e)
-                    }
-                }
-            }
-        }
-    }
-
-    fn write(&mut self, plan: Plan) -> Ended {
-        // Whether the transaction reached its commit: then a failure leaves its outcome
-        // unknown, and it is an attempt (the oracle accepts it either way, as the last
-        // of the thread's prefix).
-        let decided = Arc::new(AtomicBool::new(false));
-        let r: Result<Finished<Body>, Error> = match self.agents {
-            Some(agents) => {
-                let (tables, model, p, d) = (
-                    self.tables.to_vec(),
-                    self.model.clone(),
-                    plan.clone(),
-                    decided.clone(),
-                );
-                let t = self.t;
-                agents
-                    .execute(move |tx: &mut Transaction| {
-                        Ok(match run_plan(tx, &tables, t, &model, &p)? {
-                            Err(b) => Outcome::Rollback(Err(b)),
-                            Ok(w) if p.rollback.is_some() => Outcome::Rollback(Ok(w)),
-                            Ok(w) => {
-                                d.store(true, Ordering::Release);
-                                Outcome::Commit(Ok(w))
-                            }
-                        })
-                    })
-                    .wait()
-            }
-            None => {
-                let mut tx = self.db.begin();
-                match run_plan(&mut tx, self.tables, self.t, &self.model, &plan) {
-                    Err(e) => {
-                        let _ = tx.rollback();
-                        Err(e)
-                    }
-                    Ok(Err(b)) => {
-                        let _ = tx.rollback();
-                        Ok(Finished {
-                            value: Err(b),
-                            committed: false,
-                        })
-                    }
-                    Ok(Ok(w)) => match plan.rollback {
-                        // Dropped without commit or rollback: it rolls back.
-                        Some(true) => {
-                            drop(tx);
-                            Ok(Finished {
-                                value: Ok(w),
-                                committed: false,
-                            })
-                        }
-                        Some(false) => tx.rollback().map(|()| Finished {
-                            value: Ok(w),
-                            committed: false,
-                        }),
-                        None => {
-                            decided.store(true, Ordering::Release);
-                            commit(tx).map(|()| Finished {
-                                value: Ok(w),
-                                committed: true,
-                            })
-                        }
-                    },
-                }
-            }
-        };
-        let decided = decided.load(Ordering::Acquire);
-        match r {
-            Ok(Finished { value: Err(b), .. }) => {
-                self.log.rolled_back.extend(plan.marker_writes());
-                Ended::Broke(b)
-            }
-            Ok(Finished {
-                value: Ok(writes),
-                committed: true,
-            }) => {
-                for (tb, k, v) in &writes {
-                    if OWN.contains(tb) {
-                        match v {
-                            Some(v) => self.model.insert((*tb, k.clone()), v.clone()),
-                            None => self.model.remove(&(*tb, k.clone())),
-                        };
-                    }
-                }
-                self.log.attempts.push(Attempt {
-                    index: plan.index,
-                    writes,
-                    acked: true,
-                });
-                Ended::Done
-            }
-            Ok(Finished {
-                committed: false, ..
-            }) => {
-                self.log.rolled_back.extend(plan.marker_writes());
-                Ended::Done
-            }
-            Err(e) if decided => {
-                self.log.attempts.push(Attempt {
-                    index: plan.index,
-                    writes: plan.writes(),
-                    acked: false,
-                });
-                match self.error(e) {
-                    Ended::Broke(b) => Ended::Broke(b),
-                    // The outcome is unknown: nothing more from this thread, so that
-                    // the attempt stays the last of its prefix.
-                    _ => Ended::Stop,
-                }
-            }
-            Err(e) => {
-                self.log.rolled_back.extend(plan.marker_writes());
-                self.error(e)
-            }
-        }
-    }
-}
-
-fn commit(tx: Tx) -> Result<(), Error> {
-    tx.commit()
-}
-
-/// Runs session `session`'s work on `db`: `cfg.threads` clients of `cfg.txns`
-/// transactions each, starting from the `settled` state, with the online checks of the
-/// module docs. Returns when every client has stopped.
-pub(crate) fn run_session(
-    db: &Db,
-    tables: &[Tbl],
-    cfg: &Config,
-    session: usize,
-    settled: &Rows,
-    rng: &mut StdRng,
-) -> SessionRun {
-    let seeds: Vec<u64> = (0..cfg.threads).map(|_| rng.gen()).collect();
-    let stop = AtomicBool::new(false);
-    let agents = match (cfg.agents(), db.plain()) {
-        (Some(n), Some(d)) => Some(Agents::start_with(
-            d,
-            AgentOptions {
-                agents: n,
-                on_commit_record: None,
-                protocol: None,
-            },
-        )),
-        _ => None,
-    };
-    let max_entry = db.limits().max_entry;
-    let run = Mutex::new(SessionRun::default());
-    std::thread::scope(|s| {
-        let handles: Vec<_> = seeds
-            .iter()
-            .enumerate()
-            .map(|(t, &ts)| {
-                let (stop, run, agents) = (&stop, &run, agents.as_ref());
-                s.spawn(move || {
-                    let (from, to) = owned_range(t);
-                    let model = settled
-                        .iter()
-                        .filter(|((tb, k), _)| {
-                            OWN.contains(tb) && k.as_slice() >= &from[..] && k.as_slice() < &to[..]
-                        })
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect();
-                    let mut c = Client {
-                        t,
-                        cfg,
-                        db,
-                        tables,
-                        agents,
-                        model,
-                        log: ThreadLog::default(),
-                    };
-                    let mut rng = StdRng::seed_from_u64(ts);
-                    let (mut audits, mut pool_full, mut retryable) = (0, 0, 0);
-                    for i in 0..cfg.txns {
-                        if stop.load(Ordering::Acquire) {
-                            break;
-                        }
-                        let ended = if rng.gen_bool(0.2) {
-                            let own_scan =
-                                rng.gen_bool(0.5).then(|| OWN[rng.gen_range(0..OWN.len())]);
-                            let e = c.audit(own_scan, rng.gen_bool(0.5));
-                            audits += matches!(e, Ended::Done) as u64;
-                            e
-                        } else {
-                            let plan = draw_plan(&mut rng, cfg, max_entry, t, session, i);
-                            c.write(plan)
-                        };
-                        match ended {
-                            Ended::Done => {}
-                            Ended::Retry { pool_full: full } => {
-                                pool_full += full as u64;
-                                retryable += !full as u64;
-                            }
-                            Ended::Stop => break,
-                            Ended::Broke(b) => {
-                                stop.store(true, Ordering::Release);
-                                let b = match db.health() {
-                                    Ok(()) => b,
-                                    Err(e) => format!("{b} [the database had failed: {e}]"),
-                                };
-                                run.lock().expect("session run").violation.get_or_insert(b);
-                                break;
-                            }
-                        }
-                    }
-                    let mut r = run.lock().expect("session run");
-                    r.audits += audits;
-                    r.pool_full += pool_full;
-                    r.retryable += retryable;
-                    (t, c.log)
-                })
-            })
-            .collect();
-        let mut logs: Vec<(usize, ThreadLog)> = handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect();
-        logs.sort_by_key(|(t, _)| *t);
-        run.lock().expect("session run").threads = logs.into_iter().map(|(_, l)| l).collect();
-    });
-    if let Some(a) = agents {
-        a.shutdown();
-    }
-    run.into_inner().expect("session run")
 }
