@@ -13,6 +13,7 @@ mod bench_wal;
 mod compare;
 mod crash_history;
 mod crash_kill;
+mod crash_swarm;
 mod crash_test;
 mod inspect;
 mod peer_child;
@@ -94,6 +95,11 @@ enum CrashTest {
     /// configuration drawn per seed, their history checked for dependency cycles (G0,
     /// G1a-c, G2-item, phantoms) and against the commit-order model; exit 1 on any anomaly.
     History(crash_history::Args),
+    /// The swarm sweep: each seed draws its configuration over every option that
+    /// changes a code path (protocol, agents, propagation strategy switched between
+    /// sessions, pool, pages, large values, checkpoints, log, partitions, halts,
+    /// read-only opens), checked as it runs and after every recovery.
+    Swarm(crash_swarm::SwarmArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -208,6 +214,7 @@ fn main() -> ExitCode {
             CrashTest::Sim(a) => crash_test::sim(a),
             CrashTest::Kill(a) => crash_kill::kill(a),
             CrashTest::History(a) => crash_history::run(a),
+            CrashTest::Swarm(a) => crash_swarm::run(a),
         },
         Command::Verify(a) => inspect::verify(a),
         Command::Log { which } => inspect::log(which),

@@ -34,10 +34,10 @@ use crate::fence::FencedStorage;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sluice::{
-    AgentOptions, Agents, CommitProtocol, Database, Error, Finished, Options,
+    AgentOptions, Agents, CommitProtocol, Database, Error, Finished, Limits, Options,
     Outcome as TxnOutcome, Strategy, Submitter, Table, TxnId,
 };
-use sluice_storage::{FaultKind, FaultOp, FaultPlan, SimStorage};
+use sluice_storage::{FailAction, FaultKind, FaultOp, FaultPlan, SimStorage};
 use sluice_wal::Lsn;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -114,7 +114,7 @@ fn key(k: u32) -> Vec<u8> {
 
 /// What a put writes: a short value with `pad` bytes of padding, or a large one.
 #[derive(Debug, Clone, Copy)]
-enum ValueShape {
+pub(crate) enum ValueShape {
     Short(usize),
     Large(usize),
 }
@@ -137,7 +137,7 @@ fn draw_shape(rng: &mut StdRng, huge: bool) -> ValueShape {
 
 /// The value a put writes: its writer and key, then padding; a large value's padding is
 /// pseudo-random bytes drawn from the writer, so a misplaced or stale chunk shows.
-fn make_value(tag: &str, k: u32, shape: ValueShape) -> Vec<u8> {
+pub(crate) fn make_value(tag: &str, k: u32, shape: ValueShape) -> Vec<u8> {
     let mut v = format!("{tag}:{k}:").into_bytes();
     match shape {
         ValueShape::Short(pad) => v.resize(v.len() + pad, b'x'),
@@ -235,15 +235,7 @@ pub(crate) fn read_state(db: &Database) -> Result<State, Error> {
 /// values in `state`: a chunk more is a trace of a transaction that did not commit (or
 /// of an old value an overwrite should have deleted), a chunk less a damaged value.
 fn check_chunks(db: &Database, state: &State) -> Result<(), String> {
-    let limits = db.limits();
-    let want: u64 = state
-        .iter()
-        .filter(|((_, k), v)| k.len() + v.len() > limits.max_entry)
-        .map(|((_, k), v)| {
-            let c = limits.chunk_len(k.len()).expect("keys allow large values");
-            v.len().div_ceil(c) as u64
-        })
-        .sum();
+    let want = chunks_of(db.limits(), state.iter().map(|((_, k), v)| (k, v)));
     let got = db
         .large_value_chunks()
         .map_err(|e| format!("reading the table of large values failed: {e}"))?;
@@ -253,6 +245,20 @@ fn check_chunks(db: &Database, state: &State) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The chunks the large values among `rows` (key, value) occupy in the hidden table of
+/// large values: a value whose key plus value exceed `max_entry` is stored apart.
+pub(crate) fn chunks_of<'a>(
+    limits: Limits,
+    rows: impl Iterator<Item = (&'a Vec<u8>, &'a Vec<u8>)>,
+) -> u64 {
+    rows.filter(|(k, v)| k.len() + v.len() > limits.max_entry)
+        .map(|(k, v)| {
+            let c = limits.chunk_len(k.len()).expect("keys allow large values");
+            v.len().div_ceil(c) as u64
+        })
+        .sum()
 }
 
 /// Checks the recovered state against the candidates; returns (lost, problem).
@@ -555,9 +561,10 @@ fn run_agents(
         .collect()
 }
 
-/// How the machine fails during a seed (each seed draws one).
+/// How the machine fails during a seed (each seed draws one). The crash sweep draws from
+/// its first four ([`HALTS`]); the swarm (`crate::swarm`) from all of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Halt {
+pub(crate) enum Halt {
     /// Power loss at a random operation: unsynced writes are kept, dropped or garbled.
     PowerLoss,
     /// The process is killed at a random operation; the page cache survives, the database
@@ -568,6 +575,13 @@ enum Halt {
     FsyncFailure,
     /// A power loss, then read errors during the next recovery, which must fail cleanly.
     ReadErrorsInRecovery,
+    /// A write or a length change fails (EIO or ENOSPC, once or from then on), then a
+    /// kill or a power loss.
+    WriteFailure,
+    /// A named failure point (`sluice_storage::failpoint::ALL`: the steps between two
+    /// disk operations) loses the power, kills the process or fails with EIO or ENOSPC
+    /// at one of its first reaches; then a kill or a power loss if it has not halted.
+    Failpoint,
 }
 
 const HALTS: [Halt; 4] = [
@@ -581,6 +595,226 @@ const HALTS: [Halt; 4] = [
 /// failures in the middle of it.
 const SYNC_RANGE: u64 = 40;
 
+/// How a run armed with a [`Halt`] ended ([`Armed::end_run`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RunEnd {
+    /// The halt struck while the work ran (not after it).
+    pub(crate) mid_run: bool,
+    /// The process was killed (mid-run or after): the page cache survives until a
+    /// later power loss.
+    pub(crate) killed: bool,
+}
+
+impl Halt {
+    /// Every halt, in the order the swarm draws them.
+    pub(crate) const ALL: [Halt; 6] = [
+        Halt::PowerLoss,
+        Halt::KillThenPowerLoss,
+        Halt::FsyncFailure,
+        Halt::ReadErrorsInRecovery,
+        Halt::WriteFailure,
+        Halt::Failpoint,
+    ];
+
+    /// A short name, for a failure line.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Halt::PowerLoss => "power",
+            Halt::KillThenPowerLoss => "kill",
+            Halt::FsyncFailure => "fsync",
+            Halt::ReadErrorsInRecovery => "read-errors",
+            Halt::WriteFailure => "write",
+            Halt::Failpoint => "failpoint",
+        }
+    }
+
+    /// Arms the halt on `sim` for a run of about `range` counted disk operations (the
+    /// halt strikes at one drawn from `1..=range`); `data_files` are the data files a
+    /// third of the fsync failures aim at (a checkpoint's sync fails too). The run
+    /// starts now: [`Armed::end_run`] ends it.
+    pub(crate) fn arm(
+        self,
+        sim: &SimStorage,
+        rng: &mut StdRng,
+        range: u64,
+        data_files: &[String],
+    ) -> Armed {
+        let kind = |rng: &mut StdRng| {
+            if rng.gen_bool(0.5) {
+                FaultKind::Eio
+            } else {
+                FaultKind::Enospc
+            }
+        };
+        match self {
+            Halt::PowerLoss | Halt::ReadErrorsInRecovery => {
+                sim.crash_at_op(rng.gen_range(1..=range))
+            }
+            Halt::KillThenPowerLoss => sim.kill_at_op(rng.gen_range(1..=range)),
+            Halt::FsyncFailure => {
+                let kind = kind(rng);
+                // Log syncs outnumber data-file syncs (one per checkpoint) by far: aim a third
+                // of the failures at the data file so that a checkpoint's sync fails too.
+                let mut plan = if rng.gen_bool(1.0 / 3.0) {
+                    // (No draw for a single file: the crash sweep's seeds replay as before.)
+                    let file = match data_files {
+                        [one] => one,
+                        many => &many[rng.gen_range(0..many.len())],
+                    };
+                    FaultPlan::new(FaultOp::Sync, rng.gen_range(1..=2), kind).on(file)
+                } else {
+                    FaultPlan::new(FaultOp::Sync, rng.gen_range(1..=SYNC_RANGE), kind)
+                };
+                if rng.gen_bool(0.5) {
+                    plan = plan.persistent();
+                }
+                sim.inject(plan);
+            }
+            Halt::WriteFailure => {
+                let kind = kind(rng);
+                let mut plan = FaultPlan::new(FaultOp::Write, rng.gen_range(1..=range), kind);
+                if rng.gen_bool(0.5) {
+                    plan = plan.persistent();
+                }
+                sim.inject(plan);
+            }
+            Halt::Failpoint => {
+                let all = sluice_storage::failpoint::ALL;
+                let name = all[rng.gen_range(0..all.len())];
+                let action = match rng.gen_range(0..4) {
+                    0 => FailAction::Kill,
+                    1 => FailAction::Error(kind(rng)),
+                    _ => FailAction::PowerLoss,
+                };
+                sim.set_failpoint(name, rng.gen_range(1..=3), action);
+            }
+        }
+        Armed {
+            halt: self,
+            incarnation: sim.incarnation(),
+            kills: sim.killed_count(),
+        }
+    }
+}
+
+/// A [`Halt`] armed for a run that has begun.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Armed {
+    halt: Halt,
+    incarnation: u64,
+    kills: u64,
+}
+
+impl Armed {
+    /// After the run: disarms what [`Halt::arm`] armed and, if the halt has not struck,
+    /// halts the machine now (a kill after a kill halt, and after half the failed syncs,
+    /// writes and failure points; a power loss otherwise).
+    pub(crate) fn end_run(self, sim: &SimStorage, rng: &mut StdRng) -> RunEnd {
+        sim.clear_faults();
+        sim.clear_failpoints();
+        sim.disarm_crash();
+        if sim.incarnation() > self.incarnation {
+            return RunEnd {
+                mid_run: true,
+                killed: sim.killed_count() > self.kills,
+            };
+        }
+        let kill = self.halt == Halt::KillThenPowerLoss
+            || (matches!(
+                self.halt,
+                Halt::FsyncFailure | Halt::WriteFailure | Halt::Failpoint
+            ) && rng.gen_bool(0.5));
+        if kill {
+            sim.kill_process();
+        } else {
+            sim.crash();
+        }
+        RunEnd {
+            mid_run: false,
+            killed: kill,
+        }
+    }
+}
+
+/// Recovers with halts: up to twice (each time with probability one half) a recovery is
+/// halted at one of its first `ops` counted disk operations — by a power loss, or after a
+/// kill by another kill half the time; `halted` counts them. A recovery the halt missed
+/// shows its state to a client (`shown`), and then the machine halts anyway, so that the
+/// next open recovers once more from whatever that close left.
+pub(crate) fn halted_recoveries<D>(
+    sim: &SimStorage,
+    rng: &mut StdRng,
+    killed: bool,
+    ops: u64,
+    halted: &mut u64,
+    mut open: impl FnMut() -> Result<D, Error>,
+    mut shown: impl FnMut(D) -> Result<(), String>,
+) -> Result<(), String> {
+    for _ in 0..2 {
+        if !rng.gen_bool(0.5) {
+            break;
+        }
+        let before = sim.incarnation();
+        let n = rng.gen_range(1..=ops);
+        if killed && rng.gen_bool(0.5) {
+            sim.kill_at_op(n);
+        } else {
+            sim.crash_at_op(n);
+        }
+        let r = open();
+        sim.disarm_crash();
+        if sim.incarnation() > before {
+            *halted += 1;
+            drop(r);
+            continue;
+        }
+        match r {
+            Ok(db) => shown(db)?,
+            Err(e) => return Err(format!("recovery failed: {e}")),
+        }
+        // Recovery finished and the handle closed: halt anyway, so the next open
+        // recovers once more from whatever that close left.
+        if killed && rng.gen_bool(0.5) {
+            sim.kill_process();
+        } else {
+            sim.crash();
+        }
+    }
+    Ok(())
+}
+
+/// Opens with read errors injected (the n-th read from now fails with EIO, once or from
+/// then on): the open must fail with an I/O error — never report corruption, never panic
+/// — or succeed where the failed reads were not needed. Returns whether it refused; the
+/// power goes afterwards.
+pub(crate) fn open_with_read_errors<D>(
+    sim: &SimStorage,
+    rng: &mut StdRng,
+    open: impl FnOnce() -> Result<D, Error>,
+) -> Result<bool, String> {
+    let mut plan = FaultPlan::new(FaultOp::Read, rng.gen_range(1..=200), FaultKind::Eio);
+    if rng.gen_bool(0.5) {
+        plan = plan.persistent();
+    }
+    sim.inject(plan);
+    let r = open();
+    sim.clear_faults();
+    let refused = match r {
+        Err(e) if is_disk_error(&e) => true,
+        Err(e) => {
+            return Err(format!(
+                "a read error during recovery was reported as something else: {e}"
+            ))
+        }
+        Ok(db) => {
+            drop(db);
+            false
+        }
+    };
+    sim.crash();
+    Ok(refused)
+}
+
 /// The next incarnation of the database on the rebooted (or still running) machine.
 fn reopen(sim: &SimStorage, options: Options) -> Result<Database, Error> {
     Database::open(FencedStorage::for_incarnation(sim), DIR, options)
@@ -588,7 +822,7 @@ fn reopen(sim: &SimStorage, options: Options) -> Result<Database, Error> {
 
 /// True for errors a failing disk explains (an injected fault or a halt), as opposed to
 /// errors that mean the engine is wrong (corruption, a panic-free but false refusal).
-fn is_disk_error(e: &Error) -> bool {
+pub(crate) fn is_disk_error(e: &Error) -> bool {
     e.is_io()
 }
 
@@ -747,44 +981,13 @@ fn run_seed<W: SweepWorkload>(seed: u64, w: &mut W) -> SeedResult {
         Ok(x) => x,
         Err(e) => return res.fail(format!("setup failed: {e}")),
     };
-    let range = w.crash_range();
-    match halt {
-        Halt::PowerLoss | Halt::ReadErrorsInRecovery => sim.crash_at_op(rng.gen_range(1..=range)),
-        Halt::KillThenPowerLoss => sim.kill_at_op(rng.gen_range(1..=range)),
-        Halt::FsyncFailure => {
-            let kind = if rng.gen_bool(0.5) {
-                FaultKind::Eio
-            } else {
-                FaultKind::Enospc
-            };
-            // Log syncs outnumber data-file syncs (one per checkpoint) by far: aim a third
-            // of the failures at the data file so that a checkpoint's sync fails too.
-            let mut plan = if rng.gen_bool(1.0 / 3.0) {
-                FaultPlan::new(FaultOp::Sync, rng.gen_range(1..=2), kind).on(format!("{DIR}/data"))
-            } else {
-                FaultPlan::new(FaultOp::Sync, rng.gen_range(1..=SYNC_RANGE), kind)
-            };
-            if rng.gen_bool(0.5) {
-                plan = plan.persistent();
-            }
-            sim.inject(plan);
-        }
-    }
-    let incarnation = sim.incarnation();
+    let armed = halt.arm(&sim, &mut rng, w.crash_range(), &[format!("{DIR}/data")]);
     w.run(&db, &mut rng);
     let failed_sync = halt == Halt::FsyncFailure && db.health().is_err();
     res.failed_syncs += failed_sync as u64;
-    sim.clear_faults();
-    sim.disarm_crash();
-    if sim.incarnation() > incarnation {
-        res.mid_run = true;
-        res.kills += (halt == Halt::KillThenPowerLoss) as u64;
-    } else if halt == Halt::KillThenPowerLoss || (halt == Halt::FsyncFailure && rng.gen_bool(0.5)) {
-        sim.kill_process();
-        res.kills += 1;
-    } else {
-        sim.crash();
-    }
+    let end = armed.end_run(&sim, &mut rng);
+    res.mid_run = end.mid_run;
+    res.kills += end.killed as u64;
     drop(db);
     res.acknowledged = w.acknowledged();
     let durable = w.durable();
@@ -813,41 +1016,20 @@ fn run_seed<W: SweepWorkload>(seed: u64, w: &mut W) -> SeedResult {
         Ok::<(), String>(())
     };
 
-    let killed = res.kills > 0;
-    for _ in 0..2 {
-        if !rng.gen_bool(0.5) {
-            break;
-        }
-        let before = sim.incarnation();
-        let n = rng.gen_range(1..=60);
-        if killed && rng.gen_bool(0.5) {
-            sim.kill_at_op(n);
-        } else {
-            sim.crash_at_op(n);
-        }
-        let r = reopen(&sim, options());
-        sim.disarm_crash();
-        if sim.incarnation() > before {
-            res.in_recovery += 1;
-            drop(r);
-            continue;
-        }
-        match r {
-            Ok(db) => {
-                if let Err(p) = check_shown(&db, &mut res, &mut shown) {
-                    return res.fail(p);
-                }
-                drop(db);
-            }
-            Err(e) => return res.fail(format!("recovery failed: {e}")),
-        }
-        // Recovery finished and the handle closed: halt anyway, so the next open
-        // recovers once more from whatever that close left.
-        if killed && rng.gen_bool(0.5) {
-            sim.kill_process();
-        } else {
-            sim.crash();
-        }
+    let killed = end.killed;
+    let mut halted = 0;
+    let r = halted_recoveries(
+        &sim,
+        &mut rng,
+        killed,
+        60,
+        &mut halted,
+        || reopen(&sim, options()),
+        |db| check_shown(&db, &mut res, &mut shown),
+    );
+    res.in_recovery += halted;
+    if let Err(p) = r {
+        return res.fail(p);
     }
     if killed {
         // Reopen in the same boot from the page cache and show the state to a client;
@@ -864,23 +1046,10 @@ fn run_seed<W: SweepWorkload>(seed: u64, w: &mut W) -> SeedResult {
         sim.crash();
     }
     if halt == Halt::ReadErrorsInRecovery {
-        let mut plan = FaultPlan::new(FaultOp::Read, rng.gen_range(1..=200), FaultKind::Eio);
-        if rng.gen_bool(0.5) {
-            plan = plan.persistent();
+        match open_with_read_errors(&sim, &mut rng, || reopen(&sim, options())) {
+            Ok(refused) => res.refused_opens += refused as u64,
+            Err(p) => return res.fail(p),
         }
-        sim.inject(plan);
-        let r = reopen(&sim, options());
-        sim.clear_faults();
-        match r {
-            Err(e) if is_disk_error(&e) => res.refused_opens += 1,
-            Err(e) => {
-                return res.fail(format!(
-                    "a read error during recovery was reported as something else: {e}"
-                ))
-            }
-            Ok(db) => drop(db),
-        }
-        sim.crash();
     }
     let db = match reopen(&sim, options()) {
         Ok(db) => db,
@@ -909,7 +1078,7 @@ pub(crate) fn diff_message(what: &str, before: &State, after: &State) -> String 
 
 /// Up to three keys whose values differ, each with the writer tags of both values
 /// (`seed.thread.txn`, or `-` for absent), so a failure names the transactions involved.
-fn state_diff(want: &State, got: &State) -> String {
+pub(crate) fn state_diff(want: &State, got: &State) -> String {
     let tag = |v: Option<&Vec<u8>>| match v {
         None => "-".to_string(),
         Some(v) => {

@@ -1,7 +1,7 @@
 //! Workloads shared by the tests and the CLI, so both run exactly the same thing: the
-//! crash sweep ([`crash::crash_test`]), the bulk load ([`load::load_verify`]), the
-//! range-sum serializability workload ([`range_sum::run`]) and the history checker
-//! ([`history::run_seed`]).
+//! crash sweep ([`crash::crash_test`]), the swarm sweep ([`swarm::swarm`]), the bulk load
+//! ([`load::load_verify`]), the range-sum serializability workload ([`range_sum::run`])
+//! and the history checker ([`history::run_seed`]).
 
 pub mod crash;
 pub mod fence;
@@ -9,3 +9,4 @@ pub mod history;
 pub mod io_errors;
 pub mod load;
 pub mod range_sum;
+pub mod swarm;

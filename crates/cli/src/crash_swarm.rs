@@ -1,0 +1,152 @@
+//! `sluice crash-test swarm`: the swarm sweep (`sluice_testkit::swarm`), every seed
+//! drawing its own configuration over every option that changes a code path.
+
+use crate::progress;
+use crate::Failure;
+use serde::Serialize;
+use sluice_bench::report::{json_line, thousands, Table};
+use sluice_testkit::swarm::swarm;
+use std::collections::BTreeMap;
+
+/// The most jobs: far more threads than a machine has cores only slows the seeds down.
+const MAX_JOBS: usize = 1024;
+
+/// Flags of `sluice crash-test swarm`.
+#[derive(clap::Args, Debug)]
+pub struct SwarmArgs {
+    /// Seeds to run (each: a configuration drawn from the seed, two or three sessions of
+    /// work, halts, recoveries, read-only opens, checks).
+    #[arg(long, default_value_t = 1000)]
+    seeds: u64,
+    /// The first seed (a failure prints its replay command: --first-seed S --seeds 1).
+    #[arg(long, default_value_t = 0)]
+    first_seed: u64,
+    /// Run seeds on this many threads (each seed's result is a function of the seed
+    /// alone, as far as the engine's own threads allow).
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Print one JSON object at the end of stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Report {
+    seeds: u64,
+    first_seed: u64,
+    acknowledged: u64,
+    lost: u64,
+    lost_async: u64,
+    violations: u64,
+    halts_mid_run: u64,
+    halts_in_recovery: u64,
+    read_only_opens: u64,
+    read_only_refused: u64,
+    refused_opens: u64,
+    clean_closes: u64,
+    states_rechecked: u64,
+    audits: u64,
+    coverage: BTreeMap<String, u64>,
+    failures: Vec<String>,
+}
+
+/// `sluice crash-test swarm`.
+pub fn run(a: SwarmArgs) -> Result<(), Failure> {
+    if a.seeds == 0 || a.seeds > 10_000_000 {
+        return Err(Failure::Usage(format!(
+            "--seeds must be between 1 and 10000000, got {}",
+            a.seeds
+        )));
+    }
+    if a.first_seed.checked_add(a.seeds).is_none() {
+        return Err(Failure::Usage("--first-seed + --seeds overflows".into()));
+    }
+    if a.jobs == 0 || a.jobs > MAX_JOBS {
+        return Err(Failure::Usage(format!(
+            "--jobs must be between 1 and {MAX_JOBS}, got {}",
+            a.jobs
+        )));
+    }
+    let pb = progress::bar(a.seeds, "crash-test swarm", a.json);
+    let r = swarm(a.seeds, a.first_seed, a.jobs, |done| pb.set_position(done));
+    pb.finish_and_clear();
+    let mut t = Table::new([
+        "seeds",
+        "acknowledged",
+        "lost",
+        "lost (async)",
+        "violations",
+        "halts mid-run",
+        "in recovery",
+        "read-only opens",
+        "clean closes",
+        "shown states rechecked",
+        "audits",
+    ]);
+    t.row([
+        thousands(r.seeds as f64),
+        thousands(r.acknowledged as f64),
+        r.lost.to_string(),
+        thousands(r.lost_async as f64),
+        r.violations.to_string(),
+        thousands(r.halts_mid_run as f64),
+        thousands(r.halts_in_recovery as f64),
+        thousands(r.read_only_opens as f64),
+        thousands(r.clean_closes as f64),
+        thousands(r.states_rechecked as f64),
+        thousands(r.audits as f64),
+    ]);
+    println!("{}", t.render());
+    // The dimensions the seeds covered, one line per dimension.
+    let mut by_dimension: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (c, n) in &r.coverage {
+        if let Some((dim, value)) = c.split_once('=') {
+            if dim != "switch" {
+                by_dimension
+                    .entry(dim)
+                    .or_default()
+                    .push(format!("{value} {n}"));
+            }
+        }
+    }
+    for (dim, values) in &by_dimension {
+        println!("{dim}: {}", values.join(", "));
+    }
+    for f in r.failures.iter().take(20) {
+        println!("FAILURE {f}");
+    }
+    if r.failures.len() > 20 {
+        println!("... and {} more failures", r.failures.len() - 20);
+    }
+    let bad = r.lost + r.violations;
+    if a.json {
+        println!(
+            "{}",
+            json_line(&Report {
+                seeds: r.seeds,
+                first_seed: a.first_seed,
+                acknowledged: r.acknowledged,
+                lost: r.lost,
+                lost_async: r.lost_async,
+                violations: r.violations,
+                halts_mid_run: r.halts_mid_run,
+                halts_in_recovery: r.halts_in_recovery,
+                read_only_opens: r.read_only_opens,
+                read_only_refused: r.read_only_refused,
+                refused_opens: r.refused_opens,
+                clean_closes: r.clean_closes,
+                states_rechecked: r.states_rechecked,
+                audits: r.audits,
+                coverage: r.coverage,
+                failures: r.failures,
+            })
+        );
+    }
+    if bad > 0 {
+        return Err(Failure::Runtime(format!(
+            "{} lost commits and {} violating seeds",
+            r.lost, r.violations
+        )));
+    }
+    Ok(())
+}

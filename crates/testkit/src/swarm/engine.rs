@@ -1,0 +1,327 @@
+//! The engine behind one face: an ordinary [`Database`] or a [`Partitioned`] one, opened
+//! read-write or read-only on a seed's simulated disk, and the transaction operations the
+//! workload and the oracle use ([`Ops`]), implemented by both kinds of transaction.
+
+use super::config::{Config, Layout, TABLES};
+use crate::crash::DIR;
+use crate::fence::FencedStorage;
+use sluice::{
+    Database, Error, Options, Partitioned, PartitionedTable, PartitionedTransaction, Table,
+    Transaction,
+};
+use sluice_storage::SimStorage;
+use std::collections::BTreeMap;
+
+/// Every row of every table of [`TABLES`]: (table index, key) → value.
+pub(crate) type Rows = BTreeMap<(usize, Vec<u8>), Vec<u8>>;
+
+/// The rows a scan returned, in order: (key, value).
+pub(crate) type Scanned = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// An open database of either kind.
+pub(crate) enum Db {
+    Plain(Database),
+    Part(Partitioned),
+}
+
+/// A table of either kind of database.
+#[derive(Clone)]
+pub(crate) enum Tbl {
+    Plain(Table),
+    Part(PartitionedTable),
+}
+
+/// A transaction of either kind.
+pub(crate) enum Tx {
+    Plain(Transaction),
+    Part(PartitionedTransaction),
+}
+
+/// Opens the seed's database on `sim` (a view that dies with the incarnation) with
+/// `options` — read-only if they say so.
+pub(crate) fn open(sim: &SimStorage, cfg: &Config, options: Options) -> Result<Db, Error> {
+    let storage = FencedStorage::for_incarnation(sim);
+    match &cfg.layout {
+        Layout::Plain { log_dir } => {
+            let mut b = Database::builder(DIR).options(options).storage(storage);
+            if let Some(d) = log_dir {
+                b = b.log_dir(d);
+            }
+            b.open().map(Db::Plain)
+        }
+        Layout::Partitioned {
+            log_managers,
+            assigned,
+            unassigned,
+            log_dirs,
+        } => {
+            let mut b = Partitioned::builder(DIR)
+                .log_managers(*log_managers)
+                .options(options)
+                .storage(storage)
+                .unassigned(*unassigned);
+            for (t, a) in assigned.iter().enumerate() {
+                if let Some(i) = a {
+                    b = b.assign(TABLES[t], *i);
+                }
+            }
+            for (i, d) in log_dirs.iter().enumerate() {
+                if let Some(d) = d {
+                    b = b.log_dir(i, d);
+                }
+            }
+            b.open().map(Db::Part)
+        }
+    }
+}
+
+impl Db {
+    /// The ordinary database, for agents (the config draws agents only for one).
+    pub(crate) fn plain(&self) -> Option<&Database> {
+        match self {
+            Db::Plain(d) => Some(d),
+            Db::Part(_) => None,
+        }
+    }
+
+    pub(crate) fn read_only(&self) -> bool {
+        match self {
+            Db::Plain(d) => d.is_read_only(),
+            Db::Part(d) => d.partition(0).is_read_only(),
+        }
+    }
+
+    /// Creates every table of [`TABLES`].
+    pub(crate) fn create_tables(&self) -> Result<Vec<Tbl>, Error> {
+        TABLES
+            .iter()
+            .map(|n| match self {
+                Db::Plain(d) => d.create_table(n).map(Tbl::Plain),
+                Db::Part(d) => d.create_table(n).map(Tbl::Part),
+            })
+            .collect()
+    }
+
+    /// Opens every table of [`TABLES`].
+    pub(crate) fn tables(&self) -> Result<Vec<Tbl>, Error> {
+        TABLES
+            .iter()
+            .map(|n| match self {
+                Db::Plain(d) => d.table(n).map(Tbl::Plain),
+                Db::Part(d) => d.table(n).map(Tbl::Part),
+            })
+            .collect()
+    }
+
+    pub(crate) fn begin(&self) -> Tx {
+        match self {
+            Db::Plain(d) => Tx::Plain(d.begin()),
+            Db::Part(d) => Tx::Part(d.begin()),
+        }
+    }
+
+    pub(crate) fn checkpoint(&self) -> Result<(), Error> {
+        match self {
+            Db::Plain(d) => d.checkpoint(),
+            Db::Part(d) => d.checkpoint(),
+        }
+    }
+
+    pub(crate) fn verify(&self) -> Result<(), Error> {
+        match self {
+            Db::Plain(d) => d.verify().map(drop),
+            Db::Part(d) => d.verify().map(drop),
+        }
+    }
+
+    pub(crate) fn close(self) -> Result<(), Error> {
+        match self {
+            Db::Plain(d) => d.close(),
+            Db::Part(d) => d.close(),
+        }
+    }
+
+    /// `Ok` while every partition takes work.
+    pub(crate) fn health(&self) -> Result<(), Error> {
+        match self {
+            Db::Plain(d) => d.health(),
+            Db::Part(d) => (0..d.log_managers()).try_for_each(|i| d.partition(i).health()),
+        }
+    }
+
+    /// The databases holding the tables, and for each table the one it lives in.
+    fn parts(&self) -> Vec<&Database> {
+        match self {
+            Db::Plain(d) => vec![d],
+            Db::Part(d) => (0..d.log_managers()).map(|i| d.partition(i)).collect(),
+        }
+    }
+
+    /// Per database of [`Db::parts`]: its `max_entry` (the same everywhere) and the
+    /// chunks its hidden table of large values holds.
+    pub(crate) fn large_value_chunks(&self) -> Result<Vec<u64>, Error> {
+        self.parts()
+            .into_iter()
+            .map(Database::large_value_chunks)
+            .collect()
+    }
+
+    /// Key and value limits (every partition has the same page size).
+    pub(crate) fn limits(&self) -> sluice::Limits {
+        self.parts()[0].limits()
+    }
+
+    /// Every row of every table, read in one transaction; each table's keys must come
+    /// in order (a table out of order is reported as corruption).
+    pub(crate) fn read_rows(&self, tables: &[Tbl]) -> Result<Rows, Error> {
+        let mut tx = self.begin();
+        let mut rows = Rows::new();
+        for (i, t) in tables.iter().enumerate() {
+            let got = tx.scan(t, None)?;
+            if got.windows(2).any(|w| w[0].0 >= w[1].0) {
+                return Err(Error::Corruption(format!(
+                    "table {} scans out of order",
+                    TABLES[i]
+                )));
+            }
+            rows.extend(got.into_iter().map(|(k, v)| ((i, k), v)));
+        }
+        tx.commit()?;
+        Ok(rows)
+    }
+}
+
+/// True for the documented refusal of a read-only database whose recovery in memory
+/// outgrew its pool (`Builder::read_only`).
+pub(crate) fn pool_too_small(e: &Error) -> bool {
+    match e {
+        Error::TransactionFailed { cause, .. } => pool_too_small(cause),
+        Error::InvalidArgument(m) => m.contains("too small for this read-only database"),
+        _ => false,
+    }
+}
+
+impl Tbl {
+    /// The partition (index of [`Db::parts`]) the table lives in.
+    pub(crate) fn partition(&self) -> usize {
+        match self {
+            Tbl::Plain(_) => 0,
+            Tbl::Part(t) => t.partition(),
+        }
+    }
+
+    fn plain(&self) -> &Table {
+        match self {
+            Tbl::Plain(t) => t,
+            Tbl::Part(_) => unreachable!("a partitioned table in an ordinary transaction"),
+        }
+    }
+
+    fn part(&self) -> &PartitionedTable {
+        match self {
+            Tbl::Part(t) => t,
+            Tbl::Plain(_) => unreachable!("an ordinary table in a partitioned transaction"),
+        }
+    }
+}
+
+/// The operations of a transaction the workload uses, over either kind.
+pub(crate) trait Ops {
+    fn get(&mut self, t: &Tbl, key: &[u8]) -> Result<Option<Vec<u8>>, Error>;
+    fn get_for_update(&mut self, t: &Tbl, key: &[u8]) -> Result<Option<Vec<u8>>, Error>;
+    fn put(&mut self, t: &Tbl, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error>;
+    fn delete(&mut self, t: &Tbl, key: &[u8]) -> Result<Option<Vec<u8>>, Error>;
+    /// The rows of `[from, to)` (`None`: the whole table), collected.
+    fn scan(&mut self, t: &Tbl, range: Option<(Vec<u8>, Vec<u8>)>) -> Result<Scanned, Error>;
+}
+
+impl Ops for Transaction {
+    fn get(&mut self, t: &Tbl, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        Transaction::get(self, t.plain(), key)
+    }
+    fn get_for_update(&mut self, t: &Tbl, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        Transaction::get_for_update(self, t.plain(), key)
+    }
+    fn put(&mut self, t: &Tbl, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        Transaction::put(self, t.plain(), key, value)
+    }
+    fn delete(&mut self, t: &Tbl, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        Transaction::delete(self, t.plain(), key)
+    }
+    fn scan(&mut self, t: &Tbl, range: Option<(Vec<u8>, Vec<u8>)>) -> Result<Scanned, Error> {
+        match range {
+            Some((from, to)) => Transaction::scan(self, t.plain(), from..to).collect(),
+            None => Transaction::scan(self, t.plain(), ..).collect(),
+        }
+    }
+}
+
+impl Ops for PartitionedTransaction {
+    fn get(&mut self, t: &Tbl, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        PartitionedTransaction::get(self, t.part(), key)
+    }
+    fn get_for_update(&mut self, t: &Tbl, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        PartitionedTransaction::get_for_update(self, t.part(), key)
+    }
+    fn put(&mut self, t: &Tbl, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        PartitionedTransaction::put(self, t.part(), key, value)
+    }
+    fn delete(&mut self, t: &Tbl, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        PartitionedTransaction::delete(self, t.part(), key)
+    }
+    fn scan(&mut self, t: &Tbl, range: Option<(Vec<u8>, Vec<u8>)>) -> Result<Scanned, Error> {
+        match range {
+            Some((from, to)) => PartitionedTransaction::scan(self, t.part(), from..to)?.collect(),
+            None => PartitionedTransaction::scan(self, t.part(), ..)?.collect(),
+        }
+    }
+}
+
+impl Ops for Tx {
+    fn get(&mut self, t: &Tbl, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        match self {
+            Tx::Plain(x) => Ops::get(x, t, key),
+            Tx::Part(x) => Ops::get(x, t, key),
+        }
+    }
+    fn get_for_update(&mut self, t: &Tbl, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        match self {
+            Tx::Plain(x) => Ops::get_for_update(x, t, key),
+            Tx::Part(x) => Ops::get_for_update(x, t, key),
+        }
+    }
+    fn put(&mut self, t: &Tbl, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        match self {
+            Tx::Plain(x) => Ops::put(x, t, key, value),
+            Tx::Part(x) => Ops::put(x, t, key, value),
+        }
+    }
+    fn delete(&mut self, t: &Tbl, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        match self {
+            Tx::Plain(x) => Ops::delete(x, t, key),
+            Tx::Part(x) => Ops::delete(x, t, key),
+        }
+    }
+    fn scan(&mut self, t: &Tbl, range: Option<(Vec<u8>, Vec<u8>)>) -> Result<Scanned, Error> {
+        match self {
+            Tx::Plain(x) => Ops::scan(x, t, range),
+            Tx::Part(x) => Ops::scan(x, t, range),
+        }
+    }
+}
+
+impl Tx {
+    pub(crate) fn commit(self) -> Result<(), Error> {
+        match self {
+            Tx::Plain(x) => x.commit(),
+            Tx::Part(x) => x.commit(),
+        }
+    }
+
+    pub(crate) fn rollback(self) -> Result<(), Error> {
+        match self {
+            Tx::Plain(x) => x.rollback(),
+            Tx::Part(x) => x.rollback(),
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! The oracle of a recovered database: what every state shown after a halt must be.
+//!
+//! * **Accounts**: all there, 8 bytes each, summing to the loaded total (no transfer is
+//!   half there, under every protocol).
+//! * **Markers**: each transaction's marker is in all the tables it wrote it to or in
+//!   none (a partial transaction is never visible); no marker of a rolled-back
+//!   transaction appears.
+//! * **Each thread's transactions form a prefix**: those whose markers are present are
+//!   the thread's first `p` attempted commits of the session, and `p` covers every
+//!   acknowledged one unless the protocol is `async` (then the missing ones are counted,
+//!   not a violation — unless the database was closed cleanly, which must keep them).
+//! * **Owned keys and markers exactly**: every row outside the accounts equals the state
+//!   the previous recovery showed (`settled`) with the writes of each thread's prefix
+//!   applied, values byte for byte.
+//! * **Large values**: each database's hidden table holds exactly the chunks of the large
+//!   values shown.
+
+use super::config::{ACCT, TABLES};
+use super::engine::{Db, Rows, Tbl};
+use super::workload::{total, Attempt, ThreadLog, Write};
+use crate::crash::{chunks_of, state_diff};
+
+/// What a recovered state is judged against.
+pub(crate) struct Expected<'a> {
+    /// The state the previous recovery showed (at first, the load).
+    pub(crate) settled: &'a Rows,
+    /// What each thread did since.
+    pub(crate) threads: &'a [ThreadLog],
+    /// The sum of the accounts.
+    pub(crate) total: i64,
+    /// Accounts in all.
+    pub(crate) accounts: usize,
+    /// Acknowledged commits must all be present (every protocol but `async`, and
+    /// `async` after a clean close).
+    pub(crate) durable: bool,
+}
+
+impl Expected<'_> {
+    pub(crate) fn new<'a>(
+        cfg: &super::config::Config,
+        settled: &'a Rows,
+        threads: &'a [ThreadLog],
+        durable: bool,
+    ) -> Expected<'a> {
+        Expected {
+            settled,
+            threads,
+            total: total(cfg),
+            accounts: cfg.accounts as usize * ACCT.len(),
+            durable,
+        }
+    }
+
+    /// Judges the rows a recovered database shows: how many acknowledged commits are
+    /// missing, and what rule broke, if any.
+    pub(crate) fn judge(&self, got: &Rows) -> (u64, Result<(), String>) {
+        if let Err(p) = self.accounts(got) {
+            return (0, Err(p));
+        }
+        let mut want: Rows = self
+            .settled
+            .iter()
+            .filter(|((t, _), _)| !ACCT.contains(t))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut lost = 0;
+        let mut problem = None;
+        for (t, log) in self.threads.iter().enumerate() {
+            for (tb, k, _) in &log.rolled_back {
+                if got.contains_key(&(*tb, k.clone())) {
+                    problem.get_or_insert(format!(
+                        "the marker {} of a rolled-back transaction of thread {t} is in {}",
+                        String::from_utf8_lossy(k),
+                        TABLES[*tb]
+                    ));
+                }
+            }
+            let (p, l, broke) = prefix(t, &log.attempts, got);
+            lost += l;
+            if let Some(b) = broke {
+                problem.get_or_insert(b);
+            }
+            for a in &log.attempts[..p] {
+                for (tb, k, v) in &a.writes {
+                    match v {
+                        Some(v) => want.insert((*tb, k.clone()), v.clone()),
+                        None => want.remove(&(*tb, k.clone())),
+                    };
+                }
+            }
+        }
+        if let Some(p) = problem {
+            return (lost, Err(p));
+        }
+        let shown: Rows = got
+            .iter()
+            .filter(|((t, _), _)| !ACCT.contains(t))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if shown != want {
+            return (
+                lost,
+                Err(format!(
+                    "owned keys or markers differ from the state of each thread's commit prefix (table index: {TABLES:?}); {}",
+                    state_diff(&want, &shown)
+                )),
+            );
+        }
+        if self.durable && lost > 0 {
+            return (
+                lost,
+                Err(format!("{lost} acknowledged commits are missing")),
+            );
+        }
+        (lost, Ok(()))
+    }
+
+    fn accounts(&self, got: &Rows) -> Result<(), String> {
+        let mut sum = 0i64;
+        let mut n = 0;
+        for ((t, k), v) in got.iter().filter(|((t, _), _)| ACCT.contains(t)) {
+            let b: [u8; 8] = v.as_slice().try_into().map_err(|_| {
+                format!(
+                    "account {} of {} holds {} bytes, not 8",
+                    String::from_utf8_lossy(k),
+                    TABLES[*t],
+                    v.len()
+                )
+            })?;
+            sum += i64::from_le_bytes(b);
+            n += 1;
+        }
+        if sum != self.total || n != self.accounts {
+            return Err(format!(
+                "{n} accounts sum to {sum}, not {} to {}: a transfer is half there",
+                self.accounts, self.total
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Thread `t`'s prefix in `got`: how many of its attempts are present, how many
+/// acknowledged ones are not, and what broke (a partial transaction, or a present one
+/// after an absent one).
+fn prefix(t: usize, attempts: &[Attempt], got: &Rows) -> (usize, u64, Option<String>) {
+    let mut p = None;
+    let mut broke = None;
+    for (n, a) in attempts.iter().enumerate() {
+        let markers: Vec<&Write> = a
+            .writes
+            .iter()
+            .filter(|(tb, _, _)| super::config::MARK.contains(tb))
+            .collect();
+        let present: Vec<&str> = markers
+            .iter()
+            .filter(|(tb, k, _)| got.contains_key(&(*tb, k.clone())))
+            .map(|(tb, _, _)| TABLES[*tb])
+            .collect();
+        let name = || {
+            markers.first().map_or(String::new(), |(_, k, _)| {
+                String::from_utf8_lossy(k).into_owned()
+            })
+        };
+        if !present.is_empty() && present.len() != markers.len() {
+            let all: Vec<&str> = markers.iter().map(|(tb, _, _)| TABLES[*tb]).collect();
+            broke.get_or_insert(format!(
+                "transaction {} is in {present:?} of {all:?}: a partial transaction is visible",
+                name()
+            ));
+        }
+        match (present.is_empty(), p) {
+            (true, None) => p = Some(n),
+            (false, Some(first)) => {
+                broke.get_or_insert(format!(
+                    "thread {t}'s transaction {} is present but its earlier transaction {} is not: not a prefix of the thread's commits",
+                    name(),
+                    attempts[first].index
+                ));
+            }
+            _ => {}
+        }
+    }
+    let p = p.unwrap_or(attempts.len());
+    let lost = attempts[p..].iter().filter(|a| a.acked).count() as u64;
+    (p, lost, broke)
+}
+
+/// Checks that each database's hidden table of large values holds exactly the chunks of
+/// the large values `rows` show.
+pub(crate) fn check_chunks(db: &Db, tables: &[Tbl], rows: &Rows) -> Result<(), String> {
+    let got = db
+        .large_value_chunks()
+        .map_err(|e| format!("reading the tables of large values failed: {e}"))?;
+    let limits = db.limits();
+    for (i, &have) in got.iter().enumerate() {
+        let want = chunks_of(
+            limits,
+            rows.iter()
+                .filter(|((t, _), _)| tables[*t].partition() == i)
+                .map(|((_, k), v)| (k, v)),
+        );
+        if have != want {
+            return Err(format!(
+                "partition {i}'s table of large values holds {have} chunks, but its recovered large values have {want}"
+            ));
+        }
+    }
+    Ok(())
+}
