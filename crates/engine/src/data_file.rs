@@ -8,7 +8,6 @@ use sluice_storage::{OpenOptions, Storage};
 use std::io;
 use std::path::Path;
 
-
 /// An I/O error about the file at `path`, saying which file (`what`) it is: the kind is
 /// kept, so ENOSPC stays `StorageFull`.
 pub(crate) fn file_error(what: &str, path: &Path, e: io::Error) -> Error {

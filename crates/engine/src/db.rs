@@ -7,12 +7,12 @@
 //! restart recovery, checkpoints, and starts the background checkpointer.
 
 use crate::btree::{Btree, TreeReport};
+use crate::buffer_pool::DataFile;
 use crate::buffer_pool::{BufferPool, PoolStats};
 use crate::checkpoint::Checkpoints;
 use crate::checkpointer::Checkpointer;
 use crate::control::{self, Checkpoint, Control};
 use crate::coordination::{Hooks, PARTITION_MARKER};
-use crate::buffer_pool::DataFile;
 use crate::data_file::file_error;
 use crate::error::{Error, Result};
 use crate::ids::PageId;

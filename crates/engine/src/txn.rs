@@ -327,6 +327,11 @@ impl Transaction {
         if g == Granted::New {
             self.held.push(k);
         }
+        // The holder we waited for may have been a transaction whose rollback could not
+        // finish: it stopped the database and then let its locks go over changes it
+        // could not undo (`rollback_in_place`). What lies under the lock is then not a
+        // committed state; only a healthy database may show it.
+        self.db.check()?;
         Ok(g == Granted::New)
     }
 

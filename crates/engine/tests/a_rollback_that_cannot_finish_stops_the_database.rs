@@ -56,3 +56,49 @@ fn a_rollback_that_cannot_finish_stops_the_database_and_recovery_finishes_it() {
     assert_eq!(got.as_deref(), Some(&b"committed"[..]));
     db.verify().unwrap();
 }
+
+/// The same, with a transaction waiting for the lock on the changed key when the
+/// rollback fails: it must get an error, not the change the rollback could not undo
+/// (it had checked the database before it began to wait; the swarm sweep found audits
+/// that read half-undone transfers this way).
+#[test]
+fn a_waiter_behind_a_rollback_that_cannot_finish_gets_an_error_not_the_change() {
+    let sim = SimStorage::new(8);
+    let mut o = Options::small();
+    o.pool_pages = 16;
+    o.checkpoint_log_bytes = 0;
+    o.lock_timeout = std::time::Duration::from_secs(30);
+    let db = Database::open(Arc::new(sim.pinned()), "/db", o).unwrap();
+    let t = db.create_table("t").unwrap();
+    let filler = db.create_table("filler").unwrap();
+    db.transaction(|tx| tx.put(&t, b"k", b"committed")).unwrap();
+
+    let mut tx = db.begin();
+    tx.put(&t, b"k", b"aborted").unwrap();
+    db.transaction(|f| {
+        for i in 0..400u32 {
+            f.put(&filler, &i.to_be_bytes(), &[1u8; 100])?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let mut w = db.begin();
+            w.get(&t, b"k")
+        });
+        // Let the waiter reach the lock (if it has not, it fails at its start instead:
+        // the assertion holds either way, but only a waiter tests the wake-up).
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        sim.inject(FaultPlan::new(FaultOp::Read, 1, FaultKind::Eio).on("/db/data"));
+        assert!(tx.rollback().is_err());
+        sim.clear_faults();
+        match waiter.join().unwrap() {
+            Err(e) => assert!(e.to_string().contains("rollback of transaction"), "{e}"),
+            Ok(v) => panic!(
+                "the waiter read {:?} after the rollback failed",
+                v.map(|v| String::from_utf8_lossy(&v).into_owned())
+            ),
+        }
+    });
+}
