@@ -3,10 +3,15 @@
 //! make `Record::decode` panic, allocate absurdly or loop. The same checks as the fuzz
 //! target (`super::fuzz::record`).
 
+use super::codec::TAG_UPDATE;
+use super::limits::MAX_IMAGES_PER_RECORD;
 use super::*;
 use crate::alloc_probe::assert_bounded;
+use crate::ids::{PageId, TxnId};
 use crate::mutations::{apply, mutations};
+use crate::page::StoredValue;
 use proptest::prelude::*;
+use sluice_wal::Lsn;
 
 fn bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
     proptest::collection::vec(any::<u8>(), 0..max)
@@ -96,7 +101,7 @@ pub(crate) fn record() -> impl Strategy<Value = Record> {
                 prev,
                 participants: ps
                     .into_iter()
-                    .map(|(partition, t, last)| super::Participant {
+                    .map(|(partition, t, last)| Participant {
                         partition,
                         txn: TxnId(t),
                         last,
