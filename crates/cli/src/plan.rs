@@ -1,9 +1,9 @@
 //! `sluice plan`: the Tandem paper's log-partitioning model on a profile file
-//! ([`sluice_wal::plan`]).
+//! ([`sluice_plan`]).
 
 use crate::Failure;
 use sluice_bench::report::{json_line, thousands, Table};
-use sluice_wal::plan::{plan, Case, Plan, Profile};
+use sluice_plan::{plan, Case, Plan, Profile};
 use std::path::PathBuf;
 
 /// Flags of `sluice plan`.

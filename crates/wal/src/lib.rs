@@ -12,9 +12,6 @@
 //! * Recovery on open finds the end of the log: a torn tail is cut; damage inside the
 //!   durable log is reported as [`WalError::Corruption`] with its LSN.
 //!
-//! * [`plan`] — the Tandem paper's analytical model of log partitioning: from a workload
-//!   profile, whether one log manager suffices, and how to split generators among several.
-//!
 //! Records are opaque bytes; the log frames them with a length, a CRC32C and a durable
 //! hint (see the `frame` module docs). All disk access goes through
 //! [`sluice_storage::Storage`].
@@ -35,7 +32,6 @@ mod gather;
 mod log;
 mod lsn;
 mod notify;
-pub mod plan;
 mod prepare;
 mod reader;
 mod recovery;

@@ -17,7 +17,7 @@
 //! rounding), so products differ from its rows by up to 0.005 / 28.73 ≈ 1.7e-4
 //! relative; the tests allow 2e-4.
 
-use sluice_wal::plan::{plan, Case, Plan, Profile, Strategy, WarningKind};
+use sluice_plan::{plan, Case, Plan, Profile, Strategy, WarningKind};
 
 const LMAX: f64 = 972_327.0;
 
