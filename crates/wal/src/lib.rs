@@ -23,7 +23,6 @@ mod buffer;
 pub mod dirs;
 mod error;
 mod flush;
-mod flush_signal;
 pub mod frame;
 /// Entry points for the fuzz targets in `fuzz/` (one per decoder); not part of the API.
 #[doc(hidden)]

@@ -1,9 +1,9 @@
 //! The state every insertion algorithm shares: the ring of bytes, the positions the flush
 //! side reads (`released`, `written`, `durable`), and the places threads wait.
 
-use super::{ring::Ring, turns, BufferOptions};
+use super::flush_signal::FlushSignal;
+use super::{parked::Turns, ring::Ring, BufferOptions};
 use crate::error::{Result, WalError};
-use crate::flush_signal::FlushSignal;
 use crate::frame;
 use crate::sync::{fence, AtomicBool, AtomicU64, Ordering};
 use crate::wait::Parker;
@@ -69,7 +69,7 @@ pub(crate) struct BufferCore {
     /// Inserters waiting for free ring space.
     pub(super) space: Parker,
     /// Threads parked until `released` reaches their turn (see `turns`).
-    pub(super) turns: turns::Turns,
+    pub(super) turns: Turns,
     /// The flush side's signal: releases and inserters short of space ring it.
     pub(crate) flush: FlushSignal,
 }
@@ -93,7 +93,7 @@ impl BufferCore {
             durable: CachePadded::new(AtomicU64::new(start.0)),
             stopped: AtomicBool::new(false),
             space: Parker::new(),
-            turns: turns::Turns::new(),
+            turns: Turns::new(),
             flush: FlushSignal::new(),
         }
     }

@@ -2,41 +2,12 @@
 
 use super::buffer_core::MIN_SEGMENT_BYTES;
 use super::{
-    atomic, consolidated, decoupled, delegated, hybrid, mutex, BufferCore, InsertAlgorithm,
-    InsertVariant, Record,
+    atomic, consolidated, decoupled, delegated, hybrid, mutex, BufferCore, BufferOptions,
+    InsertAlgorithm, InsertVariant, Record,
 };
 use crate::error::{Result, WalError};
 use crate::frame;
 use crate::Lsn;
-
-/// How a log buffer is shaped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BufferOptions {
-    /// Ring bytes; rounded up to a power of two.
-    pub capacity: usize,
-    /// LSN bytes per segment; frames never cross a multiple of this.
-    pub segment_bytes: u64,
-    /// The insertion algorithm.
-    pub variant: InsertVariant,
-    /// Slots in the consolidation array (variants that consolidate); at least 1.
-    pub slots: usize,
-}
-
-impl BufferOptions {
-    /// Most consolidation-array slots (each is a few cache lines; Aether found 3–4 best).
-    pub const MAX_SLOTS: usize = 64;
-}
-
-impl Default for BufferOptions {
-    fn default() -> Self {
-        BufferOptions {
-            capacity: 8 << 20,
-            segment_bytes: 64 << 20,
-            variant: InsertVariant::for_this_machine(),
-            slots: 4,
-        }
-    }
-}
 
 /// A log buffer: the ring plus one insertion algorithm. The [`crate::Log`] drives it with
 /// its flush daemon; the log-insert microbenchmark drives it with a flush side that only

@@ -22,9 +22,10 @@
 //! * `decoupled` — the lock covers only reservation; release in LSN order (Algorithm 3);
 //! * `atomic` — reservation by one fetch-add, release through the delegation queue.
 //!
-//! Files: `variant` (the [`InsertVariant`] enum), `buffer_core` (the ring and positions
-//! every algorithm shares, [`BufferCore`]), `log_buffer` ([`LogBuffer`] and its options),
-//! and one file per algorithm.
+//! Files: `variant` (the [`InsertVariant`] enum), `options` ([`BufferOptions`]),
+//! `buffer_core` (the ring and positions every algorithm shares, [`BufferCore`]), `parked`
+//! (the threads parked for their release turn, for `turns`), `flush_signal` (how the
+//! buffer wakes its flush side), `log_buffer` ([`LogBuffer`]), and one file per algorithm.
 
 mod atomic;
 mod buffer_core;
@@ -32,14 +33,18 @@ mod carray;
 mod consolidated;
 mod decoupled;
 mod delegated;
+mod flush_signal;
 mod hybrid;
 mod log_buffer;
 mod mutex;
+mod options;
+mod parked;
 mod queue;
 mod ring;
 mod turns;
 mod variant;
 
 pub(crate) use buffer_core::{BufferCore, InsertAlgorithm, Placement, Record};
-pub use log_buffer::{BufferOptions, LogBuffer};
+pub use log_buffer::LogBuffer;
+pub use options::BufferOptions;
 pub use variant::InsertVariant;

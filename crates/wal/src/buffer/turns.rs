@@ -22,57 +22,12 @@
 //! The same list holds plain waits for a position (`wait_turn`): the consolidated
 //! variant's next leader waiting for the previous group's release.
 
+use super::parked::Entry;
 use super::BufferCore;
 use crate::error::{Result, WalError};
-use crate::sync::{current, fence, park, spin_hint, AtomicUsize, Mutex, Ordering, Thread};
+use crate::sync::{current, fence, park, spin_hint, Ordering};
 use crate::wait::SPINS;
 use crate::Lsn;
-use crossbeam_utils::CachePadded;
-
-/// A parked thread waiting for `released` to reach `start`. `end > start`: its filled
-/// range, whose turn comes when `released == start`, to be published on its behalf.
-/// `end == start`: a plain wait, satisfied once `released ≥ start`.
-struct Entry {
-    start: Lsn,
-    end: Lsn,
-    thread: Thread,
-}
-
-/// Threads parked until their release turn.
-pub(crate) struct Turns {
-    /// Entries in `parked`, read without the lock on every release (its own cache line:
-    /// it is read far more often than written).
-    count: CachePadded<AtomicUsize>,
-    parked: Mutex<Vec<Entry>>,
-}
-
-impl Turns {
-    pub(crate) fn new() -> Turns {
-        Turns {
-            count: CachePadded::new(AtomicUsize::new(0)),
-            parked: Mutex::new(Vec::new()),
-        }
-    }
-
-    /// True if some thread is (or is about to be) parked. The caller has issued a SeqCst
-    /// fence after changing `released`.
-    pub(crate) fn anyone_parked(&self) -> bool {
-        self.count.load(Ordering::Relaxed) > 0
-    }
-
-    /// Wakes every parked thread (the buffer stopped); each re-checks and leaves.
-    pub(crate) fn wake_all(&self) {
-        let threads: Vec<Thread> = self
-            .parked
-            .lock()
-            .iter()
-            .map(|e| e.thread.clone())
-            .collect();
-        for t in threads {
-            t.unpark();
-        }
-    }
-}
 
 impl BufferCore {
     /// Releases the filled range `[start, end)` in LSN order: waits until `released`
