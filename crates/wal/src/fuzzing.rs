@@ -4,7 +4,7 @@
 //! API: hidden and unstable; the property tests call them too.
 
 use crate::frame::{self, Decoded};
-use crate::segment;
+use crate::segments::segment;
 use crate::Lsn;
 
 /// A frame at an LSN: the first 8 bytes give the LSN (aligned), the rest is the frame.

@@ -5,9 +5,9 @@
 //!   ([`Log::read_from`]), truncate, close.
 //! * [`LogBuffer`] — the log buffer on its own, with pluggable insertion algorithms
 //!   ([`InsertVariant`]), for embedding or benchmarking.
-//! * Horizontal partitioning ([`Log::open_dirs`], the `dirs` module): segments
+//! * Horizontal partitioning ([`Log::open_dirs`], the [`dirs`] module): segments
 //!   round-robin over several directories (devices); an optional archiver
-//!   ([`Log::open_archived`], the `archive` module) copies each finished segment off the
+//!   ([`Log::open_archived`], `segments/archive.rs`) copies each finished segment off the
 //!   device the writer has left, and truncation frees only archived segments.
 //! * Recovery on open finds the end of the log: a torn tail is cut; damage inside the
 //!   durable log is reported as [`WalError::Corruption`] with its LSN.
@@ -15,26 +15,32 @@
 //! Records are opaque bytes; the log frames them with a length, a CRC32C and a durable
 //! hint (see the `frame` module docs). All disk access goes through
 //! [`sluice_storage::Storage`].
+//!
+//! The source in folders, like raft-engine's: `log.rs` (the handle) over `shared.rs` (the
+//! state its threads share), `options.rs` and `health.rs`; `buffer/` (the log buffer and
+//! its insertion algorithms); `flush/` (the flush daemon and group commit); `segments/`
+//! (segment files, their directories, the preparer, the archiver, truncation); `frame.rs`,
+//! `reader.rs` and `recovery.rs` (reading the log back). Imports point one way, folders
+//! included (`tests/wal_modules_import_no_circle.rs`).
 
 #![warn(missing_docs)]
 
-mod archive;
 mod buffer;
-pub mod dirs;
 mod error;
 mod flush;
 pub mod frame;
 /// Entry points for the fuzz targets in `fuzz/` (one per decoder); not part of the API.
 #[doc(hidden)]
 pub mod fuzzing;
-mod gather;
+mod health;
 mod log;
 mod lsn;
 mod notify;
-mod prepare;
+mod options;
 mod reader;
 mod recovery;
-pub mod segment;
+mod segments;
+mod shared;
 mod sync;
 #[cfg(test)]
 mod tests_prop;
@@ -42,11 +48,13 @@ mod wait;
 
 pub use buffer::{BufferOptions, InsertVariant, LogBuffer};
 pub use error::{Result, WalError};
-pub use log::{Appended, GroupCommit, Log, LogOptions, LogStats, MAX_RECYCLED_SEGMENTS};
+pub use log::{Appended, Log, LogStats};
 pub use lsn::Lsn;
 pub use notify::{DurableCallback, DurableFuture};
+pub use options::{GroupCommit, LogOptions};
 pub use reader::{LogReader, ReadRecord};
 pub use recovery::RecoveryInfo;
+pub use segments::{dirs, segment, MAX_RECYCLED_SEGMENTS};
 
 /// Internals the loom models (`tests/loom.rs`) check directly; absent from normal builds.
 #[cfg(loom)]

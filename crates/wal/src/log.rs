@@ -1,90 +1,23 @@
-//! The log manager: a log buffer, a flush daemon, segment files and recovery.
+//! The log manager: the handle [`Log`] over a log buffer, a flush daemon, segment files
+//! and recovery. The state its threads share is in `shared.rs`, its options in
+//! `options.rs`.
 
-use crate::buffer::{BufferOptions, InsertVariant, LogBuffer};
-use crate::dirs::LogDirs;
 use crate::error::{Result, WalError};
-use crate::flush::{FlushDaemon, DEFAULT_MAX_DELAY};
-use crate::notify::{DurableCallback, DurableFuture, Waiters};
+use crate::flush::FlushDaemon;
+use crate::notify::{DurableCallback, DurableFuture};
+use crate::options::LogOptions;
 use crate::reader::LogReader;
 use crate::recovery::{self, RecoveryInfo};
-use crate::segment;
-use crate::sync::{AtomicBool, AtomicU64, Ordering};
-use crate::wait::Parker;
+use crate::segments::dirs::{self, LogDirs};
+use crate::segments::{segment, ArchiveContext, Archiver};
+use crate::shared::Shared;
+use crate::sync::Ordering;
 use crate::Lsn;
-use sluice_storage::{LockGuard, Storage};
+use sluice_storage::Storage;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
-
-/// When the flush daemon starts a round (Aether §4.1): whichever threshold is met first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GroupCommit {
-    /// `X`: flush once this many waits (blocking or registered) are outstanding.
-    pub max_waiters: usize,
-    /// `L`: flush once this many bytes are pending.
-    pub max_bytes: u64,
-    /// `T`: flush once bytes have been pending this long.
-    pub max_delay: Duration,
-    /// Tune at run time how long a round lets the last round's waiters re-join before it
-    /// syncs (perturb and observe on the commits completed per second: see the `gather`
-    /// module); `false` keeps a fixed budget of 8 scheduler yields.
-    pub adaptive: bool,
-}
-
-impl Default for GroupCommit {
-    /// `X = 1`, `L = 1 MiB`, `T = 1 ms`: any waiter starts a round at once, and the
-    /// commits arriving during one sync share the next — a waiter never waits for more
-    /// than the sync in flight plus its own.
-    fn default() -> Self {
-        GroupCommit {
-            max_waiters: 1,
-            max_bytes: 1 << 20,
-            max_delay: DEFAULT_MAX_DELAY,
-            adaptive: true,
-        }
-    }
-}
-
-/// How a log is opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LogOptions {
-    /// LSN bytes per segment file (used when creating a new log; an existing log keeps
-    /// the size in its headers).
-    pub segment_bytes: u64,
-    /// Log-buffer bytes (rounded up to a power of two).
-    pub buffer_bytes: usize,
-    /// The insertion algorithm.
-    pub variant: InsertVariant,
-    /// Consolidation-array slots, for the variants that consolidate.
-    pub slots: usize,
-    /// When the daemon flushes.
-    pub group_commit: GroupCommit,
-}
-
-impl Default for LogOptions {
-    fn default() -> Self {
-        LogOptions {
-            segment_bytes: 16 << 20,
-            buffer_bytes: 4 << 20,
-            variant: InsertVariant::default(),
-            slots: 4,
-            group_commit: GroupCommit::default(),
-        }
-    }
-}
-
-/// Counters kept by the log.
-#[derive(Debug, Default)]
-pub(crate) struct Stats {
-    pub(crate) syncs: AtomicU64,
-    pub(crate) flushes: AtomicU64,
-    pub(crate) bytes_written: AtomicU64,
-    pub(crate) bytes_zero_filled: AtomicU64,
-    pub(crate) segments_recycled: AtomicU64,
-    pub(crate) gather_budget: AtomicU64,
-}
 
 /// A snapshot of the log's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -102,7 +35,7 @@ pub struct LogStats {
     pub segments_recycled: u64,
     /// The flush daemon's gather budget now: scheduler yields a round may spend letting
     /// the last round's waiters re-join before it syncs (tuned if
-    /// [`GroupCommit::adaptive`]).
+    /// [`crate::GroupCommit::adaptive`]).
     pub gather_budget: u64,
     /// Segments the archiver copied to the archive directory since the log was opened
     /// (0 without archiving).
@@ -110,183 +43,6 @@ pub struct LogStats {
     /// Bytes of those copies (header blocks included).
     pub bytes_archived: u64,
 }
-
-pub(crate) struct Shared {
-    pub(crate) storage: Arc<dyn Storage>,
-    /// The log's directories: segment `k` lives in the `k mod D`-th (see `dirs`).
-    pub(crate) dirs: Arc<LogDirs>,
-    pub(crate) options: LogOptions,
-    pub(crate) segment_bytes: u64,
-    pub(crate) buffer: LogBuffer,
-    pub(crate) waiters: Waiters,
-    pub(crate) closing: AtomicBool,
-    pub(crate) sync_requested: AtomicU64,
-    pub(crate) sync_done: AtomicU64,
-    pub(crate) sync_done_parker: Parker,
-    pub(crate) stats: Stats,
-    pub(crate) preparer: crate::prepare::Preparer,
-    /// The archiver's state, if archiving is on ([`Log::open_archived`]).
-    pub(crate) archiver: Option<crate::archive::Archiver>,
-    poisoned: AtomicBool,
-    poison: crate::sync::Mutex<Option<Arc<io::Error>>>,
-    /// Segment starts that exist on disk, ascending.
-    segments: crate::sync::Mutex<Vec<Lsn>>,
-    /// The recycling pool: the old starts of retired segment files (`segment::free_name`)
-    /// whose retirement is durable, oldest first; at most [`MAX_RECYCLED_SEGMENTS`]. A
-    /// retired file stays in its directory, so it only becomes a segment that maps there.
-    recycled: crate::sync::Mutex<Vec<Lsn>>,
-    /// Held for a whole `truncate_below`: two at once would race to remove the same
-    /// files.
-    truncation: crate::sync::Mutex<()>,
-    /// The first LSN still in the log.
-    start: AtomicU64,
-    /// The directory lock; released by `close` so the directory can be reopened at once.
-    lock: crate::sync::Mutex<Option<Box<dyn LockGuard>>>,
-}
-
-impl Shared {
-    /// The state of a log whose end `rec` found.
-    fn new(
-        storage: Arc<dyn Storage>,
-        dirs: Arc<LogDirs>,
-        options: LogOptions,
-        rec: &recovery::Recovered,
-        lock: Option<Box<dyn LockGuard>>,
-        archiver: Option<crate::archive::Archiver>,
-    ) -> Result<Arc<Shared>> {
-        let buffer = LogBuffer::new(
-            &BufferOptions {
-                capacity: options.buffer_bytes,
-                segment_bytes: rec.segment_bytes,
-                variant: options.variant,
-                slots: options.slots,
-            },
-            rec.info.end,
-        )?;
-        buffer
-            .core
-            .flush
-            .set_wake_bytes(options.group_commit.max_bytes);
-        Ok(Arc::new(Shared {
-            storage,
-            dirs,
-            options,
-            segment_bytes: rec.segment_bytes,
-            buffer,
-            waiters: Waiters::new(),
-            closing: AtomicBool::new(false),
-            sync_requested: AtomicU64::new(0),
-            sync_done: AtomicU64::new(0),
-            sync_done_parker: Parker::new(),
-            stats: Stats::default(),
-            preparer: crate::prepare::Preparer::default(),
-            archiver,
-            poisoned: AtomicBool::new(false),
-            poison: crate::sync::Mutex::new(None),
-            segments: crate::sync::Mutex::new(rec.list.starts.clone()),
-            recycled: crate::sync::Mutex::new(Vec::new()),
-            truncation: crate::sync::Mutex::new(()),
-            start: AtomicU64::new(rec.info.start.0),
-            lock: crate::sync::Mutex::new(lock),
-        }))
-    }
-
-    pub(crate) fn is_poisoned(&self) -> bool {
-        self.poisoned.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn poison_error(&self) -> Option<WalError> {
-        if self.is_poisoned() {
-            self.poison.lock().clone().map(WalError::Poisoned)
-        } else {
-            None
-        }
-    }
-
-    /// Records the first failure and stops everything. Later failures are ignored: the
-    /// first one is the cause.
-    pub(crate) fn poison(&self, e: WalError) {
-        let err = match e {
-            WalError::Io(e) | WalError::Poisoned(e) => e,
-            other => Arc::new(io::Error::other(other.to_string())),
-        };
-        {
-            let mut p = self.poison.lock();
-            if p.is_none() {
-                *p = Some(err.clone());
-            }
-        }
-        self.poisoned.store(true, Ordering::Release);
-        self.buffer.stop();
-        self.waiters.fail_all(&WalError::Poisoned(err));
-        self.sync_done_parker.notify_all();
-    }
-
-    pub(crate) fn existing_segment(&self, start: Lsn) -> bool {
-        self.segments.lock().binary_search(&start).is_ok()
-    }
-
-    pub(crate) fn note_segment(&self, start: Lsn) {
-        let mut s = self.segments.lock();
-        if let Err(i) = s.binary_search(&start) {
-            s.insert(i, start);
-        }
-    }
-
-    /// Counts zeros written to prepare segment files.
-    pub(crate) fn note_zero_fill(&self, bytes: u64) {
-        self.stats
-            .bytes_zero_filled
-            .fetch_add(bytes, Ordering::Relaxed);
-    }
-
-    /// The directory segment `start` lives in.
-    pub(crate) fn dir_of(&self, start: Lsn) -> &Path {
-        self.dirs.dir_of(start, self.segment_bytes)
-    }
-
-    /// Takes the oldest retired file in segment `start`'s directory from the recycling
-    /// pool, if there is one: the preparer makes segment `start` from it.
-    pub(crate) fn take_recycled(&self, start: Lsn) -> Option<Lsn> {
-        let mut pool = self.recycled.lock();
-        let index = self.dirs.index_of(start, self.segment_bytes);
-        let at = pool
-            .iter()
-            .position(|&old| self.dirs.index_of(old, self.segment_bytes) == index)?;
-        Some(pool.remove(at))
-    }
-
-    /// Drops a removed segment from the list; it must be the oldest.
-    fn forget_segment(&self, start: Lsn) {
-        let mut segments = self.segments.lock();
-        assert_eq!(
-            segments.first(),
-            Some(&start),
-            "segments are removed oldest first"
-        );
-        segments.remove(0);
-    }
-
-    pub(crate) fn newest_segment(&self) -> Option<Lsn> {
-        self.segments.lock().last().copied()
-    }
-
-    /// The error a call should return if the log cannot take work.
-    fn check(&self) -> Result<()> {
-        if let Some(e) = self.poison_error() {
-            return Err(e);
-        }
-        if self.closing.load(Ordering::Acquire) {
-            return Err(WalError::Closed);
-        }
-        Ok(())
-    }
-}
-
-/// The most retired segment files the log keeps for reuse. Each holds a whole segment of
-/// disk space; eight 16 MiB segments are 128 MiB the log had in use before the truncation
-/// anyway.
-pub const MAX_RECYCLED_SEGMENTS: usize = 8;
 
 /// Refuses a segment size the log cannot use.
 fn check_options(options: &LogOptions) -> Result<()> {
@@ -372,8 +128,9 @@ impl Log {
     }
 
     /// [`Log::open_dirs`] with archiving on: a background thread copies each finished
-    /// segment (durable, and left by the writer) to `archive_dir` (see the `archive`
-    /// module), and [`Log::truncate_below`] frees only segments already archived.
+    /// segment (durable, and left by the writer) to `archive_dir` (see
+    /// `segments/archive.rs`), and [`Log::truncate_below`] frees only segments already
+    /// archived.
     /// [`LogStats::segments_archived`] and [`Log::archived_lsn`] show its progress.
     pub fn open_archived(
         storage: Arc<dyn Storage>,
@@ -412,11 +169,13 @@ impl Log {
             // trusts a file name in it.
             let log_id = dirs.log_id(&*storage)?;
             storage.create_dir_all(a)?;
-            crate::dirs::claim_archive(&*storage, a, log_id)?;
+            dirs::claim_archive(&*storage, a, log_id, |n| {
+                segment::parse_segment_name(n).is_some()
+            })?;
         }
         let rec = recovery::recover(&storage, &dirs, options.segment_bytes, false)?;
         let archiver = match archive_dir {
-            Some(a) => Some(crate::archive::Archiver::open(
+            Some(a) => Some(Archiver::open(
                 &*storage,
                 a,
                 &rec.list.starts,
@@ -428,7 +187,7 @@ impl Log {
         let p = shared.clone();
         let preparer = std::thread::Builder::new()
             .name("sluice-prepare".into())
-            .spawn(move || crate::prepare::Preparer::run(p))
+            .spawn(move || p.preparer.run(p.prepare_context(), |e| p.poison(e)))
             .map_err(WalError::from)?;
         let d = FlushDaemon::new(shared.clone());
         let handle = std::thread::Builder::new()
@@ -441,7 +200,15 @@ impl Log {
                 Some(
                     std::thread::Builder::new()
                         .name("sluice-archive".into())
-                        .spawn(move || crate::archive::Archiver::run(a))
+                        .spawn(move || {
+                            let durable = || a.buffer.durable();
+                            let cx = ArchiveContext {
+                                segments: &a.segments,
+                                health: &a.health,
+                                durable: &durable,
+                            };
+                            a.archiver.as_ref().expect("archiving is on").run(cx)
+                        })
                         .map_err(WalError::from)?,
                 )
             }
@@ -543,7 +310,7 @@ impl Log {
     /// LSN bytes per segment of this log: the size its segments were created with (an
     /// existing log keeps its own, whatever [`LogOptions::segment_bytes`] asked for).
     pub fn segment_bytes(&self) -> u64 {
-        self.shared.segment_bytes
+        self.shared.segments.segment_bytes
     }
 
     /// The largest payload [`Log::append`] takes.
@@ -557,7 +324,7 @@ impl Log {
         self.refuse_if_read_only()?;
         self.shared.check()?;
         let lsn = self.shared.buffer.insert(payload).map_err(|e| match e {
-            WalError::Closed => self.shared.poison_error().unwrap_or(WalError::Closed),
+            WalError::Closed => self.shared.health.error().unwrap_or(WalError::Closed),
             e => e,
         })?;
         Ok(Appended {
@@ -579,14 +346,14 @@ impl Log {
         s.waiters.outstanding.fetch_add(1, Ordering::SeqCst);
         s.request_flush();
         s.waiters.block_until(lsn, || {
-            s.buffer.durable() >= lsn || s.is_poisoned() || s.daemon_gone()
+            s.buffer.durable() >= lsn || s.health.is_poisoned() || s.daemon_gone()
         });
         s.waiters.outstanding.fetch_sub(1, Ordering::SeqCst);
         let durable = s.buffer.durable();
         if durable >= lsn {
             Ok(durable)
         } else {
-            Err(s.poison_error().unwrap_or(WalError::Closed))
+            Err(s.health.error().unwrap_or(WalError::Closed))
         }
     }
 
@@ -636,12 +403,14 @@ impl Log {
         let ticket = s.sync_requested.fetch_add(1, Ordering::AcqRel) + 1;
         s.request_flush();
         s.sync_done_parker.wait_until(|| {
-            s.sync_done.load(Ordering::Acquire) >= ticket || s.is_poisoned() || s.daemon_gone()
+            s.sync_done.load(Ordering::Acquire) >= ticket
+                || s.health.is_poisoned()
+                || s.daemon_gone()
         });
         if s.sync_done.load(Ordering::Acquire) >= ticket {
             Ok(s.buffer.durable())
         } else {
-            Err(s.poison_error().unwrap_or(WalError::Closed))
+            Err(s.health.error().unwrap_or(WalError::Closed))
         }
     }
 
@@ -658,23 +427,23 @@ impl Log {
     /// The start LSNs of the segment files on disk, ascending (the newest may be
     /// prepared ahead and still empty).
     pub fn segments(&self) -> Vec<Lsn> {
-        self.shared.segments.lock().clone()
+        self.shared.segments.starts()
     }
 
     /// The first LSN still in the log.
     pub fn start_lsn(&self) -> Lsn {
-        Lsn(self.shared.start.load(Ordering::Acquire))
+        self.shared.segments.start()
     }
 
     /// The counters.
     pub fn stats(&self) -> LogStats {
-        let s = &self.shared.stats;
+        let (s, segments) = (&self.shared.stats, &self.shared.segments);
         LogStats {
             syncs: s.syncs.load(Ordering::Relaxed),
             flushes: s.flushes.load(Ordering::Relaxed),
             bytes_written: s.bytes_written.load(Ordering::Relaxed),
-            bytes_zero_filled: s.bytes_zero_filled.load(Ordering::Relaxed),
-            segments_recycled: s.segments_recycled.load(Ordering::Relaxed),
+            bytes_zero_filled: segments.bytes_zero_filled.load(Ordering::Relaxed),
+            segments_recycled: segments.segments_recycled.load(Ordering::Relaxed),
             gather_budget: s.gather_budget.load(Ordering::Relaxed),
             segments_archived: self
                 .shared
@@ -709,12 +478,12 @@ impl Log {
 
     /// The log's directories, in order (segment `k` lives in the `k mod D`-th).
     pub fn dirs(&self) -> &[PathBuf] {
-        self.shared.dirs.all()
+        self.shared.segments.dirs.all()
     }
 
     /// The error that poisoned the log, if any.
     pub fn poisoned(&self) -> Option<WalError> {
-        self.shared.poison_error()
+        self.shared.health.error()
     }
 
     /// Reads the durable records from `from` (a record boundary, at or above
@@ -729,9 +498,9 @@ impl Log {
             )));
         }
         Ok(LogReader::new(
-            s.storage.clone(),
-            s.dirs.clone(),
-            s.segment_bytes,
+            s.segments.storage.clone(),
+            s.segments.dirs.clone(),
+            s.segments.segment_bytes,
             from,
             s.buffer.durable(),
         ))
@@ -758,144 +527,12 @@ impl Log {
         self.refuse_if_read_only()?;
         let s = &*self.shared;
         s.check()?;
-        let _one_at_a_time = s.truncation.lock();
-        let Some(last_durable_byte) = s.buffer.durable().0.checked_sub(1) else {
-            return Ok(0); // nothing durable, nothing to keep or remove
-        };
-        // Without the segment that holds the last durable byte, a reopened log would find
-        // no segment (when the next one is not made yet) and restart its LSNs at 0.
-        let keep_from = segment::segment_start(Lsn(last_durable_byte), s.segment_bytes);
-        let mut limit = lsn.min(keep_from);
-        if let Some(a) = &s.archiver {
-            // A segment leaves the log only once its copy is safe.
-            limit = limit.min(a.archived());
-        }
-        let victims: Vec<Lsn> = s
-            .segments
-            .lock()
-            .iter()
-            .copied()
-            .filter(|&st| st.0 + s.segment_bytes <= limit.0)
-            .collect();
-        assert!(victims.windows(2).all(|w| w[0] < w[1]));
-        // Files to retire for recycling, per directory (a retired file only becomes a
-        // segment of its own directory): up to as many as this call removes there, less
-        // what the pool already holds there; and at most MAX_RECYCLED_SEGMENTS in all.
-        let index = |l: Lsn| s.dirs.index_of(l, s.segment_bytes);
-        let (mut room, mut total_room) = {
-            let pool = s.recycled.lock();
-            let mut room = vec![0usize; s.dirs.count()];
-            for &v in &victims {
-                room[index(v)] += 1;
-            }
-            for r in &mut room {
-                *r = (*r).min(MAX_RECYCLED_SEGMENTS);
-            }
-            for &p in pool.iter() {
-                room[index(p)] = room[index(p)].saturating_sub(1);
-            }
-            (room, MAX_RECYCLED_SEGMENTS.saturating_sub(pool.len()))
-        };
-        // Oldest first: a crash keeps a prefix of the directory operations, so whatever
-        // survives it is still a contiguous run of segments. Across several directories
-        // (devices) a crash keeps a prefix of each one's operations, not of all of them
-        // together, so a directory's changes are made durable before the next victim, in
-        // another directory, is touched: otherwise a crash could keep a later removal and
-        // undo an earlier one, and the next open would find a gap.
-        let mut removed = 0;
-        let mut retired = Vec::new();
-        let mut failure = None;
-        let mut unsynced: Option<&Path> = None;
-        for &victim in &victims {
-            let dir = s.dir_of(victim);
-            if let Some(prev) = unsynced.filter(|&p| p != dir) {
-                if let Err(e) = self.settle_retirements(prev, &mut retired) {
-                    failure = Some(e);
-                    unsynced = None;
-                    break;
-                }
-            }
-            unsynced = Some(dir);
-            // Raise the start first, so that no reader is handed a segment being removed.
-            // Only truncation moves it, under its lock; after a failed removal it may
-            // already be past the victim, and it never moves back.
-            let start = s.start.load(Ordering::Acquire);
-            s.start
-                .store(start.max(victim.0 + s.segment_bytes), Ordering::Release);
-            let path = dir.join(segment::segment_name(victim));
-            let recycle = if room[index(victim)] > 0 && total_room > 0 {
-                self.whole_file(&path)
-            } else {
-                Ok(false)
-            };
-            let outcome = recycle.and_then(|whole| {
-                if whole {
-                    segment::retire(&*s.storage, dir, victim).map(|()| {
-                        room[index(victim)] -= 1;
-                        total_room -= 1;
-                        retired.push(victim)
-                    })
-                } else {
-                    s.storage.remove(&path)
-                }
-            });
-            match outcome {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    failure = Some(e);
-                    break;
-                }
-            }
-            s.forget_segment(victim);
-            removed += 1;
-        }
-        if let Some(dir) = unsynced {
-            if let Err(e) = self.settle_retirements(dir, &mut retired) {
-                failure.get_or_insert(e);
-            }
-        }
-        debug_assert!(s.recycled.lock().len() <= MAX_RECYCLED_SEGMENTS);
-        match failure {
-            Some(e) => Err(WalError::from(e)),
-            None => Ok(removed),
-        }
-    }
-
-    /// Syncs `dir` after removals and retirements in it; then the retired files in
-    /// `retired` (all in `dir`) join the recycling pool.
-    fn settle_retirements(&self, dir: &Path, retired: &mut Vec<Lsn>) -> io::Result<()> {
-        let s = &*self.shared;
-        let done = if retired.is_empty() {
-            s.storage.sync_dir(dir)
-        } else {
-            // Renamed out of the log, not yet durably: a named point for tests.
-            (s.storage
-                .failpoint(sluice_storage::failpoint::SEGMENT_RETIRED, dir))
-            .and_then(|()| s.storage.sync_dir(dir))
-        };
-        match done {
-            // Only now may the preparer write the retired files: before the sync a power
-            // loss could undo a rename and leave the old segment's name on a file whose
-            // header names another start.
-            Ok(()) => s.recycled.lock().append(retired),
-            // The renames may or may not survive; the files are left to the next open,
-            // which removes what it finds.
-            Err(_) => retired.clear(),
-        }
-        done
-    }
-
-    /// True if the segment file at `path` holds a whole segment (header and all its data
-    /// bytes), so that recycling it saves a whole zero-fill; false if it is missing.
-    fn whole_file(&self, path: &Path) -> io::Result<bool> {
-        let s = &*self.shared;
-        let len = match s.storage.open(path, sluice_storage::OpenOptions::READ_ONLY) {
-            Ok(f) => f.len()?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(e),
-        };
-        Ok(len >= segment::SEGMENT_HEADER_BYTES + s.segment_bytes)
+        s.segments.truncate_below(lsn, || {
+            (
+                s.buffer.durable(),
+                s.archiver.as_ref().map(|a| a.archived()),
+            )
+        })
     }
 
     /// Flushes and syncs everything appended, stops the daemon, and returns the final
@@ -941,7 +578,7 @@ impl Log {
         s.waiters.fail_all(&WalError::Closed);
         s.sync_done_parker.notify_all();
         drop(s.lock.lock().take());
-        if let Some(e) = s.poison_error() {
+        if let Some(e) = s.health.error() {
             return Err(e);
         }
         Ok(s.buffer.durable())
@@ -959,29 +596,6 @@ impl Log {
         s.waiters.fail_all(&WalError::Closed);
         drop(s.lock.lock().take());
         Ok(s.buffer.durable())
-    }
-}
-
-impl Shared {
-    fn check_wait(&self) -> Result<()> {
-        if let Some(e) = self.poison_error() {
-            return Err(e);
-        }
-        if self.daemon_gone() {
-            return Err(WalError::Closed);
-        }
-        Ok(())
-    }
-
-    /// Wakes the flush daemon after changing what it decides on (a wait counted, a sync
-    /// requested, closing): the one way anything outside the buffer asks for a flush.
-    pub(crate) fn request_flush(&self) {
-        self.buffer.core.flush.request();
-    }
-
-    /// True once the daemon has stopped for good (closing and drained).
-    pub(crate) fn daemon_gone(&self) -> bool {
-        self.closing.load(Ordering::Acquire) && self.buffer.core.check_running().is_err()
     }
 }
 

@@ -1,9 +1,9 @@
 //! Reading frames back from segment files.
 
-use crate::dirs::LogDirs;
 use crate::error::{Result, WalError};
 use crate::frame::{self, Decoded};
-use crate::segment::{self, SEGMENT_HEADER_BYTES};
+use crate::segments::dirs::LogDirs;
+use crate::segments::segment::{self, SEGMENT_HEADER_BYTES};
 use crate::Lsn;
 use sluice_storage::{FileHandle, Storage};
 use std::sync::Arc;

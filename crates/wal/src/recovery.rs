@@ -24,11 +24,11 @@
 //! made durable, later segments are removed newest first, and only then does the log
 //! publish its end as durable and accept appends.
 
-use crate::dirs::LogDirs;
 use crate::error::{Result, WalError};
 use crate::frame::{self, Decoded};
 use crate::reader::SegmentWindow;
-use crate::segment::{self, SegmentList, SEGMENT_HEADER_BYTES};
+use crate::segments::dirs::LogDirs;
+use crate::segments::segment::{self, SegmentList, SEGMENT_HEADER_BYTES};
 use crate::Lsn;
 use sluice_storage::Storage;
 use std::path::Path;

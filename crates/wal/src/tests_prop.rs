@@ -5,7 +5,7 @@
 
 use crate::frame::{self, Decoded, ALIGN};
 use crate::fuzzing;
-use crate::segment::{self, MAX_LSN, MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES};
+use crate::segments::segment::{self, MAX_LSN, MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES};
 use crate::Lsn;
 use proptest::prelude::*;
 

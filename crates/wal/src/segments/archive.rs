@@ -10,10 +10,10 @@
 //! leftover `.tmp` files (a copy a crash or a close interrupted) are removed on open. The
 //! archive directory holds plain segment files, so it reads as a log of one directory
 //! ([`crate::Log::open_read_only`]) from its first archived segment, and a marker naming
-//! the log it archives ([`crate::dirs::ARCHIVE_MARKER_NAME`]): an archive of another log
+//! the log it archives ([`super::dirs::ARCHIVE_MARKER_NAME`]): an archive of another log
 //! is refused at open, since the file names alone would pass its copies off as this
 //! log's. It is a directory of its own — compared with the log's by identity, not by
-//! spelling (`crate::dirs`).
+//! spelling (`dirs.rs`).
 //!
 //! `archived` — the LSN below which every segment of the log is archived — only moves
 //! after the rename is durable. With archiving on, [`crate::Log::truncate_below`] never
@@ -23,7 +23,7 @@
 //!
 //! With one log directory the archiver reads the segment from the device the writer
 //! writes — the disk-head contention that degrades the log right after a rollover (γ in
-//! Tandem §5). With several directories ([`crate::dirs`]) it reads from a device the
+//! Tandem §5). With several directories (`dirs.rs`) it reads from a device the
 //! writer has just left.
 //!
 //! A failed archive operation stops the archiver (the log itself goes on: its records are
@@ -31,15 +31,15 @@
 //! where it was, so truncation keeps every unarchived segment. The next open starts over
 //! from the first unarchived segment.
 
+use super::segment::{self, SEGMENT_HEADER_BYTES};
+use super::set::SegmentSet;
 use crate::error::{Result, WalError};
-use crate::log::Shared;
-use crate::segment::{self, SEGMENT_HEADER_BYTES};
+use crate::health::Health;
 use crate::sync::{AtomicU64, Condvar, Mutex, Ordering};
 use crate::Lsn;
 use sluice_storage::{OpenOptions, Storage};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Bytes copied per read and write.
@@ -48,6 +48,15 @@ const TMP_SUFFIX: &str = ".tmp";
 /// How long the archiver sleeps when nothing wakes it (a safety net: the flush daemon
 /// wakes it whenever a round finishes a segment).
 const IDLE_WAIT: Duration = Duration::from_millis(50);
+
+/// What the archiver uses of the log: its segment files (read, never written), its
+/// health (the archiver stops with the log), and the durable LSN (a segment below it is
+/// finished) — never the buffer, the waiters or the daemon.
+pub(crate) struct ArchiveContext<'a> {
+    pub(crate) segments: &'a SegmentSet,
+    pub(crate) health: &'a Health,
+    pub(crate) durable: &'a dyn Fn() -> Lsn,
+}
 
 #[derive(Default)]
 struct State {
@@ -70,7 +79,7 @@ impl Archiver {
     /// Prepares the archive directory `dir` of a log whose segments are `starts`
     /// (recovered, ascending): removes interrupted copies and finds where archiving
     /// resumes. The directory exists and was claimed for this log
-    /// (`crate::dirs::claim_archive`): every segment file in it is this log's copy.
+    /// (`super::dirs::claim_archive`): every segment file in it is this log's copy.
     pub(crate) fn open(
         storage: &dyn Storage,
         dir: &Path,
@@ -145,24 +154,24 @@ impl Archiver {
     }
 
     /// The thread's body.
-    pub(crate) fn run(shared: Arc<Shared>) {
-        let a = shared.archiver.as_ref().expect("archiving is on");
-        let segment_bytes = shared.segment_bytes;
+    pub(crate) fn run(&self, cx: ArchiveContext<'_>) {
+        let a = self;
+        let segment_bytes = cx.segments.segment_bytes;
         loop {
             let next = a.archived();
             {
                 let mut s = a.state.lock();
                 loop {
-                    if s.stop || shared.is_poisoned() {
+                    if s.stop || cx.health.is_poisoned() {
                         return;
                     }
-                    if shared.buffer.durable().0 >= next.0 + segment_bytes {
+                    if (cx.durable)().0 >= next.0 + segment_bytes {
                         break;
                     }
                     s = a.cv.wait_for(s, IDLE_WAIT);
                 }
             }
-            match a.copy(&shared, next) {
+            match a.copy(cx.segments, next) {
                 Ok(Some(bytes)) => {
                     a.archived.store(next.0 + segment_bytes, Ordering::Release);
                     a.segments_archived.fetch_add(1, Ordering::Relaxed);
@@ -180,11 +189,11 @@ impl Archiver {
     /// Copies finished segment `start` into the archive (see the module docs) and returns
     /// the bytes copied; `None` if the log began closing in the middle (the temporary file
     /// is left for the next open to remove).
-    fn copy(&self, shared: &Shared, start: Lsn) -> Result<Option<u64>> {
-        let storage = &*shared.storage;
+    fn copy(&self, segments: &SegmentSet, start: Lsn) -> Result<Option<u64>> {
+        let storage = &*segments.storage;
         let name = segment::segment_name(start);
-        let source = segment::open_read(storage, shared.dir_of(start), start)?;
-        let whole = SEGMENT_HEADER_BYTES + shared.segment_bytes;
+        let source = segment::open_read(storage, segments.dir_of(start), start)?;
+        let whole = SEGMENT_HEADER_BYTES + segments.segment_bytes;
         let len = source.len()?;
         // The daemon wrote the segment to its end, which the preparer had extended it to
         // first: a finished segment's file is whole.

@@ -11,10 +11,11 @@
 //! (`X = 1`) a waiter never waits for more than the sync in progress plus its own: the
 //! commits that arrive during one sync share the next.
 
+use super::due::{flush_due, FlushWants};
+use super::gather::{GatherTuner, FIXED_BUDGET};
 use crate::error::WalError;
-use crate::gather::{GatherTuner, FIXED_BUDGET};
-use crate::log::{GroupCommit, Shared};
-use crate::segment;
+use crate::segments::segment;
+use crate::shared::Shared;
 use crate::sync::Ordering;
 use crate::Lsn;
 use sluice_storage::FileHandle;
@@ -55,7 +56,7 @@ impl FlushDaemon {
         self.publish_budget();
         loop {
             let s = &*self.shared;
-            if s.is_poisoned() {
+            if s.health.is_poisoned() {
                 return;
             }
             let closing = s.closing.load(Ordering::Acquire);
@@ -177,13 +178,13 @@ impl FlushDaemon {
         self.staging.clear();
         s.buffer.copy_out(from, to, &mut self.staging);
         s.buffer.mark_written(to);
-        let seg_bytes = s.segment_bytes;
+        let seg_bytes = s.segments.segment_bytes;
         let mut at = from;
         let mut off = 0usize;
         while at < to {
             let seg = segment::segment_start(at, seg_bytes);
             if self.current.as_ref().map(|c| c.0) != Some(seg) {
-                let next = s.preparer.obtain(&s, seg)?;
+                let next = s.preparer.obtain(s.prepare_context(), seg)?;
                 if let Some((_, old)) = self.current.replace((seg, next)) {
                     if let Some(unsynced) = self.previous.replace(old) {
                         unsynced.sync_data()?;
@@ -192,7 +193,8 @@ impl FlushDaemon {
             }
             let piece = (seg.0 + seg_bytes).min(to.0) - at.0;
             // Never write past the file's zero-filled, synced extent (the preparer's).
-            s.preparer.reserve(&s, seg, at.0 + piece - seg.0)?;
+            s.preparer
+                .reserve(s.prepare_context(), seg, at.0 + piece - seg.0)?;
             let file = &self.current.as_ref().unwrap().1;
             file.write_at(
                 &self.staging[off..off + piece as usize],
@@ -210,8 +212,9 @@ impl FlushDaemon {
         if self.current.is_none() {
             // An explicit sync before anything was ever written: sync the newest segment
             // if there is one, so the request still reaches the disk.
-            if let Some(seg) = s.newest_segment() {
-                self.current = Some((seg, segment::open(&*s.storage, s.dir_of(seg), seg)?));
+            if let Some(seg) = s.segments.newest_segment() {
+                let dir = s.segments.dir_of(seg);
+                self.current = Some((seg, segment::open(&*s.segments.storage, dir, seg)?));
             }
         }
         if let Some((_, f)) = &self.current {
@@ -230,151 +233,5 @@ impl FlushDaemon {
         // (a pipelined agent registers its next commit soon after the hand-back).
         self.woken_last_round = parked + s.waiters.on_durable(to);
         Ok(())
-    }
-}
-
-/// How long the daemon may wait before flushing pending bytes nobody waits for.
-pub(crate) const DEFAULT_MAX_DELAY: Duration = Duration::from_millis(1);
-
-/// What the flush daemon knows when it decides whether to start a round.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct FlushWants {
-    /// Released bytes not yet written (`released - written`).
-    pub(crate) pending_bytes: u64,
-    /// How long bytes have been pending (zero if none are).
-    pub(crate) pending_for: Duration,
-    /// Waits outstanding: blocked committers and registered callbacks.
-    pub(crate) waiters: usize,
-    /// Some inserter waits for ring space.
-    pub(crate) space_wanted: bool,
-    /// An explicit sync was requested and is not done.
-    pub(crate) sync_requested: bool,
-    /// The log is closing (it drains what is pending, then stops).
-    pub(crate) closing: bool,
-}
-
-/// Whether a flush round is due (Aether §4.1): an explicit sync or closing always; with
-/// bytes pending, `X` waits outstanding, `L` bytes pending, bytes pending for `T`, or an
-/// inserter waiting for ring space, whichever comes first.
-///
-/// Without pending bytes only a sync or closing calls for a round: an inserter waiting
-/// for space would otherwise get an empty sync, repeated until someone releases (the
-/// release wakes the daemon), and waiters whose records are already written only need
-/// the sync in progress.
-pub(crate) fn flush_due(w: &FlushWants, gc: &GroupCommit) -> bool {
-    if w.sync_requested || w.closing {
-        return true;
-    }
-    w.pending_bytes > 0
-        && (w.space_wanted
-            || w.waiters >= gc.max_waiters.max(1)
-            || w.pending_bytes >= gc.max_bytes
-            || w.pending_for >= gc.max_delay)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn gc() -> GroupCommit {
-        GroupCommit {
-            max_waiters: 3,
-            max_bytes: 1000,
-            max_delay: Duration::from_millis(5),
-            adaptive: false,
-        }
-    }
-
-    fn pending() -> FlushWants {
-        FlushWants {
-            pending_bytes: 10,
-            pending_for: Duration::from_millis(1),
-            ..FlushWants::default()
-        }
-    }
-
-    #[test]
-    fn nothing_pending_and_nothing_asked_is_not_due() {
-        assert!(!flush_due(&FlushWants::default(), &gc()));
-        assert!(!flush_due(&pending(), &gc()), "below every threshold");
-    }
-
-    #[test]
-    fn a_sync_request_or_closing_is_due_even_with_nothing_pending() {
-        let sync = FlushWants {
-            sync_requested: true,
-            ..FlushWants::default()
-        };
-        let closing = FlushWants {
-            closing: true,
-            ..FlushWants::default()
-        };
-        assert!(flush_due(&sync, &gc()));
-        assert!(flush_due(&closing, &gc()));
-    }
-
-    #[test]
-    fn each_threshold_alone_makes_pending_bytes_due() {
-        let gc = gc();
-        let waiters = FlushWants {
-            waiters: 3,
-            ..pending()
-        };
-        let bytes = FlushWants {
-            pending_bytes: 1000,
-            ..pending()
-        };
-        let delay = FlushWants {
-            pending_for: Duration::from_millis(5),
-            ..pending()
-        };
-        let space = FlushWants {
-            space_wanted: true,
-            ..pending()
-        };
-        for (name, w) in [("X", waiters), ("L", bytes), ("T", delay), ("space", space)] {
-            assert!(flush_due(&w, &gc), "{name}");
-        }
-        assert!(!flush_due(
-            &FlushWants {
-                waiters: 2,
-                ..pending()
-            },
-            &gc
-        ));
-        assert!(!flush_due(
-            &FlushWants {
-                pending_bytes: 999,
-                ..pending()
-            },
-            &gc
-        ));
-    }
-
-    #[test]
-    fn waiters_or_space_without_pending_bytes_are_not_due() {
-        let w = FlushWants {
-            waiters: 100,
-            space_wanted: true,
-            pending_for: Duration::from_secs(1),
-            ..FlushWants::default()
-        };
-        assert!(!flush_due(&w, &gc()));
-    }
-
-    #[test]
-    fn zero_waiters_threshold_means_one() {
-        let gc = GroupCommit {
-            max_waiters: 0,
-            ..gc()
-        };
-        assert!(!flush_due(&pending(), &gc));
-        assert!(flush_due(
-            &FlushWants {
-                waiters: 1,
-                ..pending()
-            },
-            &gc
-        ));
     }
 }

@@ -30,7 +30,7 @@
 //! [`MAX_LSN`], so a header with a valid checksum but extreme values is corruption, never
 //! an overflow.
 
-use crate::dirs::LogDirs;
+use super::dirs::LogDirs;
 use crate::error::{io_context, Result, WalError};
 use crate::Lsn;
 use sluice_storage::{failpoint, FileHandle, OpenOptions, Storage};

@@ -382,8 +382,16 @@ fn write_atomically(
 /// Makes the (existing) directory `archive` the archive of the log `log_id`, or refuses
 /// it (see the module docs): its marker must name this log; without a marker it must
 /// hold no segment file, and then gets one — before the archiver copies anything into
-/// it, so every copy in an archive lies under its log's marker.
-pub(crate) fn claim_archive(storage: &dyn Storage, archive: &Path, log_id: u64) -> Result<()> {
+/// it, so every copy in an archive lies under its log's marker. `is_segment` tells a
+/// segment file by its name (`segment::parse_segment_name`: passed in, as
+/// [`LogDirs::check_markers`] is passed `has_segments`, so that this module, which the
+/// segment files' module uses, does not use it back).
+pub(crate) fn claim_archive(
+    storage: &dyn Storage,
+    archive: &Path,
+    log_id: u64,
+    is_segment: impl Fn(&str) -> bool,
+) -> Result<()> {
     let refuse = |why: String| {
         Err(WalError::InvalidArgument(format!(
             "archive directory {}: {why}",
@@ -405,10 +413,7 @@ pub(crate) fn claim_archive(storage: &dyn Storage, archive: &Path, log_id: u64) 
         )),
         None => {
             let names = storage.list(archive)?;
-            if let Some(seg) = names
-                .iter()
-                .find(|n| crate::segment::parse_segment_name(n).is_some())
-            {
+            if let Some(seg) = names.iter().find(|n| is_segment(n)) {
                 return refuse(format!(
                     "it holds log segments (`{seg}`) but no {ARCHIVE_MARKER_NAME} marker \
                      naming the log they belong to: it is not trusted as this log's archive"

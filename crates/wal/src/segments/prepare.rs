@@ -23,13 +23,22 @@
 //! data. If the daemon outruns the preparer, it parks on the preparer's condition
 //! variable until the extension it needs is published.
 
+use super::segment;
+use super::set::SegmentSet;
 use crate::error::{Result, WalError};
-use crate::log::Shared;
-use crate::segment;
+use crate::health::Health;
 use crate::sync::{Condvar, Mutex, MutexGuard, Ordering};
 use crate::Lsn;
 use sluice_storage::FileHandle;
-use std::sync::Arc;
+
+/// What the preparer uses of the log: its segment files and its health, never the
+/// buffer, the waiters or the daemon. The one thing a failed job does to the rest of the
+/// log, poisoning it, is the callback [`Preparer::run`] takes.
+#[derive(Clone, Copy)]
+pub(crate) struct PrepareContext<'a> {
+    pub(crate) segments: &'a SegmentSet,
+    pub(crate) health: &'a Health,
+}
 
 /// A piece of work for the preparer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,8 +98,12 @@ impl Preparer {
 
     /// Parks the daemon until the preparer's state changes; fails if the log is poisoned
     /// (the preparer's own failure is one way).
-    fn wait<'a>(&self, shared: &Shared, s: MutexGuard<'a, State>) -> Result<MutexGuard<'a, State>> {
-        if let Some(e) = shared.poison_error() {
+    fn wait<'a>(
+        &self,
+        cx: PrepareContext<'_>,
+        s: MutexGuard<'a, State>,
+    ) -> Result<MutexGuard<'a, State>> {
+        if let Some(e) = cx.health.error() {
             return Err(e);
         }
         Ok(self.cv.wait(s))
@@ -99,49 +112,49 @@ impl Preparer {
     /// The file of segment `start`, which the daemon is about to write: prepared ahead, or
     /// created now by the preparer (the daemon parks meanwhile). Its extent becomes the
     /// current one.
-    pub(crate) fn obtain(&self, shared: &Shared, start: Lsn) -> Result<Box<dyn FileHandle>> {
+    pub(crate) fn obtain(&self, cx: PrepareContext<'_>, start: Lsn) -> Result<Box<dyn FileHandle>> {
         let mut s = self.state.lock();
         // The preparer notes a segment as existing once it is whole and durable.
-        while !shared.existing_segment(start) {
+        while !cx.segments.existing_segment(start) {
             let creating = matches!(s.busy, Some(Job::Create { start: b, .. }) if b == start);
             if s.stop && !creating {
                 drop(s);
-                let extent = segment::initial_extent(shared.segment_bytes);
+                let extent = segment::initial_extent(cx.segments.segment_bytes);
                 let f = segment::create(
-                    &*shared.storage,
-                    shared.dir_of(start),
+                    &*cx.segments.storage,
+                    cx.segments.dir_of(start),
                     start,
-                    shared.segment_bytes,
+                    cx.segments.segment_bytes,
                     extent,
                 )?;
-                shared.note_zero_fill(extent);
-                shared.note_segment(start);
-                return self.adopt(shared, start, f);
+                cx.segments.note_zero_fill(extent);
+                cx.segments.note_segment(start);
+                return self.adopt(cx, start, f);
             }
             if !creating && s.create.map(|c| c.0) != Some(start) {
-                s.create = Some((start, segment::initial_extent(shared.segment_bytes)));
+                s.create = Some((start, segment::initial_extent(cx.segments.segment_bytes)));
                 self.cv.notify_all();
             }
-            s = self.wait(shared, s)?;
+            s = self.wait(cx, s)?;
         }
         if s.create.map(|c| c.0) == Some(start) {
             s.create = None;
         }
         drop(s);
-        let f = segment::open(&*shared.storage, shared.dir_of(start), start)?;
-        self.adopt(shared, start, f)
+        let f = segment::open(&*cx.segments.storage, cx.segments.dir_of(start), start)?;
+        self.adopt(cx, start, f)
     }
 
     /// Makes `start`, open as `f`, the current segment, with the extent its file has.
     fn adopt(
         &self,
-        shared: &Shared,
+        cx: PrepareContext<'_>,
         start: Lsn,
         f: Box<dyn FileHandle>,
     ) -> Result<Box<dyn FileHandle>> {
         // Recovery synced every segment file, and a segment created since is synced before
         // it is noted: the whole length is durable.
-        let extent = segment::extent_of_file(f.len()?, shared.segment_bytes);
+        let extent = segment::extent_of_file(f.len()?, cx.segments.segment_bytes);
         let mut s = self.state.lock();
         s.current = Some((start, extent));
         s.target = extent;
@@ -151,8 +164,8 @@ impl Preparer {
     /// Returns once the current segment `start` is extended past `end` of its data bytes
     /// (the end of the daemon's next write into it), parking if the preparer is behind;
     /// asks for the next extension, and for the next segment, ahead of need.
-    pub(crate) fn reserve(&self, shared: &Shared, start: Lsn, end: u64) -> Result<()> {
-        let segment_bytes = shared.segment_bytes;
+    pub(crate) fn reserve(&self, cx: PrepareContext<'_>, start: Lsn, end: u64) -> Result<()> {
+        let segment_bytes = cx.segments.segment_bytes;
         assert!(
             end <= segment_bytes,
             "write to {end} in a {segment_bytes}-byte segment"
@@ -174,7 +187,7 @@ impl Preparer {
         if end >= segment_bytes / 2
             && s.create.is_none()
             && !matches!(s.busy, Some(Job::Create { start: b, .. }) if b == next)
-            && !shared.existing_segment(next)
+            && !cx.segments.existing_segment(next)
         {
             s.create = Some((next, segment_bytes));
             wanted = true;
@@ -192,20 +205,20 @@ impl Preparer {
                 // Closing, and the preparer is gone: extend here.
                 let to = s.target.max(end);
                 drop(s);
-                let f = segment::open(&*shared.storage, shared.dir_of(start), start)?;
+                let f = segment::open(&*cx.segments.storage, cx.segments.dir_of(start), start)?;
                 segment::extend(&*f, extent, to)?;
-                shared.note_zero_fill(to - extent);
+                cx.segments.note_zero_fill(to - extent);
                 s = self.state.lock();
                 s.current = Some((start, to));
                 continue;
             }
-            s = self.wait(shared, s)?;
+            s = self.wait(cx, s)?;
         }
     }
 
-    /// The thread's body.
-    pub(crate) fn run(shared: Arc<Shared>) {
-        let p = &shared.preparer;
+    /// The thread's body; `poison` stops the log when a job fails.
+    pub(crate) fn run(&self, cx: PrepareContext<'_>, poison: impl Fn(WalError)) {
+        let p = self;
         loop {
             let job = {
                 let mut s = p.state.lock();
@@ -220,21 +233,21 @@ impl Preparer {
                     s = p.cv.wait(s);
                 }
             };
-            let r = if shared.is_poisoned() {
+            let r = if cx.health.is_poisoned() {
                 Ok(())
             } else {
-                Self::work(&shared, job)
+                Self::work(cx, job)
             };
             // A failed write or sync poisons the log like any other: after a failed fsync
             // the kernel may have dropped the dirty pages (the header, say), so a later
             // "successful" sync would not mean the segment is whole.
             if let Err(e) = r {
-                shared.poison(e);
+                poison(e);
             }
             let mut s = p.state.lock();
             s.busy = None;
             if let (Job::Extend { start, to, .. }, Some((current, extent))) = (job, s.current) {
-                if current == start && !shared.is_poisoned() {
+                if current == start && !cx.health.is_poisoned() {
                     s.current = Some((start, extent.max(to)));
                 }
             }
@@ -243,28 +256,27 @@ impl Preparer {
         }
     }
 
-    fn work(shared: &Shared, job: Job) -> Result<(), WalError> {
+    fn work(cx: PrepareContext<'_>, job: Job) -> Result<(), WalError> {
         match job {
-            Job::Create { start, .. } if shared.existing_segment(start) => Ok(()),
+            Job::Create { start, .. } if cx.segments.existing_segment(start) => Ok(()),
             Job::Create { start, extent } => {
-                let (storage, dir) = (&*shared.storage, shared.dir_of(start));
-                if let Some(old_start) = shared.take_recycled(start) {
-                    segment::recycle(storage, dir, old_start, start, shared.segment_bytes)?;
-                    shared
-                        .stats
+                let (storage, dir) = (&*cx.segments.storage, cx.segments.dir_of(start));
+                if let Some(old_start) = cx.segments.take_recycled(start) {
+                    segment::recycle(storage, dir, old_start, start, cx.segments.segment_bytes)?;
+                    cx.segments
                         .segments_recycled
                         .fetch_add(1, Ordering::Relaxed);
                 } else {
-                    segment::create(storage, dir, start, shared.segment_bytes, extent)?;
-                    shared.note_zero_fill(extent);
+                    segment::create(storage, dir, start, cx.segments.segment_bytes, extent)?;
+                    cx.segments.note_zero_fill(extent);
                 }
-                shared.note_segment(start);
+                cx.segments.note_segment(start);
                 Ok(())
             }
             Job::Extend { start, from, to } => {
-                let f = segment::open(&*shared.storage, shared.dir_of(start), start)?;
+                let f = segment::open(&*cx.segments.storage, cx.segments.dir_of(start), start)?;
                 segment::extend(&*f, from, to)?;
-                shared.note_zero_fill(to - from);
+                cx.segments.note_zero_fill(to - from);
                 Ok(())
             }
         }

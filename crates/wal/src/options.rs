@@ -1,0 +1,65 @@
+//! How a log is opened: its options, and the group-commit policy that decides when the
+//! flush daemon starts a round.
+
+use crate::buffer::InsertVariant;
+use std::time::Duration;
+
+/// How long the daemon may wait before flushing pending bytes nobody waits for.
+const DEFAULT_MAX_DELAY: Duration = Duration::from_millis(1);
+
+/// When the flush daemon starts a round (Aether §4.1): whichever threshold is met first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupCommit {
+    /// `X`: flush once this many waits (blocking or registered) are outstanding.
+    pub max_waiters: usize,
+    /// `L`: flush once this many bytes are pending.
+    pub max_bytes: u64,
+    /// `T`: flush once bytes have been pending this long.
+    pub max_delay: Duration,
+    /// Tune at run time how long a round lets the last round's waiters re-join before it
+    /// syncs (perturb and observe on the commits completed per second: see the `gather`
+    /// module); `false` keeps a fixed budget of 8 scheduler yields.
+    pub adaptive: bool,
+}
+
+impl Default for GroupCommit {
+    /// `X = 1`, `L = 1 MiB`, `T = 1 ms`: any waiter starts a round at once, and the
+    /// commits arriving during one sync share the next — a waiter never waits for more
+    /// than the sync in flight plus its own.
+    fn default() -> Self {
+        GroupCommit {
+            max_waiters: 1,
+            max_bytes: 1 << 20,
+            max_delay: DEFAULT_MAX_DELAY,
+            adaptive: true,
+        }
+    }
+}
+
+/// How a log is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogOptions {
+    /// LSN bytes per segment file (used when creating a new log; an existing log keeps
+    /// the size in its headers).
+    pub segment_bytes: u64,
+    /// Log-buffer bytes (rounded up to a power of two).
+    pub buffer_bytes: usize,
+    /// The insertion algorithm.
+    pub variant: InsertVariant,
+    /// Consolidation-array slots, for the variants that consolidate.
+    pub slots: usize,
+    /// When the daemon flushes.
+    pub group_commit: GroupCommit,
+}
+
+impl Default for LogOptions {
+    fn default() -> Self {
+        LogOptions {
+            segment_bytes: 16 << 20,
+            buffer_bytes: 4 << 20,
+            variant: InsertVariant::default(),
+            slots: 4,
+            group_commit: GroupCommit::default(),
+        }
+    }
+}

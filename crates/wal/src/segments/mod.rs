@@ -1,0 +1,28 @@
+//! The log's segment files, as raft-engine's `file_pipe_log/` holds its files:
+//!
+//! * `segment.rs` — one segment file: its name, header, creation, extension, retirement
+//!   and recycling, and the scan of a directory;
+//! * `dirs.rs` — the directories segments go to (horizontal partitioning) and their
+//!   markers;
+//! * `set.rs` — the segments of an open log ([`SegmentSet`]): which exist, the first LSN
+//!   still in the log, the recycling pool, truncation;
+//! * `prepare.rs` — the preparer thread, which zero-fills and recycles files ahead of the
+//!   flush daemon;
+//! * `archive.rs` — the archiver thread, which copies each finished segment to an archive
+//!   directory.
+//!
+//! The preparer and the archiver see the log through narrow contexts
+//! ([`PrepareContext`], [`ArchiveContext`]): the segment set and the log's health, and for
+//! the archiver the durable LSN. Nothing here imports the log, the flush daemon or the
+//! state they share.
+
+mod archive;
+pub mod dirs;
+mod prepare;
+pub mod segment;
+mod set;
+
+pub(crate) use archive::{ArchiveContext, Archiver};
+pub(crate) use prepare::{PrepareContext, Preparer};
+pub(crate) use set::SegmentSet;
+pub use set::MAX_RECYCLED_SEGMENTS;

@@ -1,0 +1,274 @@
+//! The log's segment files as a set: which exist, the directory each lives in, the first
+//! LSN still in the log, the recycling pool, and truncation. The flush daemon, the
+//! preparer and the archiver reach the files only through this.
+
+use super::dirs::LogDirs;
+use super::segment;
+use crate::error::{Result, WalError};
+use crate::sync::{AtomicU64, Mutex, Ordering};
+use crate::Lsn;
+use sluice_storage::Storage;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+/// The most retired segment files the log keeps for reuse. Each holds a whole segment of
+/// disk space; eight 16 MiB segments are 128 MiB the log had in use before the truncation
+/// anyway.
+pub const MAX_RECYCLED_SEGMENTS: usize = 8;
+
+/// See the module docs.
+pub(crate) struct SegmentSet {
+    pub(crate) storage: Arc<dyn Storage>,
+    /// The log's directories: segment `k` lives in the `k mod D`-th (see `dirs`).
+    pub(crate) dirs: Arc<LogDirs>,
+    /// LSN bytes per segment.
+    pub(crate) segment_bytes: u64,
+    /// Segment starts that exist on disk, ascending.
+    segments: Mutex<Vec<Lsn>>,
+    /// The recycling pool: the old starts of retired segment files (`segment::free_name`)
+    /// whose retirement is durable, oldest first; at most [`MAX_RECYCLED_SEGMENTS`]. A
+    /// retired file stays in its directory, so it only becomes a segment that maps there.
+    recycled: Mutex<Vec<Lsn>>,
+    /// Held for a whole `truncate_below`: two at once would race to remove the same
+    /// files.
+    truncation: Mutex<()>,
+    /// The first LSN still in the log.
+    start: AtomicU64,
+    /// Bytes of zeros written to prepare segment files.
+    pub(crate) bytes_zero_filled: AtomicU64,
+    /// Segments made from a retired segment's file.
+    pub(crate) segments_recycled: AtomicU64,
+}
+
+impl SegmentSet {
+    /// The segments `starts` (ascending) of a log that starts at `start`.
+    pub(crate) fn new(
+        storage: Arc<dyn Storage>,
+        dirs: Arc<LogDirs>,
+        segment_bytes: u64,
+        starts: Vec<Lsn>,
+        start: Lsn,
+    ) -> SegmentSet {
+        SegmentSet {
+            storage,
+            dirs,
+            segment_bytes,
+            segments: Mutex::new(starts),
+            recycled: Mutex::new(Vec::new()),
+            truncation: Mutex::new(()),
+            start: AtomicU64::new(start.0),
+            bytes_zero_filled: AtomicU64::new(0),
+            segments_recycled: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn existing_segment(&self, start: Lsn) -> bool {
+        self.segments.lock().binary_search(&start).is_ok()
+    }
+
+    pub(crate) fn note_segment(&self, start: Lsn) {
+        let mut s = self.segments.lock();
+        if let Err(i) = s.binary_search(&start) {
+            s.insert(i, start);
+        }
+    }
+
+    /// Counts zeros written to prepare segment files.
+    pub(crate) fn note_zero_fill(&self, bytes: u64) {
+        self.bytes_zero_filled.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// The directory segment `start` lives in.
+    pub(crate) fn dir_of(&self, start: Lsn) -> &Path {
+        self.dirs.dir_of(start, self.segment_bytes)
+    }
+
+    /// Takes the oldest retired file in segment `start`'s directory from the recycling
+    /// pool, if there is one: the preparer makes segment `start` from it.
+    pub(crate) fn take_recycled(&self, start: Lsn) -> Option<Lsn> {
+        let mut pool = self.recycled.lock();
+        let index = self.dirs.index_of(start, self.segment_bytes);
+        let at = pool
+            .iter()
+            .position(|&old| self.dirs.index_of(old, self.segment_bytes) == index)?;
+        Some(pool.remove(at))
+    }
+
+    /// Drops a removed segment from the list; it must be the oldest.
+    fn forget_segment(&self, start: Lsn) {
+        let mut segments = self.segments.lock();
+        assert_eq!(
+            segments.first(),
+            Some(&start),
+            "segments are removed oldest first"
+        );
+        segments.remove(0);
+    }
+
+    pub(crate) fn newest_segment(&self) -> Option<Lsn> {
+        self.segments.lock().last().copied()
+    }
+
+    /// The start LSNs of the segment files on disk, ascending.
+    pub(crate) fn starts(&self) -> Vec<Lsn> {
+        self.segments.lock().clone()
+    }
+
+    /// The first LSN still in the log.
+    pub(crate) fn start(&self) -> Lsn {
+        Lsn(self.start.load(Ordering::Acquire))
+    }
+
+    /// Removes the segments that lie wholly below `lsn`, oldest first, keeping the one
+    /// that holds the last durable byte and, with archiving, every one not archived yet:
+    /// `bounds` gives the durable LSN and the archived one (if archiving is on) as they
+    /// are once this truncation runs alone. See [`crate::Log::truncate_below`].
+    pub(crate) fn truncate_below(
+        &self,
+        lsn: Lsn,
+        bounds: impl FnOnce() -> (Lsn, Option<Lsn>),
+    ) -> Result<usize> {
+        let _one_at_a_time = self.truncation.lock();
+        let (durable, archived) = bounds();
+        let Some(last_durable_byte) = durable.0.checked_sub(1) else {
+            return Ok(0); // nothing durable, nothing to keep or remove
+        };
+        // Without the segment that holds the last durable byte, a reopened log would find
+        // no segment (when the next one is not made yet) and restart its LSNs at 0.
+        let keep_from = segment::segment_start(Lsn(last_durable_byte), self.segment_bytes);
+        let mut limit = lsn.min(keep_from);
+        if let Some(archived) = archived {
+            // A segment leaves the log only once its copy is safe.
+            limit = limit.min(archived);
+        }
+        let victims: Vec<Lsn> = self
+            .segments
+            .lock()
+            .iter()
+            .copied()
+            .filter(|&st| st.0 + self.segment_bytes <= limit.0)
+            .collect();
+        assert!(victims.windows(2).all(|w| w[0] < w[1]));
+        // Files to retire for recycling, per directory (a retired file only becomes a
+        // segment of its own directory): up to as many as this call removes there, less
+        // what the pool already holds there; and at most MAX_RECYCLED_SEGMENTS in all.
+        let index = |l: Lsn| self.dirs.index_of(l, self.segment_bytes);
+        let (mut room, mut total_room) = {
+            let pool = self.recycled.lock();
+            let mut room = vec![0usize; self.dirs.count()];
+            for &v in &victims {
+                room[index(v)] += 1;
+            }
+            for r in &mut room {
+                *r = (*r).min(MAX_RECYCLED_SEGMENTS);
+            }
+            for &p in pool.iter() {
+                room[index(p)] = room[index(p)].saturating_sub(1);
+            }
+            (room, MAX_RECYCLED_SEGMENTS.saturating_sub(pool.len()))
+        };
+        // Oldest first: a crash keeps a prefix of the directory operations, so whatever
+        // survives it is still a contiguous run of segments. Across several directories
+        // (devices) a crash keeps a prefix of each one's operations, not of all of them
+        // together, so a directory's changes are made durable before the next victim, in
+        // another directory, is touched: otherwise a crash could keep a later removal and
+        // undo an earlier one, and the next open would find a gap.
+        let mut removed = 0;
+        let mut retired = Vec::new();
+        let mut failure = None;
+        let mut unsynced: Option<&Path> = None;
+        for &victim in &victims {
+            let dir = self.dir_of(victim);
+            if let Some(prev) = unsynced.filter(|&p| p != dir) {
+                if let Err(e) = self.settle_retirements(prev, &mut retired) {
+                    failure = Some(e);
+                    unsynced = None;
+                    break;
+                }
+            }
+            unsynced = Some(dir);
+            // Raise the start first, so that no reader is handed a segment being removed.
+            // Only truncation moves it, under its lock; after a failed removal it may
+            // already be past the victim, and it never moves back.
+            let start = self.start.load(Ordering::Acquire);
+            self.start
+                .store(start.max(victim.0 + self.segment_bytes), Ordering::Release);
+            let path = dir.join(segment::segment_name(victim));
+            let recycle = if room[index(victim)] > 0 && total_room > 0 {
+                self.whole_file(&path)
+            } else {
+                Ok(false)
+            };
+            let outcome = recycle.and_then(|whole| {
+                if whole {
+                    segment::retire(&*self.storage, dir, victim).map(|()| {
+                        room[index(victim)] -= 1;
+                        total_room -= 1;
+                        retired.push(victim)
+                    })
+                } else {
+                    self.storage.remove(&path)
+                }
+            });
+            match outcome {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+            self.forget_segment(victim);
+            removed += 1;
+        }
+        if let Some(dir) = unsynced {
+            if let Err(e) = self.settle_retirements(dir, &mut retired) {
+                failure.get_or_insert(e);
+            }
+        }
+        debug_assert!(self.recycled.lock().len() <= MAX_RECYCLED_SEGMENTS);
+        match failure {
+            Some(e) => Err(WalError::from(e)),
+            None => Ok(removed),
+        }
+    }
+
+    /// Syncs `dir` after removals and retirements in it; then the retired files in
+    /// `retired` (all in `dir`) join the recycling pool.
+    fn settle_retirements(&self, dir: &Path, retired: &mut Vec<Lsn>) -> io::Result<()> {
+        let done = if retired.is_empty() {
+            self.storage.sync_dir(dir)
+        } else {
+            // Renamed out of the log, not yet durably: a named point for tests.
+            (self
+                .storage
+                .failpoint(sluice_storage::failpoint::SEGMENT_RETIRED, dir))
+            .and_then(|()| self.storage.sync_dir(dir))
+        };
+        match done {
+            // Only now may the preparer write the retired files: before the sync a power
+            // loss could undo a rename and leave the old segment's name on a file whose
+            // header names another start.
+            Ok(()) => self.recycled.lock().append(retired),
+            // The renames may or may not survive; the files are left to the next open,
+            // which removes what it finds.
+            Err(_) => retired.clear(),
+        }
+        done
+    }
+
+    /// True if the segment file at `path` holds a whole segment (header and all its data
+    /// bytes), so that recycling it saves a whole zero-fill; false if it is missing.
+    fn whole_file(&self, path: &Path) -> io::Result<bool> {
+        let len = match self
+            .storage
+            .open(path, sluice_storage::OpenOptions::READ_ONLY)
+        {
+            Ok(f) => f.len()?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        Ok(len >= segment::SEGMENT_HEADER_BYTES + self.segment_bytes)
+    }
+}
