@@ -145,7 +145,7 @@ impl Profile {
         Ok(p)
     }
 
-    /// Checks every rule of the schema (see [`PlanError`]); [`plan`] calls it too.
+    /// Checks every rule of the schema (see [`PlanError`]); [`plan`](crate::plan) calls it too.
     pub fn validate(&self) -> Result<(), PlanError> {
         non_negative("commit_record_bytes".into(), self.commit_record_bytes)?;
         if !self.lmax_bytes_per_s.is_finite() || self.lmax_bytes_per_s <= 0.0 {
