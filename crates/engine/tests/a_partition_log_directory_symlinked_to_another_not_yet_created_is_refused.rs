@@ -23,7 +23,10 @@ fn a_partition_log_directory_symlinked_to_another_not_yet_created_is_refused() {
     let l0 = d.join("l0");
     let l1 = d.join("l1");
     std::os::unix::fs::symlink(&l0, &l1).unwrap();
-    assert!(!l0.exists(), "the link dangles until partition 0's log is made");
+    assert!(
+        !l0.exists(),
+        "the link dangles until partition 0's log is made"
+    );
 
     let opened = Partitioned::builder(&db_dir)
         .log_managers(2)
