@@ -13,7 +13,8 @@
 //!
 //! Found by the swarm sweep (`sluice crash-test swarm --first-seed 201246 --seeds 1`,
 //! about 1 replay in 7: partitioned, elr-pipelined, 16-page pool; an audit's scan saw
-//! 12 accounts summing to 1196 instead of 1200 while partition 1 was failing). Here the
+//! 12 accounts summing to 1196 instead of 1200 while partition 1 was failing; also seed
+//! 400477, elr, 3 partitions, a failpoint in partition 2's checkpoint). Here the
 //! interleaving is driven: the scanner is held in its first data-file read, after its
 //! batch checked the database, while the rollback fails.
 
