@@ -2,9 +2,9 @@
 
 use crate::progress;
 use crate::Failure;
-use sluice_bench::log_insert::{self, LogInsertConfig, RecordMix};
-use sluice_bench::log_insert_sweep::{self, Figure, SweepConfig};
-use sluice_bench::report::json_line;
+use sluice_bench::experiments::log_insert::{self, LogInsertConfig, RecordMix};
+use sluice_bench::experiments::log_insert_sweep::{self, Figure, SweepConfig};
+use sluice_bench::output::json_line;
 use sluice_wal::InsertVariant;
 use std::path::PathBuf;
 use std::time::Duration;

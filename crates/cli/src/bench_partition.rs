@@ -6,9 +6,8 @@
 
 use crate::progress;
 use crate::Failure;
-use sluice_bench::partition_gamma::{self, GammaConfig};
-use sluice_bench::partition_vertical::{self, VerticalConfig};
-use sluice_bench::report::{json_line, Table};
+use sluice_bench::experiments::partition::{self, gamma::GammaConfig, vertical::VerticalConfig};
+use sluice_bench::output::{json_line, Table};
 use std::time::Duration;
 
 /// Flags of `sluice bench partition`.
@@ -120,14 +119,14 @@ fn overhead(a: &Args) -> Result<(), Failure> {
     let dir = tempfile::tempdir_in(&parent).map_err(|e| {
         Failure::Runtime(format!("temporary directory in {}: {e}", parent.display()))
     })?;
-    let cfg = sluice_bench::partition_tpcb::OverheadConfig {
+    let cfg = sluice_bench::experiments::partition::overhead::OverheadConfig {
         scale: a.scale,
         clients: a.clients,
         rounds: a.rounds,
         seconds: a.seconds,
     };
     let pb = progress::bar(1000, "bench partition --tpcb-overhead", a.json);
-    let r = sluice_bench::partition_tpcb::run(dir.path(), &cfg, |f| {
+    let r = sluice_bench::experiments::partition::overhead::run(dir.path(), &cfg, |f| {
         pb.set_position((f * 1000.0) as u64)
     })
     .map_err(Failure::Runtime)?;
@@ -197,7 +196,7 @@ fn vertical(a: &Args, device: f64) -> Result<(), Failure> {
                 &format!("bench partition --log-managers {k} --inserts-per-txn {n}"),
                 a.json,
             );
-            let r = partition_vertical::run(&cfg, |f| pb.set_position((f * 1000.0) as u64))
+            let r = partition::vertical::run(&cfg, |f| pb.set_position((f * 1000.0) as u64))
                 .map_err(Failure::Runtime)?;
             pb.finish_and_clear();
             t.row([
@@ -269,7 +268,7 @@ fn horizontal(a: &Args, device: f64) -> Result<(), Failure> {
             ..GammaConfig::default()
         };
         let pb = progress::bar(1000, &format!("bench partition --horizontal {d}"), a.json);
-        let r = partition_gamma::run(&cfg, |f| pb.set_position((f * 1000.0) as u64))?;
+        let r = partition::gamma::run(&cfg, |f| pb.set_position((f * 1000.0) as u64))?;
         pb.finish_and_clear();
         t.row([
             d.to_string(),
@@ -359,7 +358,7 @@ pub fn lmax(a: LmaxArgs) -> Result<(), Failure> {
     };
     let steps = (a.max_generators as f64).log2().floor() as u64 + 1;
     let pb = progress::bar(steps, "measure-lmax", a.json);
-    let r = partition_vertical::measure_lmax(&base, a.max_generators, a.min_gain, |_| pb.inc(1))
+    let r = partition::vertical::measure_lmax(&base, a.max_generators, a.min_gain, |_| pb.inc(1))
         .map_err(Failure::Runtime)?;
     pb.finish_and_clear();
     let mut t = Table::new(["generators", "log MB/s", "tps"]);

@@ -1,14 +1,16 @@
 //! `sluice bench propagation` and `sluice bench propagation-sweep`: the update-propagation
 //! experiment (the propagation paper §5). The runs, files and figures live in
-//! `sluice_bench::propagation` and `sluice_bench::propagation_sweep`; this module parses
+//! `sluice_bench::experiments::propagation` and `propagation_sweep`; this module parses
 //! flags, shows progress and prints.
 
 use crate::progress;
 use crate::Failure;
 use sluice::Strategy;
-use sluice_bench::propagation::{self, PropagationConfig, PropagationResult, Throughput};
-use sluice_bench::propagation_sweep::{self, SweepConfig, SweepFigure};
-use sluice_bench::report::{json_line, thousands, Table};
+use sluice_bench::experiments::propagation::{
+    self, PropagationConfig, PropagationResult, Throughput,
+};
+use sluice_bench::experiments::propagation_sweep::{self, SweepConfig, SweepFigure};
+use sluice_bench::output::{json_line, thousands, Table};
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -1,11 +1,11 @@
 //! `sluice bench commit-sweep`: the commit-protocol sweeps that draw Aether's Figs. 3, 4,
-//! 5 and 9. The runs and the files live in `sluice_bench::commit_sweep`; this module
+//! 5 and 9. The runs and the files live in `sluice_bench::experiments::commit_sweep`; this module
 //! parses flags, shows one progress bar over all points and prints the tables.
 
 use crate::progress;
 use crate::Failure;
-use sluice_bench::commit_sweep::{self, rows_table, Figure, SweepConfig, SweepError};
-use sluice_bench::report::json_line;
+use sluice_bench::experiments::commit_sweep::{self, rows_table, Figure, SweepConfig, SweepError};
+use sluice_bench::output::json_line;
 use sluice_storage::DeviceProfile;
 use sluice_wal::InsertVariant;
 use std::path::{Path, PathBuf};

@@ -3,12 +3,12 @@
 use crate::progress;
 use crate::Failure;
 use sluice::CommitProtocol;
-use sluice_bench::report::{json_line, Table};
-use sluice_bench::session::{Row, RunSpec, TatpSession, TpcbSession};
-use sluice_bench::setup::{self, BenchDb, Setup};
-use sluice_bench::stored::{self, Stored};
-use sluice_bench::tatp::TatpKind;
-use sluice_bench::tpcb::{self, TpcbShape};
+use sluice_bench::output::{json_line, Table};
+use sluice_bench::workloads::session::{Row, RunSpec, TatpSession, TpcbSession};
+use sluice_bench::workloads::setup::{self, BenchDb, Setup};
+use sluice_bench::workloads::stored::{self, Stored};
+use sluice_bench::workloads::tatp::TatpKind;
+use sluice_bench::workloads::tpcb::{self, TpcbShape};
 use sluice_storage::DeviceProfile;
 use sluice_wal::InsertVariant;
 use std::path::{Path, PathBuf};

@@ -2,8 +2,8 @@
 
 use crate::progress;
 use crate::Failure;
-use sluice_bench::report::{json_line, thousands, Table};
-use sluice_bench::wal::{self, WalBenchConfig};
+use sluice_bench::experiments::wal::{self, WalBenchConfig};
+use sluice_bench::output::{json_line, thousands, Table};
 use sluice_wal::InsertVariant;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -5,8 +5,8 @@ use crate::Failure;
 use indicatif::ProgressBar;
 use sluice_bench::compare::run::CompareWorkload;
 use sluice_bench::compare::{cleanup, compare, CompareConfig, CompareProgress, CompareRow, Engine};
-use sluice_bench::plot_bars::{Bar, BarChart};
-use sluice_bench::report::{json_line, Table};
+use sluice_bench::output::{json_line, Table};
+use sluice_bench::output::{Bar, BarChart};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -98,7 +98,7 @@ fn heading(cfg: &CompareConfig) -> String {
         cfg.clients,
         cfg.rounds,
         cfg.seconds.as_secs_f64() / cfg.rounds as f64,
-        sluice_bench::sys::cores()
+        sluice_bench::metrics::cores()
     )
 }
 
@@ -213,9 +213,9 @@ fn write_out(
                 note: match (r.available, r.ratio_to_sluice) {
                     (false, _) => "unavailable".into(),
                     (true, Some(x)) => {
-                        format!("{} ({x:.3}×)", sluice_bench::report::thousands(r.tps))
+                        format!("{} ({x:.3}×)", sluice_bench::output::thousands(r.tps))
                     }
-                    (true, None) => sluice_bench::report::thousands(r.tps),
+                    (true, None) => sluice_bench::output::thousands(r.tps),
                 },
             })
             .collect(),

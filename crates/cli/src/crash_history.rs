@@ -6,7 +6,7 @@ use crate::progress;
 use crate::Failure;
 use serde::Serialize;
 use sluice::{CommitProtocol, Strategy};
-use sluice_bench::report::{json_line, thousands, Table};
+use sluice_bench::output::{json_line, thousands, Table};
 use sluice_testkit::history::{sweep, Fixed, Limit, SeedReport};
 use std::time::Duration;
 

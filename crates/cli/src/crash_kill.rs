@@ -21,11 +21,11 @@ use serde::Serialize;
 use sluice::{
     AgentOptions, Agents, CommitProtocol, Database, Options, Outcome, Partitioned, Strategy,
 };
-use sluice_bench::driver::DriverConfig;
-use sluice_bench::partition_tpcb::Parted;
-use sluice_bench::report::{json_line, thousands, Table};
-use sluice_bench::setup::{self, Setup};
-use sluice_bench::tpcb::{self, TpcbGenerator, TpcbShape, TpcbTables};
+use sluice_bench::output::{json_line, thousands, Table};
+use sluice_bench::workloads::driver::DriverConfig;
+use sluice_bench::workloads::setup::{self, Setup};
+use sluice_bench::workloads::tpcb::{self, TpcbGenerator, TpcbShape, TpcbTables};
+use sluice_bench::workloads::tpcb_partitioned::Parted;
 use sluice_wal::InsertVariant;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 use crate::progress;
 use crate::Failure;
 use serde::Serialize;
-use sluice_bench::report::{json_line, thousands, Table};
+use sluice_bench::output::{json_line, thousands, Table};
 use sluice_testkit::swarm::swarm;
 use std::collections::BTreeMap;
 

@@ -3,8 +3,8 @@
 use crate::progress;
 use crate::Failure;
 use serde::Serialize;
-use sluice_bench::report::{json_line, thousands, Table};
-use sluice_bench::tpcb_crash::crash_test_tpcb;
+use sluice_bench::experiments::tpcb_crash::crash_test_tpcb;
+use sluice_bench::output::{json_line, thousands, Table};
 use sluice_testkit::crash::{crash_test, crash_test_large_values};
 
 /// Flags of `sluice crash-test engine`.
@@ -53,7 +53,7 @@ pub struct SimArgs {
 }
 
 /// `sluice crash-test sim`: `--workload kv` is `crash-test engine`; `--workload tpcb`
-/// is TPC-B under the same halts (`sluice_bench::tpcb_crash`).
+/// is TPC-B under the same halts (`sluice_bench::experiments::tpcb_crash`).
 pub fn sim(a: SimArgs) -> Result<(), Failure> {
     engine_with(
         EngineArgs {

@@ -40,7 +40,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
     use sluice_bench::compare::peer::{self, PeerRunConfig, TpcbPeer};
     use sluice_bench::compare::rocksdb::RocksTpcb;
     use sluice_bench::compare::sqlite::SqliteTpcb;
-    use sluice_bench::tpcb::{TpcbInput, TpcbShape};
+    use sluice_bench::workloads::tpcb::{TpcbInput, TpcbShape};
     use std::io::Write;
     use std::sync::atomic::AtomicBool;
     use std::time::Duration;
@@ -53,11 +53,11 @@ pub fn run(a: Args) -> Result<(), Failure> {
     if a.scale == 0
         || a.scale > 1_000
         || a.accounts_per_branch == 0
-        || a.accounts_per_branch > sluice_bench::tpcb::ACCOUNTS_PER_BRANCH
+        || a.accounts_per_branch > sluice_bench::workloads::tpcb::ACCOUNTS_PER_BRANCH
     {
         return Err(Failure::Usage(format!(
             "--scale must be between 1 and 1000 and --accounts-per-branch between 1 and {}",
-            sluice_bench::tpcb::ACCOUNTS_PER_BRANCH
+            sluice_bench::workloads::tpcb::ACCOUNTS_PER_BRANCH
         )));
     }
     std::fs::create_dir_all(&a.dir).map_err(|e| Failure::Runtime(e.to_string()))?;

@@ -165,7 +165,7 @@ impl CompareRow {
             self.variant.clone(),
             self.clients.to_string(),
             self.threads.to_string(),
-            crate::report::thousands(self.tps),
+            crate::output::thousands(self.tps),
             self.p50_us.to_string(),
             self.p99_us.to_string(),
             self.retries.to_string(),

@@ -6,8 +6,8 @@
 //! from the same [`TpcbGenerator`] and the same per-client seeds, so every engine runs
 //! the same transactions' distribution.
 
-use crate::tatp::{TatpGenerator, TatpInput, TatpKind};
-use crate::tpcb::{Consistency, TpcbGenerator, TpcbInput, TpcbShape};
+use crate::workloads::tatp::{TatpGenerator, TatpInput, TatpKind};
+use crate::workloads::tpcb::{Consistency, TpcbGenerator, TpcbInput, TpcbShape};
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;

@@ -5,9 +5,9 @@
 use super::cleanup;
 use super::engine::{median, CompareRow, Engine, BUILD_PEERS};
 use super::postgres::{self, Cluster};
-use crate::session::{RunSpec, TatpSession, TpcbSession};
-use crate::setup::Setup;
-use crate::tpcb::TpcbShape;
+use crate::workloads::session::{RunSpec, TatpSession, TpcbSession};
+use crate::workloads::setup::Setup;
+use crate::workloads::tpcb::TpcbShape;
 use sluice::CommitProtocol;
 use sluice_wal::InsertVariant;
 use std::path::PathBuf;
@@ -121,9 +121,9 @@ enum Contestant {
     #[cfg(feature = "peers")]
     Rocksdb(super::rocksdb::RocksTpcb),
     #[cfg(feature = "peers")]
-    SqliteTatp(super::sqlite_tatp::SqliteTatp),
+    SqliteTatp(super::sqlite::SqliteTatp),
     #[cfg(feature = "peers")]
-    RocksdbTatp(super::rocksdb_tatp::RocksTatp),
+    RocksdbTatp(super::rocksdb::RocksTatp),
     Postgres(usize),
 }
 
@@ -159,7 +159,7 @@ fn sluice_spec(cfg: &CompareConfig) -> RunSpec {
 }
 
 fn threads(cfg: &CompareConfig) -> usize {
-    cfg.clients.min(crate::sys::cores()).max(1)
+    cfg.clients.min(crate::metrics::cores()).max(1)
 }
 
 /// Runs the comparison. Engines that are not built or cannot start get an unavailable
@@ -391,12 +391,12 @@ fn load_peer(
     let n = cfg.subscribers;
     Ok(match (engine, cfg.workload) {
         (Engine::Sqlite, CompareWorkload::Tatp) => {
-            let p = super::sqlite_tatp::SqliteTatp::load(dir, n, |f| progress.tick(f))?;
+            let p = super::sqlite::SqliteTatp::load(dir, n, |f| progress.tick(f))?;
             let d = p.durability()?;
             (Contestant::SqliteTatp(p), d, "WAL, key-value tables".into())
         }
         (_, CompareWorkload::Tatp) => {
-            let p = super::rocksdb_tatp::RocksTatp::load(dir, n, |f| progress.tick(f))?;
+            let p = super::rocksdb::RocksTatp::load(dir, n, |f| progress.tick(f))?;
             let d = p.durability()?;
             (
                 Contestant::RocksdbTatp(p),
@@ -478,7 +478,7 @@ fn peer_tatp_round<P: super::peer::TatpPeer>(
     round: usize,
     progress: &mut dyn CompareProgress,
 ) -> Result<Round, String> {
-    use crate::tatp::{self, TatpGenerator, TatpKeys};
+    use crate::workloads::tatp::{self, TatpGenerator, TatpKeys};
     let gen = TatpGenerator::new(cfg.subscribers, TatpKeys::NuRand, None)?;
     let run_cfg = super::peer::PeerRunConfig {
         clients: cfg.clients,

@@ -3,9 +3,9 @@
 //! transactions are sluice's own bodies ([`tatp::run_on`]): reads are plain reads,
 //! reads for update take RocksDB's exclusive row lock (`get_for_update`).
 
-use super::peer::{PeerError, TatpPeer};
-use super::rocksdb::{fail, open_db, sync_options, DURABILITY};
-use crate::tatp::{self, TatpInput, TatpStore, TatpTable};
+use super::tpcb::{fail, open_db, sync_options, DURABILITY};
+use crate::compare::peer::{PeerError, TatpPeer};
+use crate::workloads::tatp::{self, TatpInput, TatpStore, TatpTable};
 use rand::SeedableRng;
 use rocksdb::{
     Transaction, TransactionDB, TransactionOptions, WriteBatchWithTransaction, WriteOptions,

@@ -2,7 +2,7 @@
 //! in the propagation sweep (on a log axis, with the device's bandwidth as a reference
 //! line).
 
-use crate::plot::{ensure_font, PlotError};
+use super::plot::{ensure_font, PlotError};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
@@ -102,7 +102,7 @@ impl BarChart {
                 if *v < 0.0 {
                     String::new()
                 } else {
-                    crate::report::thousands(*v)
+                    super::report::thousands(*v)
                 }
             })
             .label_style(("sans-serif", 15))
@@ -184,7 +184,7 @@ impl BarChart {
                 if *v < lo * 0.999 {
                     String::new()
                 } else if *v >= 1.0 {
-                    crate::report::thousands(*v)
+                    super::report::thousands(*v)
                 } else {
                     format!("{v}")
                 }

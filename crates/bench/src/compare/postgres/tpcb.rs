@@ -3,7 +3,7 @@
 //! The cluster is made with `initdb` in a temporary directory, listens only on a Unix
 //! socket in that directory (`listen_addresses=''`), runs with `fsync=on` and
 //! `synchronous_commit=on`, and is stopped and removed when the [`Cluster`] is dropped
-//! (and by [`super::cleanup`] on Ctrl-C). `initdb` refuses to run as root, so as root the
+//! (and by [`crate::compare::cleanup`] on Ctrl-C). `initdb` refuses to run as root, so as root the
 //! server runs as the unprivileged user `nobody` (through `setpriv`), owning only its
 //! directory. The postmaster is started with a parent-death signal, so it dies with us
 //! even when we are killed.
@@ -18,8 +18,8 @@
 //!   ±999,999) written as a pgbench script; the full check applies. sluice is embedded,
 //!   so this is the fairer comparison.
 
-use super::cleanup;
-use crate::tpcb::{Consistency, Tally};
+use crate::compare::cleanup;
+use crate::workloads::tpcb::{Consistency, Tally};
 use hdrhistogram::Histogram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -13,9 +13,9 @@
 //! The limit (private-ring copies) depends only on the threads and the records, so a
 //! sweep measures it once per distinct pair and shares it between the variants.
 
-use crate::log_insert::{self, LogInsertConfig, LogInsertResult, RecordMix};
-use crate::plot::{Chart, Series};
-use crate::report::{thousands, Table};
+use super::log_insert::{self, LogInsertConfig, LogInsertResult, RecordMix};
+use crate::output::{thousands, Table};
+use crate::output::{Chart, Series};
 use sluice_wal::{InsertVariant, WalError};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};

@@ -22,10 +22,10 @@ mod output;
 
 pub use output::{rows_table, SpeedupTable};
 
-use crate::session::{Row, RunSpec, TatpSession, TpcbSession};
-use crate::setup::Setup;
-use crate::tatp::TatpKind;
-use crate::tpcb::TpcbShape;
+use crate::workloads::session::{Row, RunSpec, TatpSession, TpcbSession};
+use crate::workloads::setup::Setup;
+use crate::workloads::tatp::TatpKind;
+use crate::workloads::tpcb::TpcbShape;
 use serde::Serialize;
 use sluice::CommitProtocol;
 use sluice_wal::InsertVariant;

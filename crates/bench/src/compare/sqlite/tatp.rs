@@ -5,9 +5,9 @@
 //! reads and writes. Updating transactions begin `IMMEDIATE`; read-only ones begin
 //! deferred, so that in WAL mode they never wait for the writer.
 
-use super::peer::{PeerError, TatpPeer};
-use super::sqlite::{durability_of, is_busy, SqliteTpcb};
-use crate::tatp::{self, TatpInput, TatpStore, TatpTable};
+use super::tpcb::{durability_of, is_busy, SqliteTpcb};
+use crate::compare::peer::{PeerError, TatpPeer};
+use crate::workloads::tatp::{self, TatpInput, TatpStore, TatpTable};
 use rand::SeedableRng;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};

@@ -6,8 +6,8 @@
 //! one statement, as sluice's `get_for_update` + `put` do in two calls. Fillers pad rows
 //! to about the same 100 (history 50) bytes.
 
-use super::peer::{PeerError, TpcbPeer};
-use crate::tpcb::{Consistency, Tally, TpcbInput, TpcbShape, TELLERS_PER_BRANCH};
+use crate::compare::peer::{PeerError, TpcbPeer};
+use crate::workloads::tpcb::{Consistency, Tally, TpcbInput, TpcbShape, TELLERS_PER_BRANCH};
 use rusqlite::{params, Connection, ErrorCode, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Process-level measurements from the OS: context switches and CPU time.
+//! What a run measures of the process: its context switches and CPU time, the cores it has.
 
 use std::time::Duration;
 

@@ -9,15 +9,15 @@
 //!   and log-based, each at low and at high throughput; four panels — dirty pages and
 //!   REDO length over time, low throughput above and high below — one line per strategy.
 //!
-//! Every run is [`crate::propagation::run`] in a fresh temporary database; the device is
+//! Every run is [`super::propagation::run`] in a fresh temporary database; the device is
 //! measured once, before the first run. A run that fails (or panics: a strategy not built
 //! yet) becomes a row that says why, and the others still run; the files are written
 //! whatever happened.
 
-use crate::plot::{Chart, Series};
-use crate::plot_bars::{Bar, BarChart, Reference};
-use crate::propagation::{self, DeviceBandwidth, PropagationConfig, PropagationResult, Throughput};
-use crate::report::{json_line, thousands, Table};
+use super::propagation::{self, DeviceBandwidth, PropagationConfig, PropagationResult, Throughput};
+use crate::output::{json_line, thousands, Table};
+use crate::output::{Bar, BarChart, Reference};
+use crate::output::{Chart, Series};
 use serde::Serialize;
 use sluice::{CommitProtocol, PageCleaner, Policy, Strategy};
 use std::fmt;
@@ -378,7 +378,7 @@ fn failed_row(r: &SweepRow, e: Option<&str>, width: usize) -> Vec<String> {
 }
 
 /// A sweep's progress and failures, as the commit-protocol sweep reports them.
-pub use crate::commit_sweep::{Progress, SweepError};
+pub use super::commit_sweep::{Progress, SweepError};
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
@@ -658,7 +658,7 @@ fn write(cfg: &SweepConfig, out: &Path, r: &SweepResult) -> Result<Vec<PathBuf>,
         SweepFigure::Bandwidth => bandwidth_chart(cfg, r).write(out, stem)?,
         SweepFigure::Backlog => {
             let (title, panels) = backlog_panels(cfg, r);
-            crate::plot::write_grid(&title, &panels, 2, out, stem)?
+            crate::output::write_grid(&title, &panels, 2, out, stem)?
         }
     }
     files.push(out.join(format!("{stem}.png")));

@@ -12,11 +12,11 @@
 //! of a transaction that never wrote its commit record is a violation. Every balance
 //! must then equal exactly the sum of the deltas of the transactions whose history rows
 //! are there (so no transaction is half applied), TPC-B's own identities must hold
-//! ([`crate::tpcb::check`]: the sums, per branch and per teller, one history row per
+//! ([`crate::workloads::tpcb::check`]: the sums, per branch and per teller, one history row per
 //! transaction), every history row must hold its transaction's account and delta, and
 //! every table must verify.
 
-use crate::tpcb::{self, TpcbGenerator, TpcbInput, TpcbShape, TpcbTables};
+use crate::workloads::tpcb::{self, TpcbGenerator, TpcbInput, TpcbShape, TpcbTables};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sluice::{CommitProtocol, Database, Error, Lsn, Options};

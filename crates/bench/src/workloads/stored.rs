@@ -139,7 +139,7 @@ pub fn identify(db: &Database) -> Result<Stored, Error> {
         let (b, t, a) = (c[0], c[1], c[2]);
         let whole = b > 0
             && b <= u32::MAX as u64
-            && t == b * crate::tpcb::TELLERS_PER_BRANCH as u64
+            && t == b * super::tpcb::TELLERS_PER_BRANCH as u64
             && a > 0
             && a % b == 0
             && a / b <= u32::MAX as u64;
@@ -189,22 +189,22 @@ impl Checked {
 }
 
 /// Runs the consistency check of the workload `db` holds (`what`, from [`identify`]):
-/// TPC-B's balance identities ([`crate::tpcb::check`]) and its row counts for the
-/// scale; TATP's population rules ([`crate::tatp::check_population`]).
+/// TPC-B's balance identities ([`super::tpcb::check`]) and its row counts for the
+/// scale; TATP's population rules ([`super::tatp::check_population`]).
 pub fn check(db: &Database, what: &Stored) -> Result<Checked, Error> {
     match *what {
         Stored::Tpcb {
             scale,
             accounts_per_branch,
         } => {
-            let t = crate::tpcb::TpcbTables::open(db)?;
-            let c = crate::tpcb::check(db, &t, None)?;
+            let t = super::tpcb::TpcbTables::open(db)?;
+            let c = super::tpcb::check(db, &t, None)?;
             let mut violations = c.violations;
             let want = [
                 ("branch", scale as u64),
                 (
                     "teller",
-                    scale as u64 * crate::tpcb::TELLERS_PER_BRANCH as u64,
+                    scale as u64 * super::tpcb::TELLERS_PER_BRANCH as u64,
                 ),
                 ("account", scale as u64 * accounts_per_branch as u64),
             ];
@@ -224,11 +224,11 @@ pub fn check(db: &Database, what: &Stored) -> Result<Checked, Error> {
             })
         }
         Stored::Tatp { subscribers } => {
-            let t = crate::tatp::TatpTables::open(db)?;
+            let t = super::tatp::TatpTables::open(db)?;
             Ok(Checked {
                 workload: "tatp",
                 summary: format!("{what}: population rules"),
-                violations: crate::tatp::check_population(db, &t, subscribers)?,
+                violations: super::tatp::check_population(db, &t, subscribers)?,
             })
         }
         _ => Err(Error::InvalidArgument(format!(

@@ -669,7 +669,7 @@ pub fn check_success_rates(kinds: &[(u64, u64)]) -> Vec<String> {
     out
 }
 
-/// TATP as a [`crate::driver::Workload`].
+/// TATP as a [`super::driver::Workload`].
 pub struct TatpWorkload {
     tables: TatpTables,
     gen: TatpGenerator,
@@ -692,7 +692,7 @@ const KIND_NAMES: [&str; 7] = [
     "DELETE_CALL_FORWARDING",
 ];
 
-impl crate::driver::Workload for TatpWorkload {
+impl super::driver::Workload for TatpWorkload {
     type Input = TatpInput;
     fn kinds(&self) -> &'static [&'static str] {
         &KIND_NAMES

@@ -3,11 +3,11 @@
 //! run. Comparisons within one session share the data, the machine state and the load,
 //! so their ratios are what to read.
 
-use crate::driver::{self, DriverConfig, DriverResult};
-use crate::setup::{self, BenchDb, Setup};
-use crate::stored::{self, Stored};
-use crate::tatp::{self, TatpGenerator, TatpKeys, TatpKind, TatpTables, TatpWorkload};
-use crate::tpcb::{self, TpcbShape, TpcbTables, TpcbWorkload};
+use super::driver::{self, DriverConfig, DriverResult};
+use super::setup::{self, BenchDb, Setup};
+use super::stored::{self, Stored};
+use super::tatp::{self, TatpGenerator, TatpKeys, TatpKind, TatpTables, TatpWorkload};
+use super::tpcb::{self, TpcbShape, TpcbTables, TpcbWorkload};
 use rand::SeedableRng;
 use serde::Serialize;
 use sluice::{CommitProtocol, Error};
@@ -142,7 +142,7 @@ impl Row {
             self.agents.to_string(),
             self.skew.to_string(),
             self.log_latency.clone(),
-            crate::report::thousands(self.throughput()),
+            crate::output::thousands(self.throughput()),
             self.p50_us.to_string(),
             self.p99_us.to_string(),
             format!("{:.3}", self.ctx_switches_per_txn),

@@ -460,7 +460,7 @@ pub fn check(
     Ok(tally.finish(expected_rows))
 }
 
-/// TPC-B as a [`crate::driver::Workload`].
+/// TPC-B as a [`super::driver::Workload`].
 pub struct TpcbWorkload {
     tables: TpcbTables,
     gen: TpcbGenerator,
@@ -480,7 +480,7 @@ impl TpcbWorkload {
     }
 }
 
-impl crate::driver::Workload for TpcbWorkload {
+impl super::driver::Workload for TpcbWorkload {
     type Input = TpcbInput;
     fn kinds(&self) -> &'static [&'static str] {
         &["TPC-B"]

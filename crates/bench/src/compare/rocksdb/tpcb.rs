@@ -6,8 +6,8 @@
 //! Keys are a table tag byte and the big-endian id; values are exactly sluice's rows, so
 //! the check decodes both engines' tables with the same code.
 
-use super::peer::{PeerError, TpcbPeer};
-use crate::tpcb::{self, Consistency, Tally, TpcbInput, TpcbShape, TELLERS_PER_BRANCH};
+use crate::compare::peer::{PeerError, TpcbPeer};
+use crate::workloads::tpcb::{self, Consistency, Tally, TpcbInput, TpcbShape, TELLERS_PER_BRANCH};
 use rocksdb::{
     Direction, ErrorKind, IteratorMode, Options, TransactionDB, TransactionDBOptions,
     TransactionOptions, WriteBatchWithTransaction, WriteOptions,

@@ -22,9 +22,9 @@
 //!    options (restart recovery), then the consistency check: every acknowledged commit
 //!    must be there.
 
-use crate::driver::{self, DriverConfig};
-use crate::setup::{self, Setup};
-use crate::tpcb::{self, TpcbShape, TpcbTables, TpcbWorkload};
+use crate::workloads::driver::{self, DriverConfig};
+use crate::workloads::setup::{self, Setup};
+use crate::workloads::tpcb::{self, TpcbShape, TpcbTables, TpcbWorkload};
 use serde::Serialize;
 use sluice::{Backlog, CommitProtocol, Database, Error, Options, Strategy};
 use sluice_storage::{OpenOptions, OsStorage, Storage};
@@ -170,13 +170,13 @@ impl PropagationConfig {
 }
 
 /// Buffer-pool pages for TPC-B at `scale` run for `seconds`: the loaded data
-/// ([`crate::session::TpcbSession::pool_pages`], which leaves 16,384 pages spare) plus
+/// ([`crate::workloads::session::TpcbSession::pool_pages`], which leaves 16,384 pages spare) plus
 /// 256 pages per second for the history the run appends (about 15,000 transactions per
 /// second of 50-byte rows in half-full leaves), so no page is ever evicted; at most
 /// 2^20 pages (8 GiB).
 pub fn pool_pages(scale: u32, seconds: Duration) -> usize {
     let history = (seconds.as_secs_f64().ceil() as usize).saturating_mul(256);
-    crate::session::TpcbSession::pool_pages(scale)
+    crate::workloads::session::TpcbSession::pool_pages(scale)
         .saturating_add(history)
         .min(1 << 20)
 }
@@ -630,7 +630,7 @@ mod tests {
     #[test]
     fn the_pool_holds_the_data_and_the_history() {
         let p = pool_pages(2, Duration::from_secs(10));
-        assert!(p >= crate::session::TpcbSession::pool_pages(2) + 2_560);
+        assert!(p >= crate::workloads::session::TpcbSession::pool_pages(2) + 2_560);
         assert_eq!(pool_pages(1, Duration::from_secs(86_400)), 1 << 20);
     }
 

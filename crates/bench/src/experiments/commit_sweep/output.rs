@@ -2,9 +2,9 @@
 //! CSV, JSON and the figures.
 
 use super::{Figure, SweepConfig, SweepRow, SCALABLE_STEP, TATP_STEPS};
-use crate::plot::{Chart, Series};
-use crate::report::{json_line, Table};
-use crate::session::Row;
+use crate::output::{json_line, Table};
+use crate::output::{Chart, Series};
+use crate::workloads::session::Row;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 

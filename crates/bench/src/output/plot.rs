@@ -9,7 +9,7 @@ use plotters::style::{register_font, FontStyle};
 use std::path::Path;
 use std::sync::Once;
 
-static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 static REGISTER: Once = Once::new();
 
 pub(crate) fn ensure_font() {

@@ -11,7 +11,7 @@
 //! second), L_i (each log's rate), c (bytes of the commit record in the coordinator's
 //! log), L (the aggregate log rate), CPU per transaction and the response time.
 
-use crate::sys;
+use crate::metrics;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use sluice::{Options, Partitioned, PartitionedTable};
@@ -187,7 +187,7 @@ pub fn run(cfg: &VerticalConfig, mut tick: impl FnMut(f64)) -> Result<VerticalRe
             .map(|i| db.partition(i).log().durable_lsn().0)
             .collect();
         zero0 = zero_and_written(&db);
-        before = Some((Instant::now(), sys::Usage::now(), lsns, db.stats()));
+        before = Some((Instant::now(), metrics::Usage::now(), lsns, db.stats()));
         measuring.store(true, Ordering::Relaxed);
         let start = Instant::now();
         while start.elapsed() < cfg.duration && !stop.load(Ordering::Relaxed) {
@@ -202,7 +202,7 @@ pub fn run(cfg: &VerticalConfig, mut tick: impl FnMut(f64)) -> Result<VerticalRe
     }
     let (t0, u0, lsn0, s0) = before.expect("measured");
     let secs = t0.elapsed().as_secs_f64();
-    let cpu = sys::Usage::now().since(&u0).cpu;
+    let cpu = metrics::Usage::now().since(&u0).cpu;
     let s1 = db.stats();
     let each: Vec<f64> = (0..cfg.log_managers)
         .map(|i| (db.partition(i).log().durable_lsn().0 - lsn0[i]) as f64 / secs / 1e6)

@@ -6,7 +6,7 @@
 //! the ones the commit protocol causes — agents blocking on the log — not an artefact
 //! of one OS thread per client.
 
-use crate::sys::{self, Usage};
+use crate::metrics::{self, Usage};
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
@@ -59,7 +59,7 @@ impl DriverConfig {
     /// blocking protocols, one per core for the ones that never block on the log.
     pub fn default_agents(protocol: CommitProtocol, clients: usize) -> usize {
         if protocol.pipelined() || protocol == CommitProtocol::Async {
-            sys::cores()
+            metrics::cores()
         } else {
             clients
         }
@@ -409,7 +409,7 @@ pub fn run_counting<W: Workload>(
             / completed.max(1) as f64,
         voluntary_ctx_per_txn: usage.voluntary_ctx as f64 / completed.max(1) as f64,
         involuntary_ctx_per_txn: usage.involuntary_ctx as f64 / completed.max(1) as f64,
-        cpu_util: usage.cpu.as_secs_f64() / (seconds * sys::cores() as f64),
+        cpu_util: usage.cpu.as_secs_f64() / (seconds * metrics::cores() as f64),
         log_bytes,
         log_bytes_per_txn: log_bytes as f64 / completed.max(1) as f64,
         zero_filled_bytes: log1.bytes_zero_filled - log0.bytes_zero_filled,
