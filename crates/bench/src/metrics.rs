@@ -45,3 +45,52 @@ impl Usage {
 pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
+
+/// Latency percentiles of a run, in µs: the fields every result reports the same way
+/// (flattened into its JSON object and CSV row as `p50_us` and `p99_us`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Latency {
+    /// Median, µs.
+    pub p50_us: u64,
+    /// 99th percentile, µs.
+    pub p99_us: u64,
+}
+
+impl Latency {
+    /// The median and 99th percentile of `h` (zero when it is empty).
+    pub fn of(h: &hdrhistogram::Histogram<u64>) -> Latency {
+        Latency {
+            p50_us: h.value_at_quantile(0.5),
+            p99_us: h.value_at_quantile(0.99),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Serialize)]
+    struct Row {
+        tps: u8,
+        #[serde(flatten)]
+        latency: Latency,
+        seconds: u8,
+    }
+
+    #[test]
+    fn a_flattened_latency_keeps_the_json_field_names_and_their_place() {
+        let r = Row {
+            tps: 1,
+            latency: Latency {
+                p50_us: 2,
+                p99_us: 3,
+            },
+            seconds: 4,
+        };
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"tps":1,"p50_us":2,"p99_us":3,"seconds":4}"#
+        );
+    }
+}

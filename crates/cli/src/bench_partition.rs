@@ -212,8 +212,8 @@ fn vertical(a: &Args, device: f64) -> Result<(), Failure> {
                 format!("{:.0}", r.commit_record_bytes),
                 format!("{:.2}", r.log_mb_per_s),
                 format!("{:.0}", r.cpu_us_per_txn),
-                format!("{:.1}", r.p50_us as f64 / 1e3),
-                format!("{:.1}", r.p99_us as f64 / 1e3),
+                format!("{:.1}", r.latency.p50_us as f64 / 1e3),
+                format!("{:.1}", r.latency.p99_us as f64 / 1e3),
             ]);
             results.push(r);
         }

@@ -76,8 +76,8 @@ pub fn run(a: Args) -> Result<(), Failure> {
         thousands(r.appends_per_sec),
         thousands(r.syncs_per_sec),
         format!("{:.1}", r.appends_per_sync),
-        r.p50_us.to_string(),
-        r.p99_us.to_string(),
+        r.latency.p50_us.to_string(),
+        r.latency.p99_us.to_string(),
     ]);
     println!("{}", t.render());
     if a.json {

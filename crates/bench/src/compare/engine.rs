@@ -1,5 +1,6 @@
 //! The engines `sluice compare` knows, and the row it reports for each.
 
+use crate::metrics::Latency;
 use serde::Serialize;
 
 /// How to build the peers that need crates (printed when they are missing).
@@ -79,10 +80,9 @@ pub struct CompareRow {
     pub threads: usize,
     /// Committed transactions per second over all rounds.
     pub tps: f64,
-    /// Median latency (median of the rounds' medians), µs.
-    pub p50_us: u64,
-    /// 99th percentile latency (median of the rounds'), µs.
-    pub p99_us: u64,
+    /// Latency: the median of the rounds' medians and of their 99th percentiles.
+    #[serde(flatten)]
+    pub latency: Latency,
     /// Transactions committed in the measured windows.
     pub committed: u64,
     /// Attempts that failed with a retryable error (SQLITE_BUSY, lock timeout, busy,
@@ -123,8 +123,7 @@ impl CompareRow {
             clients,
             threads: 0,
             tps: 0.0,
-            p50_us: 0,
-            p99_us: 0,
+            latency: Latency::default(),
             committed: 0,
             retries: 0,
             consistent: false,
@@ -166,8 +165,8 @@ impl CompareRow {
             self.clients.to_string(),
             self.threads.to_string(),
             crate::output::thousands(self.tps),
-            self.p50_us.to_string(),
-            self.p99_us.to_string(),
+            self.latency.p50_us.to_string(),
+            self.latency.p99_us.to_string(),
             self.retries.to_string(),
             if self.consistent { "yes" } else { "NO" }.to_string(),
             if self.durable { "yes" } else { "no" }.to_string(),

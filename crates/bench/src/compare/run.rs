@@ -5,6 +5,7 @@
 use super::cleanup;
 use super::engine::{median, CompareRow, Engine, BUILD_PEERS};
 use super::postgres::{self, Cluster};
+use crate::metrics::Latency;
 use crate::workloads::session::{RunSpec, TatpSession, TpcbSession};
 use crate::workloads::setup::Setup;
 use crate::workloads::tpcb::TpcbShape;
@@ -141,8 +142,7 @@ struct Round {
     committed: u64,
     seconds: f64,
     retries: u64,
-    p50_us: u64,
-    p99_us: u64,
+    latency: Latency,
     violations: Vec<String>,
 }
 
@@ -465,8 +465,7 @@ fn peer_round<P: super::peer::TpcbPeer>(
         committed: r.committed,
         seconds: r.seconds,
         retries: r.retries,
-        p50_us: r.p50_us,
-        p99_us: r.p99_us,
+        latency: r.latency,
         violations: c.violations,
     })
 }
@@ -492,8 +491,7 @@ fn peer_tatp_round<P: super::peer::TatpPeer>(
         committed: r.committed,
         seconds: r.seconds,
         retries: r.retries,
-        p50_us: r.p50_us,
-        p99_us: r.p99_us,
+        latency: r.latency,
         // The same check as sluice's TATP: success rates that match the population.
         violations: tatp::check_success_rates(&r.kinds),
     })
@@ -520,8 +518,7 @@ fn run_round(
                 committed: r.committed,
                 seconds: r.seconds,
                 retries: r.aborted,
-                p50_us: r.p50_us,
-                p99_us: r.p99_us,
+                latency: r.latency,
                 violations: r.violations,
             })
         }
@@ -535,8 +532,7 @@ fn run_round(
                 committed: r.committed + r.rolled_back,
                 seconds: r.seconds,
                 retries: r.aborted,
-                p50_us: r.p50_us,
-                p99_us: r.p99_us,
+                latency: r.latency,
                 violations: r.violations,
             })
         }
@@ -576,8 +572,7 @@ fn run_round(
                 committed: r.committed,
                 seconds: r.seconds,
                 retries: 0,
-                p50_us: r.p50_us,
-                p99_us: r.p99_us,
+                latency: r.latency,
                 violations: c.violations,
             })
         }
@@ -615,8 +610,8 @@ impl Tracker {
             r.consistent = false;
             r.violations.extend(m.violations);
         }
-        self.p50.push(m.p50_us);
-        self.p99.push(m.p99_us);
+        self.p50.push(m.latency.p50_us);
+        self.p99.push(m.latency.p99_us);
     }
 
     fn finish(self) -> CompareRow {
@@ -627,8 +622,10 @@ impl Tracker {
             } else {
                 0.0
             };
-            r.p50_us = median(self.p50);
-            r.p99_us = median(self.p99);
+            r.latency = Latency {
+                p50_us: median(self.p50),
+                p99_us: median(self.p99),
+            };
         }
         r
     }

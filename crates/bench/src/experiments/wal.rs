@@ -1,6 +1,7 @@
 //! `bench wal`: threads append a record and wait for it to be durable, in a loop — the
 //! group-commit benchmark. On the real disk by default.
 
+use crate::metrics::Latency;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use sluice_storage::{OsStorage, Storage};
@@ -44,10 +45,9 @@ pub struct WalBenchResult {
     pub syncs_per_sec: f64,
     /// Appends acknowledged per sync: the group-commit factor.
     pub appends_per_sync: f64,
-    /// Median append-to-durable latency, µs.
-    pub p50_us: u64,
-    /// 99th percentile append-to-durable latency, µs.
-    pub p99_us: u64,
+    /// Append-to-durable latency.
+    #[serde(flatten)]
+    pub latency: Latency,
     /// Where the log was.
     pub dir: String,
 }
@@ -130,8 +130,7 @@ pub fn run(cfg: &WalBenchConfig, mut tick: impl FnMut(f64)) -> Result<WalBenchRe
         appends_per_sec: appends as f64 / seconds,
         syncs_per_sec: syncs as f64 / seconds,
         appends_per_sync: appends as f64 / syncs.max(1) as f64,
-        p50_us: hist.value_at_quantile(0.5),
-        p99_us: hist.value_at_quantile(0.99),
+        latency: Latency::of(&hist),
         dir: dir.display().to_string(),
     })
 }

@@ -6,7 +6,7 @@
 //! the ones the commit protocol causes — agents blocking on the log — not an artefact
 //! of one OS thread per client.
 
-use crate::metrics::{self, Usage};
+use crate::metrics::{self, Latency, Usage};
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
@@ -75,10 +75,9 @@ pub struct KindStats {
     pub completed: u64,
     /// Of those, the ones that found what they looked for.
     pub succeeded: u64,
-    /// Median latency, µs.
-    pub p50_us: u64,
-    /// 99th percentile latency, µs.
-    pub p99_us: u64,
+    /// Latency of the type's transactions.
+    #[serde(flatten)]
+    pub latency: Latency,
 }
 
 /// What a run measured.
@@ -96,10 +95,9 @@ pub struct DriverResult {
     pub completed_per_sec: f64,
     /// Committed per second.
     pub committed_per_sec: f64,
-    /// Median latency from submission to acknowledgement, µs.
-    pub p50_us: u64,
-    /// 99th percentile, µs.
-    pub p99_us: u64,
+    /// Latency from submission to acknowledgement.
+    #[serde(flatten)]
+    pub latency: Latency,
     /// Voluntary + involuntary context switches of the process per completed
     /// transaction.
     pub ctx_switches_per_txn: f64,
@@ -392,8 +390,7 @@ pub fn run_counting<W: Workload>(
         }
     }
     for (k, h) in per_kind.iter_mut().zip(&kind_hist) {
-        k.p50_us = h.value_at_quantile(0.5);
-        k.p99_us = h.value_at_quantile(0.99);
+        k.latency = Latency::of(h);
     }
     let completed = committed + rolled_back;
     Ok(DriverResult {
@@ -403,8 +400,7 @@ pub fn run_counting<W: Workload>(
         aborted,
         completed_per_sec: completed as f64 / seconds,
         committed_per_sec: committed as f64 / seconds,
-        p50_us: all.value_at_quantile(0.5),
-        p99_us: all.value_at_quantile(0.99),
+        latency: Latency::of(&all),
         ctx_switches_per_txn: (usage.voluntary_ctx + usage.involuntary_ctx) as f64
             / completed.max(1) as f64,
         voluntary_ctx_per_txn: usage.voluntary_ctx as f64 / completed.max(1) as f64,

@@ -8,6 +8,7 @@ use super::setup::{self, BenchDb, Setup};
 use super::stored::{self, Stored};
 use super::tatp::{self, TatpGenerator, TatpKeys, TatpKind, TatpTables, TatpWorkload};
 use super::tpcb::{self, TpcbShape, TpcbTables, TpcbWorkload};
+use crate::metrics::Latency;
 use rand::SeedableRng;
 use serde::Serialize;
 use sluice::{CommitProtocol, Error};
@@ -63,10 +64,9 @@ pub struct Row {
     pub aborted: u64,
     /// Rolled back by decision (TATP failed updates) in the window.
     pub rolled_back: u64,
-    /// Median latency, µs.
-    pub p50_us: u64,
-    /// 99th percentile latency, µs.
-    pub p99_us: u64,
+    /// Latency from submission to acknowledgement.
+    #[serde(flatten)]
+    pub latency: Latency,
     /// Context switches per transaction (voluntary + involuntary, whole process).
     pub ctx_switches_per_txn: f64,
     /// Voluntary context switches per transaction (threads blocking).
@@ -143,8 +143,8 @@ impl Row {
             self.skew.to_string(),
             self.log_latency.clone(),
             crate::output::thousands(self.throughput()),
-            self.p50_us.to_string(),
-            self.p99_us.to_string(),
+            self.latency.p50_us.to_string(),
+            self.latency.p99_us.to_string(),
             format!("{:.3}", self.ctx_switches_per_txn),
             format!("{:.3}", self.voluntary_ctx_per_txn),
             format!("{:.0} %", self.cpu_util * 100.0),
@@ -178,8 +178,7 @@ fn row(workload: &'static str, b: &BenchDb, spec: &RunSpec, agents: usize, r: Dr
         committed: r.committed,
         aborted: r.aborted,
         rolled_back: r.rolled_back,
-        p50_us: r.p50_us,
-        p99_us: r.p99_us,
+        latency: r.latency,
         ctx_switches_per_txn: r.ctx_switches_per_txn,
         voluntary_ctx_per_txn: r.voluntary_ctx_per_txn,
         involuntary_ctx_per_txn: r.involuntary_ctx_per_txn,

@@ -19,6 +19,7 @@
 //!   so this is the fairer comparison.
 
 use crate::compare::cleanup;
+use crate::metrics::Latency;
 use crate::workloads::tpcb::{Consistency, Tally};
 use hdrhistogram::Histogram;
 use std::path::{Path, PathBuf};
@@ -380,7 +381,7 @@ impl Cluster {
             .and_then(|s| s.split_whitespace().next()?.parse().ok())
             .ok_or_else(|| "pgbench printed no tps".to_string())?;
         self.committed[variant] += processed;
-        let (mut p50_us, mut p99_us) = (0, 0);
+        let mut latency = Latency::default();
         if measure {
             let mut h = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3).expect("valid bounds");
             for e in std::fs::read_dir(&logs)
@@ -396,15 +397,13 @@ impl Cluster {
                 }
             }
             let _ = std::fs::remove_dir_all(&logs);
-            p50_us = h.value_at_quantile(0.5);
-            p99_us = h.value_at_quantile(0.99);
+            latency = Latency::of(&h);
         }
         Ok(PgRun {
             tps,
             committed: processed,
             seconds: seconds.max(1) as f64,
-            p50_us,
-            p99_us,
+            latency,
         })
     }
 
@@ -492,10 +491,8 @@ pub struct PgRun {
     pub committed: u64,
     /// Seconds run.
     pub seconds: f64,
-    /// Median latency from pgbench's per-transaction log, µs (0 unless measured).
-    pub p50_us: u64,
-    /// 99th percentile, µs.
-    pub p99_us: u64,
+    /// Latency from pgbench's per-transaction log (zero unless measured).
+    pub latency: Latency,
 }
 
 impl Drop for Cluster {

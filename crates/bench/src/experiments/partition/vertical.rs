@@ -11,7 +11,7 @@
 //! second), L_i (each log's rate), c (bytes of the commit record in the coordinator's
 //! log), L (the aggregate log rate), CPU per transaction and the response time.
 
-use crate::metrics;
+use crate::metrics::{self, Latency};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use sluice::{Options, Partitioned, PartitionedTable};
@@ -76,10 +76,9 @@ pub struct VerticalResult {
     pub coordinated_share: f64,
     /// Process CPU time per committed transaction, µs (all threads).
     pub cpu_us_per_txn: f64,
-    /// Median response time (begin to acknowledged commit), µs.
-    pub p50_us: u64,
-    /// 99th-percentile response time, µs.
-    pub p99_us: u64,
+    /// Response time (begin to acknowledged commit).
+    #[serde(flatten)]
+    pub latency: Latency,
     /// The device cap each log was under, MB/s.
     pub device_mb_per_s: f64,
     /// Bytes the logs zero-filled (new segment files) ÷ bytes they wrote, while measured.
@@ -225,8 +224,7 @@ pub fn run(cfg: &VerticalConfig, mut tick: impl FnMut(f64)) -> Result<VerticalRe
         coordinated_share: (s1.coordinated_commits - s0.coordinated_commits) as f64
             / commits.max(1) as f64,
         cpu_us_per_txn: cpu.as_secs_f64() * 1e6 / txns.max(1) as f64,
-        p50_us: h.value_at_quantile(0.5),
-        p99_us: h.value_at_quantile(0.99),
+        latency: Latency::of(&h),
         device_mb_per_s: cfg.device_bytes_per_sec as f64 / 1e6,
         zero_filled_share: (zero1.0 - zero0.0) as f64 / (zero1.1 - zero0.1).max(1) as f64,
         segments_recycled: (0..cfg.log_managers)
@@ -340,7 +338,7 @@ mod tests {
             // With two logs every transaction's rows span both: all through the
             // coordinator; with one, none.
             assert_eq!(r.coordinated_share, if k == 1 { 0.0 } else { 1.0 }, "{r:?}");
-            assert!(r.p50_us > 0 && r.cpu_us_per_txn > 0.0, "{r:?}");
+            assert!(r.latency.p50_us > 0 && r.cpu_us_per_txn > 0.0, "{r:?}");
         }
     }
 }
