@@ -137,42 +137,6 @@ fn notes(rows: &[CompareRow]) -> Vec<String> {
     out
 }
 
-fn csv(rows: &[CompareRow]) -> String {
-    let mut s = String::from(
-        "workload,engine,variant,available,clients,threads,tps,p50_us,p99_us,committed,retries,consistent,durable,ratio_to_sluice,rounds,seconds,note\n",
-    );
-    for r in rows {
-        let note = r
-            .unavailable
-            .clone()
-            .unwrap_or_else(|| r.durability.clone())
-            .replace('"', "'");
-        s.push_str(&format!(
-            "{},{},{},{},{},{},{:.1},{},{},{},{},{},{},{},{},{:.3},\"{}\"\n",
-            r.workload,
-            r.engine.name(),
-            r.variant,
-            r.available,
-            r.clients,
-            r.threads,
-            r.tps,
-            r.latency.p50_us,
-            r.latency.p99_us,
-            r.committed,
-            r.retries,
-            r.consistent,
-            r.durable,
-            r.ratio_to_sluice
-                .map(|v| format!("{v:.4}"))
-                .unwrap_or_default(),
-            r.rounds,
-            r.seconds,
-            note
-        ));
-    }
-    s
-}
-
 fn write_out(
     dir: &Path,
     cfg: &CompareConfig,
@@ -191,7 +155,7 @@ fn write_out(
         "json",
         serde_json::to_string_pretty(rows).expect("rows serialise") + "\n",
     )?;
-    write("csv", csv(rows))?;
+    write("csv", CompareRow::csv(rows))?;
     let chart = BarChart {
         title: heading(cfg).replace("sluice compare ", ""),
         y_label: if cfg.workload == CompareWorkload::Tpcb {

@@ -1,6 +1,7 @@
 //! The engines `sluice compare` knows, and the row it reports for each.
 
 use crate::metrics::Latency;
+use crate::output::{thousands, Csv};
 use serde::Serialize;
 
 /// How to build the peers that need crates (printed when they are missing).
@@ -164,7 +165,7 @@ impl CompareRow {
             self.variant.clone(),
             self.clients.to_string(),
             self.threads.to_string(),
-            crate::output::thousands(self.tps),
+            thousands(self.tps),
             self.latency.p50_us.to_string(),
             self.latency.p99_us.to_string(),
             self.retries.to_string(),
@@ -174,6 +175,58 @@ impl CompareRow {
                 .map(|r| format!("{r:.3}"))
                 .unwrap_or_else(|| "-".into()),
         ]
+    }
+}
+
+impl CompareRow {
+    /// The rows as CSV: one line per row, the `note` column saying why an engine was
+    /// unavailable or what made it durable.
+    pub fn csv(rows: &[CompareRow]) -> String {
+        let mut csv = Csv::new([
+            "workload",
+            "engine",
+            "variant",
+            "available",
+            "clients",
+            "threads",
+            "tps",
+            "p50_us",
+            "p99_us",
+            "committed",
+            "retries",
+            "consistent",
+            "durable",
+            "ratio_to_sluice",
+            "rounds",
+            "seconds",
+            "note",
+        ]);
+        for r in rows {
+            csv.row([
+                r.workload.to_string(),
+                r.engine.name().to_string(),
+                r.variant.clone(),
+                r.available.to_string(),
+                r.clients.to_string(),
+                r.threads.to_string(),
+                format!("{:.1}", r.tps),
+                r.latency.p50_us.to_string(),
+                r.latency.p99_us.to_string(),
+                r.committed.to_string(),
+                r.retries.to_string(),
+                r.consistent.to_string(),
+                r.durable.to_string(),
+                r.ratio_to_sluice
+                    .map(|v| format!("{v:.4}"))
+                    .unwrap_or_default(),
+                r.rounds.to_string(),
+                format!("{:.3}", r.seconds),
+                r.unavailable
+                    .clone()
+                    .unwrap_or_else(|| r.durability.clone()),
+            ]);
+        }
+        csv.finish()
     }
 }
 
@@ -208,6 +261,18 @@ mod tests {
         assert_eq!(median(vec![3, 1, 2]), 2);
         assert_eq!(median(vec![4, 1, 3, 2]), 2);
         assert_eq!(median(vec![]), 0);
+    }
+
+    #[test]
+    fn the_csv_quotes_a_variant_or_note_with_a_comma() {
+        let mut r = CompareRow::unavailable("tpcb", Engine::Sqlite, "WAL, a", 8, "why".into());
+        r.durability = "fsync=on, sync".into();
+        let csv = CompareRow::csv(&[r]);
+        let mut lines = csv.lines();
+        assert_eq!(lines.next().unwrap().split(',').count(), 17);
+        let row = lines.next().unwrap();
+        assert!(row.starts_with("tpcb,sqlite,\"WAL, a\",false,8,"), "{row}");
+        assert!(row.ends_with(",why"), "{row}");
     }
 
     #[test]

@@ -14,8 +14,7 @@
 //! sweep measures it once per distinct pair and shares it between the variants.
 
 use super::log_insert::{self, LogInsertConfig, LogInsertResult, RecordMix};
-use crate::output::{thousands, Table};
-use crate::output::{Chart, Series};
+use crate::output::{create_dir, thousands, write_file, Chart, Csv, Series, Table};
 use sluice_wal::{InsertVariant, WalError};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
@@ -235,29 +234,39 @@ pub fn table(results: &[LogInsertResult]) -> Table {
 
 /// The results as CSV (one header line, one line per result).
 pub fn csv(figure: Figure, results: &[LogInsertResult]) -> String {
-    let mut s = String::from(
-        "figure,variant,threads,mix,record_bytes,mean_record_bytes,slots,seconds,inserts,\
-         inserts_per_sec,bytes_per_sec,limit_bytes_per_sec,ratio_to_limit\n",
-    );
+    let mut csv = Csv::new([
+        "figure",
+        "variant",
+        "threads",
+        "mix",
+        "record_bytes",
+        "mean_record_bytes",
+        "slots",
+        "seconds",
+        "inserts",
+        "inserts_per_sec",
+        "bytes_per_sec",
+        "limit_bytes_per_sec",
+        "ratio_to_limit",
+    ]);
     for r in results {
-        s.push_str(&format!(
-            "{},{},{},{},{},{},{},{:.3},{},{:.1},{:.1},{:.1},{:.4}\n",
-            figure.name(),
-            r.variant,
-            r.threads,
-            r.mix,
-            r.record_bytes,
-            r.mean_record_bytes,
-            r.slots,
-            r.seconds,
-            r.inserts,
-            r.inserts_per_sec,
-            r.bytes_per_sec,
-            r.limit_bytes_per_sec,
-            r.ratio_to_limit
-        ));
+        csv.row([
+            figure.name().to_string(),
+            r.variant.clone(),
+            r.threads.to_string(),
+            r.mix.clone(),
+            r.record_bytes.to_string(),
+            r.mean_record_bytes.to_string(),
+            r.slots.to_string(),
+            format!("{:.3}", r.seconds),
+            r.inserts.to_string(),
+            format!("{:.1}", r.inserts_per_sec),
+            format!("{:.1}", r.bytes_per_sec),
+            format!("{:.1}", r.limit_bytes_per_sec),
+            format!("{:.4}", r.ratio_to_limit),
+        ]);
     }
-    s
+    csv.finish()
 }
 
 /// The figure: one line per variant (per thread count for `slots`).
@@ -321,14 +330,11 @@ pub fn write_outputs(
     figure: Figure,
     results: &[LogInsertResult],
 ) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    create_dir(dir)?;
     let stem = figure.name();
-    let csv_path = dir.join(format!("{stem}.csv"));
-    std::fs::write(&csv_path, csv(figure, results))
-        .map_err(|e| format!("{}: {e}", csv_path.display()))?;
-    let json_path = dir.join(format!("{stem}.json"));
+    write_file(&dir.join(format!("{stem}.csv")), &csv(figure, results))?;
     let json = serde_json::to_string_pretty(results).expect("results serialise");
-    std::fs::write(&json_path, json).map_err(|e| format!("{}: {e}", json_path.display()))?;
+    write_file(&dir.join(format!("{stem}.json")), &json)?;
     chart(figure, results).write(dir, stem)
 }
 

@@ -3,7 +3,9 @@
 //! Text is rendered with a bundled font (DejaVu Sans, `assets/`), so figures come out the
 //! same on any machine without system font libraries.
 
+use super::files::create_dir;
 use plotters::chart::SeriesLabelPosition;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 use std::path::Path;
@@ -12,7 +14,7 @@ use std::sync::Once;
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 static REGISTER: Once = Once::new();
 
-pub(crate) fn ensure_font() {
+fn ensure_font() {
     REGISTER.call_once(|| {
         if register_font("sans-serif", FontStyle::Normal, FONT).is_err() {
             // The bundled font is valid; failure here means a plotters bug. Figures then
@@ -54,21 +56,7 @@ pub type PlotError = String;
 impl Chart {
     /// Writes `stem.png` and `stem.svg` under `dir`.
     pub fn write(&self, dir: &Path, stem: &str) -> Result<(), PlotError> {
-        ensure_font();
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let png = dir.join(format!("{stem}.png"));
-        let svg = dir.join(format!("{stem}.svg"));
-        {
-            let root = BitMapBackend::new(&png, (1000, 640)).into_drawing_area();
-            self.draw(&root)?;
-            root.present().map_err(|e| e.to_string())?;
-        }
-        {
-            let root = SVGBackend::new(&svg, (1000, 640)).into_drawing_area();
-            self.draw(&root)?;
-            root.present().map_err(|e| e.to_string())?;
-        }
-        Ok(())
+        write_png_and_svg(self, dir, stem, (1000, 640))
     }
 
     fn bounds(&self) -> ((f64, f64), (f64, f64)) {
@@ -157,10 +145,7 @@ impl Chart {
             .expect("four corners")
     }
 
-    fn draw<DB: DrawingBackend>(
-        &self,
-        root: &DrawingArea<DB, plotters::coord::Shift>,
-    ) -> Result<(), PlotError>
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
     where
         DB::ErrorType: 'static,
     {
@@ -237,43 +222,83 @@ pub fn write_grid(
     dir: &Path,
     stem: &str,
 ) -> Result<(), PlotError> {
-    ensure_font();
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let cols = cols.max(1);
     let rows = charts.len().div_ceil(cols).max(1);
     let size = (800 * cols as u32, 520 * rows as u32 + 50);
-    fn draw<DB: DrawingBackend>(
-        root: DrawingArea<DB, plotters::coord::Shift>,
-        title: &str,
-        charts: &[Chart],
-        (rows, cols): (usize, usize),
-    ) -> Result<(), PlotError>
+    let grid = Grid {
+        title,
+        charts,
+        rows,
+        cols,
+    };
+    write_png_and_svg(&grid, dir, stem, size)
+}
+
+/// Panels under one title.
+struct Grid<'a> {
+    title: &'a str,
+    charts: &'a [Chart],
+    rows: usize,
+    cols: usize,
+}
+
+impl Drawing for Grid<'_> {
+    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
     where
         DB::ErrorType: 'static,
     {
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         let body = root
-            .titled(title, ("sans-serif", 28))
+            .titled(self.title, ("sans-serif", 28))
             .map_err(|e| e.to_string())?;
-        for (area, chart) in body.split_evenly((rows, cols)).iter().zip(charts) {
+        for (area, chart) in body
+            .split_evenly((self.rows, self.cols))
+            .iter()
+            .zip(self.charts)
+        {
             chart.draw(area)?;
         }
-        root.present().map_err(|e| e.to_string())
+        Ok(())
     }
+}
+
+impl Drawing for Chart {
+    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
+    where
+        DB::ErrorType: 'static,
+    {
+        self.draw(root)
+    }
+}
+
+/// A figure that draws itself on any plotters backend, so that one function writes
+/// every figure as PNG and as SVG.
+pub(super) trait Drawing {
+    /// Draws the figure on `root`.
+    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
+    where
+        DB::ErrorType: 'static;
+}
+
+/// Writes `figure` as `stem.png` and `stem.svg` of `size` pixels under `dir`.
+pub(super) fn write_png_and_svg(
+    figure: &impl Drawing,
+    dir: &Path,
+    stem: &str,
+    size: (u32, u32),
+) -> Result<(), PlotError> {
+    ensure_font();
+    create_dir(dir)?;
     let png = dir.join(format!("{stem}.png"));
-    draw(
-        BitMapBackend::new(&png, size).into_drawing_area(),
-        title,
-        charts,
-        (rows, cols),
-    )?;
+    {
+        let root = BitMapBackend::new(&png, size).into_drawing_area();
+        figure.draw_on(&root)?;
+        root.present().map_err(|e| e.to_string())?;
+    }
     let svg = dir.join(format!("{stem}.svg"));
-    draw(
-        SVGBackend::new(&svg, size).into_drawing_area(),
-        title,
-        charts,
-        (rows, cols),
-    )
+    let root = SVGBackend::new(&svg, size).into_drawing_area();
+    figure.draw_on(&root)?;
+    root.present().map_err(|e| e.to_string())
 }
 
 /// A tick label: whole numbers (and anything from 10 up) without decimals — "8", not

@@ -2,7 +2,8 @@
 //! in the propagation sweep (on a log axis, with the device's bandwidth as a reference
 //! line).
 
-use super::plot::{ensure_font, PlotError};
+use super::plot::{write_png_and_svg, Drawing, PlotError};
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
@@ -45,29 +46,12 @@ pub struct Reference {
 impl BarChart {
     /// Writes `stem.png` and `stem.svg` under `dir`.
     pub fn write(&self, dir: &Path, stem: &str) -> Result<(), PlotError> {
-        ensure_font();
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let png = dir.join(format!("{stem}.png"));
-        let svg = dir.join(format!("{stem}.svg"));
         // Wide enough for each bar's label under it.
         let size = ((self.bars.len() as u32 * 110).max(1000), 640);
-        {
-            let root = BitMapBackend::new(&png, size).into_drawing_area();
-            self.draw(&root)?;
-            root.present().map_err(|e| e.to_string())?;
-        }
-        {
-            let root = SVGBackend::new(&svg, size).into_drawing_area();
-            self.draw(&root)?;
-            root.present().map_err(|e| e.to_string())?;
-        }
-        Ok(())
+        write_png_and_svg(self, dir, stem, size)
     }
 
-    fn draw<DB: DrawingBackend>(
-        &self,
-        root: &DrawingArea<DB, plotters::coord::Shift>,
-    ) -> Result<(), PlotError>
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
     where
         DB::ErrorType: 'static,
     {
@@ -143,10 +127,7 @@ impl BarChart {
 
     /// The log-axis variant: whole decades from below the smallest positive value (or
     /// reference) to above the largest; the labels go in a band below the lowest decade.
-    fn draw_log<DB: DrawingBackend>(
-        &self,
-        root: &DrawingArea<DB, plotters::coord::Shift>,
-    ) -> Result<(), PlotError>
+    fn draw_log<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
     where
         DB::ErrorType: 'static,
     {
@@ -231,6 +212,15 @@ impl BarChart {
             }
         }
         Ok(())
+    }
+}
+
+impl Drawing for BarChart {
+    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
+    where
+        DB::ErrorType: 'static,
+    {
+        self.draw(root)
     }
 }
 

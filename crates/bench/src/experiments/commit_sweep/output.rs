@@ -2,8 +2,7 @@
 //! CSV, JSON and the figures.
 
 use super::{Figure, SweepConfig, SweepRow, SCALABLE_STEP, TATP_STEPS};
-use crate::output::{json_line, Table};
-use crate::output::{Chart, Series};
+use crate::output::{create_dir, json_line, write_file, Chart, Csv, Series, Table};
 use crate::workloads::session::Row;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -38,16 +37,16 @@ impl SpeedupTable {
     }
 
     fn csv(&self) -> String {
-        let mut s = csv_line(std::iter::once(self.row_header.clone()).chain(self.columns.clone()));
+        let mut csv = Csv::new(std::iter::once(&self.row_header).chain(&self.columns));
         for (label, vals) in &self.rows {
-            s.push_str(&csv_line(
+            csv.row(
                 std::iter::once(label.clone()).chain(
                     vals.iter()
                         .map(|v| v.map_or(String::new(), |x| format!("{x:.4}"))),
                 ),
-            ));
+            );
         }
-        s
+        csv.finish()
     }
 }
 
@@ -172,24 +171,6 @@ pub fn rows_table(figure: Figure, rows: &[SweepRow]) -> Table {
     t
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-fn csv_line(cells: impl IntoIterator<Item = String>) -> String {
-    let mut line = cells
-        .into_iter()
-        .map(|c| csv_field(&c))
-        .collect::<Vec<_>>()
-        .join(",");
-    line.push('\n');
-    line
-}
-
 /// The CSV's columns for a figure: the TATP figure has a `step` and counts MQTh, the
 /// TPC-B ones count tps.
 pub(super) fn csv_header(figure: Figure) -> Vec<&'static str> {
@@ -223,8 +204,7 @@ pub(super) fn csv_header(figure: Figure) -> Vec<&'static str> {
 }
 
 fn csv(figure: Figure, rows: &[SweepRow]) -> String {
-    let header = csv_header(figure);
-    let mut s = csv_line(header.iter().map(|h| h.to_string()));
+    let mut csv = Csv::new(csv_header(figure));
     for r in rows {
         let w = &r.row;
         let mut cells = vec![r.figure.to_string(), w.workload.to_string()];
@@ -252,10 +232,9 @@ fn csv(figure: Figure, rows: &[SweepRow]) -> String {
             w.consistent.to_string(),
             w.violations.join("; "),
         ]);
-        debug_assert_eq!(cells.len(), header.len());
-        s.push_str(&csv_line(cells));
+        csv.row(cells);
     }
-    s
+    csv.finish()
 }
 
 /// One series per distinct `label`, points (x, y) in row order; non-positive y values
@@ -428,10 +407,6 @@ fn charts(
     }
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), String> {
-    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
-}
-
 /// Writes the CSV, the JSON, the speedup CSV and the figures; returns their paths.
 pub(super) fn write(
     cfg: &SweepConfig,
@@ -439,7 +414,7 @@ pub(super) fn write(
     rows: &[SweepRow],
     speedup: Option<&SpeedupTable>,
 ) -> Result<Vec<PathBuf>, String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    create_dir(out)?;
     let stem = cfg.figure.name();
     let mut files = Vec::new();
     let path = out.join(format!("{stem}.csv"));
@@ -472,13 +447,6 @@ pub(super) fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn csv_fields_are_quoted_when_needed() {
-        assert_eq!(csv_field("plain"), "plain");
-        assert_eq!(csv_field("a, b"), "\"a, b\"");
-        assert_eq!(csv_field("say \"x\""), "\"say \"\"x\"\"\"");
-    }
 
     #[test]
     fn a_zero_denominator_has_no_ratio() {
