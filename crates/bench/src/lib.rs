@@ -20,6 +20,7 @@
 
 pub mod compare;
 pub mod experiments;
+pub mod knobs;
 pub mod metrics;
 pub mod output;
 pub mod workloads;

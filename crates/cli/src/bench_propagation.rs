@@ -10,6 +10,7 @@ use sluice_bench::experiments::propagation::{
     self, PropagationConfig, PropagationResult, Throughput,
 };
 use sluice_bench::experiments::propagation_sweep::{self, SweepConfig, SweepFigure};
+use sluice_bench::knobs::choices;
 use sluice_bench::output::{json_line, thousands, Table};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,8 +28,8 @@ pub struct Args {
     #[arg(long, default_value_t = 10.0)]
     seconds: f64,
     /// high: clients at full speed; low: the same clients paced to --rate.
-    #[arg(long, default_value = "high")]
-    throughput: String,
+    #[arg(long, value_enum, default_value_t = Throughput::High)]
+    throughput: Throughput,
     /// The low-throughput rate, transactions per second (low only) [default: 2000, a
     /// tenth of full speed on a 2-core machine, the paper's ratio].
     #[arg(long)]
@@ -55,8 +56,8 @@ pub struct Args {
 pub struct SweepArgs {
     /// bandwidth (the paper's Fig. 3: mean write MB/s per strategy) or backlog (Fig. 4:
     /// dirty pages and REDO length over time, low and high throughput). Required.
-    #[arg(long)]
-    figure: Option<String>,
+    #[arg(long, value_enum)]
+    figure: Option<SweepFigure>,
     /// Directory for <figure>.csv, <figure>.json, <figure>.png and <figure>.svg. Required.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -228,10 +229,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
     let strategy: Strategy = name
         .parse()
         .map_err(|e: sluice::Error| Failure::Usage(format!("--strategy: {e}")))?;
-    let throughput: Throughput = a
-        .throughput
-        .parse()
-        .map_err(|e: String| Failure::Usage(format!("--throughput: {e}")))?;
+    let throughput = a.throughput;
     if a.rate.is_some() && throughput != Throughput::Low {
         return Err(Failure::Usage(
             "--rate applies only to --throughput low".into(),
@@ -263,14 +261,12 @@ pub fn run(a: Args) -> Result<(), Failure> {
 }
 
 pub fn sweep(a: SweepArgs) -> Result<(), Failure> {
-    let Some(figure) = &a.figure else {
-        return Err(Failure::Usage(
-            "--figure is required: bandwidth or backlog".into(),
-        ));
+    let Some(figure) = a.figure else {
+        return Err(Failure::Usage(format!(
+            "--figure is required: one of {}",
+            choices::<SweepFigure>()
+        )));
     };
-    let figure: SweepFigure = figure
-        .parse()
-        .map_err(|e: String| Failure::Usage(format!("--figure: {e}")))?;
     let Some(out) = a.out.clone() else {
         return Err(Failure::Usage(
             "--out DIR is required (where the CSV, JSON and figures go)".into(),
@@ -299,7 +295,7 @@ pub fn sweep(a: SweepArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::Usage(format!("invalid sweep: {e}")))?;
     crate::out_dir(&out)?;
     let total = cfg.plan().len() as u64;
-    let pb = progress::bar(total * 1000, figure.name(), a.json);
+    let pb = progress::bar(total * 1000, &figure.to_string(), a.json);
     let r = propagation_sweep::run(&cfg, &out, |p| {
         pb.set_position((p.done * 1000.0) as u64);
         pb.set_message(format!("{figure} · {}", p.what));

@@ -5,6 +5,7 @@
 use crate::progress;
 use crate::Failure;
 use sluice_bench::experiments::commit_sweep::{self, rows_table, Figure, SweepConfig, SweepError};
+use sluice_bench::knobs::choices;
 use sluice_bench::output::json_line;
 use sluice_storage::DeviceProfile;
 use sluice_wal::InsertVariant;
@@ -14,11 +15,10 @@ use std::time::Duration;
 /// Flags of `sluice bench commit-sweep`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The figure: elr-skew (Aether Fig. 3), ctx (Fig. 4), clients (Fig. 5),
-    /// tatp-components (Fig. 9). Required.
+    /// The figure (one of Aether's Figs. 3, 4, 5 and 9). Required.
     // Optional to clap and checked here: clap's own "required arguments" error puts the
     // missing names on a second line, which the one-line error policy would cut off.
-    #[arg(long)]
+    #[arg(long, value_enum)]
     figure: Option<Figure>,
     /// Directory for <figure>.csv, <figure>.json and the figures (PNG and SVG). Required.
     #[arg(long)]
@@ -71,7 +71,7 @@ fn secs(name: &str, v: f64, min: f64) -> Result<Duration, Failure> {
 /// matter, and a silently ignored knob makes a wrong figure look right.
 fn only_for(given: bool, flag: &str, figures: &[Figure], figure: Figure) -> Result<(), Failure> {
     if given && !figures.contains(&figure) {
-        let names: Vec<_> = figures.iter().map(|f| f.name()).collect();
+        let names: Vec<_> = figures.iter().map(|f| f.to_string()).collect();
         return Err(Failure::Usage(format!(
             "--{flag} applies only to --figure {}, not {figure}",
             names.join(" or ")
@@ -151,10 +151,9 @@ fn config(a: &Args, f: Figure, out: &Path) -> Result<SweepConfig, Failure> {
 
 pub fn run(a: Args) -> Result<(), Failure> {
     let Some(figure) = a.figure else {
-        let names: Vec<_> = Figure::ALL.iter().map(|f| f.name()).collect();
         return Err(Failure::Usage(format!(
             "--figure is required: one of {}",
-            names.join(", ")
+            choices::<Figure>()
         )));
     };
     let Some(out) = a.out.clone() else {
@@ -166,7 +165,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
     // Fail before an hour of runs, not after, when the output cannot be written.
     crate::out_dir(&out)?;
     let total = cfg.plan().len() as u64;
-    let pb = progress::bar(total * 1000, figure.name(), a.json);
+    let pb = progress::bar(total * 1000, &figure.to_string(), a.json);
     let result = commit_sweep::run(&cfg, &out, |p| {
         pb.set_position((p.done * 1000.0) as u64);
         pb.set_message(format!("{figure} · {}", p.what));

@@ -90,7 +90,7 @@ pub struct TatpArgs {
     #[arg(long)]
     subscribers: Option<u32>,
     /// Run only one transaction type (e.g. update-location).
-    #[arg(long, value_parser = TatpKind::parse)]
+    #[arg(long, value_enum)]
     only: Option<TatpKind>,
     /// Uniform subscriber choice instead of NURand.
     #[arg(long)]

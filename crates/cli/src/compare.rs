@@ -3,26 +3,19 @@
 use crate::progress;
 use crate::Failure;
 use indicatif::ProgressBar;
-use sluice_bench::compare::run::CompareWorkload;
-use sluice_bench::compare::{cleanup, compare, CompareConfig, CompareProgress, CompareRow, Engine};
+use sluice_bench::compare::{
+    cleanup, compare, CompareConfig, CompareProgress, CompareRow, CompareWorkload, Engine,
+};
 use sluice_bench::output::{json_line, Table};
 use sluice_bench::output::{Bar, BarChart};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-fn parse_workload(s: &str) -> Result<CompareWorkload, String> {
-    match s {
-        "tpcb" => Ok(CompareWorkload::Tpcb),
-        "tatp" => Ok(CompareWorkload::Tatp),
-        _ => Err(format!("unknown workload '{s}' (expected tpcb or tatp)")),
-    }
-}
-
 /// Flags of `sluice compare`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The workload: tpcb or tatp (TATP: sluice, SQLite and RocksDB; pgbench has none).
-    #[arg(value_parser = parse_workload)]
+    /// The workload.
+    #[arg(value_enum)]
     workload: CompareWorkload,
     /// Clients for every engine (peers: one thread and connection each).
     #[arg(long, default_value_t = 64)]
@@ -36,8 +29,13 @@ pub struct Args {
     /// Rounds; each runs every engine once, in the opposite order of the round before.
     #[arg(long, default_value_t = 2)]
     rounds: usize,
-    /// Engines, comma-separated: sluice, sqlite, rocksdb, postgres.
-    #[arg(long, default_value = "sluice,sqlite,rocksdb,postgres", value_delimiter = ',', value_parser = Engine::parse)]
+    /// Engines, comma-separated.
+    #[arg(
+        long,
+        default_value = "sluice,sqlite,rocksdb,postgres",
+        value_delimiter = ',',
+        value_enum
+    )]
     engines: Vec<Engine>,
     /// TPC-B scale factor (branches; 100,000 accounts each).
     #[arg(long, default_value_t = 10)]
@@ -94,7 +92,7 @@ fn heading(cfg: &CompareConfig) -> String {
     };
     format!(
         "sluice compare {} ({size}, {} clients, {} round(s) of {:.1} s per engine in alternating order, {} cores)",
-        cfg.workload.name(),
+        cfg.workload,
         cfg.clients,
         cfg.rounds,
         cfg.seconds.as_secs_f64() / cfg.rounds as f64,
@@ -118,19 +116,15 @@ fn notes(rows: &[CompareRow]) -> Vec<String> {
             None => format!("durability: {}", r.durability),
         };
         let name = if r.variant.is_empty() {
-            r.engine.name().to_string()
+            r.engine.to_string()
         } else {
-            format!("{} ({})", r.engine.name(), r.variant)
+            format!("{} ({})", r.engine, r.variant)
         };
         out.push(format!("{name}: {what}"));
     }
     for r in rows {
         for v in &r.violations {
-            out.push(format!(
-                "INCONSISTENT ({} {}): {v}",
-                r.engine.name(),
-                r.variant
-            ));
+            out.push(format!("INCONSISTENT ({} {}): {v}", r.engine, r.variant));
         }
     }
     out.push("Compare ratios from one run; the machine is shared and throughput is noisy.".into());
@@ -145,7 +139,7 @@ fn write_out(
 ) -> Result<(), Failure> {
     std::fs::create_dir_all(dir)
         .map_err(|e| Failure::Runtime(format!("{}: {e}", dir.display())))?;
-    let stem = format!("compare-{}", cfg.workload.name());
+    let stem = format!("compare-{}", cfg.workload);
     let write = |ext: &str, body: String| {
         let p = dir.join(format!("{stem}.{ext}"));
         std::fs::write(&p, body).map_err(|e| Failure::Runtime(format!("{}: {e}", p.display())))
@@ -169,7 +163,7 @@ fn write_out(
                 label: if r.variant.is_empty()
                     || r.engine != sluice_bench::compare::Engine::Postgres
                 {
-                    r.engine.name().to_string()
+                    r.engine.to_string()
                 } else {
                     format!("postgres ({})", r.variant)
                 },
@@ -218,7 +212,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         if !e.built() && !a.json {
             eprintln!(
                 "note: {} is not in this build; build it with: {}",
-                e.name(),
+                e,
                 sluice_bench::compare::BUILD_PEERS
             );
         }
@@ -241,7 +235,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         println!(
             "wrote {}/compare-{}.{{txt,json,csv,png,svg}}",
             dir.display(),
-            cfg.workload.name()
+            cfg.workload
         );
     }
     if a.json {

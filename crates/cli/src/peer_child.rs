@@ -10,7 +10,7 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// sqlite or rocksdb.
-    #[arg(long, value_parser = Engine::parse)]
+    #[arg(long, value_enum)]
     engine: Engine,
     /// The database directory (loaded when it holds no database yet).
     #[arg(long)]
@@ -30,7 +30,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<(), Failure> {
     Err(Failure::Usage(format!(
         "{} is not in this build; build with: {}",
-        a.engine.name(),
+        a.engine,
         sluice_bench::compare::BUILD_PEERS
     )))
 }
@@ -117,8 +117,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
             go(&p, shape, a.clients, ids)
         }
         e => Err(Failure::Usage(format!(
-            "--engine must be sqlite or rocksdb, got {}",
-            e.name()
+            "--engine must be sqlite or rocksdb, got {e}"
         ))),
     }
 }

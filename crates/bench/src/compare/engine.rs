@@ -1,5 +1,6 @@
 //! The engines `sluice compare` knows, and the row it reports for each.
 
+use crate::knobs::named_values;
 use crate::metrics::Latency;
 use crate::output::{thousands, Csv};
 use serde::Serialize;
@@ -7,9 +8,8 @@ use serde::Serialize;
 /// How to build the peers that need crates (printed when they are missing).
 pub const BUILD_PEERS: &str = "cargo build --release -p sluice-cli --features peers";
 
-/// An engine to compare.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
+/// An engine to compare (`--engines`), in the default order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Engine {
     /// sluice itself, through the bench driver.
     Sluice,
@@ -21,35 +21,20 @@ pub enum Engine {
     Postgres,
 }
 
+named_values!(Engine, "engine", serialize);
+
+/// The workloads `sluice compare` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareWorkload {
+    /// TPC-B on every engine.
+    Tpcb,
+    /// TATP on sluice, SQLite and RocksDB (pgbench has no TATP).
+    Tatp,
+}
+
+named_values!(CompareWorkload, "workload", serialize);
+
 impl Engine {
-    /// All engines, in the default order.
-    pub const ALL: [Engine; 4] = [
-        Engine::Sluice,
-        Engine::Sqlite,
-        Engine::Rocksdb,
-        Engine::Postgres,
-    ];
-
-    /// The name used on the command line and in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Engine::Sluice => "sluice",
-            Engine::Sqlite => "sqlite",
-            Engine::Rocksdb => "rocksdb",
-            Engine::Postgres => "postgres",
-        }
-    }
-
-    /// Parses a name as [`Engine::name`] gives it.
-    pub fn parse(s: &str) -> Result<Engine, String> {
-        Engine::ALL
-            .into_iter()
-            .find(|e| e.name() == s.trim())
-            .ok_or_else(|| {
-                format!("unknown engine '{s}' (expected sluice, sqlite, rocksdb or postgres)")
-            })
-    }
-
     /// Whether this binary was built with the engine (SQLite and RocksDB need the
     /// `peers` feature; PostgreSQL is an external program, found or not at run time).
     pub fn built(self) -> bool {
@@ -63,8 +48,8 @@ impl Engine {
 /// One result row of a comparison (one JSON object).
 #[derive(Debug, Clone, Serialize)]
 pub struct CompareRow {
-    /// "tpcb" or "tatp".
-    pub workload: &'static str,
+    /// The workload.
+    pub workload: CompareWorkload,
     /// The engine.
     pub engine: Engine,
     /// How it was driven, e.g. "pgbench tpcb-like" or "1 round trip".
@@ -109,7 +94,7 @@ pub struct CompareRow {
 impl CompareRow {
     /// A row for an engine that did not run.
     pub fn unavailable(
-        workload: &'static str,
+        workload: CompareWorkload,
         engine: Engine,
         variant: &str,
         clients: usize,
@@ -155,13 +140,13 @@ impl CompareRow {
     /// The row as table cells.
     pub fn cells(&self) -> Vec<String> {
         if !self.available {
-            let mut c = vec![self.engine.name().to_string(), self.variant.clone()];
+            let mut c = vec![self.engine.to_string(), self.variant.clone()];
             c.push("unavailable".into());
             c.extend(std::iter::repeat_n("-".to_string(), 8));
             return c;
         }
         vec![
-            self.engine.name().to_string(),
+            self.engine.to_string(),
             self.variant.clone(),
             self.clients.to_string(),
             self.threads.to_string(),
@@ -204,7 +189,7 @@ impl CompareRow {
         for r in rows {
             csv.row([
                 r.workload.to_string(),
-                r.engine.name().to_string(),
+                r.engine.to_string(),
                 r.variant.clone(),
                 r.available.to_string(),
                 r.clients.to_string(),
@@ -247,13 +232,14 @@ pub fn median(mut v: Vec<u64>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::ValueEnum;
 
     #[test]
     fn names_round_trip_and_unknown_ones_are_refused() {
-        for e in Engine::ALL {
-            assert_eq!(Engine::parse(e.name()), Ok(e));
+        for &e in Engine::value_variants() {
+            assert_eq!(e.to_string().parse::<Engine>(), Ok(e));
         }
-        assert!(Engine::parse("oracle").unwrap_err().contains("oracle"));
+        assert!("oracle".parse::<Engine>().unwrap_err().contains("oracle"));
     }
 
     #[test]
@@ -265,7 +251,13 @@ mod tests {
 
     #[test]
     fn the_csv_quotes_a_variant_or_note_with_a_comma() {
-        let mut r = CompareRow::unavailable("tpcb", Engine::Sqlite, "WAL, a", 8, "why".into());
+        let mut r = CompareRow::unavailable(
+            CompareWorkload::Tpcb,
+            Engine::Sqlite,
+            "WAL, a",
+            8,
+            "why".into(),
+        );
         r.durability = "fsync=on, sync".into();
         let csv = CompareRow::csv(&[r]);
         let mut lines = csv.lines();
@@ -277,7 +269,7 @@ mod tests {
 
     #[test]
     fn an_unavailable_row_has_as_many_cells_as_columns() {
-        let r = CompareRow::unavailable("tpcb", Engine::Sqlite, "", 8, "why".into());
+        let r = CompareRow::unavailable(CompareWorkload::Tpcb, Engine::Sqlite, "", 8, "why".into());
         assert_eq!(r.cells().len(), CompareRow::COLUMNS.len());
     }
 }

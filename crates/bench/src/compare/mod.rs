@@ -17,6 +17,6 @@ pub mod run;
 #[cfg(feature = "peers")]
 pub mod sqlite;
 
-pub use engine::{CompareRow, Engine, BUILD_PEERS};
+pub use engine::{CompareRow, CompareWorkload, Engine, BUILD_PEERS};
 pub use peer::{PeerError, PeerRun, PeerRunConfig, TatpPeer, TpcbPeer};
 pub use run::{compare, CompareConfig, CompareProgress};

@@ -3,7 +3,7 @@
 //! machine (other processes, page cache, thermal state) falls on all engines alike.
 
 use super::cleanup;
-use super::engine::{median, CompareRow, Engine, BUILD_PEERS};
+use super::engine::{median, CompareRow, CompareWorkload, Engine, BUILD_PEERS};
 use super::postgres::{self, Cluster};
 use crate::metrics::Latency;
 use crate::workloads::session::{RunSpec, TatpSession, TpcbSession};
@@ -13,25 +13,6 @@ use sluice::CommitProtocol;
 use sluice_wal::InsertVariant;
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// The workloads `sluice compare` runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CompareWorkload {
-    /// TPC-B on every engine.
-    Tpcb,
-    /// TATP on sluice, SQLite and RocksDB (pgbench has no TATP).
-    Tatp,
-}
-
-impl CompareWorkload {
-    /// "tpcb" or "tatp".
-    pub fn name(self) -> &'static str {
-        match self {
-            CompareWorkload::Tpcb => "tpcb",
-            CompareWorkload::Tatp => "tatp",
-        }
-    }
-}
 
 /// What to compare.
 #[derive(Debug, Clone)]
@@ -65,7 +46,7 @@ impl CompareConfig {
         }
         for (i, e) in self.engines.iter().enumerate() {
             if self.engines[..i].contains(e) {
-                return Err(format!("--engines names {} twice", e.name()));
+                return Err(format!("--engines names {e} twice"));
             }
         }
         if self.clients == 0 || self.clients > 1_000 {
@@ -169,7 +150,7 @@ pub fn compare(
     progress: &mut dyn CompareProgress,
 ) -> Result<Vec<CompareRow>, String> {
     cfg.validate()?;
-    let w = cfg.workload.name();
+    let w = cfg.workload;
     let parent = match &cfg.dir {
         Some(d) => d.clone(),
         None => std::env::current_dir().map_err(|e| e.to_string())?,
@@ -194,7 +175,7 @@ pub fn compare(
         ..CompareRow::unavailable(w, engine, variant, cfg.clients, String::new())
     };
     for &engine in &cfg.engines {
-        let sub = root.path().join(engine.name());
+        let sub = root.path().join(engine.to_string());
         let mut load_tick = |label: &str| {
             progress.begin(label);
         };
@@ -260,7 +241,7 @@ pub fn compare(
                 )));
             }
             Engine::Sqlite | Engine::Rocksdb => {
-                load_tick(&format!("loading {w} for {}", engine.name()));
+                load_tick(&format!("loading {w} for {engine}"));
                 let r = load_peer(engine, cfg, &sub, &shape, progress);
                 progress.end();
                 match r {
@@ -323,7 +304,7 @@ pub fn compare(
                 "round {}/{} {} {}",
                 round + 1,
                 cfg.rounds,
-                t.row.engine.name(),
+                t.row.engine,
                 t.row.variant
             ));
             let r = run_round(
@@ -433,10 +414,7 @@ fn load_peer(
     _: &TpcbShape,
     _: &mut dyn CompareProgress,
 ) -> Result<Loaded, String> {
-    Err(format!(
-        "{} is not built; build with: {BUILD_PEERS}",
-        engine.name()
-    ))
+    Err(format!("{engine} is not built; build with: {BUILD_PEERS}"))
 }
 
 #[cfg(feature = "peers")]

@@ -22,6 +22,7 @@ mod output;
 
 pub use output::{rows_table, SpeedupTable};
 
+use crate::knobs::named_values;
 use crate::workloads::session::{Row, RunSpec, TatpSession, TpcbSession};
 use crate::workloads::setup::Setup;
 use crate::workloads::tatp::TatpKind;
@@ -31,11 +32,11 @@ use sluice::CommitProtocol;
 use sluice_wal::InsertVariant;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::time::Duration;
 
-/// Which of Aether's figures a sweep draws.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which of Aether's figures a sweep draws; its name (`--figure`) is the stem of its
+/// files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Figure {
     /// Fig. 3: ELR speedup over classic vs skew, per log latency (TPC-B).
     ElrSkew,
@@ -47,47 +48,7 @@ pub enum Figure {
     TatpComponents,
 }
 
-impl Figure {
-    /// Every figure, in the paper's order.
-    pub const ALL: [Figure; 4] = [
-        Figure::ElrSkew,
-        Figure::Ctx,
-        Figure::Clients,
-        Figure::TatpComponents,
-    ];
-
-    /// The figure's command-line name, also the stem of its files.
-    pub fn name(self) -> &'static str {
-        match self {
-            Figure::ElrSkew => "elr-skew",
-            Figure::Ctx => "ctx",
-            Figure::Clients => "clients",
-            Figure::TatpComponents => "tatp-components",
-        }
-    }
-}
-
-impl fmt::Display for Figure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Figure {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Figure, String> {
-        Figure::ALL
-            .into_iter()
-            .find(|f| f.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Figure::ALL.iter().map(|f| f.name()).collect();
-                format!(
-                    "unknown figure '{s}' (expected one of: {})",
-                    names.join(", ")
-                )
-            })
-    }
-}
+named_values!(Figure, "figure", serialize);
 
 /// The log-buffer variant Fig. 9's last step uses when none is asked for: the paper's
 /// hybrid (consolidation array + decoupled fill), else the atomic variant, else none
@@ -324,8 +285,8 @@ impl SweepConfig {
 /// One row of a sweep: a run's [`Row`] and where it sits in the figure.
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepRow {
-    /// The figure's name.
-    pub figure: &'static str,
+    /// The figure.
+    pub figure: Figure,
     /// Fig. 9's component step.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step: Option<&'static str>,
@@ -537,7 +498,7 @@ pub fn run(
             Loaded::Tatp(t) => t.run(&p.spec, Some(TatpKind::UpdateLocation), false, tick)?,
         };
         rows.push(SweepRow {
-            figure: cfg.figure.name(),
+            figure: cfg.figure,
             step: p.step,
             row,
         });
@@ -562,18 +523,19 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::ValueEnum;
 
     #[test]
     fn figure_names_round_trip() {
-        for f in Figure::ALL {
-            assert_eq!(f.name().parse::<Figure>(), Ok(f));
+        for &f in Figure::value_variants() {
+            assert_eq!(f.to_string().parse::<Figure>(), Ok(f));
         }
         assert!("fig3".parse::<Figure>().unwrap_err().contains("elr-skew"));
     }
 
     #[test]
     fn defaults_are_valid_and_plan_pairs_of_comparable_runs() {
-        for f in Figure::ALL {
+        for &f in Figure::value_variants() {
             let c = SweepConfig::new(f);
             c.validate().unwrap();
             let plan = c.plan();

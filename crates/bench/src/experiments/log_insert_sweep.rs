@@ -14,6 +14,7 @@
 //! sweep measures it once per distinct pair and shares it between the variants.
 
 use super::log_insert::{self, LogInsertConfig, LogInsertResult, RecordMix};
+use crate::knobs::named_values;
 use crate::output::{create_dir, thousands, write_file, Chart, Csv, Series, Table};
 use sluice_wal::{InsertVariant, WalError};
 use std::collections::hash_map::Entry;
@@ -21,8 +22,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
-/// Which figure to sweep for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which figure to sweep for; its name (`--figure`) is the stem of the output files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Figure {
     /// Throughput vs threads.
     Threads,
@@ -34,25 +35,7 @@ pub enum Figure {
     Slots,
 }
 
-impl Figure {
-    /// Every figure.
-    pub const ALL: [Figure; 4] = [
-        Figure::Threads,
-        Figure::Size,
-        Figure::Outlier,
-        Figure::Slots,
-    ];
-
-    /// The command-line name, also the stem of the output files.
-    pub fn name(self) -> &'static str {
-        match self {
-            Figure::Threads => "threads",
-            Figure::Size => "size",
-            Figure::Outlier => "outlier",
-            Figure::Slots => "slots",
-        }
-    }
-}
+named_values!(Figure, "figure");
 
 /// Record sizes of the `size` figure (Aether: 48 B, the smallest Shore-MT record, to
 /// 12 KiB, its largest).
@@ -251,7 +234,7 @@ pub fn csv(figure: Figure, results: &[LogInsertResult]) -> String {
     ]);
     for r in results {
         csv.row([
-            figure.name().to_string(),
+            figure.to_string(),
             r.variant.clone(),
             r.threads.to_string(),
             r.mix.clone(),
@@ -331,16 +314,17 @@ pub fn write_outputs(
     results: &[LogInsertResult],
 ) -> Result<(), String> {
     create_dir(dir)?;
-    let stem = figure.name();
+    let stem = figure.to_string();
     write_file(&dir.join(format!("{stem}.csv")), &csv(figure, results))?;
     let json = serde_json::to_string_pretty(results).expect("results serialise");
     write_file(&dir.join(format!("{stem}.json")), &json)?;
-    chart(figure, results).write(dir, stem)
+    chart(figure, results).write(dir, &stem)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::ValueEnum;
 
     #[test]
     fn plans_have_the_papers_shape() {
@@ -356,10 +340,10 @@ mod tests {
         let slots = SweepConfig::new(Figure::Slots).plan();
         assert_eq!(slots.len(), 7 * SLOTS.len());
         // The defaults finish in about a minute.
-        for f in Figure::ALL {
+        for &f in Figure::value_variants() {
             let c = SweepConfig::new(f);
             let secs = c.plan().len() as f64 * c.per_point.as_secs_f64();
-            assert!(secs <= 40.0, "{}: {secs} s", f.name());
+            assert!(secs <= 40.0, "{f}: {secs} s");
         }
     }
 

@@ -22,6 +22,7 @@
 //!    options (restart recovery), then the consistency check: every acknowledged commit
 //!    must be there.
 
+use crate::knobs::named_values;
 use crate::workloads::driver::{self, DriverConfig};
 use crate::workloads::setup::{self, Setup};
 use crate::workloads::tpcb::{self, TpcbShape, TpcbTables, TpcbWorkload};
@@ -29,9 +30,7 @@ use serde::Serialize;
 use sluice::{Backlog, CommitProtocol, Database, Error, Options, Strategy};
 use sluice_storage::{OpenOptions, OsStorage, Storage};
 use sluice_wal::InsertVariant;
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -49,9 +48,8 @@ pub const DEFAULT_PROBE_BYTES: u64 = 256 << 20;
 /// One MB, as the bandwidths are reported (the paper's MB/s).
 const MB: f64 = 1e6;
 
-/// How fast the clients go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
+/// How fast the clients go (`--throughput`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Throughput {
     /// Paced to a fixed rate ([`PropagationConfig::rate`]).
     Low,
@@ -59,32 +57,7 @@ pub enum Throughput {
     High,
 }
 
-impl Throughput {
-    /// The command-line name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Throughput::Low => "low",
-            Throughput::High => "high",
-        }
-    }
-}
-
-impl fmt::Display for Throughput {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Throughput {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Throughput, String> {
-        match s {
-            "low" => Ok(Throughput::Low),
-            "high" => Ok(Throughput::High),
-            _ => Err(format!("unknown throughput '{s}' (expected low or high)")),
-        }
-    }
-}
+named_values!(Throughput, "throughput", serialize);
 
 /// One run's knobs.
 #[derive(Debug, Clone)]
@@ -605,7 +578,7 @@ mod tests {
     #[test]
     fn throughput_names_round_trip() {
         for t in [Throughput::Low, Throughput::High] {
-            assert_eq!(t.name().parse::<Throughput>(), Ok(t));
+            assert_eq!(t.to_string().parse::<Throughput>(), Ok(t));
         }
         assert!("medium".parse::<Throughput>().is_err());
     }

@@ -17,16 +17,16 @@
 mod output;
 
 use super::propagation::{self, DeviceBandwidth, PropagationConfig, PropagationResult, Throughput};
+use crate::knobs::named_values;
 use crate::output::thousands;
 use serde::Serialize;
 use sluice::{CommitProtocol, PageCleaner, Policy, Strategy};
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::time::Duration;
 
-/// Which of the propagation paper's figures a sweep draws.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which of the propagation paper's figures a sweep draws; its name (`--figure`) is the
+/// stem of its files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum SweepFigure {
     /// Fig. 3: mean write bandwidth per strategy.
     Bandwidth,
@@ -34,34 +34,7 @@ pub enum SweepFigure {
     Backlog,
 }
 
-impl SweepFigure {
-    /// Both, in the paper's order.
-    pub const ALL: [SweepFigure; 2] = [SweepFigure::Bandwidth, SweepFigure::Backlog];
-
-    /// The command-line name, also the stem of the files.
-    pub fn name(self) -> &'static str {
-        match self {
-            SweepFigure::Bandwidth => "bandwidth",
-            SweepFigure::Backlog => "backlog",
-        }
-    }
-}
-
-impl fmt::Display for SweepFigure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for SweepFigure {
-    type Err = String;
-    fn from_str(s: &str) -> Result<SweepFigure, String> {
-        SweepFigure::ALL
-            .into_iter()
-            .find(|f| f.name() == s)
-            .ok_or_else(|| format!("unknown figure '{s}' (expected bandwidth or backlog)"))
-    }
-}
+named_values!(SweepFigure, "figure", serialize);
 
 /// What to sweep.
 #[derive(Debug, Clone)]
@@ -211,8 +184,8 @@ impl SweepConfig {
 /// One run of a sweep.
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepRow {
-    /// The figure's name.
-    pub figure: &'static str,
+    /// The figure.
+    pub figure: SweepFigure,
     /// The name on the figure.
     pub label: String,
     /// The strategy, as `--strategy` spells it.
@@ -347,7 +320,7 @@ pub fn run(
             ));
         }
         rows.push(SweepRow {
-            figure: cfg.figure.name(),
+            figure: cfg.figure,
             label: p.label.clone(),
             strategy: p.strategy.to_string(),
             heap_pct: p.heap_pct,
@@ -375,11 +348,12 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::ValueEnum;
 
     #[test]
     fn figure_names_round_trip() {
-        for f in SweepFigure::ALL {
-            assert_eq!(f.name().parse::<SweepFigure>(), Ok(f));
+        for &f in SweepFigure::value_variants() {
+            assert_eq!(f.to_string().parse::<SweepFigure>(), Ok(f));
         }
         assert!("fig3".parse::<SweepFigure>().is_err());
     }

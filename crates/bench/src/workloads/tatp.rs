@@ -6,13 +6,17 @@
 //! 1–4 special-facility rows with distinct random types (is_active 85 %), and 0–3
 //! call-forwarding rows per special facility with start_time ∈ {0, 8, 16}.
 
+use crate::knobs::named_values;
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_distr::{Distribution, Zipf};
 use sluice::{Database, Error, Table, Transaction};
 
-/// The seven transaction types, in the standard mix order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+/// The seven transaction types, in the standard mix order; named on the command line
+/// (`--only`) in kebab case, in reports in the benchmark's own capitals.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum TatpKind {
     /// Read one subscriber row (35 %).
@@ -31,8 +35,11 @@ pub enum TatpKind {
     DeleteCallForwarding,
 }
 
+named_values!(TatpKind, "TATP transaction");
+
 impl TatpKind {
-    /// All seven, in mix order.
+    /// All seven, in mix order (the declaration order, as `value_variants()` lists them;
+    /// an array, so that the mix and the per-type counts index it without a call).
     pub const ALL: [TatpKind; 7] = [
         TatpKind::GetSubscriberData,
         TatpKind::GetNewDestination,
@@ -50,31 +57,6 @@ impl TatpKind {
             TatpKind::UpdateLocation => 14,
             _ => 2,
         }
-    }
-    /// The name used on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            TatpKind::GetSubscriberData => "get-subscriber-data",
-            TatpKind::GetNewDestination => "get-new-destination",
-            TatpKind::GetAccessData => "get-access-data",
-            TatpKind::UpdateSubscriberData => "update-subscriber-data",
-            TatpKind::UpdateLocation => "update-location",
-            TatpKind::InsertCallForwarding => "insert-call-forwarding",
-            TatpKind::DeleteCallForwarding => "delete-call-forwarding",
-        }
-    }
-    /// Parses a [`TatpKind::name`].
-    pub fn parse(s: &str) -> Result<TatpKind, String> {
-        TatpKind::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = TatpKind::ALL.iter().map(|k| k.name()).collect();
-                format!(
-                    "unknown TATP transaction '{s}' (expected one of: {})",
-                    names.join(", ")
-                )
-            })
     }
     /// True for the read-only types.
     pub fn read_only(self) -> bool {
@@ -658,7 +640,7 @@ pub fn check_success_rates(kinds: &[(u64, u64)]) -> Vec<String> {
             if (rate - expected).abs() > tol {
                 out.push(format!(
                     "{} succeeded {:.1} % of the time, expected {:.1} % ± {:.0}",
-                    kind.name(),
+                    kind,
                     rate * 100.0,
                     expected * 100.0,
                     tol * 100.0
@@ -714,5 +696,23 @@ impl super::driver::Workload for TatpWorkload {
         } else {
             sluice::Outcome::Rollback(false)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum;
+
+    #[test]
+    fn every_kind_is_in_the_mix_once_and_named_for_the_command_line() {
+        assert_eq!(TatpKind::ALL, TatpKind::value_variants());
+        assert_eq!(TatpKind::ALL.iter().map(|k| k.share()).sum::<u32>(), 100);
+        assert_eq!(TatpKind::UpdateLocation.to_string(), "update-location");
+        assert_eq!("update-location".parse(), Ok(TatpKind::UpdateLocation));
+        assert!("x"
+            .parse::<TatpKind>()
+            .unwrap_err()
+            .contains("get-access-data"));
     }
 }

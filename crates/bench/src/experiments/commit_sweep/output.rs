@@ -268,7 +268,7 @@ fn charts(
     rows: &[SweepRow],
     speedup: Option<&SpeedupTable>,
 ) -> Vec<(String, Chart)> {
-    let stem = cfg.figure.name();
+    let stem = cfg.figure.to_string();
     let by_commit = |r: &SweepRow| r.row.commit.clone();
     let clients = |r: &SweepRow| r.row.clients as f64;
     let log_x = cfg.clients.len() > 1;
@@ -415,7 +415,7 @@ pub(super) fn write(
     speedup: Option<&SpeedupTable>,
 ) -> Result<Vec<PathBuf>, String> {
     create_dir(out)?;
-    let stem = cfg.figure.name();
+    let stem = cfg.figure.to_string();
     let mut files = Vec::new();
     let path = out.join(format!("{stem}.csv"));
     write_file(&path, &csv(cfg.figure, rows))?;

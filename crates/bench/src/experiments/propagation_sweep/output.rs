@@ -247,7 +247,7 @@ pub(super) fn csv(r: &SweepResult) -> String {
 
 #[derive(Serialize)]
 struct JsonFile<'a> {
-    figure: &'static str,
+    figure: SweepFigure,
     device: Option<DeviceBandwidth>,
     notes: &'a [String],
     runs: &'a [SweepRow],
@@ -261,14 +261,14 @@ pub(super) fn write(
     r: &SweepResult,
 ) -> Result<Vec<PathBuf>, String> {
     create_dir(out)?;
-    let stem = cfg.figure.name();
+    let stem = cfg.figure.to_string();
     let mut files = Vec::new();
     let csv_path = out.join(format!("{stem}.csv"));
     write_file(&csv_path, &csv(r))?;
     files.push(csv_path);
     let json_path = out.join(format!("{stem}.json"));
     let json = json_line(&JsonFile {
-        figure: stem,
+        figure: cfg.figure,
         device: r.device,
         notes: &r.notes,
         runs: &r.rows,
@@ -276,10 +276,10 @@ pub(super) fn write(
     write_file(&json_path, &(json + "\n"))?;
     files.push(json_path);
     match cfg.figure {
-        SweepFigure::Bandwidth => bandwidth_chart(cfg, r).write(out, stem)?,
+        SweepFigure::Bandwidth => bandwidth_chart(cfg, r).write(out, &stem)?,
         SweepFigure::Backlog => {
             let (title, panels) = backlog_panels(cfg, r);
-            write_grid(&title, &panels, 2, out, stem)?
+            write_grid(&title, &panels, 2, out, &stem)?
         }
     }
     files.push(out.join(format!("{stem}.png")));
