@@ -4,8 +4,10 @@ use crate::progress;
 use crate::Failure;
 use sluice_bench::experiments::log_insert::{self, LogInsertConfig, RecordMix};
 use sluice_bench::experiments::log_insert_sweep::{self, Figure, SweepConfig};
+use sluice_bench::knobs::seconds;
 use sluice_bench::output::json_line;
 use sluice_wal::InsertVariant;
+use std::ops::Bound::{Excluded, Included};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -52,14 +54,8 @@ pub struct SweepArgs {
     json: bool,
 }
 
-fn duration(seconds: f64) -> Result<Duration, Failure> {
-    if seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0 {
-        Ok(Duration::from_secs_f64(seconds))
-    } else {
-        Err(Failure::Usage(format!(
-            "--seconds must be a positive number of seconds (at most a day), got {seconds}"
-        )))
-    }
+fn duration(v: f64) -> Result<Duration, Failure> {
+    seconds("--seconds", v, (Excluded(0.0), Included(86_400.0))).map_err(Failure::Usage)
 }
 
 pub fn run(a: Args) -> Result<(), Failure> {

@@ -10,8 +10,9 @@ use sluice_bench::experiments::propagation::{
     self, PropagationConfig, PropagationResult, Throughput,
 };
 use sluice_bench::experiments::propagation_sweep::{self, SweepConfig, SweepFigure};
-use sluice_bench::knobs::choices;
+use sluice_bench::knobs::{self, choices, in_range};
 use sluice_bench::output::{json_line, thousands, Table};
+use std::ops::Bound::{Excluded, Included};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -84,32 +85,22 @@ pub struct SweepArgs {
     json: bool,
 }
 
+/// `--seconds`: one sample per second, so at least one.
 fn seconds(v: f64) -> Result<Duration, Failure> {
-    if !(v.is_finite() && (1.0..=86_400.0).contains(&v)) {
-        return Err(Failure::Usage(format!(
-            "--seconds must be a number of seconds from 1 to 86400 (one sample per second), got {v}"
-        )));
-    }
-    Ok(Duration::from_secs_f64(v))
+    knobs::seconds("--seconds", v, 1.0..=86_400.0).map_err(Failure::Usage)
 }
 
+/// `--rate`, transactions per second.
 fn rate(v: Option<f64>) -> Result<f64, Failure> {
     let r = v.unwrap_or(propagation::DEFAULT_LOW_RATE);
-    if !(r.is_finite() && r > 0.0 && r <= 10_000_000.0) {
-        return Err(Failure::Usage(format!(
-            "--rate must be a number of transactions per second from above 0 to 10000000, got {r}"
-        )));
-    }
-    Ok(r)
+    in_range("--rate", r, (Excluded(0.0), Included(10_000_000.0))).map_err(Failure::Usage)
 }
 
+/// `--probe-mib`, as bytes.
 fn probe(mib: u64) -> Result<u64, Failure> {
-    if mib > 65_536 {
-        return Err(Failure::Usage(format!(
-            "--probe-mib must be at most 65536, got {mib}"
-        )));
-    }
-    Ok(mib << 20)
+    in_range("--probe-mib", mib, ..=65_536)
+        .map(|m| m << 20)
+        .map_err(Failure::Usage)
 }
 
 fn dir(d: &Option<PathBuf>) -> Result<(), Failure> {

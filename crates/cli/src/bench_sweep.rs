@@ -5,12 +5,11 @@
 use crate::progress;
 use crate::Failure;
 use sluice_bench::experiments::commit_sweep::{self, rows_table, Figure, SweepConfig, SweepError};
-use sluice_bench::knobs::choices;
+use sluice_bench::knobs::{choices, seconds};
 use sluice_bench::output::json_line;
 use sluice_storage::DeviceProfile;
 use sluice_wal::InsertVariant;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Flags of `sluice bench commit-sweep`.
 #[derive(clap::Args, Debug)]
@@ -56,15 +55,6 @@ pub struct Args {
     /// Print one JSON object per row at the end of stdout (and hide the progress bar).
     #[arg(long)]
     json: bool,
-}
-
-fn secs(name: &str, v: f64, min: f64) -> Result<Duration, Failure> {
-    if !(v.is_finite() && v >= min && v <= 3_600.0) {
-        return Err(Failure::Usage(format!(
-            "--{name} must be a number of seconds from {min} to 3600, got {v}"
-        )));
-    }
-    Ok(Duration::from_secs_f64(v))
 }
 
 /// Rejects a flag that the figure would ignore: a user who passes one expects it to
@@ -125,8 +115,8 @@ fn config(a: &Args, f: Figure, out: &Path) -> Result<SweepConfig, Failure> {
     if a.log_buffer.is_some() {
         c.scalable_buffer = a.log_buffer;
     }
-    c.seconds = secs("seconds", a.seconds, 0.1)?;
-    c.warmup = secs("warmup", a.warmup, 0.0)?;
+    c.seconds = seconds("--seconds", a.seconds, 0.1..=3_600.0).map_err(Failure::Usage)?;
+    c.warmup = seconds("--warmup", a.warmup, 0.0..=3_600.0).map_err(Failure::Usage)?;
     c.dir = a.dir.clone();
     c.normalise();
     // The library's messages name the knob; say it as the flag.

@@ -6,10 +6,9 @@ use indicatif::ProgressBar;
 use sluice_bench::compare::{
     cleanup, compare, CompareConfig, CompareProgress, CompareRow, CompareWorkload, Engine,
 };
-use sluice_bench::output::{json_line, Table};
-use sluice_bench::output::{Bar, BarChart};
+use sluice_bench::knobs::seconds;
+use sluice_bench::output::{json_line, Bar, BarChart, Table};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Flags of `sluice compare`.
 #[derive(clap::Args, Debug)]
@@ -74,15 +73,6 @@ impl CompareProgress for Bars {
             b.finish_and_clear();
         }
     }
-}
-
-fn secs(name: &str, v: f64, min: f64) -> Result<Duration, Failure> {
-    if !(v.is_finite() && v >= min && v <= 86_400.0) {
-        return Err(Failure::Usage(format!(
-            "--{name} must be a number of seconds from {min} to 86400, got {v}"
-        )));
-    }
-    Ok(Duration::from_secs_f64(v))
 }
 
 fn heading(cfg: &CompareConfig) -> String {
@@ -190,8 +180,8 @@ pub fn run(a: Args) -> Result<(), Failure> {
         clients: a.clients,
         scale: a.scale,
         subscribers: a.subscribers,
-        seconds: secs("seconds", a.seconds, 0.1)?,
-        warmup: secs("warmup", a.warmup, 0.0)?,
+        seconds: seconds("--seconds", a.seconds, 0.1..=86_400.0).map_err(Failure::Usage)?,
+        warmup: seconds("--warmup", a.warmup, 0.0..=86_400.0).map_err(Failure::Usage)?,
         rounds: a.rounds,
         dir: a.dir.clone(),
     };

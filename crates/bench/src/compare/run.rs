@@ -5,6 +5,7 @@
 use super::cleanup;
 use super::engine::{median, CompareRow, CompareWorkload, Engine, BUILD_PEERS};
 use super::postgres::{self, Cluster};
+use crate::knobs::in_range;
 use crate::metrics::Latency;
 use crate::workloads::session::{RunSpec, TatpSession, TpcbSession};
 use crate::workloads::setup::Setup;
@@ -49,33 +50,13 @@ impl CompareConfig {
                 return Err(format!("--engines names {e} twice"));
             }
         }
-        if self.clients == 0 || self.clients > 1_000 {
-            return Err(format!(
-                "--clients must be between 1 and 1000 (peers use a thread and a connection per client), got {}",
-                self.clients
-            ));
-        }
-        if self.scale == 0 || self.scale > 10_000 {
-            return Err(format!(
-                "--scale must be between 1 and 10000, got {}",
-                self.scale
-            ));
-        }
-        if self.subscribers == 0 || self.subscribers > 100_000_000 {
-            return Err(format!(
-                "--subscribers must be between 1 and 100000000, got {}",
-                self.subscribers
-            ));
-        }
-        if self.rounds == 0 || self.rounds > 100 {
-            return Err(format!(
-                "--rounds must be between 1 and 100, got {}",
-                self.rounds
-            ));
-        }
-        if self.seconds.as_secs_f64() / (self.rounds as f64) < 0.1 {
-            return Err("--seconds must give each round at least 0.1 s".into());
-        }
+        in_range("--clients", self.clients, 1..=1_000)
+            .map_err(|e| format!("{e} (peers use a thread and a connection per client)"))?;
+        in_range("--scale", self.scale, 1..=10_000)?;
+        in_range("--subscribers", self.subscribers, 1..=100_000_000)?;
+        in_range("--rounds", self.rounds, 1..=100)?;
+        let round = self.seconds.as_secs_f64() / self.rounds as f64;
+        in_range("--seconds per round", round, 0.1..)?;
         Ok(())
     }
 

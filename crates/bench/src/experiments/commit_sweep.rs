@@ -22,7 +22,7 @@ mod output;
 
 pub use output::{rows_table, SpeedupTable};
 
-use crate::knobs::named_values;
+use crate::knobs::{in_range, named_values};
 use crate::workloads::session::{Row, RunSpec, TatpSession, TpcbSession};
 use crate::workloads::setup::Setup;
 use crate::workloads::tatp::TatpKind;
@@ -61,7 +61,7 @@ pub fn default_scalable_buffer() -> Option<InsertVariant> {
 const MAX_CLIENTS: usize = 100_000;
 const MAX_POINTS: usize = 64;
 const MAX_SECONDS: f64 = 3_600.0;
-const MAX_LATENCY: Duration = Duration::from_secs(10);
+const MAX_LATENCY_SECONDS: f64 = 10.0;
 
 /// What to sweep.
 #[derive(Debug, Clone)]
@@ -135,44 +135,34 @@ impl SweepConfig {
 
     /// Checks the knobs; the message names the offending one.
     pub fn validate(&self) -> Result<(), String> {
-        if self.scale == 0 || self.scale > 10_000 {
-            return Err(format!(
-                "scale must be between 1 and 10000, got {}",
-                self.scale
-            ));
-        }
-        if self.subscribers == 0 || self.subscribers > 100_000_000 {
-            return Err(format!(
-                "subscribers must be between 1 and 100000000, got {}",
-                self.subscribers
-            ));
-        }
-        if self.clients.is_empty() || self.clients.len() > MAX_POINTS {
-            return Err(format!("clients needs 1 to {MAX_POINTS} counts"));
-        }
-        if let Some(c) = self.clients.iter().find(|&&c| c == 0 || c > MAX_CLIENTS) {
-            return Err(format!(
-                "clients must be between 1 and {MAX_CLIENTS}, got {c}"
-            ));
+        in_range("scale", self.scale, 1..=10_000)?;
+        in_range("subscribers", self.subscribers, 1..=100_000_000)?;
+        in_range(
+            "the number of client counts",
+            self.clients.len(),
+            1..=MAX_POINTS,
+        )?;
+        for &c in &self.clients {
+            in_range("clients", c, 1..=MAX_CLIENTS)?;
         }
         if self.figure == Figure::ElrSkew && self.clients.len() != 1 {
             return Err("elr-skew runs at one client count (its x axis is the skew)".into());
         }
-        if self.skews.is_empty() || self.skews.len() > MAX_POINTS {
-            return Err(format!("skews needs 1 to {MAX_POINTS} values"));
+        in_range("the number of skews", self.skews.len(), 1..=MAX_POINTS)?;
+        for &s in &self.skews {
+            in_range("skew", s, 0.0..=10.0)?;
         }
-        if let Some(s) = self
-            .skews
-            .iter()
-            .find(|s| !(s.is_finite() && (0.0..=10.0).contains(*s)))
-        {
-            return Err(format!("skew must be a number from 0 to 10, got {s}"));
-        }
-        if self.latencies.is_empty() || self.latencies.len() > MAX_POINTS {
-            return Err(format!("log latencies needs 1 to {MAX_POINTS} values"));
-        }
-        if let Some(l) = self.latencies.iter().find(|&&l| l > MAX_LATENCY) {
-            return Err(format!("log latency must be at most 10s, got {l:?}"));
+        in_range(
+            "the number of log latencies",
+            self.latencies.len(),
+            1..=MAX_POINTS,
+        )?;
+        for l in &self.latencies {
+            in_range(
+                "log latency in seconds",
+                l.as_secs_f64(),
+                ..=MAX_LATENCY_SECONDS,
+            )?;
         }
         if self.scalable_buffer == Some(InsertVariant::Mutex) {
             return Err(format!(
@@ -180,15 +170,8 @@ impl SweepConfig {
                 InsertVariant::Mutex
             ));
         }
-        let secs = self.seconds.as_secs_f64();
-        if !(0.05..=MAX_SECONDS).contains(&secs) {
-            return Err(format!(
-                "seconds must be from 0.05 to {MAX_SECONDS}, got {secs}"
-            ));
-        }
-        if self.warmup.as_secs_f64() > MAX_SECONDS {
-            return Err(format!("warm-up must be at most {MAX_SECONDS} seconds"));
-        }
+        in_range("seconds", self.seconds.as_secs_f64(), 0.05..=MAX_SECONDS)?;
+        in_range("warm-up seconds", self.warmup.as_secs_f64(), ..=MAX_SECONDS)?;
         Ok(())
     }
 

@@ -9,8 +9,10 @@
 //! copy ceiling for that thread count). Throughput is reported as payload bytes per second
 //! and as a fraction of that limit.
 
+use crate::knobs::in_range;
 use serde::Serialize;
 use sluice_wal::{frame, BufferOptions, InsertVariant, LogBuffer, Lsn, WalError};
+use std::ops::Bound::{Excluded, Unbounded};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -114,33 +116,21 @@ impl LogInsertConfig {
 
     /// Checks the configuration; the error is one line for the user.
     pub fn validate(&self) -> Result<(), String> {
-        if !(1..=MAX_THREADS).contains(&self.threads) {
-            return Err(format!(
-                "threads must be between 1 and {MAX_THREADS}, got {}",
-                self.threads
-            ));
-        }
-        if !(1..=BufferOptions::MAX_SLOTS).contains(&self.slots) {
-            return Err(format!(
-                "slots must be between 1 and {}, got {}",
-                BufferOptions::MAX_SLOTS,
-                self.slots
-            ));
-        }
-        if self.mix.bytes() == 0 {
-            return Err("records must have at least 1 byte".into());
-        }
+        in_range("threads", self.threads, 1..=MAX_THREADS)?;
+        in_range("slots", self.slots, 1..=BufferOptions::MAX_SLOTS)?;
+        in_range("record size in bytes", self.mix.bytes(), 1..)?;
         let max = max_payload(self.buffer_bytes);
-        if self.mix.largest() > max {
-            return Err(format!(
-                "a record of {} bytes does not fit the {} KiB log buffer (at most {max} bytes)",
-                self.mix.largest(),
+        in_range("record size in bytes", self.mix.largest(), ..=max).map_err(|e| {
+            format!(
+                "{e} (the largest the {} KiB log buffer takes)",
                 self.buffer_bytes >> 10
-            ));
-        }
-        if self.duration.is_zero() {
-            return Err("the duration must be positive".into());
-        }
+            )
+        })?;
+        in_range(
+            "duration in seconds",
+            self.duration.as_secs_f64(),
+            (Excluded(0.0), Unbounded),
+        )?;
         Ok(())
     }
 }

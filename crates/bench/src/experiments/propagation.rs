@@ -22,7 +22,7 @@
 //!    options (restart recovery), then the consistency check: every acknowledged commit
 //!    must be there.
 
-use crate::knobs::named_values;
+use crate::knobs::{in_range, named_values};
 use crate::workloads::driver::{self, DriverConfig};
 use crate::workloads::setup::{self, Setup};
 use crate::workloads::tpcb::{self, TpcbShape, TpcbTables, TpcbWorkload};
@@ -30,6 +30,7 @@ use serde::Serialize;
 use sluice::{Backlog, CommitProtocol, Database, Error, Options, Strategy};
 use sluice_storage::{OpenOptions, OsStorage, Storage};
 use sluice_wal::InsertVariant;
+use std::ops::Bound::{Excluded, Included};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -106,33 +107,16 @@ impl PropagationConfig {
 
     /// Checks the knobs; the message names the offending one.
     pub fn validate(&self) -> Result<(), String> {
-        let s = self.seconds.as_secs_f64();
-        if !(1.0..=86_400.0).contains(&s) {
-            return Err(format!(
-                "seconds must be from 1 to 86400 (one sample per second), got {s}"
-            ));
-        }
-        if !(self.rate.is_finite() && self.rate > 0.0 && self.rate <= 10_000_000.0) {
-            return Err(format!(
-                "rate must be a number of transactions per second above 0, got {}",
-                self.rate
-            ));
-        }
-        if self.scale == 0 || self.scale > 1_000 {
-            return Err(format!(
-                "scale must be between 1 and 1000, got {}",
-                self.scale
-            ));
-        }
-        if self.clients == 0 || self.clients > 100_000 {
-            return Err(format!(
-                "clients must be between 1 and 100000, got {}",
-                self.clients
-            ));
-        }
-        if self.probe_bytes > 64 << 30 {
-            return Err("the device measurement writes at most 64 GiB".into());
-        }
+        // One sample per second: at least one second.
+        in_range("seconds", self.seconds.as_secs_f64(), 1.0..=86_400.0)?;
+        in_range(
+            "rate (transactions per second)",
+            self.rate,
+            (Excluded(0.0), Included(10_000_000.0)),
+        )?;
+        in_range("scale", self.scale, 1..=1_000)?;
+        in_range("clients", self.clients, 1..=100_000)?;
+        in_range("probe bytes", self.probe_bytes, ..=64 << 30)?;
         if let Some(d) = &self.dir {
             if !d.is_dir() {
                 return Err(format!("dir {} is not a directory", d.display()));

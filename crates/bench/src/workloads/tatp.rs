@@ -6,7 +6,7 @@
 //! 1–4 special-facility rows with distinct random types (is_active 85 %), and 0–3
 //! call-forwarding rows per special facility with start_time ∈ {0, 8, 16}.
 
-use crate::knobs::named_values;
+use crate::knobs::{in_range, named_values};
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_distr::{Distribution, Zipf};
@@ -289,14 +289,12 @@ impl TatpGenerator {
         keys: TatpKeys,
         only: Option<TatpKind>,
     ) -> Result<TatpGenerator, String> {
-        if subscribers == 0 {
-            return Err("--subscribers must be at least 1".into());
-        }
+        in_range("subscribers", subscribers, 1..)?;
         let zipf = match keys {
-            TatpKeys::Zipf(s) if !(s.is_finite() && s >= 0.0) => {
-                return Err(format!("skew must be a number ≥ 0, got {s}"))
+            TatpKeys::Zipf(s) => {
+                let s = in_range("skew", s, 0.0..)?;
+                Some(Zipf::new(subscribers as u64, s).map_err(|e| e.to_string())?)
             }
-            TatpKeys::Zipf(s) => Some(Zipf::new(subscribers as u64, s).map_err(|e| e.to_string())?),
             _ => None,
         };
         let a = if subscribers <= 1_000_000 {

@@ -8,6 +8,7 @@
 //! another when SF > 1), a delta in ±999,999; update the account (returning its balance),
 //! insert a history row, update the teller, update the branch, commit.
 
+use crate::knobs::in_range;
 use rand::Rng;
 use rand_distr::{Distribution, Zipf};
 use sluice::{Database, Error, Table, Transaction};
@@ -100,12 +101,9 @@ pub struct TpcbGenerator {
 impl TpcbGenerator {
     /// A generator for `shape`. Fails on a negative or non-finite skew.
     pub fn new(shape: TpcbShape) -> Result<TpcbGenerator, String> {
-        if !(shape.skew.is_finite() && shape.skew >= 0.0) {
-            return Err(format!("skew must be a number ≥ 0, got {}", shape.skew));
-        }
-        if shape.scale == 0 || shape.accounts_per_branch == 0 {
-            return Err("the scale factor must be at least 1".into());
-        }
+        in_range("skew", shape.skew, 0.0..)?;
+        in_range("scale", shape.scale, 1..)?;
+        in_range("accounts per branch", shape.accounts_per_branch, 1..)?;
         let z = |n: u32| Zipf::new(n as u64, shape.skew).map_err(|e| format!("skew: {e}"));
         Ok(TpcbGenerator {
             shape,

@@ -11,6 +11,7 @@
 //! second), L_i (each log's rate), c (bytes of the commit record in the coordinator's
 //! log), L (the aggregate log rate), CPU per transaction and the response time.
 
+use crate::knobs::in_range;
 use crate::metrics::{self, Latency};
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -99,9 +100,9 @@ fn key(client: usize, txn: u64, j: usize) -> [u8; 16] {
 
 /// Runs one configuration. `tick` gets the fraction of time elapsed.
 pub fn run(cfg: &VerticalConfig, mut tick: impl FnMut(f64)) -> Result<VerticalResult, String> {
-    if cfg.log_managers == 0 || cfg.inserts_per_txn == 0 || cfg.clients == 0 {
-        return Err("log managers, inserts per transaction and clients must be at least 1".into());
-    }
+    in_range("log managers", cfg.log_managers, 1..)?;
+    in_range("inserts per transaction", cfg.inserts_per_txn, 1..)?;
+    in_range("clients", cfg.clients, 1..)?;
     // Memory-backed files (tmpfs where there is one): the devices are the model.
     let tmp = match std::path::Path::new("/dev/shm").is_dir() {
         true => tempfile::tempdir_in("/dev/shm"),
