@@ -1,4 +1,6 @@
-//! What a run measures of the process: its context switches and CPU time, the cores it has.
+//! What a run measures of the process: latency percentiles, context switches and CPU
+//! time, the cores it has. [`Latency`] and [`CpuCost`] are the fields every result
+//! reports the same way, flattened into its JSON object.
 
 use std::time::Duration;
 
@@ -62,6 +64,36 @@ impl Latency {
         Latency {
             p50_us: h.value_at_quantile(0.5),
             p99_us: h.value_at_quantile(0.99),
+        }
+    }
+}
+
+/// What the process spent per transaction in a measured window: context switches (a
+/// protocol that blocks shows in the voluntary ones) and CPU (flattened into a result's
+/// JSON object like [`Latency`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct CpuCost {
+    /// Voluntary + involuntary context switches of the process per transaction.
+    pub ctx_switches_per_txn: f64,
+    /// Of those, voluntary (a thread blocked: the protocol's own cost).
+    pub voluntary_ctx_per_txn: f64,
+    /// Of those, involuntary (a thread was preempted — on a shared machine, partly by
+    /// other processes).
+    pub involuntary_ctx_per_txn: f64,
+    /// CPU time used ÷ (wall time × cores).
+    pub cpu_util: f64,
+}
+
+impl CpuCost {
+    /// The cost of `txns` transactions (at least one is counted) that took `used` over
+    /// `seconds` of wall time.
+    pub fn of(used: &Usage, txns: u64, seconds: f64) -> CpuCost {
+        let per_txn = |n: u64| n as f64 / txns.max(1) as f64;
+        CpuCost {
+            ctx_switches_per_txn: per_txn(used.voluntary_ctx + used.involuntary_ctx),
+            voluntary_ctx_per_txn: per_txn(used.voluntary_ctx),
+            involuntary_ctx_per_txn: per_txn(used.involuntary_ctx),
+            cpu_util: used.cpu.as_secs_f64() / (seconds * cores() as f64),
         }
     }
 }

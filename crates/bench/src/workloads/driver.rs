@@ -6,7 +6,7 @@
 //! the ones the commit protocol causes — agents blocking on the log — not an artefact
 //! of one OS thread per client.
 
-use crate::metrics::{self, Latency, Usage};
+use crate::metrics::{self, CpuCost, Latency, Usage};
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
@@ -98,16 +98,9 @@ pub struct DriverResult {
     /// Latency from submission to acknowledgement.
     #[serde(flatten)]
     pub latency: Latency,
-    /// Voluntary + involuntary context switches of the process per completed
-    /// transaction.
-    pub ctx_switches_per_txn: f64,
-    /// Of those, voluntary (a thread blocked: the protocol's own cost).
-    pub voluntary_ctx_per_txn: f64,
-    /// Of those, involuntary (a thread was preempted — on a shared machine, partly by
-    /// other processes).
-    pub involuntary_ctx_per_txn: f64,
-    /// CPU time used ÷ (wall time × cores).
-    pub cpu_util: f64,
+    /// Context switches and CPU of the process per completed transaction.
+    #[serde(flatten)]
+    pub cpu: CpuCost,
     /// Log bytes written in the measured window (framing, padding, page images and
     /// checkpoint records included: everything the log daemon wrote to segment files).
     pub log_bytes: u64,
@@ -401,11 +394,7 @@ pub fn run_counting<W: Workload>(
         completed_per_sec: completed as f64 / seconds,
         committed_per_sec: committed as f64 / seconds,
         latency: Latency::of(&all),
-        ctx_switches_per_txn: (usage.voluntary_ctx + usage.involuntary_ctx) as f64
-            / completed.max(1) as f64,
-        voluntary_ctx_per_txn: usage.voluntary_ctx as f64 / completed.max(1) as f64,
-        involuntary_ctx_per_txn: usage.involuntary_ctx as f64 / completed.max(1) as f64,
-        cpu_util: usage.cpu.as_secs_f64() / (seconds * metrics::cores() as f64),
+        cpu: CpuCost::of(&usage, completed, seconds),
         log_bytes,
         log_bytes_per_txn: log_bytes as f64 / completed.max(1) as f64,
         zero_filled_bytes: log1.bytes_zero_filled - log0.bytes_zero_filled,

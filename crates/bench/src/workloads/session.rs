@@ -8,7 +8,7 @@ use super::setup::{self, BenchDb, Setup};
 use super::stored::{self, Stored};
 use super::tatp::{self, TatpGenerator, TatpKeys, TatpKind, TatpTables, TatpWorkload};
 use super::tpcb::{self, TpcbShape, TpcbTables, TpcbWorkload};
-use crate::metrics::Latency;
+use crate::metrics::{CpuCost, Latency};
 use rand::SeedableRng;
 use serde::Serialize;
 use sluice::{CommitProtocol, Error};
@@ -67,14 +67,9 @@ pub struct Row {
     /// Latency from submission to acknowledgement.
     #[serde(flatten)]
     pub latency: Latency,
-    /// Context switches per transaction (voluntary + involuntary, whole process).
-    pub ctx_switches_per_txn: f64,
-    /// Voluntary context switches per transaction (threads blocking).
-    pub voluntary_ctx_per_txn: f64,
-    /// Involuntary ones (preemption, partly by other processes).
-    pub involuntary_ctx_per_txn: f64,
-    /// CPU used ÷ (wall × cores).
-    pub cpu_util: f64,
+    /// Context switches and CPU of the process per transaction.
+    #[serde(flatten)]
+    pub cpu: CpuCost,
     /// Log bytes written per committed (TPC-B) or completed (TATP) transaction in the
     /// measured window, framing, page images and checkpoints included.
     pub log_bytes_per_txn: f64,
@@ -145,9 +140,9 @@ impl Row {
             crate::output::thousands(self.throughput()),
             self.latency.p50_us.to_string(),
             self.latency.p99_us.to_string(),
-            format!("{:.3}", self.ctx_switches_per_txn),
-            format!("{:.3}", self.voluntary_ctx_per_txn),
-            format!("{:.0} %", self.cpu_util * 100.0),
+            format!("{:.3}", self.cpu.ctx_switches_per_txn),
+            format!("{:.3}", self.cpu.voluntary_ctx_per_txn),
+            format!("{:.0} %", self.cpu.cpu_util * 100.0),
             format!("{:.0}", self.log_bytes_per_txn),
             self.aborted.to_string(),
             self.consistent.to_string(),
@@ -179,10 +174,7 @@ fn row(workload: &'static str, b: &BenchDb, spec: &RunSpec, agents: usize, r: Dr
         aborted: r.aborted,
         rolled_back: r.rolled_back,
         latency: r.latency,
-        ctx_switches_per_txn: r.ctx_switches_per_txn,
-        voluntary_ctx_per_txn: r.voluntary_ctx_per_txn,
-        involuntary_ctx_per_txn: r.involuntary_ctx_per_txn,
-        cpu_util: r.cpu_util,
+        cpu: r.cpu,
         log_bytes_per_txn: r.log_bytes_per_txn,
         zero_fill_bytes_per_txn: r.zero_filled_bytes as f64
             / (r.committed + r.rolled_back).max(1) as f64,
