@@ -5,7 +5,7 @@
 //! line that names the knob, the bounds and the value (`--clients must be between 1 and
 //! 4096, got 0`); [`seconds`] does the same for a number of seconds.
 //!
-//! Names: a choice is a `clap::ValueEnum`, and [`named_values!`] gives it `Display`,
+//! Names: a choice is a `clap::ValueEnum`, and `named_values!` gives it `Display`,
 //! `FromStr` and (when asked) `Serialize` from that derive, so each name is spelled once —
 //! by its variant, in kebab case, or its `#[value(name = …)]`.
 
