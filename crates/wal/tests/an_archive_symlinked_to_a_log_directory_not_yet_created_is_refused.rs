@@ -29,7 +29,12 @@ fn an_archive_symlinked_to_a_log_directory_not_yet_created_is_refused() {
     std::os::unix::fs::symlink(&log_dir, &link).unwrap();
     assert!(!log_dir.exists());
 
-    match Log::open_archived(storage.clone(), &[log_dir.clone()], &link, small_options()) {
+    match Log::open_archived(
+        storage.clone(),
+        std::slice::from_ref(&log_dir),
+        &link,
+        small_options(),
+    ) {
         Err(e @ WalError::InvalidArgument(_)) => {
             let m = e.to_string();
             assert!(m.contains("same directory"), "{m}");
