@@ -2,27 +2,25 @@
 //! config and returns a serialisable result; the `sluice` CLI parses flags, shows
 //! progress and prints. Keeping them here (not in the CLI) lets tests and other tools run
 //! the same experiments.
+//!
+//! The folders are layers, and imports point down only (checked by
+//! `tests/bench_modules_import_no_circle.rs`, folders included):
+//!
+//! ```text
+//!  experiments   one module per experiment of the papers: runs, sweeps, their files
+//!       │
+//!  compare       `sluice compare`: the rounds, and one folder per peer engine
+//!       │
+//!  workloads     TPC-B and TATP, the closed-loop driver, sessions, the benchmark database
+//!       │
+//!  output · metrics · knobs    tables, CSV, JSON, figures · latency and CPU · flag bounds and names
+//! ```
 
 #![warn(missing_docs)]
 
-pub mod commit_sweep;
 pub mod compare;
-pub mod driver;
-pub mod log_insert;
-pub mod log_insert_sweep;
-pub mod partition_gamma;
-pub mod partition_tpcb;
-pub mod partition_vertical;
-pub mod plot;
-pub mod plot_bars;
-pub mod propagation;
-pub mod propagation_sweep;
-pub mod report;
-pub mod session;
-pub mod setup;
-pub mod stored;
-pub mod sys;
-pub mod tatp;
-pub mod tpcb;
-pub mod tpcb_crash;
-pub mod wal;
+pub mod experiments;
+pub mod knobs;
+pub mod metrics;
+pub mod output;
+pub mod workloads;

@@ -1,7 +1,7 @@
 //! A tiny commit-protocol sweep writes its CSV, JSON and figures, with one row per
 //! planned run and the columns the figure's readers expect.
 
-use sluice_bench::commit_sweep::{self, Figure, SweepConfig};
+use sluice_bench::experiments::commit_sweep::{self, Figure, SweepConfig};
 use std::path::Path;
 use std::time::Duration;
 

@@ -4,8 +4,8 @@
 //! this build — is a row that says why).
 
 use sluice::Strategy;
-use sluice_bench::propagation::{self, PropagationConfig, Throughput};
-use sluice_bench::propagation_sweep::{self, SweepConfig, SweepFigure};
+use sluice_bench::experiments::propagation::{self, PropagationConfig, Throughput};
+use sluice_bench::experiments::propagation_sweep::{self, SweepConfig, SweepFigure};
 use std::time::Duration;
 
 #[test]

@@ -9,7 +9,7 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use sluice::{AgentOptions, Agents, CommitProtocol, Database, Error, Options, Outcome};
-use sluice_bench::tpcb::{self, TpcbGenerator, TpcbShape, TpcbTables};
+use sluice_bench::workloads::tpcb::{self, TpcbGenerator, TpcbShape, TpcbTables};
 use sluice_storage::{FaultKind, FaultOp, FaultPlan, SimStorage};
 use sluice_testkit::fence::FencedStorage;
 use std::collections::HashSet;

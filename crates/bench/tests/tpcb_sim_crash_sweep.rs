@@ -3,9 +3,9 @@
 //! loss, failed fsync, read errors in recovery; halts during recovery too). Every
 //! recovered state must be a commit-order prefix holding every acknowledged transaction,
 //! with balances that are exactly the sums of its transactions' deltas and TPC-B's
-//! identities intact (`sluice_bench::tpcb_crash`).
+//! identities intact (`sluice_bench::experiments::tpcb_crash`).
 
-use sluice_bench::tpcb_crash::crash_test_tpcb;
+use sluice_bench::experiments::tpcb_crash::crash_test_tpcb;
 
 const SEEDS: u64 = 400;
 

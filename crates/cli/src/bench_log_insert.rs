@@ -2,10 +2,12 @@
 
 use crate::progress;
 use crate::Failure;
-use sluice_bench::log_insert::{self, LogInsertConfig, RecordMix};
-use sluice_bench::log_insert_sweep::{self, Figure, SweepConfig};
-use sluice_bench::report::json_line;
+use sluice_bench::experiments::log_insert::{self, LogInsertConfig, RecordMix};
+use sluice_bench::experiments::log_insert_sweep::{self, Figure, SweepConfig};
+use sluice_bench::knobs::seconds;
+use sluice_bench::output::json_line;
 use sluice_wal::InsertVariant;
+use std::ops::Bound::{Excluded, Included};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -38,9 +40,9 @@ pub struct Args {
 /// Flags of `sluice bench log-insert-sweep`.
 #[derive(clap::Args, Debug)]
 pub struct SweepArgs {
-    /// Which figure: threads, size, outlier or slots.
-    #[arg(long)]
-    figure: FigureArg,
+    /// Which figure.
+    #[arg(long, value_enum)]
+    figure: Figure,
     /// Directory for the CSV, JSON, PNG and SVG files.
     #[arg(long)]
     out: PathBuf,
@@ -52,34 +54,8 @@ pub struct SweepArgs {
     json: bool,
 }
 
-/// `--figure` values.
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-enum FigureArg {
-    Threads,
-    Size,
-    Outlier,
-    Slots,
-}
-
-impl From<FigureArg> for Figure {
-    fn from(f: FigureArg) -> Figure {
-        match f {
-            FigureArg::Threads => Figure::Threads,
-            FigureArg::Size => Figure::Size,
-            FigureArg::Outlier => Figure::Outlier,
-            FigureArg::Slots => Figure::Slots,
-        }
-    }
-}
-
-fn duration(seconds: f64) -> Result<Duration, Failure> {
-    if seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0 {
-        Ok(Duration::from_secs_f64(seconds))
-    } else {
-        Err(Failure::Usage(format!(
-            "--seconds must be a positive number of seconds (at most a day), got {seconds}"
-        )))
-    }
+fn duration(v: f64) -> Result<Duration, Failure> {
+    seconds("--seconds", v, (Excluded(0.0), Included(86_400.0))).map_err(Failure::Usage)
 }
 
 pub fn run(a: Args) -> Result<(), Failure> {
@@ -127,12 +103,12 @@ pub fn run(a: Args) -> Result<(), Failure> {
 }
 
 pub fn sweep(a: SweepArgs) -> Result<(), Failure> {
-    let mut cfg = SweepConfig::new(a.figure.into());
+    let mut cfg = SweepConfig::new(a.figure);
     cfg.per_point = duration(a.seconds)?;
     // Fail before the runs, not after, when the output cannot be written.
     crate::out_dir(&a.out)?;
     let total = cfg.plan().len() as u64;
-    let pb = progress::bar(total, &format!("sweep {}", cfg.figure.name()), a.json);
+    let pb = progress::bar(total, &format!("sweep {}", cfg.figure), a.json);
     let results = log_insert_sweep::run(&cfg, |done, all| {
         pb.set_length(all as u64);
         pb.set_position(done as u64);
@@ -140,7 +116,7 @@ pub fn sweep(a: SweepArgs) -> Result<(), Failure> {
     pb.finish_and_clear();
     println!("{}", log_insert_sweep::table(&results).render());
     log_insert_sweep::write_outputs(&a.out, cfg.figure, &results).map_err(Failure::Runtime)?;
-    let stem = a.out.join(cfg.figure.name());
+    let stem = a.out.join(cfg.figure.to_string());
     eprintln!(
         "wrote {0}.csv, {0}.json, {0}.png and {0}.svg",
         stem.display()

@@ -6,9 +6,10 @@
 
 use crate::progress;
 use crate::Failure;
-use sluice_bench::partition_gamma::{self, GammaConfig};
-use sluice_bench::partition_vertical::{self, VerticalConfig};
-use sluice_bench::report::{json_line, Table};
+use sluice_bench::experiments::partition::{self, gamma::GammaConfig, vertical::VerticalConfig};
+use sluice_bench::knobs::in_range;
+use sluice_bench::output::{json_line, Table};
+use std::ops::Bound::{Excluded, Included};
 use std::time::Duration;
 
 /// Flags of `sluice bench partition`.
@@ -68,20 +69,12 @@ pub fn run(a: Args) -> Result<(), Failure> {
                 .into(),
         ));
     }
-    if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 86_400.0) {
-        return Err(Failure::Usage(format!(
-            "--seconds must be a positive number of seconds (at most a day), got {}",
-            a.seconds
-        )));
-    }
+    in_range("--seconds", a.seconds, (Excluded(0.0), Included(86_400.0)))
+        .map_err(Failure::Usage)?;
     let device = a
         .device_mb_per_s
         .unwrap_or(if a.horizontal.is_empty() { 4.0 } else { 16.0 });
-    if !(device.is_finite() && (0.1..=1e5).contains(&device)) {
-        return Err(Failure::Usage(format!(
-            "--device-mb-per-s must be between 0.1 and 100000, got {device}"
-        )));
-    }
+    in_range("--device-mb-per-s", device, 0.1..=1e5).map_err(Failure::Usage)?;
     if a.tpcb_overhead {
         overhead(&a)
     } else if a.horizontal.is_empty() {
@@ -92,24 +85,9 @@ pub fn run(a: Args) -> Result<(), Failure> {
 }
 
 fn overhead(a: &Args) -> Result<(), Failure> {
-    if a.scale == 0 || a.scale > 1000 {
-        return Err(Failure::Usage(format!(
-            "--scale must be between 1 and 1000, got {}",
-            a.scale
-        )));
-    }
-    if a.rounds == 0 || a.rounds > 100 {
-        return Err(Failure::Usage(format!(
-            "--rounds must be between 1 and 100, got {}",
-            a.rounds
-        )));
-    }
-    if a.clients == 0 || a.clients > 4096 {
-        return Err(Failure::Usage(format!(
-            "--clients must be between 1 and 4096, got {}",
-            a.clients
-        )));
-    }
+    in_range("--scale", a.scale, 1..=1000).map_err(Failure::Usage)?;
+    in_range("--rounds", a.rounds, 1..=100).map_err(Failure::Usage)?;
+    in_range("--clients", a.clients, 1..=4096).map_err(Failure::Usage)?;
     let parent = a.dir.clone().unwrap_or_else(|| ".".into());
     if !parent.is_dir() {
         return Err(Failure::Usage(format!(
@@ -120,14 +98,14 @@ fn overhead(a: &Args) -> Result<(), Failure> {
     let dir = tempfile::tempdir_in(&parent).map_err(|e| {
         Failure::Runtime(format!("temporary directory in {}: {e}", parent.display()))
     })?;
-    let cfg = sluice_bench::partition_tpcb::OverheadConfig {
+    let cfg = sluice_bench::experiments::partition::overhead::OverheadConfig {
         scale: a.scale,
         clients: a.clients,
         rounds: a.rounds,
         seconds: a.seconds,
     };
     let pb = progress::bar(1000, "bench partition --tpcb-overhead", a.json);
-    let r = sluice_bench::partition_tpcb::run(dir.path(), &cfg, |f| {
+    let r = sluice_bench::experiments::partition::overhead::run(dir.path(), &cfg, |f| {
         pb.set_position((f * 1000.0) as u64)
     })
     .map_err(Failure::Runtime)?;
@@ -148,27 +126,13 @@ fn overhead(a: &Args) -> Result<(), Failure> {
 }
 
 fn vertical(a: &Args, device: f64) -> Result<(), Failure> {
-    if let Some(&k) = a
-        .log_managers
-        .iter()
-        .find(|&&k| k == 0 || k > sluice::MAX_LOG_MANAGERS)
-    {
-        return Err(Failure::Usage(format!(
-            "--log-managers must be between 1 and {}, got {k}",
-            sluice::MAX_LOG_MANAGERS
-        )));
+    for &k in &a.log_managers {
+        in_range("--log-managers", k, 1..=sluice::MAX_LOG_MANAGERS).map_err(Failure::Usage)?;
     }
-    if let Some(&n) = a.inserts_per_txn.iter().find(|&&n| n == 0 || n > 10_000) {
-        return Err(Failure::Usage(format!(
-            "--inserts-per-txn must be between 1 and 10000, got {n}"
-        )));
+    for &n in &a.inserts_per_txn {
+        in_range("--inserts-per-txn", n, 1..=10_000).map_err(Failure::Usage)?;
     }
-    if a.clients == 0 || a.clients > 4096 {
-        return Err(Failure::Usage(format!(
-            "--clients must be between 1 and 4096, got {}",
-            a.clients
-        )));
-    }
+    in_range("--clients", a.clients, 1..=4096).map_err(Failure::Usage)?;
     let mut t = Table::new([
         "log managers",
         "inserts/txn",
@@ -197,7 +161,7 @@ fn vertical(a: &Args, device: f64) -> Result<(), Failure> {
                 &format!("bench partition --log-managers {k} --inserts-per-txn {n}"),
                 a.json,
             );
-            let r = partition_vertical::run(&cfg, |f| pb.set_position((f * 1000.0) as u64))
+            let r = partition::vertical::run(&cfg, |f| pb.set_position((f * 1000.0) as u64))
                 .map_err(Failure::Runtime)?;
             pb.finish_and_clear();
             t.row([
@@ -213,8 +177,8 @@ fn vertical(a: &Args, device: f64) -> Result<(), Failure> {
                 format!("{:.0}", r.commit_record_bytes),
                 format!("{:.2}", r.log_mb_per_s),
                 format!("{:.0}", r.cpu_us_per_txn),
-                format!("{:.1}", r.p50_us as f64 / 1e3),
-                format!("{:.1}", r.p99_us as f64 / 1e3),
+                format!("{:.1}", r.latency.p50_us as f64 / 1e3),
+                format!("{:.1}", r.latency.p99_us as f64 / 1e3),
             ]);
             results.push(r);
         }
@@ -233,23 +197,11 @@ fn vertical(a: &Args, device: f64) -> Result<(), Failure> {
 }
 
 fn horizontal(a: &Args, device: f64) -> Result<(), Failure> {
-    if let Some(&d) = a
-        .horizontal
-        .iter()
-        .find(|&&d| d == 0 || d > sluice_wal::dirs::MAX_LOG_DIRS)
-    {
-        return Err(Failure::Usage(format!(
-            "--horizontal must be between 1 and {} directories, got {d}",
-            sluice_wal::dirs::MAX_LOG_DIRS
-        )));
+    for &d in &a.horizontal {
+        in_range("--horizontal", d, 1..=sluice_wal::dirs::MAX_LOG_DIRS).map_err(Failure::Usage)?;
     }
-    let segment_bytes = a.segment_kib.saturating_mul(1024);
-    if !(64 << 10..=64 << 20).contains(&segment_bytes) {
-        return Err(Failure::Usage(format!(
-            "--segment-kib must be between 64 and 65536, got {}",
-            a.segment_kib
-        )));
-    }
+    let segment_bytes =
+        in_range("--segment-kib", a.segment_kib, 64..=65_536).map_err(Failure::Usage)? * 1024;
     let mut t = Table::new([
         "dirs",
         "γ",
@@ -269,7 +221,7 @@ fn horizontal(a: &Args, device: f64) -> Result<(), Failure> {
             ..GammaConfig::default()
         };
         let pb = progress::bar(1000, &format!("bench partition --horizontal {d}"), a.json);
-        let r = partition_gamma::run(&cfg, |f| pb.set_position((f * 1000.0) as u64))?;
+        let r = partition::gamma::run(&cfg, |f| pb.set_position((f * 1000.0) as u64))?;
         pb.finish_and_clear();
         t.row([
             d.to_string(),
@@ -318,37 +270,14 @@ pub struct LmaxArgs {
 /// `sluice measure-lmax`: Lmax, the log rate at which one log manager stops rising as
 /// generators are added.
 pub fn lmax(a: LmaxArgs) -> Result<(), Failure> {
-    if a.inserts_per_txn == 0 || a.inserts_per_txn > 10_000 {
-        return Err(Failure::Usage(format!(
-            "--inserts-per-txn must be between 1 and 10000, got {}",
-            a.inserts_per_txn
-        )));
-    }
-    if !(a.seconds.is_finite() && a.seconds >= 0.1 && a.seconds <= 3600.0) {
-        return Err(Failure::Usage(format!(
-            "--seconds must be between 0.1 and 3600, got {}",
-            a.seconds
-        )));
-    }
-    if a.max_generators == 0 || a.max_generators > 1024 {
-        return Err(Failure::Usage(format!(
-            "--max-generators must be between 1 and 1024, got {}",
-            a.max_generators
-        )));
-    }
-    if !(a.min_gain.is_finite() && (0.0..=1.0).contains(&a.min_gain)) {
-        return Err(Failure::Usage(format!(
-            "--min-gain must be between 0 and 1, got {}",
-            a.min_gain
-        )));
-    }
+    in_range("--inserts-per-txn", a.inserts_per_txn, 1..=10_000).map_err(Failure::Usage)?;
+    in_range("--seconds", a.seconds, 0.1..=3600.0).map_err(Failure::Usage)?;
+    in_range("--max-generators", a.max_generators, 1..=1024).map_err(Failure::Usage)?;
+    in_range("--min-gain", a.min_gain, 0.0..=1.0).map_err(Failure::Usage)?;
     let device = match a.device_mb_per_s {
         None => u64::MAX / 4,
-        Some(m) if m.is_finite() && (0.1..=1e5).contains(&m) => (m * 1e6) as u64,
         Some(m) => {
-            return Err(Failure::Usage(format!(
-                "--device-mb-per-s must be between 0.1 and 100000, got {m}"
-            )))
+            (in_range("--device-mb-per-s", m, 0.1..=1e5).map_err(Failure::Usage)? * 1e6) as u64
         }
     };
     let base = VerticalConfig {
@@ -359,7 +288,7 @@ pub fn lmax(a: LmaxArgs) -> Result<(), Failure> {
     };
     let steps = (a.max_generators as f64).log2().floor() as u64 + 1;
     let pb = progress::bar(steps, "measure-lmax", a.json);
-    let r = partition_vertical::measure_lmax(&base, a.max_generators, a.min_gain, |_| pb.inc(1))
+    let r = partition::vertical::measure_lmax(&base, a.max_generators, a.min_gain, |_| pb.inc(1))
         .map_err(Failure::Runtime)?;
     pb.finish_and_clear();
     let mut t = Table::new(["generators", "log MB/s", "tps"]);

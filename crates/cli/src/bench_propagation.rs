@@ -1,14 +1,18 @@
 //! `sluice bench propagation` and `sluice bench propagation-sweep`: the update-propagation
 //! experiment (the propagation paper §5). The runs, files and figures live in
-//! `sluice_bench::propagation` and `sluice_bench::propagation_sweep`; this module parses
+//! `sluice_bench::experiments::propagation` and `propagation_sweep`; this module parses
 //! flags, shows progress and prints.
 
 use crate::progress;
 use crate::Failure;
 use sluice::Strategy;
-use sluice_bench::propagation::{self, PropagationConfig, PropagationResult, Throughput};
-use sluice_bench::propagation_sweep::{self, SweepConfig, SweepFigure};
-use sluice_bench::report::{json_line, thousands, Table};
+use sluice_bench::experiments::propagation::{
+    self, PropagationConfig, PropagationResult, Throughput,
+};
+use sluice_bench::experiments::propagation_sweep::{self, SweepConfig, SweepFigure};
+use sluice_bench::knobs::{self, choices, in_range};
+use sluice_bench::output::{json_line, thousands, Table};
+use std::ops::Bound::{Excluded, Included};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -25,8 +29,8 @@ pub struct Args {
     #[arg(long, default_value_t = 10.0)]
     seconds: f64,
     /// high: clients at full speed; low: the same clients paced to --rate.
-    #[arg(long, default_value = "high")]
-    throughput: String,
+    #[arg(long, value_enum, default_value_t = Throughput::High)]
+    throughput: Throughput,
     /// The low-throughput rate, transactions per second (low only) [default: 2000, a
     /// tenth of full speed on a 2-core machine, the paper's ratio].
     #[arg(long)]
@@ -53,8 +57,8 @@ pub struct Args {
 pub struct SweepArgs {
     /// bandwidth (the paper's Fig. 3: mean write MB/s per strategy) or backlog (Fig. 4:
     /// dirty pages and REDO length over time, low and high throughput). Required.
-    #[arg(long)]
-    figure: Option<String>,
+    #[arg(long, value_enum)]
+    figure: Option<SweepFigure>,
     /// Directory for <figure>.csv, <figure>.json, <figure>.png and <figure>.svg. Required.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -81,32 +85,22 @@ pub struct SweepArgs {
     json: bool,
 }
 
+/// `--seconds`: one sample per second, so at least one.
 fn seconds(v: f64) -> Result<Duration, Failure> {
-    if !(v.is_finite() && (1.0..=86_400.0).contains(&v)) {
-        return Err(Failure::Usage(format!(
-            "--seconds must be a number of seconds from 1 to 86400 (one sample per second), got {v}"
-        )));
-    }
-    Ok(Duration::from_secs_f64(v))
+    knobs::seconds("--seconds", v, 1.0..=86_400.0).map_err(Failure::Usage)
 }
 
+/// `--rate`, transactions per second.
 fn rate(v: Option<f64>) -> Result<f64, Failure> {
     let r = v.unwrap_or(propagation::DEFAULT_LOW_RATE);
-    if !(r.is_finite() && r > 0.0 && r <= 10_000_000.0) {
-        return Err(Failure::Usage(format!(
-            "--rate must be a number of transactions per second from above 0 to 10000000, got {r}"
-        )));
-    }
-    Ok(r)
+    in_range("--rate", r, (Excluded(0.0), Included(10_000_000.0))).map_err(Failure::Usage)
 }
 
+/// `--probe-mib`, as bytes.
 fn probe(mib: u64) -> Result<u64, Failure> {
-    if mib > 65_536 {
-        return Err(Failure::Usage(format!(
-            "--probe-mib must be at most 65536, got {mib}"
-        )));
-    }
-    Ok(mib << 20)
+    in_range("--probe-mib", mib, ..=65_536)
+        .map(|m| m << 20)
+        .map_err(Failure::Usage)
 }
 
 fn dir(d: &Option<PathBuf>) -> Result<(), Failure> {
@@ -226,10 +220,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
     let strategy: Strategy = name
         .parse()
         .map_err(|e: sluice::Error| Failure::Usage(format!("--strategy: {e}")))?;
-    let throughput: Throughput = a
-        .throughput
-        .parse()
-        .map_err(|e: String| Failure::Usage(format!("--throughput: {e}")))?;
+    let throughput = a.throughput;
     if a.rate.is_some() && throughput != Throughput::Low {
         return Err(Failure::Usage(
             "--rate applies only to --throughput low".into(),
@@ -261,14 +252,12 @@ pub fn run(a: Args) -> Result<(), Failure> {
 }
 
 pub fn sweep(a: SweepArgs) -> Result<(), Failure> {
-    let Some(figure) = &a.figure else {
-        return Err(Failure::Usage(
-            "--figure is required: bandwidth or backlog".into(),
-        ));
+    let Some(figure) = a.figure else {
+        return Err(Failure::Usage(format!(
+            "--figure is required: one of {}",
+            choices::<SweepFigure>()
+        )));
     };
-    let figure: SweepFigure = figure
-        .parse()
-        .map_err(|e: String| Failure::Usage(format!("--figure: {e}")))?;
     let Some(out) = a.out.clone() else {
         return Err(Failure::Usage(
             "--out DIR is required (where the CSV, JSON and figures go)".into(),
@@ -297,7 +286,7 @@ pub fn sweep(a: SweepArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::Usage(format!("invalid sweep: {e}")))?;
     crate::out_dir(&out)?;
     let total = cfg.plan().len() as u64;
-    let pb = progress::bar(total * 1000, figure.name(), a.json);
+    let pb = progress::bar(total * 1000, &figure.to_string(), a.json);
     let r = propagation_sweep::run(&cfg, &out, |p| {
         pb.set_position((p.done * 1000.0) as u64);
         pb.set_message(format!("{figure} · {}", p.what));

@@ -1,24 +1,23 @@
 //! `sluice bench commit-sweep`: the commit-protocol sweeps that draw Aether's Figs. 3, 4,
-//! 5 and 9. The runs and the files live in `sluice_bench::commit_sweep`; this module
+//! 5 and 9. The runs and the files live in `sluice_bench::experiments::commit_sweep`; this module
 //! parses flags, shows one progress bar over all points and prints the tables.
 
 use crate::progress;
 use crate::Failure;
-use sluice_bench::commit_sweep::{self, rows_table, Figure, SweepConfig, SweepError};
-use sluice_bench::report::json_line;
+use sluice_bench::experiments::commit_sweep::{self, rows_table, Figure, SweepConfig, SweepError};
+use sluice_bench::knobs::{choices, seconds};
+use sluice_bench::output::json_line;
 use sluice_storage::DeviceProfile;
 use sluice_wal::InsertVariant;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Flags of `sluice bench commit-sweep`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The figure: elr-skew (Aether Fig. 3), ctx (Fig. 4), clients (Fig. 5),
-    /// tatp-components (Fig. 9). Required.
+    /// The figure (one of Aether's Figs. 3, 4, 5 and 9). Required.
     // Optional to clap and checked here: clap's own "required arguments" error puts the
     // missing names on a second line, which the one-line error policy would cut off.
-    #[arg(long)]
+    #[arg(long, value_enum)]
     figure: Option<Figure>,
     /// Directory for <figure>.csv, <figure>.json and the figures (PNG and SVG). Required.
     #[arg(long)]
@@ -58,20 +57,11 @@ pub struct Args {
     json: bool,
 }
 
-fn secs(name: &str, v: f64, min: f64) -> Result<Duration, Failure> {
-    if !(v.is_finite() && v >= min && v <= 3_600.0) {
-        return Err(Failure::Usage(format!(
-            "--{name} must be a number of seconds from {min} to 3600, got {v}"
-        )));
-    }
-    Ok(Duration::from_secs_f64(v))
-}
-
 /// Rejects a flag that the figure would ignore: a user who passes one expects it to
 /// matter, and a silently ignored knob makes a wrong figure look right.
 fn only_for(given: bool, flag: &str, figures: &[Figure], figure: Figure) -> Result<(), Failure> {
     if given && !figures.contains(&figure) {
-        let names: Vec<_> = figures.iter().map(|f| f.name()).collect();
+        let names: Vec<_> = figures.iter().map(|f| f.to_string()).collect();
         return Err(Failure::Usage(format!(
             "--{flag} applies only to --figure {}, not {figure}",
             names.join(" or ")
@@ -125,8 +115,8 @@ fn config(a: &Args, f: Figure, out: &Path) -> Result<SweepConfig, Failure> {
     if a.log_buffer.is_some() {
         c.scalable_buffer = a.log_buffer;
     }
-    c.seconds = secs("seconds", a.seconds, 0.1)?;
-    c.warmup = secs("warmup", a.warmup, 0.0)?;
+    c.seconds = seconds("--seconds", a.seconds, 0.1..=3_600.0).map_err(Failure::Usage)?;
+    c.warmup = seconds("--warmup", a.warmup, 0.0..=3_600.0).map_err(Failure::Usage)?;
     c.dir = a.dir.clone();
     c.normalise();
     // The library's messages name the knob; say it as the flag.
@@ -151,10 +141,9 @@ fn config(a: &Args, f: Figure, out: &Path) -> Result<SweepConfig, Failure> {
 
 pub fn run(a: Args) -> Result<(), Failure> {
     let Some(figure) = a.figure else {
-        let names: Vec<_> = Figure::ALL.iter().map(|f| f.name()).collect();
         return Err(Failure::Usage(format!(
             "--figure is required: one of {}",
-            names.join(", ")
+            choices::<Figure>()
         )));
     };
     let Some(out) = a.out.clone() else {
@@ -166,7 +155,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
     // Fail before an hour of runs, not after, when the output cannot be written.
     crate::out_dir(&out)?;
     let total = cfg.plan().len() as u64;
-    let pb = progress::bar(total * 1000, figure.name(), a.json);
+    let pb = progress::bar(total * 1000, &figure.to_string(), a.json);
     let result = commit_sweep::run(&cfg, &out, |p| {
         pb.set_position((p.done * 1000.0) as u64);
         pb.set_message(format!("{figure} · {}", p.what));

@@ -3,12 +3,13 @@
 use crate::progress;
 use crate::Failure;
 use sluice::CommitProtocol;
-use sluice_bench::report::{json_line, Table};
-use sluice_bench::session::{Row, RunSpec, TatpSession, TpcbSession};
-use sluice_bench::setup::{self, BenchDb, Setup};
-use sluice_bench::stored::{self, Stored};
-use sluice_bench::tatp::TatpKind;
-use sluice_bench::tpcb::{self, TpcbShape};
+use sluice_bench::knobs::{self, in_range};
+use sluice_bench::output::{json_line, Table};
+use sluice_bench::workloads::session::{Row, RunSpec, TatpSession, TpcbSession};
+use sluice_bench::workloads::setup::{self, BenchDb, Setup};
+use sluice_bench::workloads::stored::{self, Stored};
+use sluice_bench::workloads::tatp::TatpKind;
+use sluice_bench::workloads::tpcb::{self, TpcbShape};
 use sluice_storage::DeviceProfile;
 use sluice_wal::InsertVariant;
 use std::path::{Path, PathBuf};
@@ -90,20 +91,11 @@ pub struct TatpArgs {
     #[arg(long)]
     subscribers: Option<u32>,
     /// Run only one transaction type (e.g. update-location).
-    #[arg(long, value_parser = TatpKind::parse)]
+    #[arg(long, value_enum)]
     only: Option<TatpKind>,
     /// Uniform subscriber choice instead of NURand.
     #[arg(long)]
     uniform: bool,
-}
-
-fn secs(name: &str, v: f64, min: f64) -> Result<Duration, Failure> {
-    if !(v.is_finite() && v >= min && v <= 86_400.0) {
-        return Err(Failure::Usage(format!(
-            "--{name} must be a number of seconds from {min} to 86400, got {v}"
-        )));
-    }
-    Ok(Duration::from_secs_f64(v))
 }
 
 struct Checked {
@@ -112,21 +104,11 @@ struct Checked {
 }
 
 fn check(c: &Common) -> Result<Checked, Failure> {
-    if c.clients == 0 || c.clients > 100_000 {
-        return Err(Failure::Usage(format!(
-            "--clients must be between 1 and 100000, got {}",
-            c.clients
-        )));
+    in_range("--clients", c.clients, 1..=100_000).map_err(Failure::Usage)?;
+    if let Some(a) = c.agents {
+        in_range("--agents", a, 1..=4096).map_err(Failure::Usage)?;
     }
-    if matches!(c.agents, Some(a) if a == 0 || a > 4096) {
-        return Err(Failure::Usage("--agents must be between 1 and 4096".into()));
-    }
-    if !(c.skew.is_finite() && (0.0..=10.0).contains(&c.skew)) {
-        return Err(Failure::Usage(format!(
-            "--skew must be a number from 0 to 10, got {}",
-            c.skew
-        )));
-    }
+    in_range("--skew", c.skew, 0.0..=10.0).map_err(Failure::Usage)?;
     if c.commit.is_empty() {
         return Err(Failure::Usage(
             "--commit needs at least one protocol".into(),
@@ -139,8 +121,8 @@ fn check(c: &Common) -> Result<Checked, Failure> {
                 .map_err(|e| Failure::Usage(format!("--log-latency: {e}")))?,
         ),
     };
-    let seconds = secs("seconds", c.seconds, 0.1)?;
-    let warmup = secs("warmup", c.warmup, 0.0)?;
+    let seconds = knobs::seconds("--seconds", c.seconds, 0.1..=86_400.0).map_err(Failure::Usage)?;
+    let warmup = knobs::seconds("--warmup", c.warmup, 0.0..=86_400.0).map_err(Failure::Usage)?;
     let specs = c
         .commit
         .iter()
@@ -332,11 +314,8 @@ fn refuse(dir: &Path, found: &Stored, want: &Stored, hint: &str) -> Failure {
 
 pub fn tpcb(a: TpcbArgs) -> Result<(), Failure> {
     let ck = check(&a.common)?;
-    if matches!(a.scale, Some(s) if s == 0 || s > 10_000) {
-        return Err(Failure::Usage(format!(
-            "--scale must be between 1 and 10000, got {}",
-            a.scale.unwrap_or(0)
-        )));
+    if let Some(s) = a.scale {
+        in_range("--scale", s, 1..=10_000).map_err(Failure::Usage)?;
     }
     let existing = existing(&a.common)?;
     let scale = a.scale.unwrap_or(10);
@@ -408,11 +387,8 @@ pub fn tpcb(a: TpcbArgs) -> Result<(), Failure> {
 
 pub fn tatp(a: TatpArgs) -> Result<(), Failure> {
     let ck = check(&a.common)?;
-    if matches!(a.subscribers, Some(n) if n == 0 || n > 100_000_000) {
-        return Err(Failure::Usage(format!(
-            "--subscribers must be between 1 and 100000000, got {}",
-            a.subscribers.unwrap_or(0)
-        )));
+    if let Some(n) = a.subscribers {
+        in_range("--subscribers", n, 1..=100_000_000).map_err(Failure::Usage)?;
     }
     let existing = existing(&a.common)?;
     let subscribers = a.subscribers.unwrap_or(100_000);

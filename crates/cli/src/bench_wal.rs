@@ -2,11 +2,12 @@
 
 use crate::progress;
 use crate::Failure;
-use sluice_bench::report::{json_line, thousands, Table};
-use sluice_bench::wal::{self, WalBenchConfig};
+use sluice_bench::experiments::wal::{self, WalBenchConfig};
+use sluice_bench::knobs::{in_range, seconds};
+use sluice_bench::output::{json_line, thousands, Table};
 use sluice_wal::InsertVariant;
+use std::ops::Bound::{Excluded, Included};
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// Flags of `sluice bench wal`.
 #[derive(clap::Args, Debug)]
@@ -33,28 +34,15 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<(), Failure> {
-    if a.threads == 0 || a.threads > 4096 {
-        return Err(Failure::Usage(format!(
-            "--threads must be between 1 and 4096, got {}",
-            a.threads
-        )));
-    }
-    if a.record_size == 0 || a.record_size > 1 << 20 {
-        return Err(Failure::Usage(format!(
-            "--record-size must be between 1 and 1048576 bytes, got {}",
-            a.record_size
-        )));
-    }
-    if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 86_400.0) {
-        return Err(Failure::Usage(format!(
-            "--seconds must be a positive number of seconds (at most a day), got {}",
-            a.seconds
-        )));
-    }
+    let threads = in_range("--threads", a.threads, 1..=4096).map_err(Failure::Usage)?;
+    let record_bytes =
+        in_range("--record-size", a.record_size, 1..=1 << 20).map_err(Failure::Usage)?;
+    let duration = seconds("--seconds", a.seconds, (Excluded(0.0), Included(86_400.0)))
+        .map_err(Failure::Usage)?;
     let cfg = WalBenchConfig {
-        threads: a.threads,
-        record_bytes: a.record_size,
-        duration: Duration::from_secs_f64(a.seconds),
+        threads,
+        record_bytes,
+        duration,
         dir: a.dir,
         variant: a.log_buffer,
     };
@@ -76,8 +64,8 @@ pub fn run(a: Args) -> Result<(), Failure> {
         thousands(r.appends_per_sec),
         thousands(r.syncs_per_sec),
         format!("{:.1}", r.appends_per_sync),
-        r.p50_us.to_string(),
-        r.p99_us.to_string(),
+        r.latency.p50_us.to_string(),
+        r.latency.p99_us.to_string(),
     ]);
     println!("{}", t.render());
     if a.json {

@@ -3,26 +3,18 @@
 use crate::progress;
 use crate::Failure;
 use indicatif::ProgressBar;
-use sluice_bench::compare::run::CompareWorkload;
-use sluice_bench::compare::{cleanup, compare, CompareConfig, CompareProgress, CompareRow, Engine};
-use sluice_bench::plot_bars::{Bar, BarChart};
-use sluice_bench::report::{json_line, Table};
+use sluice_bench::compare::{
+    cleanup, compare, CompareConfig, CompareProgress, CompareRow, CompareWorkload, Engine,
+};
+use sluice_bench::knobs::seconds;
+use sluice_bench::output::{json_line, Bar, BarChart, Table};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-fn parse_workload(s: &str) -> Result<CompareWorkload, String> {
-    match s {
-        "tpcb" => Ok(CompareWorkload::Tpcb),
-        "tatp" => Ok(CompareWorkload::Tatp),
-        _ => Err(format!("unknown workload '{s}' (expected tpcb or tatp)")),
-    }
-}
 
 /// Flags of `sluice compare`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The workload: tpcb or tatp (TATP: sluice, SQLite and RocksDB; pgbench has none).
-    #[arg(value_parser = parse_workload)]
+    /// The workload.
+    #[arg(value_enum)]
     workload: CompareWorkload,
     /// Clients for every engine (peers: one thread and connection each).
     #[arg(long, default_value_t = 64)]
@@ -36,8 +28,13 @@ pub struct Args {
     /// Rounds; each runs every engine once, in the opposite order of the round before.
     #[arg(long, default_value_t = 2)]
     rounds: usize,
-    /// Engines, comma-separated: sluice, sqlite, rocksdb, postgres.
-    #[arg(long, default_value = "sluice,sqlite,rocksdb,postgres", value_delimiter = ',', value_parser = Engine::parse)]
+    /// Engines, comma-separated.
+    #[arg(
+        long,
+        default_value = "sluice,sqlite,rocksdb,postgres",
+        value_delimiter = ',',
+        value_enum
+    )]
     engines: Vec<Engine>,
     /// TPC-B scale factor (branches; 100,000 accounts each).
     #[arg(long, default_value_t = 10)]
@@ -78,15 +75,6 @@ impl CompareProgress for Bars {
     }
 }
 
-fn secs(name: &str, v: f64, min: f64) -> Result<Duration, Failure> {
-    if !(v.is_finite() && v >= min && v <= 86_400.0) {
-        return Err(Failure::Usage(format!(
-            "--{name} must be a number of seconds from {min} to 86400, got {v}"
-        )));
-    }
-    Ok(Duration::from_secs_f64(v))
-}
-
 fn heading(cfg: &CompareConfig) -> String {
     let size = match cfg.workload {
         CompareWorkload::Tpcb => format!("SF {}", cfg.scale),
@@ -94,11 +82,11 @@ fn heading(cfg: &CompareConfig) -> String {
     };
     format!(
         "sluice compare {} ({size}, {} clients, {} round(s) of {:.1} s per engine in alternating order, {} cores)",
-        cfg.workload.name(),
+        cfg.workload,
         cfg.clients,
         cfg.rounds,
         cfg.seconds.as_secs_f64() / cfg.rounds as f64,
-        sluice_bench::sys::cores()
+        sluice_bench::metrics::cores()
     )
 }
 
@@ -118,59 +106,19 @@ fn notes(rows: &[CompareRow]) -> Vec<String> {
             None => format!("durability: {}", r.durability),
         };
         let name = if r.variant.is_empty() {
-            r.engine.name().to_string()
+            r.engine.to_string()
         } else {
-            format!("{} ({})", r.engine.name(), r.variant)
+            format!("{} ({})", r.engine, r.variant)
         };
         out.push(format!("{name}: {what}"));
     }
     for r in rows {
         for v in &r.violations {
-            out.push(format!(
-                "INCONSISTENT ({} {}): {v}",
-                r.engine.name(),
-                r.variant
-            ));
+            out.push(format!("INCONSISTENT ({} {}): {v}", r.engine, r.variant));
         }
     }
     out.push("Compare ratios from one run; the machine is shared and throughput is noisy.".into());
     out
-}
-
-fn csv(rows: &[CompareRow]) -> String {
-    let mut s = String::from(
-        "workload,engine,variant,available,clients,threads,tps,p50_us,p99_us,committed,retries,consistent,durable,ratio_to_sluice,rounds,seconds,note\n",
-    );
-    for r in rows {
-        let note = r
-            .unavailable
-            .clone()
-            .unwrap_or_else(|| r.durability.clone())
-            .replace('"', "'");
-        s.push_str(&format!(
-            "{},{},{},{},{},{},{:.1},{},{},{},{},{},{},{},{},{:.3},\"{}\"\n",
-            r.workload,
-            r.engine.name(),
-            r.variant,
-            r.available,
-            r.clients,
-            r.threads,
-            r.tps,
-            r.p50_us,
-            r.p99_us,
-            r.committed,
-            r.retries,
-            r.consistent,
-            r.durable,
-            r.ratio_to_sluice
-                .map(|v| format!("{v:.4}"))
-                .unwrap_or_default(),
-            r.rounds,
-            r.seconds,
-            note
-        ));
-    }
-    s
 }
 
 fn write_out(
@@ -181,7 +129,7 @@ fn write_out(
 ) -> Result<(), Failure> {
     std::fs::create_dir_all(dir)
         .map_err(|e| Failure::Runtime(format!("{}: {e}", dir.display())))?;
-    let stem = format!("compare-{}", cfg.workload.name());
+    let stem = format!("compare-{}", cfg.workload);
     let write = |ext: &str, body: String| {
         let p = dir.join(format!("{stem}.{ext}"));
         std::fs::write(&p, body).map_err(|e| Failure::Runtime(format!("{}: {e}", p.display())))
@@ -191,7 +139,7 @@ fn write_out(
         "json",
         serde_json::to_string_pretty(rows).expect("rows serialise") + "\n",
     )?;
-    write("csv", csv(rows))?;
+    write("csv", CompareRow::csv(rows))?;
     let chart = BarChart {
         title: heading(cfg).replace("sluice compare ", ""),
         y_label: if cfg.workload == CompareWorkload::Tpcb {
@@ -205,7 +153,7 @@ fn write_out(
                 label: if r.variant.is_empty()
                     || r.engine != sluice_bench::compare::Engine::Postgres
                 {
-                    r.engine.name().to_string()
+                    r.engine.to_string()
                 } else {
                     format!("postgres ({})", r.variant)
                 },
@@ -213,9 +161,9 @@ fn write_out(
                 note: match (r.available, r.ratio_to_sluice) {
                     (false, _) => "unavailable".into(),
                     (true, Some(x)) => {
-                        format!("{} ({x:.3}×)", sluice_bench::report::thousands(r.tps))
+                        format!("{} ({x:.3}×)", sluice_bench::output::thousands(r.tps))
                     }
-                    (true, None) => sluice_bench::report::thousands(r.tps),
+                    (true, None) => sluice_bench::output::thousands(r.tps),
                 },
             })
             .collect(),
@@ -232,8 +180,8 @@ pub fn run(a: Args) -> Result<(), Failure> {
         clients: a.clients,
         scale: a.scale,
         subscribers: a.subscribers,
-        seconds: secs("seconds", a.seconds, 0.1)?,
-        warmup: secs("warmup", a.warmup, 0.0)?,
+        seconds: seconds("--seconds", a.seconds, 0.1..=86_400.0).map_err(Failure::Usage)?,
+        warmup: seconds("--warmup", a.warmup, 0.0..=86_400.0).map_err(Failure::Usage)?,
         rounds: a.rounds,
         dir: a.dir.clone(),
     };
@@ -254,7 +202,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         if !e.built() && !a.json {
             eprintln!(
                 "note: {} is not in this build; build it with: {}",
-                e.name(),
+                e,
                 sluice_bench::compare::BUILD_PEERS
             );
         }
@@ -277,7 +225,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         println!(
             "wrote {}/compare-{}.{{txt,json,csv,png,svg}}",
             dir.display(),
-            cfg.workload.name()
+            cfg.workload
         );
     }
     if a.json {

@@ -6,8 +6,10 @@ use crate::progress;
 use crate::Failure;
 use serde::Serialize;
 use sluice::{CommitProtocol, Strategy};
-use sluice_bench::report::{json_line, thousands, Table};
+use sluice_bench::knobs::in_range;
+use sluice_bench::output::{json_line, thousands, Table};
 use sluice_testkit::history::{sweep, Fixed, Limit, SeedReport};
+use std::ops::Bound::{Excluded, Included};
 use std::time::Duration;
 
 /// Flags of `sluice crash-test history`.
@@ -81,14 +83,15 @@ fn replay(seed: u64, a: &Args) -> String {
 const SHOWN: usize = 10;
 
 pub fn run(a: Args) -> Result<(), Failure> {
-    if !a.seconds.is_finite() || a.seconds <= 0.0 || a.seconds > 7.0 * 86_400.0 {
-        return Err(Failure::Usage(format!(
-            "--seconds must be a positive number of seconds up to a week, got {}",
-            a.seconds
-        )));
-    }
-    if a.seeds == Some(0) {
-        return Err(Failure::Usage("--seeds must be at least 1".into()));
+    // Up to a week.
+    in_range(
+        "--seconds",
+        a.seconds,
+        (Excluded(0.0), Included(7.0 * 86_400.0)),
+    )
+    .map_err(Failure::Usage)?;
+    if let Some(n) = a.seeds {
+        in_range("--seeds", n, 1..).map_err(Failure::Usage)?;
     }
     if a.first_seed.checked_add(a.seeds.unwrap_or(1)).is_none() {
         return Err(Failure::Usage("--first-seed + --seeds overflows".into()));

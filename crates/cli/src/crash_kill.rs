@@ -21,13 +21,15 @@ use serde::Serialize;
 use sluice::{
     AgentOptions, Agents, CommitProtocol, Database, Options, Outcome, Partitioned, Strategy,
 };
-use sluice_bench::driver::DriverConfig;
-use sluice_bench::partition_tpcb::Parted;
-use sluice_bench::report::{json_line, thousands, Table};
-use sluice_bench::setup::{self, Setup};
-use sluice_bench::tpcb::{self, TpcbGenerator, TpcbShape, TpcbTables};
+use sluice_bench::knobs::in_range;
+use sluice_bench::output::{json_line, thousands, Table};
+use sluice_bench::workloads::driver::DriverConfig;
+use sluice_bench::workloads::setup::{self, Setup};
+use sluice_bench::workloads::tpcb::{self, TpcbGenerator, TpcbShape, TpcbTables};
+use sluice_bench::workloads::tpcb_partitioned::Parted;
 use sluice_wal::InsertVariant;
 use std::io::{BufRead, BufReader, Read, Write};
+use std::ops::Bound::{Excluded, Included};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -235,21 +237,15 @@ fn shape(scale: u32, accounts_per_branch: u32) -> TpcbShape {
 /// The child: open (recovering), print `ready`, run TPC-B until killed, printing each
 /// acknowledged commit.
 pub fn child(a: ChildArgs) -> Result<(), Failure> {
-    if !(1..=256).contains(&a.clients)
-        || !(1..=1_000).contains(&a.scale)
-        || !(1..=tpcb::ACCOUNTS_PER_BRANCH).contains(&a.accounts_per_branch)
-    {
-        return Err(Failure::Usage(format!(
-            "--clients must be 1 to 256, --scale 1 to 1000 and --accounts-per-branch 1 to {}",
-            tpcb::ACCOUNTS_PER_BRANCH
-        )));
-    }
-    if a.log_managers > 3 {
-        return Err(Failure::Usage(format!(
-            "--log-managers must be 0 (an ordinary database) to 3, got {}",
-            a.log_managers
-        )));
-    }
+    in_range("--clients", a.clients, 1..=256).map_err(Failure::Usage)?;
+    in_range("--scale", a.scale, 1..=1_000).map_err(Failure::Usage)?;
+    in_range(
+        "--accounts-per-branch",
+        a.accounts_per_branch,
+        1..=tpcb::ACCOUNTS_PER_BRANCH,
+    )
+    .map_err(Failure::Usage)?;
+    log_managers(a.log_managers)?;
     // The parent loaded it: a child never creates a database.
     let marker = if a.log_managers == 0 {
         "CONTROL"
@@ -395,45 +391,31 @@ fn parse_output(lines: Vec<String>) -> Result<Heard, Failure> {
     Ok(h)
 }
 
+/// `--log-managers`: 0 is an ordinary database, 1 to 3 a partitioned one.
+fn log_managers(k: usize) -> Result<(), Failure> {
+    in_range("--log-managers", k, 0..=3)
+        .map(drop)
+        .map_err(|e| Failure::Usage(format!("{e} (0: an ordinary database)")))
+}
+
 fn validate(a: &KillArgs) -> Result<(), Failure> {
     let usage = |m: String| Err(Failure::Usage(m));
-    if a.runs == 0 || a.runs > 1_000_000 {
-        return usage(format!(
-            "--runs must be between 1 and 1000000, got {}",
-            a.runs
-        ));
-    }
-    if !(a.seconds_per_run.is_finite() && a.seconds_per_run > 0.0 && a.seconds_per_run <= 3600.0) {
-        return usage(format!(
-            "--seconds-per-run must be a number in (0, 3600], got {}",
-            a.seconds_per_run
-        ));
-    }
-    if a.scale == 0 || a.scale > 1_000 {
-        return usage(format!(
-            "--scale must be between 1 and 1000, got {}",
-            a.scale
-        ));
-    }
-    if a.accounts_per_branch == 0 || a.accounts_per_branch > tpcb::ACCOUNTS_PER_BRANCH {
-        return usage(format!(
-            "--accounts-per-branch must be between 1 and {}, got {}",
-            tpcb::ACCOUNTS_PER_BRANCH,
-            a.accounts_per_branch
-        ));
-    }
-    if a.clients == 0 || a.clients > 256 {
-        return usage(format!(
-            "--clients must be between 1 and 256, got {}",
-            a.clients
-        ));
-    }
-    if a.log_managers > 3 {
-        return usage(format!(
-            "--log-managers must be 0 (an ordinary database) to 3, got {}",
-            a.log_managers
-        ));
-    }
+    in_range("--runs", a.runs, 1..=1_000_000).map_err(Failure::Usage)?;
+    in_range(
+        "--seconds-per-run",
+        a.seconds_per_run,
+        (Excluded(0.0), Included(3600.0)),
+    )
+    .map_err(Failure::Usage)?;
+    in_range("--scale", a.scale, 1..=1_000).map_err(Failure::Usage)?;
+    in_range(
+        "--accounts-per-branch",
+        a.accounts_per_branch,
+        1..=tpcb::ACCOUNTS_PER_BRANCH,
+    )
+    .map_err(Failure::Usage)?;
+    in_range("--clients", a.clients, 1..=256).map_err(Failure::Usage)?;
+    log_managers(a.log_managers)?;
     if let Some(d) = &a.dir {
         if !d.is_dir() {
             return usage(format!("--dir {} is not a directory", d.display()));

@@ -4,7 +4,8 @@
 use crate::progress;
 use crate::Failure;
 use serde::Serialize;
-use sluice_bench::report::{json_line, thousands, Table};
+use sluice_bench::knobs::in_range;
+use sluice_bench::output::{json_line, thousands, Table};
 use sluice_testkit::swarm::swarm;
 use std::collections::BTreeMap;
 
@@ -52,21 +53,11 @@ struct Report {
 
 /// `sluice crash-test swarm`.
 pub fn run(a: SwarmArgs) -> Result<(), Failure> {
-    if a.seeds == 0 || a.seeds > 10_000_000 {
-        return Err(Failure::Usage(format!(
-            "--seeds must be between 1 and 10000000, got {}",
-            a.seeds
-        )));
-    }
+    in_range("--seeds", a.seeds, 1..=10_000_000).map_err(Failure::Usage)?;
     if a.first_seed.checked_add(a.seeds).is_none() {
         return Err(Failure::Usage("--first-seed + --seeds overflows".into()));
     }
-    if a.jobs == 0 || a.jobs > MAX_JOBS {
-        return Err(Failure::Usage(format!(
-            "--jobs must be between 1 and {MAX_JOBS}, got {}",
-            a.jobs
-        )));
-    }
+    in_range("--jobs", a.jobs, 1..=MAX_JOBS).map_err(Failure::Usage)?;
     let pb = progress::bar(a.seeds, "crash-test swarm", a.json);
     let r = swarm(a.seeds, a.first_seed, a.jobs, |done| pb.set_position(done));
     pb.finish_and_clear();

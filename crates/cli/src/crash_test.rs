@@ -3,8 +3,9 @@
 use crate::progress;
 use crate::Failure;
 use serde::Serialize;
-use sluice_bench::report::{json_line, thousands, Table};
-use sluice_bench::tpcb_crash::crash_test_tpcb;
+use sluice_bench::experiments::tpcb_crash::crash_test_tpcb;
+use sluice_bench::knobs::in_range;
+use sluice_bench::output::{json_line, thousands, Table};
 use sluice_testkit::crash::{crash_test, crash_test_large_values};
 
 /// Flags of `sluice crash-test engine`.
@@ -53,7 +54,7 @@ pub struct SimArgs {
 }
 
 /// `sluice crash-test sim`: `--workload kv` is `crash-test engine`; `--workload tpcb`
-/// is TPC-B under the same halts (`sluice_bench::tpcb_crash`).
+/// is TPC-B under the same halts (`sluice_bench::experiments::tpcb_crash`).
 pub fn sim(a: SimArgs) -> Result<(), Failure> {
     engine_with(
         EngineArgs {
@@ -88,12 +89,7 @@ pub fn engine(a: EngineArgs) -> Result<(), Failure> {
 }
 
 fn engine_with(a: EngineArgs, workload: SimWorkload) -> Result<(), Failure> {
-    if a.seeds == 0 || a.seeds > 10_000_000 {
-        return Err(Failure::Usage(format!(
-            "--seeds must be between 1 and 10000000, got {}",
-            a.seeds
-        )));
-    }
+    in_range("--seeds", a.seeds, 1..=10_000_000).map_err(Failure::Usage)?;
     if a.first_seed.checked_add(a.seeds).is_none() {
         return Err(Failure::Usage("--first-seed + --seeds overflows".into()));
     }

@@ -174,9 +174,10 @@ fn main() -> ExitCode {
             }
             // One line: clap's first line names the problem; its usage block follows.
             // A first line ending in ':' lists what it means on the indented lines after
-            // it (the missing required flags): those join the line.
+            // it (the missing required flags): those join the line. So does the list of
+            // possible values under an invalid one (a figure, a mode, an engine).
             let text = e.to_string();
-            let mut lines = text.lines();
+            let mut lines = text.lines().peekable();
             let mut first = lines
                 .next()
                 .unwrap_or("error: invalid arguments")
@@ -187,6 +188,12 @@ fn main() -> ExitCode {
                     .map(str::trim)
                     .collect();
                 first = format!("{first} {}", listed.join(", "));
+            } else if let Some(values) = lines
+                .peek()
+                .map(|l| l.trim())
+                .filter(|l| l.starts_with("[possible values:"))
+            {
+                first = format!("{first} {values}");
             }
             eprintln!("{first} (see 'sluice --help')");
             return ExitCode::from(2);

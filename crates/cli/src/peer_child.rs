@@ -10,7 +10,7 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// sqlite or rocksdb.
-    #[arg(long, value_parser = Engine::parse)]
+    #[arg(long, value_enum)]
     engine: Engine,
     /// The database directory (loaded when it holds no database yet).
     #[arg(long)]
@@ -30,7 +30,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<(), Failure> {
     Err(Failure::Usage(format!(
         "{} is not in this build; build with: {}",
-        a.engine.name(),
+        a.engine,
         sluice_bench::compare::BUILD_PEERS
     )))
 }
@@ -40,26 +40,20 @@ pub fn run(a: Args) -> Result<(), Failure> {
     use sluice_bench::compare::peer::{self, PeerRunConfig, TpcbPeer};
     use sluice_bench::compare::rocksdb::RocksTpcb;
     use sluice_bench::compare::sqlite::SqliteTpcb;
-    use sluice_bench::tpcb::{TpcbInput, TpcbShape};
+    use sluice_bench::knobs::in_range;
+    use sluice_bench::workloads::tpcb::{TpcbInput, TpcbShape, ACCOUNTS_PER_BRANCH};
     use std::io::Write;
     use std::sync::atomic::AtomicBool;
     use std::time::Duration;
 
-    if a.clients == 0 || a.clients > 1_000 {
-        return Err(Failure::Usage(
-            "--clients must be between 1 and 1000".into(),
-        ));
-    }
-    if a.scale == 0
-        || a.scale > 1_000
-        || a.accounts_per_branch == 0
-        || a.accounts_per_branch > sluice_bench::tpcb::ACCOUNTS_PER_BRANCH
-    {
-        return Err(Failure::Usage(format!(
-            "--scale must be between 1 and 1000 and --accounts-per-branch between 1 and {}",
-            sluice_bench::tpcb::ACCOUNTS_PER_BRANCH
-        )));
-    }
+    in_range("--clients", a.clients, 1..=1_000).map_err(Failure::Usage)?;
+    in_range("--scale", a.scale, 1..=1_000).map_err(Failure::Usage)?;
+    in_range(
+        "--accounts-per-branch",
+        a.accounts_per_branch,
+        1..=ACCOUNTS_PER_BRANCH,
+    )
+    .map_err(Failure::Usage)?;
     std::fs::create_dir_all(&a.dir).map_err(|e| Failure::Runtime(e.to_string()))?;
     let shape = TpcbShape {
         accounts_per_branch: a.accounts_per_branch,
@@ -117,8 +111,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
             go(&p, shape, a.clients, ids)
         }
         e => Err(Failure::Usage(format!(
-            "--engine must be sqlite or rocksdb, got {}",
-            e.name()
+            "--engine must be sqlite or rocksdb, got {e}"
         ))),
     }
 }

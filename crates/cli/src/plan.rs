@@ -2,7 +2,7 @@
 //! ([`sluice_plan`]).
 
 use crate::Failure;
-use sluice_bench::report::{json_line, thousands, Table};
+use sluice_bench::output::{json_line, thousands, Table};
 use sluice_plan::{plan, Case, Plan, Profile};
 use std::path::PathBuf;
 

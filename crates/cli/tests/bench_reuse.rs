@@ -146,7 +146,7 @@ fn a_tpcb_directory_is_loaded_once_then_reused_checked_and_guarded() {
         tx.put(
             &teller,
             &3u32.to_be_bytes(),
-            &sluice_bench::tpcb::encode_row(0, 12345),
+            &sluice_bench::workloads::tpcb::encode_row(0, 12345),
         )
         .unwrap();
         tx.commit().unwrap();
@@ -170,7 +170,12 @@ fn a_tpcb_database_loaded_without_a_load_record_is_recognised_by_its_rows() {
     {
         // As the loader left databases before it recorded its loads.
         let db = sluice::Database::open_path(&dir).unwrap();
-        sluice_bench::tpcb::load(&db, &sluice_bench::tpcb::TpcbShape::standard(1), |_| {}).unwrap();
+        sluice_bench::workloads::tpcb::load(
+            &db,
+            &sluice_bench::workloads::tpcb::TpcbShape::standard(1),
+            |_| {},
+        )
+        .unwrap();
         db.close().unwrap();
     }
     let (code, out, err) = run(&["bench", "tpcb", "--dir", s(&dir), "--check-only"]);

@@ -72,7 +72,7 @@ fn assert_survived(
     engine: &str,
     acked: &[u64],
     stored: Vec<u64>,
-    c: sluice_bench::tpcb::Consistency,
+    c: sluice_bench::workloads::tpcb::Consistency,
 ) {
     let stored: HashSet<u64> = stored.into_iter().collect();
     let lost: Vec<&u64> = acked.iter().filter(|id| !stored.contains(id)).collect();

@@ -233,6 +233,8 @@ pub(crate) enum Refused {
     Deadlock { waited_ms: u64 },
     /// The queue is absurdly long (runaway contention or a leak).
     TooManyWaiters,
+    /// The lock manager was stopped ([`LockManager::stop`]).
+    Stopped,
 }
 
 impl Refused {
@@ -244,6 +246,9 @@ impl Refused {
             Refused::Deadlock { waited_ms } => Error::Deadlock { table, waited_ms },
             Refused::TooManyWaiters => Error::InvalidArgument(format!(
                 "more than {MAX_WAITERS} waiters on one lock of table {table:?}"
+            )),
+            Refused::Stopped => Error::Poisoned(format!(
+                "the database stopped while a lock of table {table:?} was wanted"
             )),
         }
     }
@@ -458,6 +463,8 @@ pub(crate) struct LockManager {
     timeout: Duration,
     /// Taken only by waiters, after their shard's mutex (never the other way round).
     waits: Mutex<WaitsFor>,
+    /// Set by [`LockManager::stop`]: no wait begins or goes on.
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 impl LockManager {
@@ -476,6 +483,21 @@ impl LockManager {
             hasher: DefaultHashBuilder::default(),
             timeout,
             waits: Mutex::new(WaitsFor::default()),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The database stopped for good (a transaction's rollback could not finish, and its
+    /// locks stay held over changes it could not undo): every wait ends now, and every
+    /// later one at once, with [`Refused::Stopped`], instead of waiting out the lock
+    /// timeout for a lock that will never be released.
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        for shard in self.shards.iter() {
+            // Under the shard's mutex, so no waiter misses the wake-up between its check
+            // of `stopped` and its wait.
+            let _map = shard.map.lock();
+            shard.cv.notify_all();
         }
     }
 
@@ -571,6 +593,12 @@ impl LockManager {
         if e.waiting.len() >= MAX_WAITERS {
             return Err(Refused::TooManyWaiters);
         }
+        if self.stopped.load(Ordering::SeqCst) {
+            if e.unused() {
+                map.remove(hash, key);
+            }
+            return Err(Refused::Stopped);
+        }
         if e.held_by(txn).is_some() {
             e.waiting.push_front((txn, mode));
         } else {
@@ -582,10 +610,13 @@ impl LockManager {
         e.blockers(txn, mode, &mut blockers);
         let mut deadlock = self.waits.lock().wait(txn, &blockers);
         loop {
-            let timed_out = !deadlock && shard.cv.wait_until(&mut map, deadline).timed_out();
+            let timed_out = !deadlock
+                && !self.stopped.load(Ordering::SeqCst)
+                && shard.cv.wait_until(&mut map, deadline).timed_out();
+            let stopped = self.stopped.load(Ordering::SeqCst);
             let e = map.get_mut(hash, key).expect("an entry with waiters stays");
             let first = e.waiting.front().map(|w| w.0) == Some(txn);
-            if !deadlock && first && e.compatible_with_others(txn, mode) {
+            if !deadlock && !stopped && first && e.compatible_with_others(txn, mode) {
                 self.waits.lock().done(txn);
                 e.waiting.pop_front();
                 let g = if e.held_by(txn).is_some_and(|h| h.covers(mode)) {
@@ -597,7 +628,7 @@ impl LockManager {
                 shard.cv.notify_all();
                 return Ok(g);
             }
-            if !deadlock && !timed_out {
+            if !deadlock && !stopped && !timed_out {
                 // Woken but not granted (any release on the shard wakes every waiter
                 // there). Only a new blocker can close a cycle: then record and search
                 // again. Blockers that left (in a FIFO queue, mostly finished
@@ -618,7 +649,9 @@ impl LockManager {
             // Our leaving may unblock whoever queued behind us.
             shard.cv.notify_all();
             let waited_ms = start.elapsed().as_millis() as u64;
-            return Err(if deadlock {
+            return Err(if stopped {
+                Refused::Stopped
+            } else if deadlock {
                 Refused::Deadlock { waited_ms }
             } else {
                 Refused::Timeout { waited_ms }
@@ -1068,6 +1101,33 @@ mod tests {
         let mut dep = None;
         lm.lock(TxnId(2), &c, RX, &mut dep).unwrap();
         assert_eq!(dep, None, "a scan released early exposes nothing");
+    }
+
+    /// A stopped lock manager ends every wait at once and refuses new ones, instead of
+    /// letting them wait out the timeout for locks that will never be released.
+    #[test]
+    fn stop_ends_every_wait_and_refuses_new_ones() {
+        let lm = std::sync::Arc::new(LockManager::new(Duration::from_secs(600)));
+        let k = LockKey::key(PageId(2), b"k");
+        lm.lock(TxnId(1), &k, LockMode::RECORD_X, &mut None)
+            .unwrap();
+        let waiter = {
+            let (lm, k) = (lm.clone(), k.clone());
+            std::thread::spawn(move || lm.lock(TxnId(2), &k, LockMode::RECORD_S, &mut None))
+        };
+        // Whether the waiter is queued yet or not, it must end with Stopped.
+        std::thread::sleep(Duration::from_millis(50));
+        lm.stop();
+        assert_eq!(waiter.join().unwrap(), Err(Refused::Stopped));
+        let other = LockKey::key(PageId(2), b"other");
+        assert_eq!(
+            lm.lock(TxnId(3), &k, LockMode::RECORD_S, &mut None),
+            Err(Refused::Stopped)
+        );
+        // A free lock is still granted without a wait (the holder of `k` keeps it).
+        assert!(lm
+            .lock(TxnId(3), &other, LockMode::RECORD_S, &mut None)
+            .is_ok());
     }
 
     /// Regression: releasing a scan's many shared locks took minutes. Each release in a

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
 use crate::inner::Inner;
 use crate::key_range::KeyRange;
-use crate::lock::{Granted, LockKey, LockManager, LockMode, LockName};
+use crate::lock::{Granted, LockKey, LockManager, LockMode, LockName, Refused};
 use crate::log_record::{Change, Participant, Record};
 use crate::page::{CellValue, StoredValue};
 use crate::store::Store;
@@ -58,6 +58,10 @@ enum State {
     /// The commit record is in the log (or there was nothing to commit).
     Committed,
     Aborted,
+    /// The rollback could not finish: the tree still holds changes of this transaction,
+    /// and its locks stay held (never released) so that nobody reads or overwrites them
+    /// before restart recovery undoes them (`rollback_in_place`).
+    Stuck,
 }
 
 /// A transaction. Dropping an active transaction rolls it back.
@@ -323,7 +327,11 @@ impl Transaction {
             .db
             .locks
             .lock(self.shared.id, &k, mode, &mut self.dep)
-            .map_err(|r| r.into_error(table.name()))?;
+            .map_err(|r| match (r, self.db.check()) {
+                // Say why the database stopped, not only that the wait ended.
+                (Refused::Stopped, Err(stopped)) => stopped,
+                (r, _) => r.into_error(table.name()),
+            })?;
         if g == Granted::New {
             self.held.push(k);
         }
@@ -734,6 +742,10 @@ impl Transaction {
     /// (record X, gap I, gap D) leaves the commit LSN behind, so whoever takes the name
     /// next depends on this commit and is not acknowledged before it is durable.
     pub(crate) fn release_locks(&mut self) {
+        if self.state == State::Stuck {
+            // Its locks hide changes it could not undo (`rollback_in_place`).
+            return;
+        }
         let held = std::mem::take(&mut self.held);
         let early = match self.state {
             State::Committed => self.commit_end,
@@ -855,16 +867,22 @@ impl Transaction {
         let r = self.undo_all();
         if let Err(e) = &r {
             // The tree still holds changes of this transaction that were not undone, and
-            // its locks are the only thing keeping them from other transactions: once
-            // they go, anyone could read or overwrite an aborted change. So the database
-            // stops first (every later call fails with this), and restart recovery,
-            // which undoes every loser, finishes the rollback at the next open.
+            // its locks are the only thing keeping them from other transactions: released,
+            // anyone could read or overwrite an aborted change (a waiter granted the lock,
+            // and a scan or read that try-locks under a latch alike). So they stay held
+            // for good, the database stops (every later call fails with this), and
+            // restart recovery, which undoes every loser, finishes the rollback at the
+            // next open. Every lock wait ends at once (`LockManager::stop`), with the
+            // database's failure.
             if self.db.check().is_ok() {
                 self.db.poison_with(&format!(
                     "the rollback of transaction {} could not finish ({e}); reopen the database to let restart recovery finish it",
                     self.shared.id
                 ));
             }
+            self.state = State::Stuck;
+            self.db.locks.stop();
+            return r;
         }
         self.state = State::Aborted;
         self.release_locks();

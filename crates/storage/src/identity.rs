@@ -18,8 +18,8 @@ use crate::Storage;
 /// A path that does not exist yet has the identity of what
 /// [`Storage::create_dir_all`](crate::Storage::create_dir_all) would make of it: its
 /// nearest existing ancestor's identity and the rest of the path, normalised by
-/// resolving `.` and `..` in it as written (a component that does not exist yet cannot
-/// be a symlink; `create_dir_all` makes it a real directory). So a new directory spelt
+/// resolving `.` and `..` in it as written (a component that does not exist yet is made a
+/// real directory by `create_dir_all`; a dangling symlink is followed to its target). So a new directory spelt
 /// two ways is recognised before either is created. Identities from different storages
 /// compare meaningfully: each simulated disk has identities of its own, and the real
 /// file system's are (device, inode) pairs. Compare identities taken together: creating
@@ -82,10 +82,23 @@ pub(crate) fn normalize_lexically(path: &Path) -> PathBuf {
     out.iter().collect()
 }
 
+/// How many symlinks [`os_identity`] follows by hand (dangling ones) before it gives up,
+/// as the kernel does (`ELOOP` after 40).
+const MAX_LINKS: usize = 40;
+
 /// The real file system's identity of `dir` (see [`DirIdentity`]): the nearest existing
 /// ancestor is found by `stat` (which follows symlinks, so a link and its target are one
 /// directory), and the part below it that does not exist yet is normalised as written.
+/// A *dangling* symlink on the way (one whose target does not exist yet, so `stat`
+/// reports it missing) is followed by hand: `create_dir_all` through it would create its
+/// target, so the path names what the target names (a dangling link to a log directory
+/// not yet created, given as that log's archive, passed as a directory of its own and
+/// then became the log directory itself).
 pub(crate) fn os_identity(dir: &Path) -> io::Result<DirIdentity> {
+    os_identity_following(dir, 0)
+}
+
+fn os_identity_following(dir: &Path, links: usize) -> io::Result<DirIdentity> {
     use std::os::unix::fs::MetadataExt;
     let components: Vec<Component<'_>> = dir.components().collect();
     // The longest prefix that exists: at worst "/" or ".", which always do.
@@ -98,7 +111,27 @@ pub(crate) fn os_identity(dir: &Path) -> io::Result<DirIdentity> {
         };
         let meta = match std::fs::metadata(&probe) {
             Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::NotFound && k > 0 => continue,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && k > 0 => {
+                let dangling =
+                    std::fs::symlink_metadata(&probe).is_ok_and(|m| m.file_type().is_symlink());
+                if !dangling {
+                    continue;
+                }
+                if links >= MAX_LINKS {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("too many levels of symbolic links at {}", probe.display()),
+                    ));
+                }
+                // Follow it: its target, relative to the link's directory, then the rest.
+                let target = std::fs::read_link(&probe)?;
+                let mut via = match probe.parent() {
+                    Some(parent) if target.is_relative() => parent.join(&target),
+                    _ => target,
+                };
+                via.extend(&components[k..]);
+                return os_identity_following(&via, links + 1);
+            }
             Err(e) => return Err(e),
         };
         if k == components.len() {
@@ -129,7 +162,7 @@ pub(crate) fn os_identity(dir: &Path) -> io::Result<DirIdentity> {
             }
         }
         again.extend(climbs);
-        return os_identity(&again);
+        return os_identity_following(&again, links);
     }
     unreachable!("the empty prefix, `.`, exists or its error was returned")
 }
@@ -153,6 +186,31 @@ pub fn find_same_dir(dirs: &[(&dyn Storage, &Path)]) -> io::Result<Option<(usize
 mod tests {
     use super::*;
     use crate::{OsStorage, SimStorage};
+
+    /// A dangling symlink (and a chain of them) names what its target will name once
+    /// created; a loop of links is an error, not a hang.
+    #[test]
+    fn dangling_symlinks_are_followed_and_loops_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path();
+        std::os::unix::fs::symlink(p.join("log"), p.join("a")).unwrap();
+        std::os::unix::fs::symlink("a", p.join("b")).unwrap();
+        let log = os_identity(&p.join("log")).unwrap();
+        assert_eq!(os_identity(&p.join("a")).unwrap(), log);
+        assert_eq!(os_identity(&p.join("b")).unwrap(), log);
+        assert_eq!(
+            os_identity(&p.join("b/x")).unwrap(),
+            os_identity(&p.join("log/x")).unwrap()
+        );
+        std::fs::create_dir(p.join("log")).unwrap();
+        assert_eq!(
+            os_identity(&p.join("b")).unwrap(),
+            os_identity(&p.join("log")).unwrap()
+        );
+        std::os::unix::fs::symlink("loop2", p.join("loop1")).unwrap();
+        std::os::unix::fs::symlink("loop1", p.join("loop2")).unwrap();
+        assert!(os_identity(&p.join("loop1")).is_err());
+    }
 
     #[test]
     fn lexical_normalisation() {

@@ -828,7 +828,7 @@ pub(crate) fn is_disk_error(e: &Error) -> bool {
 
 /// A workload the crash sweep runs, halts and checks ([`sweep`]): the multi-key
 /// transactions of [`crash_test`] (checked against a model), or TPC-B
-/// (`sluice_bench::tpcb_crash`). The sweep owns the halts — which one a seed draws, when
+/// (`sluice_bench::experiments::tpcb_crash`). The sweep owns the halts — which one a seed draws, when
 /// it strikes, the halts during recovery, the recheck that what one recovery showed
 /// survives the next — and the workload says what to run and what a recovered database
 /// must hold.

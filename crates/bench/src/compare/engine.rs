@@ -1,13 +1,15 @@
 //! The engines `sluice compare` knows, and the row it reports for each.
 
+use crate::knobs::named_values;
+use crate::metrics::Latency;
+use crate::output::{thousands, Csv};
 use serde::Serialize;
 
 /// How to build the peers that need crates (printed when they are missing).
 pub const BUILD_PEERS: &str = "cargo build --release -p sluice-cli --features peers";
 
-/// An engine to compare.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
+/// An engine to compare (`--engines`), in the default order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Engine {
     /// sluice itself, through the bench driver.
     Sluice,
@@ -19,35 +21,20 @@ pub enum Engine {
     Postgres,
 }
 
+named_values!(Engine, "engine", serialize);
+
+/// The workloads `sluice compare` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareWorkload {
+    /// TPC-B on every engine.
+    Tpcb,
+    /// TATP on sluice, SQLite and RocksDB (pgbench has no TATP).
+    Tatp,
+}
+
+named_values!(CompareWorkload, "workload", serialize);
+
 impl Engine {
-    /// All engines, in the default order.
-    pub const ALL: [Engine; 4] = [
-        Engine::Sluice,
-        Engine::Sqlite,
-        Engine::Rocksdb,
-        Engine::Postgres,
-    ];
-
-    /// The name used on the command line and in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Engine::Sluice => "sluice",
-            Engine::Sqlite => "sqlite",
-            Engine::Rocksdb => "rocksdb",
-            Engine::Postgres => "postgres",
-        }
-    }
-
-    /// Parses a name as [`Engine::name`] gives it.
-    pub fn parse(s: &str) -> Result<Engine, String> {
-        Engine::ALL
-            .into_iter()
-            .find(|e| e.name() == s.trim())
-            .ok_or_else(|| {
-                format!("unknown engine '{s}' (expected sluice, sqlite, rocksdb or postgres)")
-            })
-    }
-
     /// Whether this binary was built with the engine (SQLite and RocksDB need the
     /// `peers` feature; PostgreSQL is an external program, found or not at run time).
     pub fn built(self) -> bool {
@@ -61,8 +48,8 @@ impl Engine {
 /// One result row of a comparison (one JSON object).
 #[derive(Debug, Clone, Serialize)]
 pub struct CompareRow {
-    /// "tpcb" or "tatp".
-    pub workload: &'static str,
+    /// The workload.
+    pub workload: CompareWorkload,
     /// The engine.
     pub engine: Engine,
     /// How it was driven, e.g. "pgbench tpcb-like" or "1 round trip".
@@ -79,10 +66,9 @@ pub struct CompareRow {
     pub threads: usize,
     /// Committed transactions per second over all rounds.
     pub tps: f64,
-    /// Median latency (median of the rounds' medians), µs.
-    pub p50_us: u64,
-    /// 99th percentile latency (median of the rounds'), µs.
-    pub p99_us: u64,
+    /// Latency: the median of the rounds' medians and of their 99th percentiles.
+    #[serde(flatten)]
+    pub latency: Latency,
     /// Transactions committed in the measured windows.
     pub committed: u64,
     /// Attempts that failed with a retryable error (SQLITE_BUSY, lock timeout, busy,
@@ -108,7 +94,7 @@ pub struct CompareRow {
 impl CompareRow {
     /// A row for an engine that did not run.
     pub fn unavailable(
-        workload: &'static str,
+        workload: CompareWorkload,
         engine: Engine,
         variant: &str,
         clients: usize,
@@ -123,8 +109,7 @@ impl CompareRow {
             clients,
             threads: 0,
             tps: 0.0,
-            p50_us: 0,
-            p99_us: 0,
+            latency: Latency::default(),
             committed: 0,
             retries: 0,
             consistent: false,
@@ -155,19 +140,19 @@ impl CompareRow {
     /// The row as table cells.
     pub fn cells(&self) -> Vec<String> {
         if !self.available {
-            let mut c = vec![self.engine.name().to_string(), self.variant.clone()];
+            let mut c = vec![self.engine.to_string(), self.variant.clone()];
             c.push("unavailable".into());
             c.extend(std::iter::repeat_n("-".to_string(), 8));
             return c;
         }
         vec![
-            self.engine.name().to_string(),
+            self.engine.to_string(),
             self.variant.clone(),
             self.clients.to_string(),
             self.threads.to_string(),
-            crate::report::thousands(self.tps),
-            self.p50_us.to_string(),
-            self.p99_us.to_string(),
+            thousands(self.tps),
+            self.latency.p50_us.to_string(),
+            self.latency.p99_us.to_string(),
             self.retries.to_string(),
             if self.consistent { "yes" } else { "NO" }.to_string(),
             if self.durable { "yes" } else { "no" }.to_string(),
@@ -175,6 +160,58 @@ impl CompareRow {
                 .map(|r| format!("{r:.3}"))
                 .unwrap_or_else(|| "-".into()),
         ]
+    }
+}
+
+impl CompareRow {
+    /// The rows as CSV: one line per row, the `note` column saying why an engine was
+    /// unavailable or what made it durable.
+    pub fn csv(rows: &[CompareRow]) -> String {
+        let mut csv = Csv::new([
+            "workload",
+            "engine",
+            "variant",
+            "available",
+            "clients",
+            "threads",
+            "tps",
+            "p50_us",
+            "p99_us",
+            "committed",
+            "retries",
+            "consistent",
+            "durable",
+            "ratio_to_sluice",
+            "rounds",
+            "seconds",
+            "note",
+        ]);
+        for r in rows {
+            csv.row([
+                r.workload.to_string(),
+                r.engine.to_string(),
+                r.variant.clone(),
+                r.available.to_string(),
+                r.clients.to_string(),
+                r.threads.to_string(),
+                format!("{:.1}", r.tps),
+                r.latency.p50_us.to_string(),
+                r.latency.p99_us.to_string(),
+                r.committed.to_string(),
+                r.retries.to_string(),
+                r.consistent.to_string(),
+                r.durable.to_string(),
+                r.ratio_to_sluice
+                    .map(|v| format!("{v:.4}"))
+                    .unwrap_or_default(),
+                r.rounds.to_string(),
+                format!("{:.3}", r.seconds),
+                r.unavailable
+                    .clone()
+                    .unwrap_or_else(|| r.durability.clone()),
+            ]);
+        }
+        csv.finish()
     }
 }
 
@@ -195,13 +232,14 @@ pub fn median(mut v: Vec<u64>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::ValueEnum;
 
     #[test]
     fn names_round_trip_and_unknown_ones_are_refused() {
-        for e in Engine::ALL {
-            assert_eq!(Engine::parse(e.name()), Ok(e));
+        for &e in Engine::value_variants() {
+            assert_eq!(e.to_string().parse::<Engine>(), Ok(e));
         }
-        assert!(Engine::parse("oracle").unwrap_err().contains("oracle"));
+        assert!("oracle".parse::<Engine>().unwrap_err().contains("oracle"));
     }
 
     #[test]
@@ -212,8 +250,26 @@ mod tests {
     }
 
     #[test]
+    fn the_csv_quotes_a_variant_or_note_with_a_comma() {
+        let mut r = CompareRow::unavailable(
+            CompareWorkload::Tpcb,
+            Engine::Sqlite,
+            "WAL, a",
+            8,
+            "why".into(),
+        );
+        r.durability = "fsync=on, sync".into();
+        let csv = CompareRow::csv(&[r]);
+        let mut lines = csv.lines();
+        assert_eq!(lines.next().unwrap().split(',').count(), 17);
+        let row = lines.next().unwrap();
+        assert!(row.starts_with("tpcb,sqlite,\"WAL, a\",false,8,"), "{row}");
+        assert!(row.ends_with(",why"), "{row}");
+    }
+
+    #[test]
     fn an_unavailable_row_has_as_many_cells_as_columns() {
-        let r = CompareRow::unavailable("tpcb", Engine::Sqlite, "", 8, "why".into());
+        let r = CompareRow::unavailable(CompareWorkload::Tpcb, Engine::Sqlite, "", 8, "why".into());
         assert_eq!(r.cells().len(), CompareRow::COLUMNS.len());
     }
 }

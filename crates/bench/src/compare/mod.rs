@@ -2,8 +2,10 @@
 //! PostgreSQL) in one run, at equal durability, with the same inputs and the same consistency check
 //! (docs/BENCHMARKS.md, "Comparison with other engines").
 //!
-//! SQLite and RocksDB are compiled only with the `peers` feature (RocksDB's C++ takes
-//! many minutes to build); PostgreSQL needs no crate, only its binaries on the machine.
+//! One folder per peer engine (`sqlite/`, `rocksdb/`, `postgres/`), each with the
+//! workloads it runs. SQLite and RocksDB are compiled only with the `peers` feature
+//! (RocksDB's C++ takes many minutes to build); PostgreSQL needs no crate, only its
+//! binaries on the machine.
 
 pub mod cleanup;
 pub mod engine;
@@ -11,14 +13,10 @@ pub mod peer;
 pub mod postgres;
 #[cfg(feature = "peers")]
 pub mod rocksdb;
-#[cfg(feature = "peers")]
-pub mod rocksdb_tatp;
 pub mod run;
 #[cfg(feature = "peers")]
 pub mod sqlite;
-#[cfg(feature = "peers")]
-pub mod sqlite_tatp;
 
-pub use engine::{CompareRow, Engine, BUILD_PEERS};
+pub use engine::{CompareRow, CompareWorkload, Engine, BUILD_PEERS};
 pub use peer::{PeerError, PeerRun, PeerRunConfig, TatpPeer, TpcbPeer};
 pub use run::{compare, CompareConfig, CompareProgress};

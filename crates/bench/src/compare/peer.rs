@@ -6,8 +6,9 @@
 //! from the same [`TpcbGenerator`] and the same per-client seeds, so every engine runs
 //! the same transactions' distribution.
 
-use crate::tatp::{TatpGenerator, TatpInput, TatpKind};
-use crate::tpcb::{Consistency, TpcbGenerator, TpcbInput, TpcbShape};
+use crate::metrics::Latency;
+use crate::workloads::tatp::{TatpGenerator, TatpInput, TatpKind};
+use crate::workloads::tpcb::{Consistency, TpcbGenerator, TpcbInput, TpcbShape};
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
@@ -72,10 +73,8 @@ pub struct PeerRun {
     pub committed_total: u64,
     /// Retried attempts in the measured window.
     pub retries: u64,
-    /// Median latency from the first attempt to the acknowledged commit, µs.
-    pub p50_us: u64,
-    /// 99th percentile, µs.
-    pub p99_us: u64,
+    /// Latency from the first attempt to the acknowledged commit.
+    pub latency: Latency,
     /// Per transaction type (TATP: in `TatpKind::ALL` order): (completed, found what it
     /// looked for), in the measured window.
     pub kinds: Vec<(u64, u64)>,
@@ -274,8 +273,7 @@ fn drive<C: Send, I>(
         committed,
         committed_total: committed_total.load(Ordering::Relaxed),
         retries,
-        p50_us: all.value_at_quantile(0.5),
-        p99_us: all.value_at_quantile(0.99),
+        latency: Latency::of(&all),
         kinds: kinds_total,
     })
 }

@@ -3,34 +3,17 @@
 //! machine (other processes, page cache, thermal state) falls on all engines alike.
 
 use super::cleanup;
-use super::engine::{median, CompareRow, Engine, BUILD_PEERS};
+use super::engine::{median, CompareRow, CompareWorkload, Engine, BUILD_PEERS};
 use super::postgres::{self, Cluster};
-use crate::session::{RunSpec, TatpSession, TpcbSession};
-use crate::setup::Setup;
-use crate::tpcb::TpcbShape;
+use crate::knobs::in_range;
+use crate::metrics::Latency;
+use crate::workloads::session::{RunSpec, TatpSession, TpcbSession};
+use crate::workloads::setup::Setup;
+use crate::workloads::tpcb::TpcbShape;
 use sluice::CommitProtocol;
 use sluice_wal::InsertVariant;
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// The workloads `sluice compare` runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CompareWorkload {
-    /// TPC-B on every engine.
-    Tpcb,
-    /// TATP on sluice, SQLite and RocksDB (pgbench has no TATP).
-    Tatp,
-}
-
-impl CompareWorkload {
-    /// "tpcb" or "tatp".
-    pub fn name(self) -> &'static str {
-        match self {
-            CompareWorkload::Tpcb => "tpcb",
-            CompareWorkload::Tatp => "tatp",
-        }
-    }
-}
 
 /// What to compare.
 #[derive(Debug, Clone)]
@@ -64,36 +47,16 @@ impl CompareConfig {
         }
         for (i, e) in self.engines.iter().enumerate() {
             if self.engines[..i].contains(e) {
-                return Err(format!("--engines names {} twice", e.name()));
+                return Err(format!("--engines names {e} twice"));
             }
         }
-        if self.clients == 0 || self.clients > 1_000 {
-            return Err(format!(
-                "--clients must be between 1 and 1000 (peers use a thread and a connection per client), got {}",
-                self.clients
-            ));
-        }
-        if self.scale == 0 || self.scale > 10_000 {
-            return Err(format!(
-                "--scale must be between 1 and 10000, got {}",
-                self.scale
-            ));
-        }
-        if self.subscribers == 0 || self.subscribers > 100_000_000 {
-            return Err(format!(
-                "--subscribers must be between 1 and 100000000, got {}",
-                self.subscribers
-            ));
-        }
-        if self.rounds == 0 || self.rounds > 100 {
-            return Err(format!(
-                "--rounds must be between 1 and 100, got {}",
-                self.rounds
-            ));
-        }
-        if self.seconds.as_secs_f64() / (self.rounds as f64) < 0.1 {
-            return Err("--seconds must give each round at least 0.1 s".into());
-        }
+        in_range("--clients", self.clients, 1..=1_000)
+            .map_err(|e| format!("{e} (peers use a thread and a connection per client)"))?;
+        in_range("--scale", self.scale, 1..=10_000)?;
+        in_range("--subscribers", self.subscribers, 1..=100_000_000)?;
+        in_range("--rounds", self.rounds, 1..=100)?;
+        let round = self.seconds.as_secs_f64() / self.rounds as f64;
+        in_range("--seconds per round", round, 0.1..)?;
         Ok(())
     }
 
@@ -121,9 +84,9 @@ enum Contestant {
     #[cfg(feature = "peers")]
     Rocksdb(super::rocksdb::RocksTpcb),
     #[cfg(feature = "peers")]
-    SqliteTatp(super::sqlite_tatp::SqliteTatp),
+    SqliteTatp(super::sqlite::SqliteTatp),
     #[cfg(feature = "peers")]
-    RocksdbTatp(super::rocksdb_tatp::RocksTatp),
+    RocksdbTatp(super::rocksdb::RocksTatp),
     Postgres(usize),
 }
 
@@ -141,8 +104,7 @@ struct Round {
     committed: u64,
     seconds: f64,
     retries: u64,
-    p50_us: u64,
-    p99_us: u64,
+    latency: Latency,
     violations: Vec<String>,
 }
 
@@ -159,7 +121,7 @@ fn sluice_spec(cfg: &CompareConfig) -> RunSpec {
 }
 
 fn threads(cfg: &CompareConfig) -> usize {
-    cfg.clients.min(crate::sys::cores()).max(1)
+    cfg.clients.min(crate::metrics::cores()).max(1)
 }
 
 /// Runs the comparison. Engines that are not built or cannot start get an unavailable
@@ -169,7 +131,7 @@ pub fn compare(
     progress: &mut dyn CompareProgress,
 ) -> Result<Vec<CompareRow>, String> {
     cfg.validate()?;
-    let w = cfg.workload.name();
+    let w = cfg.workload;
     let parent = match &cfg.dir {
         Some(d) => d.clone(),
         None => std::env::current_dir().map_err(|e| e.to_string())?,
@@ -194,7 +156,7 @@ pub fn compare(
         ..CompareRow::unavailable(w, engine, variant, cfg.clients, String::new())
     };
     for &engine in &cfg.engines {
-        let sub = root.path().join(engine.name());
+        let sub = root.path().join(engine.to_string());
         let mut load_tick = |label: &str| {
             progress.begin(label);
         };
@@ -260,7 +222,7 @@ pub fn compare(
                 )));
             }
             Engine::Sqlite | Engine::Rocksdb => {
-                load_tick(&format!("loading {w} for {}", engine.name()));
+                load_tick(&format!("loading {w} for {engine}"));
                 let r = load_peer(engine, cfg, &sub, &shape, progress);
                 progress.end();
                 match r {
@@ -323,7 +285,7 @@ pub fn compare(
                 "round {}/{} {} {}",
                 round + 1,
                 cfg.rounds,
-                t.row.engine.name(),
+                t.row.engine,
                 t.row.variant
             ));
             let r = run_round(
@@ -391,12 +353,12 @@ fn load_peer(
     let n = cfg.subscribers;
     Ok(match (engine, cfg.workload) {
         (Engine::Sqlite, CompareWorkload::Tatp) => {
-            let p = super::sqlite_tatp::SqliteTatp::load(dir, n, |f| progress.tick(f))?;
+            let p = super::sqlite::SqliteTatp::load(dir, n, |f| progress.tick(f))?;
             let d = p.durability()?;
             (Contestant::SqliteTatp(p), d, "WAL, key-value tables".into())
         }
         (_, CompareWorkload::Tatp) => {
-            let p = super::rocksdb_tatp::RocksTatp::load(dir, n, |f| progress.tick(f))?;
+            let p = super::rocksdb::RocksTatp::load(dir, n, |f| progress.tick(f))?;
             let d = p.durability()?;
             (
                 Contestant::RocksdbTatp(p),
@@ -433,10 +395,7 @@ fn load_peer(
     _: &TpcbShape,
     _: &mut dyn CompareProgress,
 ) -> Result<Loaded, String> {
-    Err(format!(
-        "{} is not built; build with: {BUILD_PEERS}",
-        engine.name()
-    ))
+    Err(format!("{engine} is not built; build with: {BUILD_PEERS}"))
 }
 
 #[cfg(feature = "peers")]
@@ -465,8 +424,7 @@ fn peer_round<P: super::peer::TpcbPeer>(
         committed: r.committed,
         seconds: r.seconds,
         retries: r.retries,
-        p50_us: r.p50_us,
-        p99_us: r.p99_us,
+        latency: r.latency,
         violations: c.violations,
     })
 }
@@ -478,7 +436,7 @@ fn peer_tatp_round<P: super::peer::TatpPeer>(
     round: usize,
     progress: &mut dyn CompareProgress,
 ) -> Result<Round, String> {
-    use crate::tatp::{self, TatpGenerator, TatpKeys};
+    use crate::workloads::tatp::{self, TatpGenerator, TatpKeys};
     let gen = TatpGenerator::new(cfg.subscribers, TatpKeys::NuRand, None)?;
     let run_cfg = super::peer::PeerRunConfig {
         clients: cfg.clients,
@@ -492,8 +450,7 @@ fn peer_tatp_round<P: super::peer::TatpPeer>(
         committed: r.committed,
         seconds: r.seconds,
         retries: r.retries,
-        p50_us: r.p50_us,
-        p99_us: r.p99_us,
+        latency: r.latency,
         // The same check as sluice's TATP: success rates that match the population.
         violations: tatp::check_success_rates(&r.kinds),
     })
@@ -520,8 +477,7 @@ fn run_round(
                 committed: r.committed,
                 seconds: r.seconds,
                 retries: r.aborted,
-                p50_us: r.p50_us,
-                p99_us: r.p99_us,
+                latency: r.latency,
                 violations: r.violations,
             })
         }
@@ -535,8 +491,7 @@ fn run_round(
                 committed: r.committed + r.rolled_back,
                 seconds: r.seconds,
                 retries: r.aborted,
-                p50_us: r.p50_us,
-                p99_us: r.p99_us,
+                latency: r.latency,
                 violations: r.violations,
             })
         }
@@ -576,8 +531,7 @@ fn run_round(
                 committed: r.committed,
                 seconds: r.seconds,
                 retries: 0,
-                p50_us: r.p50_us,
-                p99_us: r.p99_us,
+                latency: r.latency,
                 violations: c.violations,
             })
         }
@@ -615,8 +569,8 @@ impl Tracker {
             r.consistent = false;
             r.violations.extend(m.violations);
         }
-        self.p50.push(m.p50_us);
-        self.p99.push(m.p99_us);
+        self.p50.push(m.latency.p50_us);
+        self.p99.push(m.latency.p99_us);
     }
 
     fn finish(self) -> CompareRow {
@@ -627,8 +581,10 @@ impl Tracker {
             } else {
                 0.0
             };
-            r.p50_us = median(self.p50);
-            r.p99_us = median(self.p99);
+            r.latency = Latency {
+                p50_us: median(self.p50),
+                p99_us: median(self.p99),
+            };
         }
         r
     }

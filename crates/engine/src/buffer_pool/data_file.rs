@@ -39,6 +39,9 @@ pub(crate) struct DataFile {
     /// (an older version never lands over a newer one) and a page being loaded never
     /// reads a half-written one.
     segment_locks: Box<[Mutex<()>]>,
+    /// Held across every sync, and holding the first sync failure for good (its kind
+    /// and message): see [`DataFile::sync`].
+    sync_failure: Mutex<Option<(io::ErrorKind, String)>>,
 }
 
 impl DataFile {
@@ -72,6 +75,7 @@ impl DataFile {
             path: path.to_path_buf(),
             segment_pages: ((1 << 20) / page_size as u64).max(1),
             segment_locks: (0..SEGMENT_STRIPES).map(|_| Mutex::new(())).collect(),
+            sync_failure: Mutex::new(None),
         }
     }
 
@@ -184,13 +188,60 @@ impl DataFile {
             .map_err(|e| self.error(e))
     }
 
-    /// Makes every write so far durable.
+    /// Makes every write so far durable. **After the first failed sync, every later one
+    /// fails the same way**, without asking the device: a failed fsync drops the pages it
+    /// could not write from write-back (Linux marks them clean), so the next fsync has
+    /// nothing to write and reports success for writes that never reached the device
+    /// (fsyncgate). Syncs are serialised and the failure recorded before the lock goes,
+    /// so no sync that started after a failure can succeed: the page cleaner's sync
+    /// failed, the checkpoint's sync on the same handle a moment later succeeded, and the
+    /// checkpoint recorded a data file (and truncated a log) the device did not hold (the
+    /// swarm sweep: recovery found the data file shorter than the control file said, or
+    /// large values missing chunks).
     pub(crate) fn sync(&self) -> Result<()> {
-        self.file.sync_data().map_err(|e| self.error(e))
+        let mut failed = self.sync_failure.lock();
+        if let Some((kind, what)) = &*failed {
+            return Err(self.error(io::Error::new(
+                *kind,
+                format!("an earlier sync failed ({what}); no later one can be trusted"),
+            )));
+        }
+        self.file.sync_data().map_err(|e| {
+            *failed = Some((e.kind(), e.to_string()));
+            self.error(e)
+        })
     }
 
     /// The file's length as reads see it.
     pub(crate) fn len(&self) -> Result<u64> {
         self.file.len().map_err(|e| self.error(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_storage::{FaultKind, FaultOp, FaultPlan, SimStorage};
+
+    /// Postmortem (issue 22, the swarm sweep): the page cleaner's sync of the data file
+    /// failed; the checkpoint's sync of the same handle a moment later had nothing left
+    /// to write and succeeded, so the checkpoint recorded pages the device never got.
+    /// The second sync must fail too.
+    #[test]
+    fn a_sync_after_a_failed_sync_fails_too() {
+        let sim = SimStorage::new(3);
+        let f = DataFile::open(&sim, Path::new("/db-data"), 1024, true).unwrap();
+        let _held = f.lock_pages(PageId(1), 1);
+        f.write_locked(PageId(1), &[7u8; 1024]).unwrap();
+        sim.inject(FaultPlan::new(FaultOp::Sync, 1, FaultKind::Eio).on("/db-data"));
+        assert!(f.sync().is_err(), "the injected failure");
+        sim.clear_faults();
+        let again = f.sync();
+        assert!(
+            again.is_err(),
+            "a sync after a failed one reported success for a write the device never got"
+        );
+        let e = again.unwrap_err().to_string();
+        assert!(e.contains("an earlier sync failed"), "{e}");
     }
 }

@@ -43,7 +43,7 @@ pub enum Layout {
     Partitioned {
         /// Log managers (partitions), 1 to 3.
         log_managers: usize,
-        /// Per table of [`TABLES`]: the partition it is assigned to, or `None` for the
+        /// Per table of `TABLES`: the partition it is assigned to, or `None` for the
         /// unassigned rule.
         assigned: Vec<Option<usize>>,
         /// Where tables nobody assigned go.

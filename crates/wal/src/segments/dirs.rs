@@ -37,7 +37,7 @@
 //! taking them for two made the archiver copy each segment onto itself (then truncation
 //! freed it) and made a log of "two" directories write both markers into one file. Every
 //! open compares them by [`sluice_storage::DirIdentity`] before it creates or writes
-//! anything ([`LogDirs::refuse_aliases`]).
+//! anything (`LogDirs::refuse_aliases`).
 //!
 //! # The archive marker
 //!

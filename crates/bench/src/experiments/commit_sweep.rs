@@ -1,0 +1,587 @@
+//! Commit-protocol sweeps: the runs behind Aether's figures on the commit path.
+//!
+//! - [`Figure::ElrSkew`] (Aether Fig. 3): TPC-B, classic vs ELR with one blocking agent
+//!   per client, over Zipf skew, one series per emulated log latency; the figure is the
+//!   speedup ELR tps ÷ classic tps.
+//! - [`Figure::Ctx`] (Fig. 4): TPC-B on the real disk, classic vs elr-pipelined over client
+//!   counts; context switches per transaction and CPU utilisation.
+//! - [`Figure::Clients`] (Fig. 5): TPC-B on the real disk, tps vs clients for classic,
+//!   async and elr-pipelined.
+//! - [`Figure::TatpComponents`] (Fig. 9): TATP UPDATE_LOCATION on the real disk as the
+//!   components are switched on in turn: classic → +ELR → +flush pipelining → +a scalable
+//!   log buffer; plus the speedup of each step.
+//!
+//! A sweep is a plan of runs ([`SweepConfig::plan`]) executed on as few loaded sessions as
+//! possible: one per log-buffer variant, because the variant is a log option fixed when
+//! the database opens (Fig. 9 opens a second session for its last step). Each run's row
+//! carries the session's consistency check; [`run`] writes `<figure>.csv`,
+//! `<figure>.json` and the figure(s) whatever the check says, so an inconsistent sweep
+//! can still be inspected — the caller decides what an inconsistent row means.
+
+mod output;
+
+pub use output::{rows_table, SpeedupTable};
+
+use crate::knobs::{in_range, named_values};
+use crate::workloads::session::{Row, RunSpec, TatpSession, TpcbSession};
+use crate::workloads::setup::Setup;
+use crate::workloads::tatp::TatpKind;
+use crate::workloads::tpcb::TpcbShape;
+use serde::Serialize;
+use sluice::CommitProtocol;
+use sluice_wal::InsertVariant;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Which of Aether's figures a sweep draws; its name (`--figure`) is the stem of its
+/// files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Figure {
+    /// Fig. 3: ELR speedup over classic vs skew, per log latency (TPC-B).
+    ElrSkew,
+    /// Fig. 4: context switches per transaction and CPU vs clients, classic vs pipelined.
+    Ctx,
+    /// Fig. 5: tps vs clients for classic, async and elr-pipelined.
+    Clients,
+    /// Fig. 9: TATP UPDATE_LOCATION as ELR, pipelining and a scalable buffer switch on.
+    TatpComponents,
+}
+
+named_values!(Figure, "figure", serialize);
+
+/// The log-buffer variant Fig. 9's last step uses when none is asked for: the paper's
+/// hybrid (consolidation array + decoupled fill), else the atomic variant, else none
+/// (a build with only the mutex buffer leaves the step out).
+pub fn default_scalable_buffer() -> Option<InsertVariant> {
+    ["hybrid", "atomic"].iter().find_map(|n| n.parse().ok())
+}
+
+/// Limits on a sweep's knobs: a typo must not start a day-long run or a million threads.
+const MAX_CLIENTS: usize = 100_000;
+const MAX_POINTS: usize = 64;
+const MAX_SECONDS: f64 = 3_600.0;
+const MAX_LATENCY_SECONDS: f64 = 10.0;
+
+/// What to sweep.
+#[derive(Debug, Clone)]
+pub struct SweepConfig {
+    /// The figure.
+    pub figure: Figure,
+    /// TPC-B scale factor (branches) for the TPC-B figures.
+    pub scale: u32,
+    /// TATP subscribers for [`Figure::TatpComponents`].
+    pub subscribers: u32,
+    /// Client counts: the x axis, or (for [`Figure::ElrSkew`]) the one count used.
+    pub clients: Vec<usize>,
+    /// Zipf skews ([`Figure::ElrSkew`]'s x axis).
+    pub skews: Vec<f64>,
+    /// Emulated log latencies ([`Figure::ElrSkew`]'s series).
+    pub latencies: Vec<Duration>,
+    /// The scalable log buffer of Fig. 9's last step (`None`: leave the step out).
+    pub scalable_buffer: Option<InsertVariant>,
+    /// Unmeasured warm-up per run.
+    pub warmup: Duration,
+    /// Measured time per run.
+    pub seconds: Duration,
+    /// Where the databases go (a fresh temporary directory under it per session);
+    /// `None`: the current directory. The real-disk figures measure this disk.
+    pub dir: Option<PathBuf>,
+}
+
+/// One planned run.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// Fig. 9's component step ("baseline", "+elr", …); `None` for the other figures.
+    pub step: Option<&'static str>,
+    /// The log-buffer variant the session must be opened with.
+    pub log_buffer: InsertVariant,
+    /// The run.
+    pub spec: RunSpec,
+}
+
+/// Fig. 9's steps: each switches one more component on.
+const TATP_STEPS: [(&str, CommitProtocol); 3] = [
+    ("baseline", CommitProtocol::Classic),
+    ("+elr", CommitProtocol::Elr),
+    ("+pipelining", CommitProtocol::ElrPipelined),
+];
+/// Fig. 9's last step, on a session with the scalable buffer.
+const SCALABLE_STEP: &str = "+scalable-buffer";
+
+impl SweepConfig {
+    /// The defaults: small enough to finish in a few minutes on two cores
+    /// (SF 2, 1 s per point after 0.5 s of warm-up); flags scale them up.
+    pub fn new(figure: Figure) -> SweepConfig {
+        SweepConfig {
+            figure,
+            scale: 2,
+            subscribers: 100_000,
+            clients: match figure {
+                Figure::ElrSkew => vec![64],
+                _ => vec![1, 2, 4, 8, 16, 32, 64],
+            },
+            skews: vec![0.0, 0.5, 0.8, 1.0, 1.2],
+            latencies: [0, 100, 1_000, 10_000]
+                .into_iter()
+                .map(Duration::from_micros)
+                .collect(),
+            scalable_buffer: default_scalable_buffer(),
+            warmup: Duration::from_millis(500),
+            seconds: Duration::from_secs(1),
+            dir: None,
+        }
+    }
+
+    /// Checks the knobs; the message names the offending one.
+    pub fn validate(&self) -> Result<(), String> {
+        in_range("scale", self.scale, 1..=10_000)?;
+        in_range("subscribers", self.subscribers, 1..=100_000_000)?;
+        in_range(
+            "the number of client counts",
+            self.clients.len(),
+            1..=MAX_POINTS,
+        )?;
+        for &c in &self.clients {
+            in_range("clients", c, 1..=MAX_CLIENTS)?;
+        }
+        if self.figure == Figure::ElrSkew && self.clients.len() != 1 {
+            return Err("elr-skew runs at one client count (its x axis is the skew)".into());
+        }
+        in_range("the number of skews", self.skews.len(), 1..=MAX_POINTS)?;
+        for &s in &self.skews {
+            in_range("skew", s, 0.0..=10.0)?;
+        }
+        in_range(
+            "the number of log latencies",
+            self.latencies.len(),
+            1..=MAX_POINTS,
+        )?;
+        for l in &self.latencies {
+            in_range(
+                "log latency in seconds",
+                l.as_secs_f64(),
+                ..=MAX_LATENCY_SECONDS,
+            )?;
+        }
+        if self.scalable_buffer == Some(InsertVariant::Mutex) {
+            return Err(format!(
+                "the scalable-buffer step needs a log buffer other than the baseline '{}'",
+                InsertVariant::Mutex
+            ));
+        }
+        in_range("seconds", self.seconds.as_secs_f64(), 0.05..=MAX_SECONDS)?;
+        in_range("warm-up seconds", self.warmup.as_secs_f64(), ..=MAX_SECONDS)?;
+        Ok(())
+    }
+
+    /// The runs, in order. Runs that are compared (same x, different protocol) sit next
+    /// to each other so that drift in the machine's state affects both alike; runs on the
+    /// same log-buffer variant are contiguous so each variant opens one session.
+    pub fn plan(&self) -> Vec<Planned> {
+        let spec = |protocol, clients, agents, skew, log_latency| RunSpec {
+            protocol,
+            clients,
+            agents,
+            skew,
+            log_latency,
+            warmup: self.warmup,
+            seconds: self.seconds,
+        };
+        let mutex = InsertVariant::Mutex;
+        let plain = |s: RunSpec| Planned {
+            step: None,
+            log_buffer: mutex,
+            spec: s,
+        };
+        let mut out = Vec::new();
+        match self.figure {
+            Figure::ElrSkew => {
+                // Blocking agents, one per client: ELR's gain is the lock hold time it
+                // removes, which only shows when each transaction has its own thread.
+                let c = self.clients[0];
+                for &l in &self.latencies {
+                    for &skew in &self.skews {
+                        for p in [CommitProtocol::Classic, CommitProtocol::Elr] {
+                            out.push(plain(spec(p, c, Some(c), skew, Some(l))));
+                        }
+                    }
+                }
+            }
+            Figure::Ctx | Figure::Clients => {
+                let protocols: &[CommitProtocol] = if self.figure == Figure::Ctx {
+                    &[CommitProtocol::Classic, CommitProtocol::ElrPipelined]
+                } else {
+                    &[
+                        CommitProtocol::Classic,
+                        CommitProtocol::Async,
+                        CommitProtocol::ElrPipelined,
+                    ]
+                };
+                // Agents: the protocol's default shape (one per client when blocking,
+                // one per core when not), which is what the figures compare.
+                for &c in &self.clients {
+                    for &p in protocols {
+                        out.push(plain(spec(p, c, None, 0.0, None)));
+                    }
+                }
+            }
+            Figure::TatpComponents => {
+                for (step, p) in TATP_STEPS {
+                    for &c in &self.clients {
+                        out.push(Planned {
+                            step: Some(step),
+                            ..plain(spec(p, c, None, 0.0, None))
+                        });
+                    }
+                }
+                if let Some(v) = self.scalable_buffer {
+                    for &c in &self.clients {
+                        out.push(Planned {
+                            step: Some(SCALABLE_STEP),
+                            log_buffer: v,
+                            spec: spec(CommitProtocol::ElrPipelined, c, None, 0.0, None),
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Sorts and deduplicates the axes, so lines are drawn left to right and no point
+    /// runs twice.
+    pub fn normalise(&mut self) {
+        self.clients.sort_unstable();
+        self.clients.dedup();
+        self.skews.sort_by(f64::total_cmp);
+        self.skews.dedup();
+        let mut seen = Vec::new();
+        self.latencies.retain(|l| {
+            let fresh = !seen.contains(l);
+            seen.push(*l);
+            fresh
+        });
+    }
+}
+
+/// One row of a sweep: a run's [`Row`] and where it sits in the figure.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepRow {
+    /// The figure.
+    pub figure: Figure,
+    /// Fig. 9's component step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<&'static str>,
+    /// The run.
+    #[serde(flatten)]
+    pub row: Row,
+}
+
+impl SweepRow {
+    /// Committed (TPC-B) or completed (TATP MQTh) transactions per second.
+    pub fn throughput(&self) -> f64 {
+        self.row.throughput()
+    }
+}
+
+/// What a sweep measured and wrote.
+#[derive(Debug, Clone)]
+pub struct SweepResult {
+    /// The figure.
+    pub figure: Figure,
+    /// One per run, in plan order.
+    pub rows: Vec<SweepRow>,
+    /// Ratios the figure is about (Fig. 3's is the figure itself); `None` for Fig. 4.
+    pub speedup: Option<SpeedupTable>,
+    /// Files written.
+    pub files: Vec<PathBuf>,
+    /// Things a reader should know (a step left out, …).
+    pub notes: Vec<String>,
+}
+
+impl SweepResult {
+    /// Every row's consistency check passed.
+    pub fn consistent(&self) -> bool {
+        self.rows.iter().all(|r| r.row.consistent)
+    }
+}
+
+/// Where a sweep is, for a progress bar.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    /// Runs finished, with a fraction for the one under way.
+    pub done: f64,
+    /// Runs planned.
+    pub total: usize,
+    /// What is happening now.
+    pub what: &'a str,
+}
+
+/// Why a sweep did not finish.
+#[derive(Debug)]
+pub enum SweepError {
+    /// The configuration is invalid (a usage error).
+    Config(String),
+    /// Loading or running failed.
+    Engine(sluice::Error),
+    /// Writing the output failed.
+    Output(String),
+}
+
+impl fmt::Display for SweepError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SweepError::Config(m) => f.write_str(m),
+            SweepError::Engine(e) => write!(f, "{e}"),
+            SweepError::Output(m) => write!(f, "writing the sweep's files: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for SweepError {}
+
+impl From<sluice::Error> for SweepError {
+    fn from(e: sluice::Error) -> Self {
+        SweepError::Engine(e)
+    }
+}
+
+enum Loaded {
+    Tpcb(TpcbSession),
+    Tatp(TatpSession),
+}
+
+/// An open session and the directory it lives in (dropped after the session, which
+/// must close its files first).
+struct Session {
+    loaded: Loaded,
+    log_buffer: InsertVariant,
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn open(
+    cfg: &SweepConfig,
+    log_buffer: InsertVariant,
+    progress: &mut dyn FnMut(f64),
+) -> Result<Session, SweepError> {
+    let dir = match &cfg.dir {
+        Some(parent) => Some(
+            tempfile::Builder::new()
+                .prefix("sluice-sweep-")
+                .tempdir_in(parent)
+                .map_err(|e| SweepError::Engine(e.into()))?,
+        ),
+        None => None,
+    };
+    let setup = |pool_pages| Setup {
+        dir: dir.as_ref().map(|d| d.path().to_path_buf()),
+        // Fig. 3 varies the log latency, so its log sits behind the emulated device
+        // (each run sets the latency); the others measure the real disk.
+        log_latency: (cfg.figure == Figure::ElrSkew).then(|| cfg.latencies[0]),
+        log_buffer,
+        pool_pages,
+        checkpoint_log_bytes: Setup::CHECKPOINT_LOG_BYTES,
+        adaptive_group_commit: true,
+    };
+    let loaded = if cfg.figure == Figure::TatpComponents {
+        let s = setup(TatpSession::pool_pages(cfg.subscribers));
+        Loaded::Tatp(TatpSession::load(&s, cfg.subscribers, progress)?)
+    } else {
+        let s = setup(TpcbSession::pool_pages(cfg.scale));
+        Loaded::Tpcb(TpcbSession::load(
+            &s,
+            TpcbShape::standard(cfg.scale),
+            progress,
+        )?)
+    };
+    Ok(Session {
+        loaded,
+        log_buffer,
+        _dir: dir,
+    })
+}
+
+fn describe(p: &Planned) -> String {
+    let s = &p.spec;
+    let mut d = match p.step {
+        Some(step) => format!("{step} ({}, {})", s.protocol, p.log_buffer),
+        None => s.protocol.to_string(),
+    };
+    d.push_str(&format!(", {} clients", s.clients));
+    if s.skew > 0.0 {
+        d.push_str(&format!(", skew {}", s.skew));
+    }
+    if let Some(l) = s.log_latency {
+        d.push_str(&format!(", log {l:?}"));
+    }
+    d
+}
+
+/// Runs the sweep `cfg` describes and writes its files under `out`:
+/// `<figure>.csv`, `<figure>.json` (an array, one row object per line), `<figure>-speedup.csv` when the
+/// figure has a speedup table, and the figure(s) as PNG and SVG. Files are written even
+/// when a row is inconsistent; check [`SweepResult::consistent`].
+pub fn run(
+    cfg: &SweepConfig,
+    out: &Path,
+    mut progress: impl FnMut(Progress<'_>),
+) -> Result<SweepResult, SweepError> {
+    cfg.validate().map_err(SweepError::Config)?;
+    let mut cfg = cfg.clone();
+    cfg.normalise();
+    let cfg = &cfg;
+    let plan = cfg.plan();
+    assert!(!plan.is_empty(), "a valid configuration plans some runs");
+    let total = plan.len();
+    let mut notes = Vec::new();
+    if cfg.figure == Figure::TatpComponents && cfg.scalable_buffer.is_none() {
+        notes.push(
+            "no scalable log-buffer variant in this build: the +scalable-buffer step is left out"
+                .to_string(),
+        );
+    }
+    let mut session: Option<Session> = None;
+    let mut rows = Vec::with_capacity(total);
+    for (i, p) in plan.iter().enumerate() {
+        let done = i as f64;
+        if session.as_ref().map(|s| s.log_buffer) != Some(p.log_buffer) {
+            // Close the old database before loading the next: two loaded databases
+            // would compete for memory and the disk.
+            drop(session.take());
+            let what = format!(
+                "loading {} ({} log buffer)",
+                if cfg.figure == Figure::TatpComponents {
+                    format!("TATP {} subscribers", cfg.subscribers)
+                } else {
+                    format!("TPC-B SF {}", cfg.scale)
+                },
+                p.log_buffer
+            );
+            session = Some(open(cfg, p.log_buffer, &mut |f| {
+                progress(Progress {
+                    done,
+                    total,
+                    what: &format!("{what} {:.0} %", f * 100.0),
+                })
+            })?);
+        }
+        let s = session.as_mut().expect("opened above");
+        let what = describe(p);
+        let mut tick = |f: f64| {
+            progress(Progress {
+                done: done + f.clamp(0.0, 1.0),
+                total,
+                what: &what,
+            })
+        };
+        tick(0.0);
+        let row = match &mut s.loaded {
+            Loaded::Tpcb(t) => t.run(&p.spec, tick)?,
+            Loaded::Tatp(t) => t.run(&p.spec, Some(TatpKind::UpdateLocation), false, tick)?,
+        };
+        rows.push(SweepRow {
+            figure: cfg.figure,
+            step: p.step,
+            row,
+        });
+    }
+    drop(session);
+    progress(Progress {
+        done: total as f64,
+        total,
+        what: "writing files",
+    });
+    let speedup = output::speedup(cfg.figure, &rows);
+    let files = output::write(cfg, out, &rows, speedup.as_ref()).map_err(SweepError::Output)?;
+    Ok(SweepResult {
+        figure: cfg.figure,
+        rows,
+        speedup,
+        files,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum;
+
+    #[test]
+    fn figure_names_round_trip() {
+        for &f in Figure::value_variants() {
+            assert_eq!(f.to_string().parse::<Figure>(), Ok(f));
+        }
+        assert!("fig3".parse::<Figure>().unwrap_err().contains("elr-skew"));
+    }
+
+    #[test]
+    fn defaults_are_valid_and_plan_pairs_of_comparable_runs() {
+        for &f in Figure::value_variants() {
+            let c = SweepConfig::new(f);
+            c.validate().unwrap();
+            let plan = c.plan();
+            let expected = match f {
+                Figure::ElrSkew => 4 * 5 * 2,
+                Figure::Ctx => 7 * 2,
+                Figure::Clients => 7 * 3,
+                Figure::TatpComponents => 7 * (3 + c.scalable_buffer.is_some() as usize),
+            };
+            assert_eq!(plan.len(), expected, "{f}");
+        }
+        let plan = SweepConfig::new(Figure::ElrSkew).plan();
+        assert!(plan.iter().all(|p| p.spec.agents == Some(p.spec.clients)));
+        assert_eq!(plan[0].spec.protocol, CommitProtocol::Classic);
+        assert_eq!(plan[1].spec.protocol, CommitProtocol::Elr);
+        assert_eq!(plan[0].spec.skew, plan[1].spec.skew);
+    }
+
+    #[test]
+    fn a_variant_opens_one_session() {
+        let mut c = SweepConfig::new(Figure::TatpComponents);
+        c.scalable_buffer = InsertVariant::ALL
+            .iter()
+            .copied()
+            .find(|v| v.name() != "mutex");
+        let plan = c.plan();
+        let switches = plan
+            .windows(2)
+            .filter(|w| w[0].log_buffer != w[1].log_buffer)
+            .count();
+        assert_eq!(switches, c.scalable_buffer.is_some() as usize);
+    }
+
+    #[test]
+    fn validation_names_the_bad_knob() {
+        let bad = |edit: fn(&mut SweepConfig), mentions: &str| {
+            let mut c = SweepConfig::new(Figure::ElrSkew);
+            edit(&mut c);
+            let e = c.validate().unwrap_err();
+            assert!(e.contains(mentions), "{e:?} lacks {mentions:?}");
+        };
+        bad(|c| c.scale = 0, "scale");
+        bad(|c| c.clients = vec![1, 2], "one client count");
+        bad(|c| c.clients = vec![0], "clients");
+        bad(|c| c.skews = vec![f64::NAN], "skew");
+        bad(|c| c.skews.clear(), "skews");
+        bad(|c| c.latencies = vec![Duration::from_secs(11)], "latency");
+        bad(|c| c.seconds = Duration::ZERO, "seconds");
+        bad(
+            |c| c.scalable_buffer = Some(InsertVariant::Mutex),
+            "scalable",
+        );
+    }
+
+    #[test]
+    fn normalise_sorts_and_dedups_axes() {
+        let mut c = SweepConfig::new(Figure::Clients);
+        c.clients = vec![8, 1, 8, 2];
+        c.skews = vec![1.0, 0.0, 1.0];
+        c.latencies = vec![Duration::ZERO, Duration::from_millis(1), Duration::ZERO];
+        c.normalise();
+        assert_eq!(c.clients, [1, 2, 8]);
+        assert_eq!(c.skews, [0.0, 1.0]);
+        assert_eq!(c.latencies, [Duration::ZERO, Duration::from_millis(1)]);
+    }
+}

@@ -1,0 +1,7 @@
+//! Log partitioning (the Tandem paper): horizontal (γ, [`gamma`]), vertical (Tables 2–4
+//! and Lmax, [`vertical`]), and what the partitioned engine costs with one log manager
+//! ([`overhead`]).
+
+pub mod gamma;
+pub mod overhead;
+pub mod vertical;

@@ -1,0 +1,368 @@
+//! What a propagation sweep prints and writes: the table, CSV, JSON and the figure.
+
+use super::{SweepConfig, SweepFigure, SweepResult, SweepRow};
+use crate::experiments::propagation::{self, DeviceBandwidth, PropagationResult, Throughput};
+use crate::output::{
+    create_dir, json_line, thousands, write_file, write_grid, Bar, BarChart, Chart, Csv, Reference,
+    Series, Table,
+};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+impl SweepResult {
+    /// The rows as a text table (with the device as the bandwidth figure's last row).
+    pub fn table(&self) -> Table {
+        let mib = |b: u64| format!("{:.1}", b as f64 / (1u64 << 20) as f64);
+        match self.figure {
+            SweepFigure::Bandwidth => {
+                let mut t = Table::new([
+                    "strategy",
+                    "as --strategy",
+                    "tps",
+                    "write MB/s",
+                    "busy MB/s",
+                    "I/O MB/s",
+                    "writes",
+                    "KiB/write",
+                    "dirty mean",
+                    "REDO MiB max",
+                    "restart ms",
+                    "consistent",
+                ]);
+                for r in &self.rows {
+                    match (&r.result, &r.error) {
+                        (Some(x), _) => {
+                            let s = &x.summary;
+                            t.row([
+                                r.label.clone(),
+                                r.strategy.clone(),
+                                thousands(s.tps),
+                                format!("{:.2}", s.write_mb_per_s),
+                                format!("{:.1}", s.busy_write_mb_per_s),
+                                format!("{:.1}", s.io_write_mb_per_s),
+                                s.propagation_writes.to_string(),
+                                format!("{:.1}", s.bytes_per_write / 1024.0),
+                                format!("{:.0}", s.dirty_pages_mean),
+                                mib(s.redo_bytes_max),
+                                format!("{:.0}", s.restart_ms),
+                                s.consistent.to_string(),
+                            ]);
+                        }
+                        (None, e) => t.row(failed_row(r, e.as_deref(), 12)),
+                    }
+                }
+                if let Some(d) = &self.device {
+                    t.row([
+                        "device (sequential)".to_string(),
+                        String::new(),
+                        String::new(),
+                        format!("{:.2}", d.mb_per_s),
+                        format!("{:.1}", d.mb_per_s),
+                        format!("{:.1}", d.mb_per_s),
+                        format!("{}", d.bytes >> 20),
+                        "1024.0".to_string(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                    ]);
+                }
+                t
+            }
+            SweepFigure::Backlog => {
+                let mut t = Table::new([
+                    "strategy",
+                    "throughput",
+                    "tps",
+                    "dirty mean",
+                    "dirty max",
+                    "REDO MiB max",
+                    "first third",
+                    "last third",
+                    "write MB/s",
+                    "restart ms",
+                    "redone",
+                    "consistent",
+                ]);
+                for r in &self.rows {
+                    match (&r.result, &r.error) {
+                        (Some(x), _) => {
+                            let s = &x.summary;
+                            t.row([
+                                r.label.clone(),
+                                r.throughput.to_string(),
+                                thousands(s.tps),
+                                format!("{:.0}", s.dirty_pages_mean),
+                                s.dirty_pages_max.to_string(),
+                                mib(s.redo_bytes_max),
+                                mib(s.redo_first_third_max),
+                                mib(s.redo_last_third_max),
+                                format!("{:.2}", s.write_mb_per_s),
+                                format!("{:.0}", s.restart_ms),
+                                s.redo_records.to_string(),
+                                s.consistent.to_string(),
+                            ]);
+                        }
+                        (None, e) => {
+                            let mut cells = failed_row(r, e.as_deref(), 12);
+                            cells[1] = r.throughput.to_string();
+                            t.row(cells)
+                        }
+                    }
+                }
+                t
+            }
+        }
+    }
+}
+
+fn failed_row(r: &SweepRow, e: Option<&str>, width: usize) -> Vec<String> {
+    let mut cells = vec![String::new(); width];
+    cells[0] = r.label.clone();
+    cells[1] = r.strategy.clone();
+    let e = e.unwrap_or("no result");
+    let short: String = e.lines().next().unwrap_or("").chars().take(60).collect();
+    cells[width - 1] = format!("failed: {short}");
+    cells
+}
+
+/// Bandwidth: one line per run (its summary) and the device. Backlog: the time series,
+/// one line per run and second.
+pub(super) fn csv(r: &SweepResult) -> String {
+    let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.3}"));
+    match r.figure {
+        SweepFigure::Bandwidth => {
+            let mut csv = Csv::new([
+                "label",
+                "strategy",
+                "heap_pct",
+                "throughput",
+                "tps",
+                "write_mb_per_s",
+                "busy_write_mb_per_s",
+                "io_write_mb_per_s",
+                "busy_fraction",
+                "propagated_bytes",
+                "propagation_writes",
+                "bytes_per_write",
+                "dirty_pages_mean",
+                "redo_bytes_max",
+                "eviction_writes",
+                "restart_ms",
+                "redo_records",
+                "device_seq_write_mb_per_s",
+                "consistent",
+                "error",
+            ]);
+            for row in &r.rows {
+                let mut cells = vec![
+                    row.label.clone(),
+                    row.strategy.clone(),
+                    row.heap_pct.map_or(String::new(), |p| p.to_string()),
+                    row.throughput.to_string(),
+                ];
+                match &row.result {
+                    Some(x) => {
+                        let m = &x.summary;
+                        cells.extend([
+                            format!("{:.1}", m.tps),
+                            format!("{:.4}", m.write_mb_per_s),
+                            format!("{:.4}", m.busy_write_mb_per_s),
+                            format!("{:.4}", m.io_write_mb_per_s),
+                            format!("{:.4}", m.busy_fraction),
+                            m.propagated_bytes.to_string(),
+                            m.propagation_writes.to_string(),
+                            format!("{:.1}", m.bytes_per_write),
+                            format!("{:.1}", m.dirty_pages_mean),
+                            m.redo_bytes_max.to_string(),
+                            m.eviction_writes.to_string(),
+                            format!("{:.1}", m.restart_ms),
+                            m.redo_records.to_string(),
+                            opt(m.device_seq_write_mb_per_s),
+                            m.consistent.to_string(),
+                            m.violations.join("; "),
+                        ]);
+                    }
+                    None => {
+                        cells.extend(std::iter::repeat_n(String::new(), 13));
+                        cells.push(opt(r.device.map(|d| d.mb_per_s)));
+                        cells.push("false".into());
+                        cells.push(row.error.clone().unwrap_or_default());
+                    }
+                }
+                csv.row(cells);
+            }
+            if let Some(d) = &r.device {
+                let mut cells = vec![
+                    "device (sequential)".to_string(),
+                    "device".into(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    format!("{:.4}", d.mb_per_s),
+                    format!("{:.4}", d.mb_per_s),
+                    format!("{:.4}", d.mb_per_s),
+                    "1.0".into(),
+                    d.bytes.to_string(),
+                    (d.bytes >> 20).to_string(),
+                    (1u64 << 20).to_string(),
+                ];
+                cells.extend(std::iter::repeat_n(String::new(), 5));
+                cells.push(format!("{:.3}", d.mb_per_s));
+                cells.extend([String::new(), String::new()]);
+                csv.row(cells);
+            }
+            csv.finish()
+        }
+        SweepFigure::Backlog => {
+            let mut csv = Csv::new([
+                "label",
+                "strategy",
+                "throughput",
+                "t_s",
+                "tps",
+                "dirty_pages",
+                "redo_bytes",
+                "write_mb_per_s",
+            ]);
+            for row in &r.rows {
+                let Some(x) = &row.result else { continue };
+                for p in &x.series {
+                    csv.row([
+                        row.label.clone(),
+                        row.strategy.clone(),
+                        row.throughput.to_string(),
+                        format!("{:.3}", p.t_s),
+                        format!("{:.1}", p.tps),
+                        p.dirty_pages.to_string(),
+                        p.redo_bytes.to_string(),
+                        format!("{:.4}", p.write_mb_per_s),
+                    ]);
+                }
+            }
+            csv.finish()
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct JsonFile<'a> {
+    figure: SweepFigure,
+    device: Option<DeviceBandwidth>,
+    notes: &'a [String],
+    runs: &'a [SweepRow],
+}
+
+/// Writes `<figure>.csv`, `<figure>.json`, `<figure>.png` and `<figure>.svg` under
+/// `out`; returns their paths.
+pub(super) fn write(
+    cfg: &SweepConfig,
+    out: &Path,
+    r: &SweepResult,
+) -> Result<Vec<PathBuf>, String> {
+    create_dir(out)?;
+    let stem = cfg.figure.to_string();
+    let mut files = Vec::new();
+    let csv_path = out.join(format!("{stem}.csv"));
+    write_file(&csv_path, &csv(r))?;
+    files.push(csv_path);
+    let json_path = out.join(format!("{stem}.json"));
+    let json = json_line(&JsonFile {
+        figure: cfg.figure,
+        device: r.device,
+        notes: &r.notes,
+        runs: &r.rows,
+    });
+    write_file(&json_path, &(json + "\n"))?;
+    files.push(json_path);
+    match cfg.figure {
+        SweepFigure::Bandwidth => bandwidth_chart(cfg, r).write(out, &stem)?,
+        SweepFigure::Backlog => {
+            let (title, panels) = backlog_panels(cfg, r);
+            write_grid(&title, &panels, 2, out, &stem)?
+        }
+    }
+    files.push(out.join(format!("{stem}.png")));
+    files.push(out.join(format!("{stem}.svg")));
+    Ok(files)
+}
+
+fn bandwidth_chart(cfg: &SweepConfig, r: &SweepResult) -> BarChart {
+    let bars = r
+        .rows
+        .iter()
+        .map(|row| match &row.result {
+            Some(x) => Bar {
+                label: row.label.clone(),
+                value: x.summary.io_write_mb_per_s,
+                note: format!("{:.1}", x.summary.io_write_mb_per_s),
+            },
+            None => Bar {
+                label: row.label.clone(),
+                value: 0.0,
+                note: "failed".into(),
+            },
+        })
+        .collect();
+    BarChart {
+        title: format!(
+            "TPC-B SF {}, full speed, {} s per run: write bandwidth of update propagation, bytes / time in writes and syncs (Fig. 3)",
+            cfg.scale,
+            cfg.seconds.as_secs_f64()
+        ),
+        y_label: "write MB/s (log scale)".into(),
+        bars,
+        log_y: true,
+        reference: r.device.map(|d| Reference {
+            label: format!("device sequential write {:.0} MB/s", d.mb_per_s),
+            value: d.mb_per_s,
+        }),
+    }
+}
+
+fn backlog_panels(cfg: &SweepConfig, r: &SweepResult) -> (String, Vec<Chart>) {
+    let mut panels = Vec::new();
+    for t in [Throughput::Low, Throughput::High] {
+        let runs: Vec<(&SweepRow, &PropagationResult)> = r
+            .rows
+            .iter()
+            .filter(|row| row.throughput == t)
+            .filter_map(|row| row.result.as_ref().map(|x| (row, x)))
+            .collect();
+        let series = |y: &dyn Fn(&propagation::Sample) -> f64| -> Vec<Series> {
+            runs.iter()
+                .map(|(row, x)| Series {
+                    label: row.label.clone(),
+                    points: x.series.iter().map(|p| (p.t_s, y(p))).collect(),
+                })
+                .collect()
+        };
+        let which = match t {
+            Throughput::Low => format!("low throughput ({} tps)", thousands(cfg.rate)),
+            Throughput::High => "high throughput (full speed)".to_string(),
+        };
+        panels.push(Chart {
+            title: format!("dirty pages, {which}"),
+            x_label: "seconds".into(),
+            y_label: "dirty pages".into(),
+            log_x: false,
+            log_y: false,
+            series: series(&|p| p.dirty_pages as f64),
+        });
+        panels.push(Chart {
+            title: format!("REDO length, {which}"),
+            x_label: "seconds".into(),
+            y_label: "REDO MiB".into(),
+            log_x: false,
+            log_y: false,
+            series: series(&|p| p.redo_bytes as f64 / (1u64 << 20) as f64),
+        });
+    }
+    (
+        format!(
+            "TPC-B SF {}: backlog of update propagation over time (Fig. 4)",
+            cfg.scale
+        ),
+        panels,
+    )
+}

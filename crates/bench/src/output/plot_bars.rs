@@ -1,0 +1,327 @@
+//! A bar chart (PNG and SVG): one bar per engine in `sluice compare`, one per strategy
+//! in the propagation sweep (on a log axis, with the device's bandwidth as a reference
+//! line).
+
+use super::plot::{write_png_and_svg, Drawing, PlotError};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::path::Path;
+
+/// One bar.
+#[derive(Debug, Clone)]
+pub struct Bar {
+    /// Label under the bar.
+    pub label: String,
+    /// Height.
+    pub value: f64,
+    /// Text above the bar (e.g. the ratio to a baseline).
+    pub note: String,
+}
+
+/// A vertical bar chart.
+#[derive(Debug, Clone)]
+pub struct BarChart {
+    /// Title above the plot.
+    pub title: String,
+    /// Y axis label.
+    pub y_label: String,
+    /// The bars, left to right.
+    pub bars: Vec<Bar>,
+    /// Log-scale Y axis (bars of 0 or less are not drawn; their note still is).
+    pub log_y: bool,
+    /// A horizontal line across the plot, labelled.
+    pub reference: Option<Reference>,
+}
+
+/// A horizontal reference line (e.g. the device's own bandwidth).
+#[derive(Debug, Clone)]
+pub struct Reference {
+    /// Text drawn above the line.
+    pub label: String,
+    /// Where the line is.
+    pub value: f64,
+}
+
+impl BarChart {
+    /// Writes `stem.png` and `stem.svg` under `dir`.
+    pub fn write(&self, dir: &Path, stem: &str) -> Result<(), PlotError> {
+        // Wide enough for each bar's label under it.
+        let size = ((self.bars.len() as u32 * 110).max(1000), 640);
+        write_png_and_svg(self, dir, stem, size)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
+    where
+        DB::ErrorType: 'static,
+    {
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        if self.log_y {
+            return self.draw_log(root);
+        }
+        let n = self.bars.len().max(1) as f64;
+        let top = self
+            .bars
+            .iter()
+            .map(|b| b.value)
+            .fold(0.0f64, f64::max)
+            .max(1.0)
+            * 1.15;
+        // The labels go in a band below zero inside the plot, centred under the bars;
+        // the y axis prints no negative ticks.
+        let floor = -top * 0.07;
+        let mut chart = ChartBuilder::on(root)
+            .caption(self.title.as_str(), ("sans-serif", 22))
+            .margin(16)
+            .x_label_area_size(10)
+            .y_label_area_size(90)
+            .build_cartesian_2d(0.0..n, floor..top)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(0)
+            .y_desc(self.y_label.as_str())
+            .y_label_formatter(&|v| {
+                if *v < 0.0 {
+                    String::new()
+                } else {
+                    super::report::thousands(*v)
+                }
+            })
+            .label_style(("sans-serif", 15))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        let centred = |size: u32, v: VPos| {
+            TextStyle::from(("sans-serif", size).into_font()).pos(Pos::new(HPos::Center, v))
+        };
+        for (i, b) in self.bars.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            let x = i as f64;
+            chart
+                .draw_series([Rectangle::new(
+                    [(x + 0.15, 0.0), (x + 0.85, b.value)],
+                    color.filled(),
+                )])
+                .map_err(|e| e.to_string())?;
+            chart
+                .draw_series([
+                    Text::new(
+                        b.note.clone(),
+                        (x + 0.5, b.value + top * 0.01),
+                        centred(16, VPos::Bottom),
+                    ),
+                    Text::new(
+                        b.label.clone(),
+                        (x + 0.5, floor * 0.5),
+                        centred(15, VPos::Center),
+                    ),
+                ])
+                .map_err(|e| e.to_string())?;
+        }
+        if let Some(r) = &self.reference {
+            reference_line(&mut chart, r, n, r.value, top * 0.01)?;
+        }
+        Ok(())
+    }
+
+    /// The log-axis variant: whole decades from below the smallest positive value (or
+    /// reference) to above the largest; the labels go in a band below the lowest decade.
+    fn draw_log<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
+    where
+        DB::ErrorType: 'static,
+    {
+        let n = self.bars.len().max(1) as f64;
+        let values = self
+            .bars
+            .iter()
+            .map(|b| b.value)
+            .chain(self.reference.as_ref().map(|r| r.value))
+            .filter(|v| v.is_finite() && *v > 0.0);
+        let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
+        let (lo, hi) = if lo > hi {
+            (0.01, 1.0)
+        } else {
+            (
+                10f64.powf(lo.log10().floor()),
+                10f64.powf((hi * 1.5).log10().ceil()),
+            )
+        };
+        let decades = (hi / lo).log10();
+        let floor = lo / 10f64.powf(decades * 0.09);
+        let mut chart = ChartBuilder::on(root)
+            .caption(self.title.as_str(), ("sans-serif", 22))
+            .margin(16)
+            .x_label_area_size(10)
+            .y_label_area_size(90)
+            .build_cartesian_2d(0.0..n, (floor..hi).log_scale())
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(0)
+            .y_desc(self.y_label.as_str())
+            .y_label_formatter(&|v| {
+                if *v < lo * 0.999 {
+                    String::new()
+                } else if *v >= 1.0 {
+                    super::report::thousands(*v)
+                } else {
+                    format!("{v}")
+                }
+            })
+            .label_style(("sans-serif", 15))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        let centred = |size: u32, v: VPos| {
+            TextStyle::from(("sans-serif", size).into_font()).pos(Pos::new(HPos::Center, v))
+        };
+        let label_y = floor * 10f64.powf(decades * 0.045);
+        for (i, b) in self.bars.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            let x = i as f64;
+            let drawn = b.value.is_finite() && b.value > 0.0;
+            if drawn {
+                chart
+                    .draw_series([Rectangle::new(
+                        [(x + 0.15, lo), (x + 0.85, b.value.max(lo))],
+                        color.filled(),
+                    )])
+                    .map_err(|e| e.to_string())?;
+            }
+            let note_at = if drawn { b.value.max(lo) } else { lo } * 10f64.powf(decades * 0.01);
+            chart
+                .draw_series([
+                    Text::new(
+                        b.note.clone(),
+                        (x + 0.5, note_at),
+                        centred(15, VPos::Bottom),
+                    ),
+                    Text::new(
+                        b.label.clone(),
+                        (x + 0.5, label_y),
+                        centred(14, VPos::Center),
+                    ),
+                ])
+                .map_err(|e| e.to_string())?;
+        }
+        if let Some(r) = &self.reference {
+            if r.value > 0.0 {
+                let above = r.value * 10f64.powf(decades * 0.01);
+                reference_line(&mut chart, r, n, r.value, above - r.value)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drawing for BarChart {
+    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
+    where
+        DB::ErrorType: 'static,
+    {
+        self.draw(root)
+    }
+}
+
+/// Draws `r` as a dashed black line at `y` across `0..n`, its label above the right end
+/// (`lift` above the line, in the axis' units).
+fn reference_line<DB, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
+    r: &Reference,
+    n: f64,
+    y: f64,
+    lift: f64,
+) -> Result<(), PlotError>
+where
+    DB: DrawingBackend,
+    DB::ErrorType: 'static,
+    Y: Ranged<ValueType = f64>,
+{
+    let dashes = (n * 12.0) as usize;
+    let segments = (0..dashes).map(|k| {
+        let x0 = k as f64 * n / dashes as f64;
+        PathElement::new(
+            vec![(x0, y), (x0 + 0.6 * n / dashes as f64, y)],
+            BLACK.stroke_width(2),
+        )
+    });
+    chart.draw_series(segments).map_err(|e| e.to_string())?;
+    let style =
+        TextStyle::from(("sans-serif", 15).into_font()).pos(Pos::new(HPos::Right, VPos::Bottom));
+    chart
+        .draw_series([Text::new(r.label.clone(), (n - 0.05, y + lift), style)])
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_png_and_svg() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = BarChart {
+            title: "t".into(),
+            y_label: "tps".into(),
+            bars: vec![
+                Bar {
+                    label: "a".into(),
+                    value: 10.0,
+                    note: "1.00×".into(),
+                },
+                Bar {
+                    label: "b".into(),
+                    value: 0.0,
+                    note: "unavailable".into(),
+                },
+            ],
+            log_y: false,
+            reference: None,
+        };
+        c.write(dir.path(), "bars").unwrap();
+        assert!(
+            std::fs::metadata(dir.path().join("bars.png"))
+                .unwrap()
+                .len()
+                > 0
+        );
+        let svg = std::fs::read_to_string(dir.path().join("bars.svg")).unwrap();
+        assert!(svg.contains("<svg"));
+    }
+
+    #[test]
+    fn log_bars_with_a_reference_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let keep = std::env::var_os("SLUICE_KEEP_PLOT");
+        let c = BarChart {
+            title: "write bandwidth".into(),
+            y_label: "MB/s".into(),
+            bars: [
+                ("oldest 0.1%", 3.2),
+                ("clustered ≥8", 18.0),
+                ("none", 0.0),
+                ("log", 96.0),
+            ]
+            .into_iter()
+            .map(|(l, v)| Bar {
+                label: l.into(),
+                value: v,
+                note: format!("{v}"),
+            })
+            .collect(),
+            log_y: true,
+            reference: Some(Reference {
+                label: "device 200 MB/s".into(),
+                value: 200.0,
+            }),
+        };
+        c.write(dir.path(), "log").unwrap();
+        let svg = std::fs::read_to_string(dir.path().join("log.svg")).unwrap();
+        assert!(svg.contains("device 200 MB/s") && svg.contains("clustered"));
+        if let Some(k) = keep {
+            std::fs::copy(dir.path().join("log.png"), k).unwrap();
+        }
+    }
+}
