@@ -9,8 +9,7 @@
 use crate::btree::{Btree, TreeReport};
 use crate::buffer_pool::DataFile;
 use crate::buffer_pool::{BufferPool, PoolStats};
-use crate::checkpoint::Checkpoints;
-use crate::checkpointer::Checkpointer;
+use crate::checkpoint::{Checkpointer, Checkpoints};
 use crate::control::{self, Checkpoint, Control};
 use crate::coordination::{Hooks, PARTITION_MARKER};
 use crate::data_file::file_error;
@@ -282,8 +281,7 @@ fn assemble(
         checkpoints: Checkpoints::new(redo_point),
         checkpointer: Checkpointer::default(),
         propagation: Propagation::new(options.propagation),
-        poison: Mutex::new(None),
-        poisoned: AtomicBool::new(false),
+        health: Default::default(),
         opened: AtomicBool::new(false),
         closed: AtomicBool::new(false),
         hooks,

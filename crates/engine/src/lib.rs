@@ -99,7 +99,6 @@ mod buffer_pool;
 mod builder;
 mod catalog;
 mod checkpoint;
-mod checkpointer;
 mod commit;
 mod control;
 mod coordination;
@@ -110,6 +109,7 @@ mod error;
 /// part of the API.
 #[doc(hidden)]
 pub mod fuzzing;
+mod health;
 mod ids;
 mod inner;
 pub mod inspect;

@@ -55,6 +55,95 @@ impl Strategy {
     pub fn name(&self) -> String {
         self.to_string()
     }
+
+    /// What a checkpoint taken on `occasion` writes to the data file (`checkpoint` acts
+    /// on it). The one place that says what each strategy asks of a checkpoint.
+    pub(crate) fn checkpoint_writes(self, occasion: Occasion) -> CheckpointWrites {
+        use CheckpointWrites::{Nothing, ReplayThenSweep, Sweep};
+        match (self, occasion) {
+            // The sweep is how this strategy propagates, on every occasion.
+            (Strategy::CheckpointSweep, _) => Sweep { counted: true },
+            // The other strategies propagate on their own threads: the checkpoint that
+            // ends recovery writes nothing, so the open does not wait for the pages redo
+            // changed (the strategy propagates them as it would any others).
+            (Strategy::Page(_) | Strategy::Log, Occasion::AfterRecovery) => Nothing,
+            // The page cleaner's checkpoints are fuzzy; REDO length is whatever the
+            // cleaner leaves behind.
+            (Strategy::Page(_), Occasion::Routine) => Nothing,
+            // A clean close leaves nothing to redo, whatever the strategy.
+            (Strategy::Page(_), Occasion::Closing) => Sweep { counted: false },
+            (Strategy::Log, Occasion::Routine | Occasion::Closing) => ReplayThenSweep,
+        }
+    }
+
+    /// The background job that propagates under this strategy.
+    pub(crate) fn background(self) -> Background {
+        match self {
+            Strategy::CheckpointSweep => Background::Nothing,
+            Strategy::Page(cleaner) => Background::PageCleaner(cleaner),
+            Strategy::Log => Background::Archiver,
+        }
+    }
+}
+
+/// Why a checkpoint is taken: what it writes depends on that as well as on the strategy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Occasion {
+    /// One a trigger (the background checkpointer) or a client asked for.
+    Routine,
+    /// The one that ends restart recovery.
+    AfterRecovery,
+    /// The last before close (or `verify`'s).
+    Closing,
+}
+
+/// What a checkpoint writes to the data file: the strategy's choice
+/// ([`Strategy::checkpoint_writes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CheckpointWrites {
+    /// No page (fuzzy): the dirty-page table keeps the recovery LSNs it had at the
+    /// begin record.
+    Nothing,
+    /// Every page dirty since before the redo point, from the pool. `counted`: the
+    /// sweep is the strategy's propagation, so its bytes and time count in the backlog.
+    Sweep {
+        /// The sweep's writes and time count as propagation.
+        counted: bool,
+    },
+    /// The log cleaner replays the archive up to the redo point, then the sweep writes
+    /// what is left (not counted: the log cleaner counts its own work); everything below
+    /// the redo point is then in the data file.
+    ReplayThenSweep,
+}
+
+impl CheckpointWrites {
+    /// Every page dirty since before the redo point is written.
+    pub(crate) fn sweeps(self) -> bool {
+        !matches!(self, CheckpointWrites::Nothing)
+    }
+
+    /// The archive is replayed first.
+    pub(crate) fn replays(self) -> bool {
+        matches!(self, CheckpointWrites::ReplayThenSweep)
+    }
+
+    /// The sweep's writes and time count as propagation.
+    pub(crate) fn counted(self) -> bool {
+        matches!(self, CheckpointWrites::Sweep { counted: true })
+    }
+}
+
+/// The background job a strategy runs ([`Strategy::background`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Background {
+    /// None: checkpoints propagate.
+    Nothing,
+    /// The page cleaner, configured so. Log-space pressure wakes it too: only written
+    /// pages let the log be truncated, and this strategy's checkpoints write none.
+    PageCleaner(PageCleaner),
+    /// The archiver, which turns the durable log into sorted runs (in the archive it
+    /// opens after recovery) for the log cleaner.
+    Archiver,
 }
 
 impl fmt::Display for Strategy {
@@ -211,5 +300,40 @@ mod tests {
             let e = bad.parse::<Strategy>().unwrap_err().to_string();
             assert!(e.contains("propagation strategy"), "{bad}: {e}");
         }
+    }
+
+    /// The choice agrees with the rules the checkpoint spelled out itself before the
+    /// strategy returned one: it sweeps when closing or unless fuzzy (after recovery
+    /// under a background job) or under the page cleaner; it replays the archive under
+    /// log propagation unless fuzzy; only the default strategy counts its sweep.
+    #[test]
+    fn what_a_checkpoint_writes_is_the_rule_it_always_was() {
+        let cleaner = Strategy::Page(PageCleaner {
+            policy: Policy::Oldest,
+            heap: 0,
+        });
+        for strategy in [Strategy::CheckpointSweep, cleaner, Strategy::Log] {
+            for occasion in [
+                Occasion::Routine,
+                Occasion::AfterRecovery,
+                Occasion::Closing,
+            ] {
+                let closing = occasion == Occasion::Closing;
+                let fuzzy =
+                    occasion == Occasion::AfterRecovery && strategy != Strategy::CheckpointSweep;
+                let page = matches!(strategy, Strategy::Page(_));
+                let w = strategy.checkpoint_writes(occasion);
+                let at = format!("{strategy} {occasion:?}");
+                assert_eq!(w.sweeps(), closing || !(fuzzy || page), "{at}");
+                assert_eq!(w.replays(), !fuzzy && strategy == Strategy::Log, "{at}");
+                assert_eq!(w.counted(), strategy == Strategy::CheckpointSweep, "{at}");
+            }
+        }
+        assert_eq!(Strategy::CheckpointSweep.background(), Background::Nothing);
+        assert_eq!(Strategy::Log.background(), Background::Archiver);
+        let Strategy::Page(c) = cleaner else {
+            unreachable!()
+        };
+        assert_eq!(cleaner.background(), Background::PageCleaner(c));
     }
 }

@@ -875,7 +875,7 @@ impl Transaction {
             // next open. Every lock wait ends at once (`LockManager::stop`), with the
             // database's failure.
             if self.db.check().is_ok() {
-                self.db.poison_with(&format!(
+                self.db.health.poison(format!(
                     "the rollback of transaction {} could not finish ({e}); reopen the database to let restart recovery finish it",
                     self.shared.id
                 ));

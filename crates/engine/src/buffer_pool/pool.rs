@@ -3,6 +3,7 @@
 use crate::buffer_pool::frame::{Frame, STATE_LOADING, STATE_READY};
 use crate::buffer_pool::{DataFile, Landed, PageRef, PageWrite};
 use crate::error::{Error, Result};
+use crate::health::Health;
 use crate::ids::PageId;
 use crate::log_record::Record;
 use crate::log_sink::LogSink;
@@ -74,11 +75,8 @@ pub(crate) struct BufferPool {
     /// floor, so that no write straddles either move. Nobody waits for a latch while
     /// holding it, in either mode.
     pub(super) write_gate: RwLock<()>,
-    /// Set with `poison`: every operation of every transaction asks, and a load of a
-    /// flag nobody writes stays in each core's cache where locking the mutex would move
-    /// its line between cores on every call.
-    poisoned: AtomicBool,
-    poison: Mutex<Option<String>>,
+    /// The first data-file write or sync failure (`fail`).
+    health: Health,
     reads: AtomicU64,
     pub(super) writes: AtomicU64,
     evictions: AtomicU64,
@@ -119,8 +117,7 @@ impl BufferPool {
             redo: AtomicBool::new(false),
             redo_imaged: Mutex::new(HashSet::new()),
             write_gate: RwLock::new(()),
-            poisoned: AtomicBool::new(false),
-            poison: Mutex::new(None),
+            health: Health::default(),
             reads: AtomicU64::new(0),
             writes: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
@@ -144,10 +141,7 @@ impl BufferPool {
     /// write (a failed fsync may have dropped pages; retrying it as if nothing happened
     /// is the fsyncgate bug).
     pub(crate) fn poisoned(&self) -> Option<String> {
-        if !self.poisoned.load(Ordering::Acquire) {
-            return None;
-        }
-        self.poison.lock().clone()
+        self.health.cause()
     }
 
     /// Sets the hook called when a fetch must write a dirty victim (once; later calls
@@ -157,19 +151,12 @@ impl BufferPool {
     }
 
     pub(super) fn fail(&self, e: Error) -> Error {
-        let mut p = self.poison.lock();
-        if p.is_none() {
-            *p = Some(format!("data file: {e}"));
-        }
-        self.poisoned.store(true, Ordering::Release);
+        self.health.poison(format_args!("data file: {e}"));
         e
     }
 
     pub(super) fn check(&self) -> Result<()> {
-        match self.poisoned() {
-            Some(p) => Err(Error::Poisoned(p)),
-            None => Ok(()),
-        }
+        self.health.check()
     }
 
     /// Pins page `id`, reading it from disk if needed. The page may be invalid (see

@@ -178,7 +178,7 @@ impl Coordinator {
             .flatten()
             .filter_map(Weak::upgrade)
         {
-            inner.poison_with(cause);
+            inner.health.poison(cause);
         }
     }
 

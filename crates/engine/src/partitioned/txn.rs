@@ -332,7 +332,7 @@ fn finish_parts(
                 ));
                 // Poisoned before the part is dropped: the drop's rollback must find the
                 // partition refusing work, or it would undo a committed part.
-                db.inner.poison_with(&e);
+                db.inner.health.poison(&e);
                 drop(txn);
                 failed.get_or_insert(e);
             }

@@ -16,13 +16,14 @@
 //! the cleaner's writes.
 
 pub(crate) mod archive;
+pub(crate) mod jobs;
 pub(crate) mod log_cleaner;
 pub(crate) mod page_cleaner;
 
 #[cfg(test)]
 mod log_tests;
 
-pub(crate) use crate::strategy::Counters;
+pub(crate) use crate::strategy::{Background, Counters, Occasion};
 pub use crate::strategy::{PageCleaner, Policy, Strategy};
 
 /// Where propagation stands, as the propagation experiment samples it

@@ -35,7 +35,7 @@ use crate::buffer_pool::Wait;
 use crate::control::{Checkpoint, Control};
 use crate::error::{Error, Result};
 use crate::log_record::{CheckpointData, Record};
-use crate::propagation::{log_cleaner, Propagation, Strategy};
+use crate::propagation::{log_cleaner, Background, Occasion, Propagation};
 use crate::store::Store;
 use crate::txn_table::TxnTable;
 use parking_lot::{Mutex, MutexGuard};
@@ -86,25 +86,19 @@ pub(crate) struct Scope<'a> {
     pub(crate) log_dir: &'a Path,
     pub(crate) database_id: u64,
     pub(crate) state: &'a Checkpoints,
-    /// How pages reach the data file: whether this checkpoint sweeps, and the log
-    /// cleaner's archive.
+    /// How pages reach the data file: what this checkpoint writes (the strategy
+    /// decides), and the log cleaner's archive.
     pub(crate) propagation: &'a Propagation,
     /// Keep archive runs after they are propagated.
     pub(crate) keep_archive: bool,
-    /// Sweep whatever the strategy (the checkpoint of a clean close).
-    pub(crate) sweep_all: bool,
-    /// Write no page at all, whatever the strategy (the checkpoint that ends restart
-    /// recovery under a page cleaner or log propagation: the open returns without
-    /// waiting for the pages redo changed, which the strategy propagates as it would any
-    /// others).
-    pub(crate) fuzzy: bool,
     /// The coordinator's log of a partitioned database is truncated no further than
     /// this says (`coordination`).
     pub(crate) truncation_cap: Option<&'a crate::coordination::TruncationCap>,
 }
 
-/// Runs a checkpoint; the caller holds `state.lock` (passed as proof).
-pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
+/// Runs a checkpoint taken on `occasion`, writing what the propagation strategy chooses
+/// for it; the caller holds `state.lock` (passed as proof).
+pub(super) fn run(cx: &Scope<'_>, occasion: Occasion, _held: &MutexGuard<'_, ()>) -> Result<()> {
     let (store, state) = (cx.store, cx.state);
     // 1. The begin record and the redo point, with no page write in flight.
     let r = {
@@ -129,9 +123,8 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
     // checkpoint, so leaving it out because it looks clean at the end would lose its
     // changes below R to a crash (read after the begin record: see Frame::recovery_lsn).
     let prop = cx.propagation;
-    let sweep = cx.sweep_all || !(cx.fuzzy || matches!(prop.strategy, Strategy::Page(_)));
-    let replay = !cx.fuzzy && prop.strategy == Strategy::Log;
-    let dirty_at_begin = (!sweep).then(|| store.pool.checkpoint_dirty_pages());
+    let writes = prop.strategy.checkpoint_writes(occasion);
+    let dirty_at_begin = (!writes.sweeps()).then(|| store.pool.checkpoint_dirty_pages());
     #[cfg(test)]
     if let Some(hook) = state.after_begin.lock().take() {
         hook();
@@ -142,13 +135,13 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
     // log cleaner first (log strategy), then, of what is left, written from the pool.
     // With a page cleaner, checkpoints are fuzzy and write nothing: the dirty-page table
     // keeps the older recovery LSNs instead.
-    if let (true, Some(archive)) = (replay, prop.archive.get()) {
+    if let (true, Some(archive)) = (writes.replays(), prop.archive.get()) {
         let from = Lsn(prop.counters.propagated_lsn.load(Ordering::Acquire));
         log_cleaner::pass(store, archive, &prop.counters, from, r)?;
     }
     let swept_at = Instant::now();
     for i in 0..store.pool.frame_count() {
-        if !sweep {
+        if !writes.sweeps() {
             break;
         }
         let Some(p) = store.pool.pin_frame(i) else {
@@ -157,7 +150,7 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
         if p.is_valid() && store.pool.rec_lsn(i).is_some_and(|rec| rec < r) {
             let written = store.pool.write_frame(i, Wait::Block)?;
             assert!(written, "a blocking write always completes");
-            if prop.strategy == Strategy::CheckpointSweep {
+            if writes.counted() {
                 prop.counters.wrote(store.page_size);
             }
         }
@@ -171,7 +164,7 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
     // repairs it, but the control file records whole pages.
     let data_len = data_len - data_len % store.page_size as u64;
     store.pool.sync()?;
-    if prop.strategy == Strategy::CheckpointSweep {
+    if writes.counted() {
         prop.counters.busy(swept_at.elapsed());
     }
     cx.storage
@@ -211,8 +204,10 @@ pub(crate) fn run(cx: &Scope<'_>, _held: &MutexGuard<'_, ()>) -> Result<()> {
     state.last_end.store(end.end.0, Ordering::Release);
     *state.last_at.lock() = Instant::now();
     let mut keep = keep;
-    if let (Strategy::Log, Some(archive)) = (prop.strategy, prop.archive.get()) {
-        if sweep {
+    // Only the strategy whose background job is the archiver opens an archive.
+    if let Some(archive) = prop.archive.get() {
+        debug_assert_eq!(prop.strategy.background(), Background::Archiver);
+        if writes.sweeps() {
             // Everything below R is on disk now (the pass, then the sweep): the next
             // pass starts here.
             prop.counters.propagated_lsn.store(r.0, Ordering::Release);

@@ -3,7 +3,7 @@
 //! checkpoint inside a commit made that transaction wait for page writes and a data-file
 //! sync while holding its locks, and its errors had nowhere to go).
 //!
-//! Triggers (checked by `Inner::checkpoint_due`):
+//! Triggers (checked by [`Checkpointing::due`]):
 //! * **volume**: `checkpoint_log_bytes` of log since the last checkpoint began;
 //! * **pressure**: the log kept on disk (from its start LSN to its end) exceeds four
 //!   times `checkpoint_log_bytes` plus two segments, and a quarter of
@@ -12,15 +12,22 @@
 //!   after it lets go, without checkpointing in a loop while it does not;
 //! * **time**: `checkpoint_interval` since the last checkpoint, with log written since.
 //!
-//! Committing threads call `Inner::maybe_checkpoint`: a few atomic loads, and a wake-up
-//! of the checkpointer when a trigger holds. The thread parks on a condition variable
+//! Committing threads call [`Checkpointing::wake_if_due`] (through
+//! `Inner::maybe_checkpoint`): a few atomic loads, and a wake-up of the checkpointer when
+//! a trigger holds. The thread parks on a condition variable
 //! (with the interval as timeout when the timer is on); it never polls. It holds only a
 //! weak reference to the database, so it never keeps it alive; it is stopped and joined
-//! when the database closes. A failed checkpoint poisons the database ("checkpoint
-//! failed: …"): every later operation returns that error, and nothing retries it.
+//! when the database closes. A failed checkpoint, wherever it ran, poisons the database
+//! ("checkpoint failed: …", [`Checkpointing::now`]): every later operation returns that
+//! error, and nothing retries it.
 
+use super::fuzzy::{self, Scope};
+use crate::error::Result;
+use crate::health::Health;
 use crate::options::Options;
+use crate::propagation::{Background, Occasion};
 pub(crate) use crate::worker::Worker;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Why a checkpoint is due.
@@ -77,9 +84,106 @@ pub(crate) fn due(options: &Options, log: LogState, elapsed: Option<Duration>) -
 
 /// The checkpointer of one database: a [`Worker`] thread named `sluice-checkpoint`, waking
 /// every `checkpoint_interval` counted from the last checkpoint (zero: only when
-/// notified), whose job is the database's `checkpoint_if_due` (`Inner` implements
+/// notified), whose job is [`Checkpointing::round`] (`Inner` implements
 /// [`Job`](crate::worker::Job)). It holds the database weakly, so it never keeps it open.
 pub(crate) type Checkpointer = Worker;
+
+/// What triggering and taking checkpoints works on: a checkpoint's [`Scope`], the options
+/// that set the triggers, the checkpointer to wake, and the health a failed checkpoint
+/// poisons.
+pub(crate) struct Checkpointing<'a> {
+    pub(crate) scope: Scope<'a>,
+    /// The triggers (`checkpoint_log_bytes`, `checkpoint_interval`), and `read_only`.
+    pub(crate) options: &'a Options,
+    /// LSN bytes per log segment (the pressure trigger's bound).
+    pub(crate) segment_bytes: u64,
+    pub(crate) checkpointer: &'a Checkpointer,
+    /// The database's: a failed checkpoint poisons it.
+    pub(crate) health: &'a Health,
+}
+
+impl Checkpointing<'_> {
+    /// Which trigger, if any, calls for a checkpoint now ([`due`]). Without
+    /// `with_timer`, a few atomic loads: what a committing thread pays.
+    pub(crate) fn due(&self, with_timer: bool) -> Option<Trigger> {
+        let (store, state) = (self.scope.store, self.scope.state);
+        let log = LogState {
+            end: store.log.released_lsn().0,
+            start: store.log.start_lsn().0,
+            last_begin: state.last_begin.load(Ordering::Acquire),
+            last_end: state.last_end.load(Ordering::Acquire),
+            segment_bytes: self.segment_bytes,
+        };
+        let elapsed = with_timer.then(|| state.last_at.lock().elapsed());
+        due(self.options, log, elapsed)
+    }
+
+    /// Called by committing threads: wakes the background checkpointer if a checkpoint
+    /// is due. Never runs one on the calling thread.
+    ///
+    /// Log-space pressure also wakes the page cleaner, if the strategy runs one: only
+    /// written pages let the log be truncated, and its checkpoints write none.
+    pub(crate) fn wake_if_due(&self) {
+        if self.options.read_only {
+            return;
+        }
+        if let Some(trigger) = self.due(false) {
+            let propagation = self.scope.propagation;
+            if trigger == Trigger::Pressure
+                && matches!(
+                    propagation.strategy.background(),
+                    Background::PageCleaner(_)
+                )
+            {
+                propagation.cleaner.notify();
+            }
+            self.checkpointer.notify();
+        }
+    }
+
+    /// A checkpoint now, on this thread, taken on `occasion` (what it writes is the
+    /// propagation strategy's choice for it); a failure poisons the database and is
+    /// returned.
+    pub(crate) fn now(&self, occasion: Occasion) -> Result<()> {
+        let guard = self.scope.state.lock.lock();
+        fuzzy::run(&self.scope, occasion, &guard).inspect_err(|e| self.failed(e))
+    }
+
+    /// The background checkpointer's round, on a database that takes work: a checkpoint
+    /// if one is due. A failure, or a panic, poisons the database.
+    pub(crate) fn round(&self) {
+        if self.due(true).is_none() {
+            return;
+        }
+        // A checkpoint someone asked for is running: it resets the triggers.
+        let Some(guard) = self.scope.state.lock.try_lock() else {
+            return;
+        };
+        // A panic (a broken invariant) must not kill the thread silently and leave the
+        // database running without checkpoints: it is a failed checkpoint like any other.
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            fuzzy::run(&self.scope, Occasion::Routine, &guard)
+        }));
+        match run {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => self.failed(&e),
+            Err(panic) => {
+                let msg = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "a panic".into());
+                self.failed(&format!("panic: {msg}"));
+            }
+        }
+    }
+
+    /// Records a failed checkpoint: every later operation fails with it.
+    fn failed(&self, cause: &dyn std::fmt::Display) {
+        self.health
+            .poison(format_args!("checkpoint failed: {cause}"));
+    }
+}
 
 #[cfg(test)]
 mod tests {

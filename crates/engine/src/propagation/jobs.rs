@@ -1,0 +1,159 @@
+//! The background jobs that propagate — the page cleaner's rounds and the archiver's
+//! catch-up — started as the strategy chooses ([`Strategy::background`]). Each holds its
+//! database only weakly (an [`Owner`], so it never keeps it open) and works on a narrow
+//! [`Context`]: the pool, the log, the propagation state and the database's health,
+//! which a failed round poisons ("page cleaner failed: …", "archiver failed: …").
+//!
+//! [`Strategy::background`]: crate::strategy::Strategy::background
+
+use super::archive::Archive;
+use super::{page_cleaner, Background, Propagation};
+use crate::buffer_pool::BufferPool;
+use crate::error::Result;
+use crate::health::Health;
+use crate::log_sink::LogSink;
+use crate::strategy::PageCleaner;
+use crate::worker::Job;
+use sluice_storage::Storage;
+use sluice_wal::Lsn;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// What the propagation jobs work on.
+pub(crate) struct Context<'a> {
+    pub(crate) pool: &'a BufferPool,
+    pub(crate) log: &'a LogSink,
+    pub(crate) propagation: &'a Propagation,
+    /// The database's: a failed round poisons it.
+    pub(crate) health: &'a Health,
+    /// The archiver catches up once this many durable log bytes are not archived.
+    pub(crate) archive_run_bytes: u64,
+    /// The page cleaner runs a round at least this often.
+    pub(crate) cleaner_interval: Duration,
+}
+
+impl Context<'_> {
+    /// Records a failed background job: every later operation fails with it.
+    fn failed(&self, what: &str, cause: &dyn std::fmt::Display) {
+        self.health.poison(format_args!("{what} failed: {cause}"));
+    }
+}
+
+/// The database the jobs belong to.
+pub(crate) trait Owner: Send + Sync + 'static {
+    /// An error if the database cannot take work (closed or poisoned): a job then does
+    /// nothing.
+    fn check(&self) -> Result<()>;
+    /// What the jobs work on.
+    fn propagation_context(&self) -> Context<'_>;
+}
+
+/// The page cleaner's job: a round of the policy over the pool.
+struct CleanerJob<O> {
+    owner: Weak<O>,
+    cleaner: PageCleaner,
+}
+
+impl<O: Owner> Job for CleanerJob<O> {
+    fn round(&self) {
+        let Some(owner) = self.owner.upgrade() else {
+            return;
+        };
+        if owner.check().is_err() {
+            return;
+        }
+        let cx = owner.propagation_context();
+        let r = page_cleaner::round(cx.pool, self.cleaner, &cx.propagation.counters);
+        if let Err(e) = r {
+            cx.failed("page cleaner", &e);
+        }
+    }
+}
+
+/// The archiver's job: archive the durable log once a run's worth has accumulated.
+struct ArchiverJob<O>(Weak<O>);
+
+impl<O: Owner> Job for ArchiverJob<O> {
+    fn round(&self) {
+        let Some(owner) = self.0.upgrade() else {
+            return;
+        };
+        if owner.check().is_err() {
+            return;
+        }
+        let cx = owner.propagation_context();
+        let Some(archive) = cx.propagation.archive.get() else {
+            return;
+        };
+        let durable = cx.log.durable_lsn();
+        let behind = durable.0.saturating_sub(archive.archived_lsn().0);
+        if behind < cx.archive_run_bytes {
+            return;
+        }
+        if let Err(e) = archive.catch_up(cx.log, durable) {
+            cx.failed("archiver", &e);
+        }
+    }
+}
+
+/// Starts the background job the strategy runs, if any (a read-write database's).
+pub(crate) fn start<O: Owner>(owner: &Arc<O>) -> std::io::Result<()> {
+    let cx = owner.propagation_context();
+    let weak = Arc::downgrade(owner);
+    let propagation = cx.propagation;
+    match propagation.strategy.background() {
+        Background::Nothing => {}
+        Background::PageCleaner(cleaner) => {
+            // Eviction pressure: a fetch that has to write a dirty victim wakes it.
+            let hook = weak.clone();
+            cx.pool.set_dirty_victim_hook(Box::new(move || {
+                if let Some(owner) = hook.upgrade() {
+                    owner.propagation_context().propagation.cleaner.notify();
+                }
+            }));
+            let job: Arc<dyn Job> = Arc::new(CleanerJob {
+                owner: weak,
+                cleaner,
+            });
+            propagation.cleaner.start(
+                "sluice-cleaner",
+                Arc::downgrade(&job),
+                cx.cleaner_interval,
+            )?;
+            propagation.jobs.lock().push(job);
+        }
+        Background::Archiver => {
+            let job: Arc<dyn Job> = Arc::new(ArchiverJob(weak));
+            let period = Duration::from_millis(50);
+            propagation
+                .archiver
+                .start("sluice-archiver", Arc::downgrade(&job), period)?;
+            propagation.jobs.lock().push(job);
+        }
+    }
+    Ok(())
+}
+
+/// Opens the archive in `dir` (the `archive/` of the database directory) if the strategy
+/// runs the archiver (a read-write database's), starting from `propagated`, below which
+/// the data file holds every change (where restart recovery's redo began, or the end of
+/// the log if it had nothing to redo).
+pub(crate) fn open_archive(
+    propagation: &Propagation,
+    storage: Arc<dyn Storage>,
+    dir: &Path,
+    propagated: Lsn,
+) -> Result<()> {
+    if propagation.strategy.background() != Background::Archiver {
+        return Ok(());
+    }
+    let archive = Archive::open(storage, dir)?;
+    let _ = propagation.archive.set(archive);
+    propagation
+        .counters
+        .propagated_lsn
+        .store(propagated.0, Ordering::Release);
+    Ok(())
+}
