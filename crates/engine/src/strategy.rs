@@ -1,6 +1,11 @@
 //! How updates reach the data file: the strategies `Options::propagation` chooses from
 //! (the machinery is in `propagation`). Kept apart from it so that the options, a low
 //! layer, name a strategy without importing the propagation machinery above them.
+//!
+//! The one place that says what each strategy means: a strategy returns its decisions —
+//! what a checkpoint writes on each occasion ([`Strategy::checkpoint_writes`]) and which
+//! background job runs ([`Strategy::background`]) — and the checkpoint and the jobs act
+//! on them without asking which strategy it is.
 
 use crate::error::{Error, Result};
 use std::fmt;

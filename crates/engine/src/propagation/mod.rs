@@ -12,6 +12,9 @@
 //!   segment by segment onto the data file, without latching a buffer-pool page, then
 //!   tells the pool which CleanLSNs advanced. Restart recovery starts REDO there.
 //!
+//! What each strategy asks of a checkpoint and which background job it runs is the
+//! strategy's decision (`strategy`); `jobs` starts that job and runs its rounds.
+//!
 //! [`Backlog`] is what the propagation experiment samples: dirty pages, REDO length and
 //! the cleaner's writes.
 
