@@ -35,6 +35,16 @@ fn leaf_at(id: PageId, lsn: u64) -> Vec<u8> {
     b
 }
 
+/// Writes `page` at [`FAR`] through a landing (the protocol's own way in).
+fn land(db: &Database, page: &[u8]) {
+    let mut scratch = vec![0u8; page.len()];
+    let pool = &db.inner.store.pool;
+    let _ = pool
+        .landing(FAR, &mut scratch)
+        .unwrap()
+        .write(&[(FAR, page)]);
+}
+
 fn durable(db: &Database) -> u64 {
     db.inner.store.log.durable_lsn().0
 }
@@ -54,13 +64,7 @@ fn frame_of(db: &Database, p: PageId) -> (usize, &Frame) {
 #[should_panic(expected = "write-ahead rule")]
 fn a_page_above_the_durable_log_is_not_written() {
     let (db, _) = database();
-    let pool = &db.inner.store.pool;
-    let page = leaf_at(FAR, durable(&db) + 8);
-    let mut scratch = vec![0u8; page.len()];
-    let _ = pool
-        .landing(FAR, &mut scratch)
-        .unwrap()
-        .write(&[(FAR, &page)]);
+    land(&db, &leaf_at(FAR, durable(&db) + 8));
 }
 
 #[test]
@@ -90,14 +94,9 @@ fn a_landing_without_the_stripe_lock_does_not_write() {
 #[should_panic(expected = "written unsealed")]
 fn an_unsealed_page_is_not_written() {
     let (db, _) = database();
-    let pool = &db.inner.store.pool;
     let mut page = leaf_at(FAR, durable(&db));
     *page.last_mut().unwrap() ^= 1; // in the empty leaf's free gap: still well formed
-    let mut scratch = vec![0u8; page.len()];
-    let _ = pool
-        .landing(FAR, &mut scratch)
-        .unwrap()
-        .write(&[(FAR, &page)]);
+    land(&db, &page);
 }
 
 /// A writer that went around the landing put a newer version in the file after the
