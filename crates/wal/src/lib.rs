@@ -43,6 +43,8 @@ mod segments;
 mod shared;
 mod sync;
 #[cfg(test)]
+mod tests_asserts;
+#[cfg(test)]
 mod tests_prop;
 mod wait;
 

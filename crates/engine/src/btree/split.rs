@@ -112,6 +112,7 @@ impl Btree<'_> {
             if leaf {
                 l.set_link(sib_id);
             }
+            debug_assert_split(&l.view(), &sep, &s.view(), cells.len());
             sep
         };
         let mut par = pw.bytes().to_vec();
@@ -174,6 +175,7 @@ impl Btree<'_> {
                 r.set_link(n.child(m));
                 r.rebuild(&cells[m + 1..]);
             }
+            debug_assert_split(&l.view(), &sep, &r.view(), cells.len());
             let mut t = NodeMut::format(&mut top, root, level + 1);
             t.set_link(lid);
             t.insert_internal(0, &sep, rid);
@@ -220,6 +222,28 @@ impl Btree<'_> {
     }
 }
 
+/// The separator's bounds after a split of a node of `cells` cells into `left` and
+/// `right` (debug builds: the insert path's): every key of `left` is below `sep`, every
+/// key of `right` at or above it (a leaf's right half starts with it, an internal node's
+/// just above it, the separator having moved up), and no cell was lost or doubled. The
+/// halves' own order is asserted where they are built (`NodeMut::rebuild`).
+fn debug_assert_split(left: &Node<'_>, sep: &[u8], right: &Node<'_>, cells: usize) {
+    debug_assert!(
+        left.is_empty() || left.key(left.len() - 1) < sep,
+        "B+tree split: separator bounds — the left half's last key is not below the separator"
+    );
+    debug_assert!(
+        right.is_empty() || right.key(0) > sep || (right.is_leaf() && right.key(0) == sep),
+        "B+tree split: separator bounds — the right half's first key is below the separator"
+    );
+    let moved_up = usize::from(!right.is_leaf());
+    debug_assert_eq!(
+        left.len() + right.len() + moved_up,
+        cells,
+        "B+tree split: the halves do not hold the node's cells"
+    );
+}
+
 /// Where to split a node and its separator: an append to a leaf (a key above all of its
 /// keys) keeps every cell on the left and separates at that key; otherwise
 /// [`split_index`].
@@ -258,4 +282,53 @@ fn split_index(n: &Node<'_>, id: PageId) -> Result<usize> {
     } else {
         m.min(count - 1)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A leaf of `keys`, one-byte values.
+    fn leaf(keys: &[&[u8]]) -> Vec<u8> {
+        let mut b = vec![0u8; 1024];
+        let mut n = NodeMut::format(&mut b, PageId(9), 0);
+        for (i, k) in keys.iter().enumerate() {
+            n.insert_leaf(i, k, b"v");
+        }
+        b
+    }
+
+    #[test]
+    fn a_split_at_its_own_separator_keeps_the_bounds() {
+        let (l, r) = (leaf(&[b"a", b"b"]), leaf(&[b"c", b"d"]));
+        debug_assert_split(&Node::new(&l), b"c", &Node::new(&r), 4);
+        let empty = leaf(&[]);
+        debug_assert_split(&Node::new(&r), b"e", &Node::new(&empty), 2); // an append
+    }
+
+    /// The check can fail: a separator below a key of the left half would route that
+    /// key's readers to the right half, where it is not.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "separator bounds")]
+    fn a_separator_below_the_left_half_panics() {
+        let (l, r) = (leaf(&[b"a", b"m"]), leaf(&[b"n", b"z"]));
+        debug_assert_split(&Node::new(&l), b"k", &Node::new(&r), 4);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "separator bounds")]
+    fn a_separator_above_the_right_half_panics() {
+        let (l, r) = (leaf(&[b"a", b"b"]), leaf(&[b"m", b"z"]));
+        debug_assert_split(&Node::new(&l), b"n", &Node::new(&r), 4);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "do not hold the node's cells")]
+    fn a_split_that_loses_a_cell_panics() {
+        let (l, r) = (leaf(&[b"a", b"b"]), leaf(&[b"c", b"d"]));
+        debug_assert_split(&Node::new(&l), b"c", &Node::new(&r), 5);
+    }
 }

@@ -114,6 +114,19 @@ impl DataFile {
             .collect()
     }
 
+    /// The lock of the stripe page `id`'s segment falls in.
+    pub(super) fn stripe_lock(&self, id: PageId) -> &Mutex<()> {
+        &self.segment_locks[(self.segment_of(id) % SEGMENT_STRIPES as u64) as usize]
+    }
+
+    /// True if the stripe lock of every segment that `[first, first + count)` touches is
+    /// held (by someone: a lock does not say by whom; the landing checks its own guards).
+    fn stripes_held(&self, first: PageId, count: u64) -> bool {
+        let last = PageId(first.0 + count.max(1) - 1);
+        (self.segment_of(first)..=self.segment_of(last))
+            .all(|seg| self.segment_locks[(seg % SEGMENT_STRIPES as u64) as usize].is_locked())
+    }
+
     /// The page size.
     pub(super) fn page_size(&self) -> usize {
         self.page_size
@@ -162,6 +175,12 @@ impl DataFile {
     /// held by the caller ([`DataFile::lock_pages`]); bytes past the end read as zeros.
     pub(super) fn read_locked(&self, first: PageId, buf: &mut [u8]) -> Result<()> {
         assert_eq!(buf.len() % self.page_size, 0);
+        // (Debug only: a page load reads under this too.)
+        debug_assert!(
+            self.stripes_held(first, (buf.len() / self.page_size) as u64),
+            "page-write protocol: pages from {first} read without their segment locks \
+             (a write could land half-way through the read)"
+        );
         let off = self.offset(first);
         let mut done = 0;
         while done < buf.len() {
@@ -182,6 +201,12 @@ impl DataFile {
     /// ([`DataFile::lock_pages`]); only the page-write protocol calls it.
     pub(super) fn write_locked(&self, first: PageId, pages: &[u8]) -> Result<()> {
         assert_eq!(pages.len() % self.page_size, 0);
+        // One atomic load per segment (one, nearly always), beside a write system call.
+        assert!(
+            self.stripes_held(first, (pages.len() / self.page_size) as u64),
+            "page-write protocol: pages from {first} written without their segment locks \
+             (an older version could land over a newer one)"
+        );
         self.file
             .write_at(pages, self.offset(first))
             .and_then(|()| self.file.failpoint(failpoint::PAGE_WRITTEN))
@@ -243,5 +268,16 @@ mod tests {
         );
         let e = again.unwrap_err().to_string();
         assert!(e.contains("an earlier sync failed"), "{e}");
+    }
+
+    /// The page-write protocol's precondition at the file: a write holds its segment's
+    /// stripe lock (a landing took it), so no other writer decides in between.
+    #[test]
+    #[should_panic(expected = "written without their segment locks")]
+    fn a_write_without_its_segment_lock_is_refused() {
+        let sim = SimStorage::new(3);
+        let f = DataFile::open(&sim, Path::new("/db-data"), 1024, true).unwrap();
+        let _other = f.lock_pages(PageId(f.segment_pages()), 1); // another stripe
+        let _ = f.write_locked(PageId(1), &[7u8; 1024]);
     }
 }

@@ -100,7 +100,25 @@ impl Frame {
     /// it starts at or above it). Without the second step a page changed during every
     /// write of it — the meta page, under many concurrent splits — kept the recovery LSN
     /// of its first change forever, and with it every checkpoint's truncation point.
+    ///
+    /// Preconditions (asserted: cheap, and a broken one loses a page's changes): the
+    /// caller holds the frame's I/O lock, which orders the writes of one frame, and `lsn`
+    /// is not above the PageLSN — it is the PageLSN of a copy of this page, which only
+    /// grows while the frame is pinned — so CleanLSN ≤ PageLSN holds after. A CleanLSN
+    /// above PageLSN would make the page read clean through its next changes, and
+    /// eviction drop them unwritten.
     pub(crate) fn written(&self, lsn: u64) {
+        assert!(
+            self.io.is_locked(),
+            "page-write protocol: frame of page {} marked written without its I/O lock",
+            self.page_id()
+        );
+        let page_lsn = self.page_lsn.load(Ordering::SeqCst);
+        assert!(
+            lsn <= page_lsn,
+            "CleanLSN ≤ PageLSN: page {} marked written at {lsn}, above its PageLSN {page_lsn}",
+            self.page_id()
+        );
         self.clean_lsn.fetch_max(lsn, Ordering::SeqCst);
         if self.is_dirty() {
             self.rec_lsn.fetch_max(lsn, Ordering::SeqCst);

@@ -15,6 +15,8 @@ mod page_ref;
 mod pool;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_asserts;
 mod write_protocol;
 
 pub(crate) use cleaning::{Candidate, Cleaned};

@@ -1,6 +1,6 @@
 //! The pool: page table, CLOCK replacement, loading and writing pages.
 
-use crate::buffer_pool::frame::{Frame, STATE_LOADING, STATE_READY};
+use crate::buffer_pool::frame::{Frame, NOT_LATCHED, STATE_LOADING, STATE_READY};
 use crate::buffer_pool::{DataFile, Landed, PageRef, PageWrite};
 use crate::error::{Error, Result};
 use crate::health::Health;
@@ -427,6 +427,12 @@ impl BufferPool {
             return Err(Error::Poisoned(format!("log: {e}")));
         }
         let f = &self.frames[i];
+        // Pinned, the frame keeps its page through the write: the copy, the landing and
+        // the CleanLSN it moves are all of the same page.
+        assert!(
+            f.pin.load(Ordering::Acquire) >= 1,
+            "page-write protocol: frame {i} written unpinned (its page could change mid-write)"
+        );
         let _io = match wait {
             Wait::Block => f.io.lock(),
             Wait::Try => match f.io.try_lock() {
@@ -651,6 +657,17 @@ impl BufferPool {
         if f.state.load(Ordering::Acquire) != STATE_READY || !f.valid.load(Ordering::Acquire) {
             return false;
         }
+        // CleanLSN ≤ PageLSN, but for one window: a writer that logged a change of the
+        // page and has not stamped it yet holds its X latch (`latched_at` is set from
+        // before the append until after the stamp), and this write may carry that change.
+        // Read in that order, so a cleared `latched_at` means the stamp is visible.
+        let latched = f.latched_at.load(Ordering::SeqCst) != NOT_LATCHED;
+        let page_lsn = f.page_lsn.load(Ordering::SeqCst);
+        assert!(
+            latched || written <= page_lsn,
+            "CleanLSN ≤ PageLSN: page {id} propagated at {written}, above its PageLSN \
+             {page_lsn}, and nobody is stamping a change of it"
+        );
         f.clean_lsn.fetch_max(written, Ordering::SeqCst);
         if f.is_dirty() {
             // A writer that found the page clean after the line above set the recovery

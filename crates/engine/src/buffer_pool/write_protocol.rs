@@ -33,6 +33,13 @@
 //!
 //! Lock order: the write gate (shared), then segment locks in increasing stripe order.
 //! Nobody waits for a page latch while holding either.
+//!
+//! Each rule is asserted where a page is written, with a message that names it: the
+//! landing holds the pool's write gate and the page's stripe lock, the log is durable to
+//! the PageLSN, the image LSN is below it, and (debug builds) the page is sealed and the
+//! file still holds what the landing read — nothing newer. The callers assert the rest:
+//! a frame written is pinned (`write_frame`), and CleanLSN moves, under the frame's I/O
+//! lock, never past PageLSN (`Frame::written`).
 
 use super::data_file::DataFile;
 use super::BufferPool;
@@ -40,6 +47,7 @@ use crate::error::Result;
 use crate::ids::PageId;
 use crate::page;
 use parking_lot::{MutexGuard, RwLockReadGuard};
+use std::ptr;
 use std::sync::atomic::Ordering;
 
 /// What became of one page given to [`Landing::write`].
@@ -69,8 +77,10 @@ pub(crate) struct Landing<'a> {
     /// Write calls made so far (a run of adjacent pages is one) and the bytes they wrote.
     calls: usize,
     bytes: usize,
-    _segments: Vec<MutexGuard<'a, ()>>,
-    _gate: RwLockReadGuard<'a, ()>,
+    /// The stripe locks of the pages' segments, and the write gate (shared): held for the
+    /// landing's life, and checked before each write ([`Landing::assert_holds`]).
+    segments: Vec<MutexGuard<'a, ()>>,
+    gate: RwLockReadGuard<'a, ()>,
 }
 
 impl BufferPool {
@@ -106,8 +116,8 @@ impl BufferPool {
             floor,
             calls: 0,
             bytes: 0,
-            _segments: segments,
-            _gate: gate,
+            segments,
+            gate,
         })
     }
 }
@@ -138,7 +148,12 @@ impl Landing<'_> {
                 n == 0 || pages[n - 1].0 .0 < id.0,
                 "pages of a landing out of order"
             );
+            self.assert_holds(id);
             debug_assert_eq!(page::validate(bytes, id).map(|_| ()), Ok(()));
+            debug_assert!(
+                page::checksum_ok(bytes),
+                "page-write protocol: page {id} written unsealed (its checksum does not match)"
+            );
             let lsn = page::page_lsn(bytes);
             let image = page::image_lsn(bytes);
             assert!(
@@ -173,8 +188,50 @@ impl Landing<'_> {
         Ok(verdicts)
     }
 
+    /// The protocol's precondition for writing page `id`: this landing holds the pool's
+    /// write gate (so no checkpoint moves the image floor under the write) and the stripe
+    /// lock of the page's segment (so no other writer decides on the page meanwhile).
+    /// Pointer comparisons over a guard or two: cheap beside the write.
+    fn assert_holds(&self, id: PageId) {
+        assert!(
+            ptr::eq(RwLockReadGuard::rwlock(&self.gate), &self.pool.write_gate),
+            "page-write protocol: page {id} written without the pool's write gate"
+        );
+        let stripe = self.pool.file.stripe_lock(id);
+        assert!(
+            self.segments
+                .iter()
+                .any(|g| ptr::eq(MutexGuard::mutex(g), stripe)),
+            "page-write protocol: page {id} written without its segment's stripe lock"
+        );
+    }
+
+    /// Debug builds: the file still holds, for each page of the run, what the landing
+    /// read (or older): nothing newer landed since, so the run lands over older versions
+    /// only (PageLSN never moves back on disk). One extra read per run.
+    fn assert_not_older(&self, first: PageId, run: &[&[u8]]) -> Result<()> {
+        let page_size = self.pool.file.page_size();
+        let mut now = vec![0u8; run.len() * page_size];
+        self.pool.file.read_locked(first, &mut now)?;
+        for (k, (ours, theirs)) in run.iter().zip(now.chunks(page_size)).enumerate() {
+            let id = PageId(first.0 + k as u64);
+            let ours = page::page_lsn(ours);
+            let valid = page::checksum_ok(theirs) && page::validate(theirs, id).is_ok();
+            let theirs = valid.then(|| page::page_lsn(theirs));
+            assert!(
+                theirs.is_none_or(|d| d < ours),
+                "page-write protocol: page {id} at PageLSN {ours} would land over the newer \
+                 {theirs:?} the file holds (an older version over a newer one)"
+            );
+        }
+        Ok(())
+    }
+
     /// Writes a run of adjacent sealed pages with one write.
     fn flush(&mut self, first: PageId, run: &mut Vec<&[u8]>) -> Result<()> {
+        if cfg!(debug_assertions) {
+            self.assert_not_older(first, run)?;
+        }
         let pool = self.pool;
         let file: &DataFile = &pool.file;
         let written = if run.len() == 1 {
@@ -187,5 +244,36 @@ impl Landing<'_> {
         self.bytes += run.iter().map(|p| p.len()).sum::<usize>();
         run.clear();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+impl BufferPool {
+    /// A landing over page `id` that holds `gate` and `segments` in place of the locks
+    /// `landing` takes, and believes the file holds nothing of the page: the way a test
+    /// breaks the protocol's preconditions to see the assertions fire.
+    pub(crate) fn landing_holding<'a>(
+        &'a self,
+        id: PageId,
+        gate: RwLockReadGuard<'a, ()>,
+        segments: Vec<MutexGuard<'a, ()>>,
+    ) -> Landing<'a> {
+        Landing {
+            pool: self,
+            first: id,
+            held: vec![None],
+            floor: None,
+            calls: 0,
+            bytes: 0,
+            segments,
+            gate,
+        }
+    }
+
+    /// Writes `page` at `id` under the page's stripe lock but around any landing: the
+    /// writer the protocol exists to exclude.
+    pub(crate) fn write_around_the_protocol(&self, id: PageId, page: &[u8]) -> Result<()> {
+        let _stripe = self.file.lock_pages(id, 1);
+        self.file.write_locked(id, page)
     }
 }

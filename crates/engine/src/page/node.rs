@@ -222,6 +222,17 @@ impl<'a> Node<'a> {
     pub fn free_space(&self) -> usize {
         self.cell_start() - (HEADER_LEN + SLOT * self.len()) + self.frag()
     }
+    /// True if the key of slot `i` lies strictly between its neighbours' (the order the
+    /// slots keep, checked at an insert: two comparisons).
+    pub(crate) fn sorted_around(&self, i: usize) -> bool {
+        let key = self.key(i);
+        (i == 0 || self.key(i - 1) < key) && (i + 1 >= self.len() || key < self.key(i + 1))
+    }
+    /// True if the keys strictly increase slot by slot (checked after a rebuild).
+    pub(crate) fn sorted(&self) -> bool {
+        (1..self.len()).all(|i| self.key(i - 1) < self.key(i))
+    }
+
     /// The end of the slot array (the start of the gap before the cells).
     pub(crate) fn slots_end(&self) -> usize {
         HEADER_LEN + SLOT * self.len()
@@ -344,6 +355,13 @@ impl<'a> NodeMut<'a> {
         put_u16(self.b, OFF_NSLOTS, (n + 1) as u16);
         put_u32(self.b, OFF_CELL_START, start as u32);
         debug_assert!(self.view().slots_end() <= start);
+        // (Debug only: the insert path's; `validate` checks the same of every page read.)
+        debug_assert!(
+            self.view().sorted_around(i),
+            "B+tree node: keys sorted within a node — the key inserted at slot {i} of {} is \
+             not between its neighbours'",
+            n + 1
+        );
     }
 
     /// Inserts `(key, value)` at slot `i` of a leaf, the value inline.
@@ -434,6 +452,11 @@ impl<'a> NodeMut<'a> {
         put_u16(self.b, OFF_NSLOTS, cells.len() as u16);
         put_u32(self.b, OFF_CELL_START, start as u32);
         put_u32(self.b, OFF_FRAG, 0);
+        debug_assert!(
+            self.view().sorted(),
+            "B+tree node: keys sorted within a node — a rebuild was given {} cells out of order",
+            cells.len()
+        );
     }
 }
 
@@ -520,5 +543,31 @@ mod tests {
         assert_eq!(v.child_for(b"s"), PageId(11));
         assert_eq!(v.child_for(b"z"), PageId(12));
         assert!(validate(&b, PageId(2)).is_ok());
+    }
+
+    /// The order of a node's keys is asserted where it changes (debug builds): a key put
+    /// in the wrong slot panics at the insert, not at the next reader.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "keys sorted within a node")]
+    fn a_key_inserted_out_of_order_panics() {
+        let mut b = vec![0u8; 1024];
+        let mut n = NodeMut::format(&mut b, PageId(3), 0);
+        n.insert_leaf(0, b"b", b"1");
+        n.insert_leaf(1, b"a", b"2"); // belongs in slot 0
+    }
+
+    /// As above, for a page rebuilt from cells (a split's halves, a compaction).
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "keys sorted within a node")]
+    fn a_rebuild_from_cells_out_of_order_panics() {
+        let mut b = vec![0u8; 1024];
+        let mut n = NodeMut::format(&mut b, PageId(3), 0);
+        let (a, z) = (
+            leaf_cell(b"a", CellValue::inline(b"1")),
+            leaf_cell(b"z", CellValue::inline(b"2")),
+        );
+        n.rebuild(&[z, a]);
     }
 }

@@ -142,17 +142,33 @@ impl BufferCore {
     /// padding fills up to the boundary first (`base > start`).
     pub(crate) fn place(&self, at: Lsn, total: u64) -> Placement {
         assert!(total <= self.max_frame, "reservation of {total} bytes");
+        // (Debug only, as the rest of the insert path's checks.) A reservation is whole
+        // aligned frames and never empty, so the reserved position strictly increases
+        // with each one and every LSN handed out is above the last.
+        debug_assert!(
+            total > 0 && total.is_multiple_of(frame::ALIGN) && at.0.is_multiple_of(frame::ALIGN),
+            "LSNs strictly increasing: a reservation of {total} bytes at {at} is empty or \
+             not whole aligned frames"
+        );
         let off = at.0 % self.segment_bytes;
         let base = if off + total > self.segment_bytes {
             at.add(self.segment_bytes - off)
         } else {
             at
         };
-        Placement {
+        let p = Placement {
             start: at,
             base,
             end: base.add(total),
-        }
+        };
+        debug_assert!(
+            p.base.0 % self.segment_bytes + total <= self.segment_bytes
+                && p.base.0 - p.start.0 < total,
+            "segment boundaries: the frame of {total} bytes placed at {} crosses a segment \
+             end, or its padding is longer than a frame",
+            p.base
+        );
+        p
     }
 
     /// Waits for the ring space of a placed reservation and writes its padding, if any.
@@ -162,6 +178,16 @@ impl BufferCore {
     /// lock at `p.start`, or advanced the reserved position past `p.end`) and has not
     /// released it.
     pub(crate) unsafe fn prepare(&self, p: Placement) -> Result<()> {
+        // reserved ≥ released: a range its owner has not released lies at or above the
+        // released position (releases are contiguous and cannot pass it). Checked before
+        // any byte is written. (Debug only: the insert path's.)
+        debug_assert!(
+            self.released.load(Ordering::Relaxed) <= p.start.0,
+            "reserved ≥ released: the reservation [{}, {}) lies below the released position {}",
+            p.start,
+            p.end,
+            self.released.load(Ordering::Relaxed)
+        );
         self.wait_for_space(p.end)?;
         if p.base > p.start {
             // SAFETY: forwarded from the caller; the space was waited for above.

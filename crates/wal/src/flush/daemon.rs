@@ -175,6 +175,14 @@ impl FlushDaemon {
     /// sync must reach the disk whatever is buffered).
     fn round(&mut self, from: Lsn, to: Lsn) -> Result<(), WalError> {
         let s = self.shared.clone();
+        // The daemon alone moves `written`, so a round starts exactly where the last one
+        // ended; `copy_out` and the mark_* calls assert the rest of the order
+        // (released ≥ written ≥ durable, none moving back). (Debug only: the commit path.)
+        debug_assert_eq!(
+            s.buffer.written(),
+            from,
+            "log positions: a flush round must start at the written position"
+        );
         self.staging.clear();
         s.buffer.copy_out(from, to, &mut self.staging);
         s.buffer.mark_written(to);

@@ -68,6 +68,13 @@ impl SegmentSet {
     }
 
     pub(crate) fn note_segment(&self, start: Lsn) {
+        // A segment file made at a start that is not a boundary would hold frames at
+        // offsets no reader looks for them at (once per segment made: a plain assert).
+        assert!(
+            start.0.is_multiple_of(self.segment_bytes),
+            "segment boundaries: a segment noted at {start}, not a multiple of {}",
+            self.segment_bytes
+        );
         let mut s = self.segments.lock();
         if let Err(i) = s.binary_search(&start) {
             s.insert(i, start);
