@@ -3,7 +3,9 @@
 //! to a heading it has); the README stays a front door of at most 150 lines; its
 //! embedding example is the example the test command compiles; and each command manual
 //! in docs/ documents exactly the flags `sluice … --help` lists, for every command there
-//! is. Reads files and runs `--help` only: no network, well under a second.
+//! is; the technique table that opens ARCHITECTURE.md names files that exist and
+//! commands and flags the binary has. Reads files and runs `--help` only: no network,
+//! well under a second.
 
 mod common;
 
@@ -268,13 +270,16 @@ fn leaves(path: Vec<String>) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// The long flags an option line of `--help` declares (`  -h, --help  …`, `      --json`).
+/// The long flags the option lines of `--help` declare (`  -h, --help  …`, `      --json`).
 fn declared_flags(help: &str) -> BTreeSet<String> {
     help.lines()
         .filter_map(|l| {
             let t = l.trim_start();
-            let t = t.strip_prefix("-h, ").unwrap_or(t);
-            let t = t.strip_prefix("-V, ").unwrap_or(t);
+            // A short form first (`-h, --help`): skip it.
+            let t = match t.as_bytes() {
+                [b'-', c, b',', b' ', ..] if c.is_ascii_alphanumeric() => &t[4..],
+                _ => t,
+            };
             let flag: String = t
                 .strip_prefix("--")?
                 .chars()
@@ -389,6 +394,102 @@ fn each_command_manual_documents_exactly_the_flags_of_its_commands() {
                 problems.push(format!(
                     "{manual}: names {flag}, which none of {commands:?} has"
                 ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The code spans of a line, in order.
+fn code_spans(line: &str) -> Vec<String> {
+    line.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|s| s.replace("\\|", "|"))
+        .collect()
+}
+
+#[test]
+fn the_architecture_table_names_real_commands_flags_and_files() {
+    let root = root();
+    let text = read(&root.join("ARCHITECTURE.md"));
+    let rows: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.starts_with("## "))
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| paper"))
+        .collect();
+    assert!(
+        rows.len() >= 15,
+        "the technique table has {} rows",
+        rows.len()
+    );
+    let mut problems = Vec::new();
+    for row in &rows {
+        let cells: Vec<&str> = row.split(" | ").collect();
+        let [_, module, experiment] = cells[..] else {
+            problems.push(format!("not three cells: {row}"));
+            continue;
+        };
+        // Files named in the module cell lie in a folder the cell links (or beside a file
+        // it links).
+        let dirs: Vec<PathBuf> = links(module)
+            .into_iter()
+            .map(|(_, t)| root.join(&t))
+            .map(|p| {
+                if p.is_dir() {
+                    p
+                } else {
+                    p.parent().unwrap().to_path_buf()
+                }
+            })
+            .collect();
+        if dirs.is_empty() && !module.contains("the rows above") {
+            problems.push(format!("no module linked: {module}"));
+        }
+        for span in code_spans(module) {
+            let file = (span.ends_with(".rs") || span.ends_with('/')) && !span.contains(' ');
+            // A span that starts at `crates/` is a link's text, checked with the links.
+            if file && !span.starts_with("crates/") && !dirs.iter().any(|d| d.join(&span).exists())
+            {
+                problems.push(format!("`{span}` is not in {dirs:?}"));
+            }
+        }
+        // Each experiment is a real command with real flags; a span of flags alone
+        // continues the command before it.
+        let mut flags_of_last = BTreeSet::new();
+        let mut last = String::new();
+        for span in code_spans(experiment) {
+            let words: Vec<&str> = span.split_whitespace().collect();
+            let flags: Vec<&str> = words
+                .iter()
+                .copied()
+                .filter(|w| w.starts_with("--"))
+                .collect();
+            if words.first() == Some(&"sluice") {
+                let path: Vec<String> = words[1..]
+                    .iter()
+                    .take_while(|w| !w.starts_with('-'))
+                    .map(|w| w.to_string())
+                    .collect();
+                let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+                args.push("--help");
+                let out = sluice(&args);
+                if out.status.code() != Some(0) || !subcommands(&path).is_empty() {
+                    problems.push(format!(
+                        "`{span}`: `sluice {}` is not a command",
+                        path.join(" ")
+                    ));
+                    continue;
+                }
+                flags_of_last = declared_flags(&String::from_utf8_lossy(&out.stdout));
+                last = path.join(" ");
+            } else if flags.is_empty() {
+                continue; // a value of the flag before it, e.g. `page-hottest`
+            }
+            for flag in flags {
+                if !flags_of_last.contains(flag) {
+                    problems.push(format!("`{span}`: `sluice {last}` has no {flag}"));
+                }
             }
         }
     }
