@@ -106,7 +106,7 @@ fn render(path: &str, profile: &Profile, p: &Plan) -> String {
         "\nCase {} ({}): {}\n",
         p.case.number(),
         p.case.condition(),
-        p.strategy
+        p.partitioning
     ));
     out.push_str(match p.case {
         Case::NoPartitioning => {
