@@ -10,7 +10,7 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The workload profile (JSON: commit_record_bytes, lmax_bytes_per_s, gamma,
-    /// transactions, generators; see the README).
+    /// transactions, generators; see docs/plan.md).
     #[arg(long, value_name = "FILE")]
     profile: PathBuf,
     /// Print the plan as one JSON object instead of the tables.
@@ -106,7 +106,7 @@ fn render(path: &str, profile: &Profile, p: &Plan) -> String {
         "\nCase {} ({}): {}\n",
         p.case.number(),
         p.case.condition(),
-        p.strategy
+        p.partitioning
     ));
     out.push_str(match p.case {
         Case::NoPartitioning => {

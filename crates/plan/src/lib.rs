@@ -80,5 +80,5 @@
 mod model;
 mod profile;
 
-pub use model::{plan, Case, GeneratorLoad, ManagerLoad, Plan, Strategy, Warning, WarningKind};
+pub use model::{plan, Case, GeneratorLoad, ManagerLoad, Partitioning, Plan, Warning, WarningKind};
 pub use profile::{GeneratorSpec, PlanError, Profile, TransactionType, MAX_GENERATORS};

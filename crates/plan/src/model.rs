@@ -38,12 +38,12 @@ impl Case {
         self as u8
     }
 
-    /// The partitioning strategy the case calls for.
-    pub fn strategy(self) -> Strategy {
+    /// The log partitioning the case calls for.
+    pub fn partitioning(self) -> Partitioning {
         match self {
-            Case::NoPartitioning => Strategy::None,
-            Case::Horizontal => Strategy::Horizontal,
-            Case::Vertical => Strategy::Vertical,
+            Case::NoPartitioning => Partitioning::None,
+            Case::Horizontal => Partitioning::Horizontal,
+            Case::Vertical => Partitioning::Vertical,
         }
     }
 
@@ -63,10 +63,10 @@ impl From<Case> for u8 {
     }
 }
 
-/// A partitioning strategy (Table 1's right column).
+/// The log partitioning a case calls for (Table 1's right column).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Strategy {
+pub enum Partitioning {
     /// No log partitioning necessary.
     None,
     /// Horizontal log partitioning: log files rotate over devices so the archiver copies
@@ -76,12 +76,12 @@ pub enum Strategy {
     Vertical,
 }
 
-impl fmt::Display for Strategy {
+impl fmt::Display for Partitioning {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str(match self {
-            Strategy::None => "no log partitioning necessary",
-            Strategy::Horizontal => "horizontal log partitioning",
-            Strategy::Vertical => "vertical log partitioning",
+            Partitioning::None => "no log partitioning necessary",
+            Partitioning::Horizontal => "horizontal log partitioning",
+            Partitioning::Vertical => "vertical log partitioning",
         })
     }
 }
@@ -186,8 +186,9 @@ pub struct Plan {
     pub utilization: f64,
     /// Table 1's case (serialised as 1, 2 or 3).
     pub case: Case,
-    /// The case's strategy.
-    pub strategy: Strategy,
+    /// The case's partitioning (serialised as `strategy`).
+    #[serde(rename = "strategy")]
+    pub partitioning: Partitioning,
     /// ⌈L / Lmax⌉ in case 3 (one more when L is an exact multiple of Lmax), else 1.
     pub managers_by_formula: usize,
     /// The number of log managers planned (≥ `managers_by_formula`).
@@ -321,7 +322,7 @@ pub fn plan(profile: &Profile) -> Result<Plan, PlanError> {
         degraded_lmax_bytes_per_s: gamma * lmax,
         utilization: l / lmax,
         case,
-        strategy: case.strategy(),
+        partitioning: case.partitioning(),
         managers_by_formula: by_formula,
         manager_count: n,
         commit_coordinator_manager: 1,

@@ -17,7 +17,7 @@
 //! rounding), so products differ from its rows by up to 0.005 / 28.73 ≈ 1.7e-4
 //! relative; the tests allow 2e-4.
 
-use sluice_plan::{plan, Case, Plan, Profile, Strategy, WarningKind};
+use sluice_plan::{plan, Case, Partitioning, Plan, Profile, WarningKind};
 
 const LMAX: f64 = 972_327.0;
 
@@ -63,7 +63,7 @@ fn table2_t1_is_case_1_at_gamma_0_8() {
     assert!((p.transactions_per_s - 332.90).abs() < 1e-9);
     assert!((p.commit_log_bytes_per_s - 16_645.0).abs() < 1e-6);
     assert_eq!(p.case, Case::NoPartitioning);
-    assert_eq!(p.strategy, Strategy::None);
+    assert_eq!(p.partitioning, Partitioning::None);
     assert_eq!((p.managers_by_formula, p.manager_count), (1, 1));
     assert_eq!(p.managers[0].generators.len(), 64);
     assert!(!p.managers[0].needs_horizontal);
@@ -83,7 +83,7 @@ fn table2_t2_is_case_2_horizontal() {
     let p = plan(&prof).unwrap();
     assert_paper_row(&p, 14_962.0, 960_892.0);
     assert_eq!(p.case, Case::Horizontal);
-    assert_eq!(p.strategy, Strategy::Horizontal);
+    assert_eq!(p.partitioning, Partitioning::Horizontal);
     assert_eq!(p.manager_count, 1);
     assert!(p.managers[0].needs_horizontal);
     assert!(p.warnings.is_empty(), "{:?}", p.warnings);
@@ -131,7 +131,7 @@ fn table3_two_manager_targets() {
         let p = plan(&example(file)).unwrap();
         assert_paper_row(&p, li, l);
         assert_eq!(p.case, Case::Vertical, "{file}");
-        assert_eq!(p.strategy, Strategy::Vertical, "{file}");
+        assert_eq!(p.partitioning, Partitioning::Vertical, "{file}");
         assert_eq!((p.managers_by_formula, p.manager_count), (2, 2), "{file}");
         assert!(p.warnings.is_empty(), "{file}: {:?}", p.warnings);
         // Balanced: 32 equal generators each; manager 1 also carries R·c.
