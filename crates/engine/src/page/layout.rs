@@ -1,8 +1,6 @@
 //! The page header, the checksum and structural validation.
 
 use crate::ids::PageId;
-use crate::page::meta::Meta;
-use crate::page::node::Node;
 
 pub(crate) const OFF_CRC: usize = 0;
 pub(crate) const OFF_TYPE: usize = 4;
@@ -117,41 +115,6 @@ pub fn checksum_ok(page: &[u8]) -> bool {
     page.len() >= HEADER_LEN && get_u32(page, OFF_CRC) == crc_of(page)
 }
 
-/// Checks that `page` is a well-formed page `expected` (the checksum is checked
-/// separately by [`checksum_ok`], because images in log records carry none). After this
-/// returns `Ok`, every accessor of [`Node`] and [`Meta`] is panic-free on the bytes.
-/// Never panics, whatever the bytes.
-pub fn validate(page: &[u8], expected: PageId) -> Result<PageType, String> {
-    let size = page.len();
-    if !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&size) || !size.is_power_of_two() {
-        return Err(format!("page size {size} is not a power of two in range"));
-    }
-    let Some(kind) = page_type(page) else {
-        return Err(format!("unknown page type {}", page[OFF_TYPE]));
-    };
-    if kind == PageType::Unformatted {
-        return Err("page is unformatted".into());
-    }
-    if page_id(page) != expected {
-        return Err(format!(
-            "page holds id {} but was read as {expected}",
-            page_id(page)
-        ));
-    }
-    // An image record is applied to the page it carries, so its LSN is below the page's
-    // (both are 0 only on a page formatted in memory and not yet logged).
-    let (image, lsn) = (image_lsn(page), page_lsn(page));
-    if image >= lsn && (image, lsn) != (0, 0) {
-        return Err(format!("image LSN {image} is not below the page LSN {lsn}"));
-    }
-    match kind {
-        PageType::Meta => Meta::check(page),
-        PageType::Leaf | PageType::Internal => Node::check(page),
-        PageType::Unformatted => unreachable!("handled above"),
-    }
-    .map(|()| kind)
-}
-
 /// Formats `page` as an empty page of `kind`: zeroes it and writes a fresh header.
 pub(crate) fn format(page: &mut [u8], id: PageId, kind: PageType, level: u8) {
     page.fill(0);
@@ -169,6 +132,7 @@ pub(crate) fn format(page: &mut [u8], id: PageId, kind: PageType, level: u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::page::validate;
 
     #[test]
     fn seal_then_verify_and_detect_a_flipped_bit() {
@@ -199,7 +163,7 @@ mod tests {
 #[cfg(test)]
 mod proptests {
     use super::*;
-    use crate::page::{expand, Node};
+    use crate::page::{expand, validate, Node};
     use proptest::prelude::*;
 
     /// Reads everything a validated node offers; must not panic.

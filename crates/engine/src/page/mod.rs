@@ -22,12 +22,14 @@ mod meta;
 pub(crate) mod node;
 #[cfg(test)]
 pub(crate) mod tests_prop;
+mod validate;
 
 pub use image::{compress, expand, image_page_size};
 pub(crate) use layout::set_image_lsn;
 pub use layout::{
-    checksum_ok, image_lsn, page_lsn, page_type, seal, set_page_lsn, validate, PageType,
-    HEADER_LEN, MAX_PAGE_SIZE, MIN_PAGE_SIZE,
+    checksum_ok, image_lsn, page_lsn, page_type, seal, set_page_lsn, PageType, HEADER_LEN,
+    MAX_PAGE_SIZE, MIN_PAGE_SIZE,
 };
 pub use meta::Meta;
 pub use node::{CellValue, Node, NodeMut, StoredValue};
+pub use validate::validate;
