@@ -140,7 +140,7 @@ fn a_tpcb_directory_is_loaded_once_then_reused_checked_and_guarded() {
     // A teller's balance changed behind the workload's back: the check says so, exit 1,
     // and a benchmark refuses to run on it.
     {
-        let db = sluice::Database::open_path(&dir).unwrap();
+        let db = common::open_in_process(&dir);
         let teller = db.table("teller").unwrap();
         let mut tx = db.begin();
         tx.put(
@@ -169,7 +169,7 @@ fn a_tpcb_database_loaded_without_a_load_record_is_recognised_by_its_rows() {
     let dir = tmp.path().join("db");
     {
         // As the loader left databases before it recorded its loads.
-        let db = sluice::Database::open_path(&dir).unwrap();
+        let db = common::open_in_process(&dir);
         sluice_bench::workloads::tpcb::load(
             &db,
             &sluice_bench::workloads::tpcb::TpcbShape::standard(1),
@@ -241,7 +241,7 @@ fn a_tatp_directory_is_reused_and_checked() {
 
     // A subscriber gone: the population check names it.
     {
-        let db = sluice::Database::open_path(&dir).unwrap();
+        let db = common::open_in_process(&dir);
         let t = db.table("subscriber").unwrap();
         let mut tx = db.begin();
         tx.delete(&t, &7u32.to_be_bytes()).unwrap();
@@ -298,7 +298,7 @@ fn a_benchmark_database_another_process_holds_is_one_clear_line() {
     let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
-    let db = sluice::Database::open_path(&dir).unwrap();
+    let db = common::open_in_process(&dir);
     for extra in [&[][..], &["--check-only"][..]] {
         let (code, out, err) = tpcb(&dir, "1", extra);
         assert_eq!(code, Some(1), "{out}{err}");

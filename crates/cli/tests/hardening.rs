@@ -192,7 +192,7 @@ fn an_output_directory_that_cannot_be_made_is_refused_before_the_runs() {
 fn database() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
-    let db = sluice::Database::open_path(&dir).unwrap();
+    let db = common::open_in_process(&dir);
     let users = db.table_or_create("users").unwrap();
     for i in 0..3u32 {
         let mut tx = db.begin();

@@ -15,7 +15,7 @@ use std::process::Output;
 fn database() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
-    let db = sluice::Database::open_path(&dir).unwrap();
+    let db = common::open_in_process(&dir);
     let users = db.table_or_create("users").unwrap();
     let mut tx = db.begin();
     tx.put(&users, b"ada", b"lovelace").unwrap();
@@ -239,7 +239,7 @@ fn every_tool_refuses_a_missing_or_foreign_directory_with_exit_2() {
 #[test]
 fn every_tool_refuses_a_database_held_by_another_handle_with_exit_1() {
     let (_tmp, dir) = database();
-    let db = sluice::Database::open_path(&dir).unwrap();
+    let db = common::open_in_process(&dir);
     for args in [
         vec!["verify", s(&dir)],
         vec!["verify", s(&dir), "--read-only"],
@@ -258,7 +258,7 @@ fn every_tool_refuses_a_database_held_by_another_handle_with_exit_1() {
 #[test]
 fn verify_read_only_changes_nothing_and_verify_recovers_a_crashed_database() {
     let (_tmp, dir) = database();
-    let db = sluice::Database::open_path(&dir).unwrap();
+    let db = common::open_in_process(&dir);
     let users = db.table("users").unwrap();
     let mut tx = db.begin();
     tx.put(&users, b"grace", b"hopper").unwrap();
