@@ -154,7 +154,8 @@ pub use db::{Database, Stats, VerifyReport};
 pub use error::{Error, Result};
 pub use ids::{PageId, TxnId};
 pub use key_range::KeyRange;
-pub use options::{CommitProtocol, Limits, Options};
+pub use options::{CommitProtocol, Options};
+pub use page::Limits;
 pub use partitioned::{
     partition_dir, Partitioned, PartitionedBuilder, PartitionedStats, PartitionedTable,
     PartitionedTransaction, Unassigned, MANIFEST, MAX_LOG_MANAGERS,

@@ -4,7 +4,7 @@
 
 use super::wire::{MAX_LEN_VARINT, MAX_VARINT};
 use super::{Change, PageOp, Record};
-use crate::options::Limits;
+use crate::page::Limits;
 use crate::page::{image_page_size, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 
 /// Bytes of one page in an `Images` record: page id, length, and a compact image of at
