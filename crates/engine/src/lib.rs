@@ -100,8 +100,8 @@ mod builder;
 mod catalog;
 mod checkpoint;
 mod checkpointer;
-mod commit;
 mod control;
+mod commit;
 mod coordination;
 mod data_file;
 mod db;
@@ -128,16 +128,9 @@ mod store;
 mod strategy;
 mod table;
 #[cfg(test)]
-mod tests;
-/// Cases per property test: `default`, or `PROPTEST_CASES` when set (CI keeps the
-/// defaults small so that all property tests together take seconds; raise it locally).
+mod test_support;
 #[cfg(test)]
-pub(crate) fn tests_prop_cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+mod tests;
 mod txn;
 mod txn_table;
 mod worker;
