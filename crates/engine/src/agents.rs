@@ -36,7 +36,7 @@
 //! [`Submitter`] that outlived its pool — is refused at once with
 //! [`Error::Closed`].
 
-use crate::commit::Sequencer;
+use crate::txn::commit::Sequencer;
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::ids::TxnId;

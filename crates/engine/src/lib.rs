@@ -101,7 +101,6 @@ mod catalog;
 mod checkpoint;
 mod checkpointer;
 mod control;
-mod commit;
 mod coordination;
 mod data_file;
 mod db;

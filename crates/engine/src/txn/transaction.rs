@@ -15,7 +15,7 @@
 
 use crate::blob::{self, chunk_size, Descriptor};
 use crate::btree::{scan_batch, BatchEnd, Btree, ChangeLogger, ClrLogger, GapLocker, SetOutcome};
-use crate::commit::{Sequencer, Steps};
+use super::commit::{Sequencer, Steps};
 use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
 use crate::inner::Inner;
