@@ -40,7 +40,7 @@ use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::ids::TxnId;
 use crate::options::CommitProtocol;
-use crate::txn::commit::Sequencer;
+use crate::txn::Sequencer;
 use crate::txn::Transaction;
 use parking_lot::{Condvar, Mutex};
 use sluice_wal::Lsn;

@@ -24,7 +24,7 @@
 //! recovery and the checkpoint read it, so it cannot live in this folder without an
 //! import circle.
 
-pub(crate) mod commit;
+mod commit;
 mod large_values;
 mod locks;
 mod rollback;
@@ -33,5 +33,6 @@ mod steps;
 mod transaction;
 mod write;
 
+pub(crate) use commit::{harden_parts, Sequencer};
 pub use scan::Scan;
 pub use transaction::Transaction;

@@ -70,6 +70,11 @@ impl Transaction {
     /// record is durable: nobody who takes them next depends on this log's own commit
     /// record, which may still be in its buffer.
     pub(crate) fn release_locks_decided(&mut self) {
+        debug_assert_eq!(
+            self.state,
+            State::Committed,
+            "only a part whose commit record is written releases as decided"
+        );
         let held = std::mem::take(&mut self.held);
         self.db
             .locks
@@ -176,5 +181,8 @@ impl Steps for Transaction {
     }
     fn rollback(self) -> Result<()> {
         Transaction::rollback(self)
+    }
+    fn release_locks_decided(&mut self) {
+        Transaction::release_locks_decided(self)
     }
 }
