@@ -1,7 +1,7 @@
 //! One name's entry in the lock table (its holders, its FIFO queue, and the commit LSN
-//! an early release left on it), and a shard's table of entries.
+//! an early release left on it), what a grant changed, and a shard's table of entries.
 
-use super::{Granted, LockKey, LockMode};
+use super::{LockKey, LockMode};
 use crate::ids::TxnId;
 use hashbrown::hash_table::Entry as Slot;
 use hashbrown::{DefaultHashBuilder, HashTable};
@@ -9,6 +9,17 @@ use sluice_wal::Lsn;
 use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::hash::BuildHasher;
+
+/// What a granted request changed (so the transaction knows whether to remember it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Granted {
+    /// A new lock.
+    New,
+    /// The transaction already held it in a mode that covers the request.
+    AlreadyHeld,
+    /// The transaction held the name and now holds more parts of it.
+    Upgraded,
+}
 
 #[derive(Default)]
 pub(super) struct Entry {

@@ -2,7 +2,7 @@
 //! park on their shard and end by grant, deadlock, timeout or stop, and release (early
 //! release included).
 
-use super::entry::{Entry, LockMap};
+use super::entry::{Entry, Granted, LockMap};
 use super::waits_for::WaitsFor;
 use super::{LockKey, LockMode};
 use crate::error::Error;
@@ -50,17 +50,6 @@ impl Refused {
             )),
         }
     }
-}
-
-/// What a granted request changed (so the transaction knows whether to remember it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Granted {
-    /// A new lock.
-    New,
-    /// The transaction already held it in a mode that covers the request.
-    AlreadyHeld,
-    /// The transaction held the name and now holds more parts of it.
-    Upgraded,
 }
 
 pub(super) struct Shard {

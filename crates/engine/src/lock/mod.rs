@@ -58,6 +58,7 @@ mod name;
 mod tests;
 mod waits_for;
 
-pub(crate) use manager::{Granted, LockManager, Refused};
+pub(crate) use entry::Granted;
+pub(crate) use manager::{LockManager, Refused};
 pub(crate) use mode::LockMode;
 pub(crate) use name::{LockKey, LockName};

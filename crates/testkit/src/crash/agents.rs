@@ -3,8 +3,9 @@
 //!
 //! [`CrashMode::Agents`]: super::CrashMode::Agents
 
-use super::workload::{draw_shape, key, KEYS, THREADS, TXNS_PER_THREAD};
-use super::{make_value, Outcome, ValueShape};
+use super::model::{
+    draw_shape, key, make_value, Outcome, ValueShape, KEYS, THREADS, TXNS_PER_THREAD,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sluice::{

@@ -2,7 +2,7 @@
 //! candidate commits, in LSN order, that holds every acknowledged one; and, for a
 //! failure, which keys differ between two states.
 
-use super::{Outcome, State};
+use super::model::{Outcome, State};
 
 /// Checks the recovered state against the candidates; returns (lost, problem).
 /// `durable`: acknowledged commits must survive (every protocol but `async`, whose lost

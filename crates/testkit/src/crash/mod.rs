@@ -32,23 +32,24 @@
 //!
 //! Files: `sweep.rs` (the sweep: a seed's run, halt, recoveries and checks, over any
 //! [`SweepWorkload`]), `halt.rs` (the halts and how each is armed, recoveries halted in
-//! turn, an open under read errors), `workload.rs` (the key-value workload and its
-//! model), `agents.rs` (the same workload submitted to an agent pool), `judge.rs` (the
+//! turn, an open under read errors), `model.rs` (the key-value transactions, values
+//! and states), `workload.rs` (that workload as a sweep's, and the sweeps that run it), `agents.rs` (the same workload submitted to an agent pool), `judge.rs` (the
 //! commit-prefix check and the difference of two states).
 
 mod agents;
 mod halt;
 mod judge;
+mod model;
 mod sweep;
 mod workload;
 
 pub(crate) use halt::{halted_recoveries, open_with_read_errors, Halt};
 pub(crate) use judge::{diff_message, judge, state_diff};
-pub use sweep::{sweep, CrashReport, SweepWorkload};
-pub(crate) use workload::{
+pub(crate) use model::{
     chunks_of, make_value, options, read_state, run_txn, Outcome, Shape, State, ValueShape, DIR,
     TABLES,
 };
+pub use sweep::{sweep, CrashReport, SweepWorkload};
 pub use workload::{
     crash_test, crash_test_large_values, crash_test_mode, crash_test_propagation, CrashMode,
 };

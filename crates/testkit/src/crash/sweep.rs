@@ -3,7 +3,7 @@
 //! counts what it found.
 
 use super::halt::{halted_recoveries, open_with_read_errors, Halt, HALTS};
-use super::DIR;
+use super::model::DIR;
 use crate::fence::FencedStorage;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
