@@ -1,5 +1,5 @@
 //! How large a record may be: the bound the engine's options are checked against (options
-//! whose log could not hold the largest record are refused at open, `db.rs`), and the
+//! whose log could not hold the largest record are refused at open, `db/open.rs`), and the
 //! encoder's self-check that every record it writes keeps within that bound.
 
 use super::wire::{MAX_LEN_VARINT, MAX_VARINT};
