@@ -36,11 +36,11 @@
 //! [`Submitter`] that outlived its pool — is refused at once with
 //! [`Error::Closed`].
 
-use crate::commit::Sequencer;
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::ids::TxnId;
 use crate::options::CommitProtocol;
+use crate::txn::Sequencer;
 use crate::txn::Transaction;
 use parking_lot::{Condvar, Mutex};
 use sluice_wal::Lsn;

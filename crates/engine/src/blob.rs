@@ -33,7 +33,7 @@ use crate::page::CellValue;
 use std::ops::Bound;
 
 // The sizes live with the limits they set (`options`, below this module).
-pub(crate) use crate::options::{chunk_size, CHUNK_KEY_OVERHEAD, DESC_LEN};
+pub(crate) use crate::page::{chunk_size, CHUNK_KEY_OVERHEAD, DESC_LEN};
 const FORMAT: u8 = 1;
 
 /// A large value's descriptor.

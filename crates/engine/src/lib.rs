@@ -99,7 +99,6 @@ mod buffer_pool;
 mod builder;
 mod catalog;
 mod checkpoint;
-mod commit;
 mod control;
 mod coordination;
 mod data_file;
@@ -128,16 +127,9 @@ mod store;
 mod strategy;
 mod table;
 #[cfg(test)]
-mod tests;
-/// Cases per property test: `default`, or `PROPTEST_CASES` when set (CI keeps the
-/// defaults small so that all property tests together take seconds; raise it locally).
+mod test_support;
 #[cfg(test)]
-pub(crate) fn tests_prop_cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+mod tests;
 mod txn;
 mod txn_table;
 mod worker;
@@ -154,7 +146,8 @@ pub use db::{Database, Stats, VerifyReport};
 pub use error::{Error, Result};
 pub use ids::{PageId, TxnId};
 pub use key_range::KeyRange;
-pub use options::{CommitProtocol, Limits, Options};
+pub use options::{CommitProtocol, Options};
+pub use page::Limits;
 pub use partitioned::{
     partition_dir, Partitioned, PartitionedBuilder, PartitionedStats, PartitionedTable,
     PartitionedTransaction, Unassigned, MANIFEST, MAX_LOG_MANAGERS,

@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::ids::PageId;
 use crate::log_record::Record;
 use crate::log_sink::LogSink;
-use crate::options::Limits;
+use crate::page::Limits;
 use parking_lot::{Mutex, RwLock};
 use sluice_wal::Appended;
 use std::collections::HashMap;

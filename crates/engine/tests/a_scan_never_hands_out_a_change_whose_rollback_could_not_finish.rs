@@ -7,7 +7,7 @@
 //! the key after the locks were gone, hands the aborted change to its client.
 //!
 //! Fixed at the mechanism: a transaction whose rollback cannot finish keeps its locks
-//! for good (`State::Stuck` in `txn.rs`), so no reader, waiting or try-locking, can reach
+//! for good (`State::Stuck` in `txn/transaction.rs`), so no reader, waiting or try-locking, can reach
 //! its changes, and the lock manager is stopped so that every wait ends at once with the
 //! database's failure (`LockManager::stop`).
 //!

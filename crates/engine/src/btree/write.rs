@@ -1,6 +1,6 @@
 //! Setting a key: insert, update and delete are all "make `key` map to `new`".
 //!
-//! Key-range locking (see `lock.rs`). The caller holds record X on `k` — and for a
+//! Key-range locking (see `lock/`). The caller holds record X on `k` — and for a
 //! delete also gap I on `k`, taken in the same request: `k` bounds the gap below it,
 //! and deleting `k` merges that gap into the next one, so a scanner that locked `k` as
 //! the key after its range (gap S) or an uncommitted delete living below `k` (gap D)
@@ -9,7 +9,7 @@
 //! end): the gap it splits; and the gap S and gap D it holds on `next(k)` it takes on
 //! `k` too, in the same latched attempt: the lower half of the split gap is named by `k`
 //! from then on, and must stay as protected as the whole gap was (gap inheritance,
-//! `lock.rs`). A delete takes gap D on `next(k)`: the gap it merges, held
+//! `lock/`). A delete takes gap D on `next(k)`: the gap it merges, held
 //! to the end so nobody changes a gap holding an uncommitted delete (its rollback
 //! re-inserts without locks); and, for an instant only (ARIES/KVL), record S on
 //! `next(k)`: if `next(k)` is an uncommitted insert, its rollback (also lock-free) would

@@ -1,10 +1,10 @@
 //! How large a record may be: the bound the engine's options are checked against (options
-//! whose log could not hold the largest record are refused at open, `db.rs`), and the
+//! whose log could not hold the largest record are refused at open, `db/open.rs`), and the
 //! encoder's self-check that every record it writes keeps within that bound.
 
 use super::wire::{MAX_LEN_VARINT, MAX_VARINT};
 use super::{Change, PageOp, Record};
-use crate::options::Limits;
+use crate::page::Limits;
 use crate::page::{image_page_size, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 
 /// Bytes of one page in an `Images` record: page id, length, and a compact image of at

@@ -143,7 +143,7 @@ pub(crate) fn record() -> impl Strategy<Value = Record> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(crate::tests_prop_cases(1024)))]
+    #![proptest_config(ProptestConfig::with_cases(crate::test_support::prop_cases(1024)))]
 
     #[test]
     fn every_record_round_trips(r in record()) {

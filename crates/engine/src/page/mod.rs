@@ -1,4 +1,5 @@
-//! Pages: the on-disk layout, slotted B+tree nodes, the meta page, and compact images.
+//! Pages: the on-disk layout, slotted B+tree nodes, the meta page, compact images, and
+//! the size limits the layout puts on keys and values (`limits.rs`).
 //!
 //! Every page starts with the same 48-byte header:
 //!
@@ -18,6 +19,7 @@
 pub(crate) mod fuzz;
 mod image;
 mod layout;
+mod limits;
 mod meta;
 pub(crate) mod node;
 #[cfg(test)]
@@ -30,6 +32,8 @@ pub use layout::{
     checksum_ok, image_lsn, page_lsn, page_type, seal, set_page_lsn, PageType, HEADER_LEN,
     MAX_PAGE_SIZE, MIN_PAGE_SIZE,
 };
+pub use limits::Limits;
+pub(crate) use limits::{chunk_size, CHUNK_KEY_OVERHEAD, DESC_LEN};
 pub use meta::Meta;
 pub use node::{CellValue, Node, NodeMut, StoredValue};
 pub use validate::validate;

@@ -96,7 +96,7 @@ fn size_index(len: usize) -> u8 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(crate::tests_prop_cases(512)))]
+    #![proptest_config(ProptestConfig::with_cases(crate::test_support::prop_cases(512)))]
 
     #[test]
     fn built_pages_validate_read_and_round_trip_through_images(mut p in any_page()) {

@@ -39,12 +39,31 @@ use std::time::Duration;
 /// commit delay may put off).
 const DRAIN_SYNC_EVERY: Duration = Duration::from_millis(20);
 
-/// What a pinned coordinated commit waits for.
+/// What a pinned coordinated commit waits for (the module docs). A pin goes from
+/// `Deciding` to `Appended` or `Stuck` (or leaves, released, with no record written);
+/// `Appended` leaves once its parts are durable; `Stuck` never leaves.
 enum Stage {
     Deciding,
     /// (partition, end of its commit record) of every part.
     Appended(Vec<(usize, Lsn)>),
     Stuck,
+}
+
+impl Stage {
+    fn deciding(&self) -> bool {
+        matches!(self, Stage::Deciding)
+    }
+
+    /// True if every part named is durable in its log, by `durable` (each participant's
+    /// durable LSN, `None` for one that is gone): the record may leave partition 0's log.
+    fn durably_decided(&self, durable: &[Option<Lsn>]) -> bool {
+        match self {
+            Stage::Appended(ends) => ends
+                .iter()
+                .all(|&(i, end)| durable[i].is_some_and(|d| d >= end)),
+            Stage::Deciding | Stage::Stuck => false,
+        }
+    }
 }
 
 struct Pinned {
@@ -91,6 +110,7 @@ impl Coordinator {
     /// Every partition is open and recovered: from now on partition 0's log may be
     /// truncated below what the pins hold.
     pub(super) fn participants_open(&self, parts: &[Database]) {
+        assert!(!parts.is_empty(), "partition 0 is open");
         let weak = parts.iter().map(|d| Arc::downgrade(&d.inner)).collect();
         assert!(self.parts.set(weak).is_ok(), "the participants open once");
     }
@@ -104,13 +124,14 @@ impl Coordinator {
         }
         let id = p.next_id;
         p.next_id += 1;
-        p.live.insert(
+        let old = p.live.insert(
             id,
             Pinned {
                 bound,
                 stage: Stage::Deciding,
             },
         );
+        assert!(old.is_none(), "pin {id} taken twice");
         Ok(Pin {
             coordinator: self.clone(),
             id,
@@ -146,7 +167,14 @@ impl Coordinator {
         let durable = durable_lsns(parts);
         let mut p = self.pins.lock();
         prune(&mut p, &durable);
-        Ok(p.live.values().map(|pinned| pinned.bound).min())
+        let cap = p.live.values().map(|pinned| pinned.bound).min();
+        // The rule: every record a pin still holds (not yet durably decided) lies at or
+        // above the cap, so the truncation it allows keeps it.
+        debug_assert!(p
+            .live
+            .values()
+            .all(|pinned| cap.is_some_and(|c| c <= pinned.bound)));
+        Ok(cap)
     }
 
     /// Close's first step: no new coordinated commit from now on, and every decision under
@@ -166,6 +194,9 @@ impl Coordinator {
                 self.settled.wait_for(&mut p, DRAIN_SYNC_EVERY);
             }
         }
+        // Closing, nothing is being decided, and nothing new can be: what is left is
+        // either waiting for durable parts (`Appended`) or held for good (`Stuck`).
+        debug_assert!(p.closing && p.live.values().all(|x| !x.stage.deciding()));
     }
 
     /// Every partition refuses work from now on (the outcome of a commit is unknown:
@@ -183,6 +214,7 @@ impl Coordinator {
     }
 
     pub(super) fn count_commit(&self, coordinated: bool, bytes: u64) {
+        debug_assert!(bytes > 0, "a commit record has bytes");
         let n = if coordinated {
             &self.coordinated
         } else {
@@ -192,20 +224,20 @@ impl Coordinator {
         self.commit_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 
+    /// A pin leaves `Deciding`, once: released (`None`: no record was written, nothing to
+    /// keep), `Appended` or `Stuck`. Every other transition is a bug: a pin that left
+    /// `Deciding` holds a record that is (or may be) in the log, and only pruning, once
+    /// its parts are durable, may let it go.
     fn settle(&self, id: u64, stage: Option<Stage>) {
         let mut p = self.pins.lock();
+        let pinned = p.live.get_mut(&id).expect("a pin settles once");
+        assert!(pinned.stage.deciding(), "only a pin being decided settles");
         match stage {
             None => {
                 p.live.remove(&id);
             }
-            Some(stage) => {
-                let pinned = p.live.get_mut(&id).expect("a pin settles once");
-                assert!(
-                    matches!(pinned.stage, Stage::Deciding),
-                    "only a pin being decided settles"
-                );
-                pinned.stage = stage;
-            }
+            Some(Stage::Deciding) => unreachable!("a settled pin leaves Deciding"),
+            Some(stage) => pinned.stage = stage,
         }
         let prune_due = p.live.len() >= 2 * p.after_prune + 64;
         drop(p);
@@ -234,12 +266,9 @@ fn durable_lsns(parts: &[Weak<Inner>]) -> Vec<Option<Lsn>> {
 /// Drops the pins whose parts are all durable in their logs, by `durable` (read before:
 /// a pin appended since is judged against an older LSN, which only keeps it longer).
 fn prune(p: &mut Pins, durable: &[Option<Lsn>]) {
-    p.live.retain(|_, pinned| match &pinned.stage {
-        Stage::Appended(ends) => !ends
-            .iter()
-            .all(|&(i, end)| durable[i].is_some_and(|d| d >= end)),
-        Stage::Deciding | Stage::Stuck => true,
-    });
+    debug_assert!(durable[0].is_none(), "partition 0 is never a participant");
+    p.live
+        .retain(|_, pinned| !pinned.stage.durably_decided(durable));
     p.after_prune = p.live.len();
 }
 
@@ -257,6 +286,10 @@ impl Pin {
     pub(super) fn raise(&self, start: Lsn) {
         let mut p = self.coordinator.pins.lock();
         let pinned = p.live.get_mut(&self.id).expect("a live pin");
+        assert!(
+            pinned.stage.deciding(),
+            "a record is raised to while being decided"
+        );
         assert!(pinned.bound <= start, "a pin's bound is below its record");
         pinned.bound = start;
     }
@@ -270,6 +303,11 @@ impl Pin {
     /// Every participant appended its commit record, ending at these LSNs of their logs:
     /// held until they are durable.
     pub(super) fn appended(mut self, ends: Vec<(usize, Lsn)>) {
+        // Every part is outside partition 0, and named once: a pin with no part, or
+        // with partition 0's own log among them, would leave as soon as it is pruned.
+        debug_assert!(!ends.is_empty(), "a coordinated commit has parts");
+        debug_assert!(ends.iter().all(|&(i, _)| i > 0));
+        debug_assert!(ends.windows(2).all(|w| w[0].0 < w[1].0));
         self.settled = true;
         self.coordinator
             .settle(self.id, Some(Stage::Appended(ends)));

@@ -21,6 +21,10 @@
 //! 3. once that record is durable, each participant gets a commit record of its own
 //!    (not waited for) and releases its locks.
 //!
+//! Each step goes through the engine's commit sequencer (`txn/commit.rs`, whose module
+//! docs give the order for every protocol): step 1 is its `harden_parts`, step 2 its four
+//! ordinary steps on partition 0's log, step 3 its `on_durable` and `record_decided`.
+//!
 //! **Truncation** (`coordinator.rs`): the coordinator's record stays in partition 0's
 //! log until every part it names is durably decided in its own log; close waits for the
 //! decisions under way before it closes the participants.

@@ -6,8 +6,8 @@ use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::key_range::KeyRange;
 use crate::log_record::Participant;
-use crate::txn::{Scan, Transaction};
-use parking_lot::{Condvar, Mutex};
+use crate::txn::{harden_parts, Scan, Sequencer, Transaction};
+use parking_lot::Mutex;
 use sluice_wal::{Log, Lsn};
 use std::sync::Arc;
 
@@ -139,7 +139,12 @@ impl PartitionedTransaction {
             .filter(|&i| self.parts[i].as_ref().is_some_and(Transaction::has_logged))
             .collect();
         if logged.is_empty() {
-            return self.commit_local();
+            let r = self.commit_local();
+            debug_assert!(
+                r.is_err() || self.all_ended(),
+                "a local commit ends every part"
+            );
+            return r;
         }
         let coordinator = self.shared.coordinator.clone();
         let db0 = &self.shared.parts[0];
@@ -149,7 +154,8 @@ impl PartitionedTransaction {
             Ok(pin) => pin,
             Err(e) => return self.roll_back_for(e),
         };
-        // 1. The participants' logs durable past their parts.
+        // 1. The participants' logs durable past their parts (the sequencer's step before
+        // the decision).
         let waits: Vec<(&Log, Lsn)> = logged
             .iter()
             .map(|&i| {
@@ -160,11 +166,12 @@ impl PartitionedTransaction {
         // The vote: a part whose partition no longer takes work (its data file failed,
         // say, while its log is healthy) could not write its commit record; deciding
         // without it would acknowledge a commit that partition never finishes.
-        if let Err(e) = wait_all(&waits).and_then(|()| self.vote()) {
+        if let Err(e) = harden_parts(&waits).and_then(|()| self.vote()) {
             pin.release();
             return self.roll_back_for(e);
         }
-        // 2. The coordinator's commit record, under the commit protocol.
+        // 2. The coordinator's commit record, under the commit protocol (the sequencer's
+        // four steps on partition 0's log).
         let participants: Vec<Participant> = logged
             .iter()
             .map(|&i| {
@@ -181,6 +188,7 @@ impl PartitionedTransaction {
         let r = t0.commit_coordinated(Some(participants), |r| record = r);
         match (r, record) {
             (Ok(()), Some((start, end))) => {
+                assert!(start < end, "a commit record ends after it starts");
                 coordinator.count_commit(true, end.0 - start.0);
                 pin.raise(start);
                 // 3. Once the coordinator's record is durable (at once, unless the
@@ -203,13 +211,9 @@ impl PartitionedTransaction {
                     .collect();
                 let finished = Arc::new(Mutex::new(None));
                 let f = finished.clone();
-                db0.log().on_durable(
-                    end,
-                    Box::new(move |r| {
-                        let r = r.map(drop).map_err(Error::from);
-                        *f.lock() = Some(finish_parts(&coordinator, parts, r, pin));
-                    }),
-                );
+                Sequencer::new(db0.log(), db0.options().commit).on_durable(end, move |r| {
+                    *f.lock() = Some(finish_parts(&coordinator, parts, r, pin));
+                });
                 // Under a durable protocol the record is durable: the parts are finished.
                 let finished = finished.lock().take();
                 debug_assert!(
@@ -218,6 +222,7 @@ impl PartitionedTransaction {
                 );
                 // Read-only parts elsewhere: their locks go now.
                 self.finish_read_only();
+                debug_assert!(self.all_ended(), "a coordinated commit ends every part");
                 finished.unwrap_or(Ok(()))
             }
             (Ok(()), None) => unreachable!("a coordinated commit always writes its record"),
@@ -259,6 +264,11 @@ impl PartitionedTransaction {
         Ok(())
     }
 
+    /// True once every part has ended (committed, rolled back, or handed to the decision).
+    fn all_ended(&self) -> bool {
+        self.parts.iter().all(Option::is_none)
+    }
+
     /// Every partition the transaction has a part in outside partition 0 still takes work
     /// (partition 0's own commit checks its own). The error names the partition.
     fn vote(&self) -> Result<()> {
@@ -293,7 +303,8 @@ struct Part {
 }
 
 /// Step 3 of a coordinated commit, once the coordinator's record is durable (`decided`
-/// is `Ok`): each part's own commit record, then its locks; the pin then holds partition
+/// is `Ok`): each part's own commit record, then its locks (the sequencer's
+/// [`record_decided`](Sequencer::record_decided)); the pin then holds partition
 /// 0's log until those records are durable. If the coordinator's log failed instead, the
 /// outcome is unknown: every partition is poisoned, so dropping the parts rolls nothing
 /// back, and restart recovery decides. If a part cannot write its record, its partition
@@ -310,6 +321,10 @@ fn finish_parts(
         pin.stick();
         return Err(e);
     }
+    debug_assert!(
+        !parts.is_empty(),
+        "a coordinated commit has parts outside partition 0"
+    );
     let mut ends = Vec::with_capacity(parts.len());
     let mut failed = None;
     for Part {
@@ -318,10 +333,12 @@ fn finish_parts(
         mut txn,
     } in parts
     {
-        match txn.commit_record() {
+        debug_assert!(i > 0, "partition 0 is the coordinator, never a part");
+        match Sequencer::new(db.log(), db.options().commit).record_decided(&mut txn) {
             Ok(end) => {
+                // A part that logged writes a record: the pin must wait for every one.
+                debug_assert!(end.is_some(), "partition {i}'s part logged nothing");
                 ends.extend(end.map(|end| (i, end)));
-                txn.release_locks_decided();
                 // The participant's log grew: its checkpointer decides whether that is
                 // enough for a checkpoint (a notification; the work is on its thread).
                 db.inner.maybe_checkpoint();
@@ -347,49 +364,5 @@ fn finish_parts(
             pin.stick();
             Err(e)
         }
-    }
-}
-
-/// Blocks until each log is durable up to its LSN; the requests go to all the logs
-/// before the first wait, so their flushes overlap.
-fn wait_all(waits: &[(&Log, Lsn)]) -> Result<()> {
-    if let [(log, lsn)] = waits {
-        log.wait_durable(*lsn)?;
-        return Ok(());
-    }
-    struct Count {
-        left: usize,
-        error: Option<sluice_wal::WalError>,
-    }
-    let state = Arc::new((
-        Mutex::new(Count {
-            left: waits.len(),
-            error: None,
-        }),
-        Condvar::new(),
-    ));
-    for &(log, lsn) in waits {
-        let s = state.clone();
-        log.on_durable(
-            lsn,
-            Box::new(move |r| {
-                let mut c = s.0.lock();
-                c.left -= 1;
-                if let Err(e) = r {
-                    c.error.get_or_insert(e);
-                }
-                if c.left == 0 {
-                    s.1.notify_all();
-                }
-            }),
-        );
-    }
-    let mut c = state.0.lock();
-    while c.left > 0 {
-        state.1.wait(&mut c);
-    }
-    match c.error.take() {
-        Some(e) => Err(e.into()),
-        None => Ok(()),
     }
 }

@@ -8,15 +8,20 @@
 //! - `crash`: what of the unsynced state survives power loss;
 //! - `fault`: injected EIO and ENOSPC, and the errors of a halted incarnation;
 //! - `record`: counters and the trace;
-//! - `storage`: [`SimStorage`] itself, its handles and locks.
+//! - `state`: what the clones of one disk share behind its one mutex, and the gate every
+//!   counted operation passes (halts, faults, the trace);
+//! - `storage`: [`SimStorage`] itself;
+//! - `handle`: its file handles and lock guards.
 
 mod crash;
 mod disk;
 mod fault;
+mod handle;
 mod inode;
 #[cfg(test)]
 mod machine_tests;
 mod record;
+mod state;
 mod storage;
 #[cfg(test)]
 mod tests;

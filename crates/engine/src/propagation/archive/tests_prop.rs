@@ -40,7 +40,7 @@ fn entries() -> impl Strategy<Value = Vec<RunEntry>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(crate::tests_prop_cases(512)))]
+    #![proptest_config(ProptestConfig::with_cases(crate::test_support::prop_cases(512)))]
 
     #[test]
     fn runs_round_trip(es in entries(), block_bytes in 1usize..400) {

@@ -1,14 +1,11 @@
-//! The database: opening (with recovery), tables, transactions, closing.
-//!
-//! A database directory holds `CONTROL` (what makes it a sluice database, and where the
-//! last checkpoint is), `log/` (the write-ahead log, unless it lives elsewhere), `data`
-//! (the pages) and `LOCK`. Opening identifies the directory before it creates anything
-//! in it, checks what the control file says against the log and the data file, runs
-//! restart recovery, checkpoints, and starts the background checkpointer.
+//! Opening a database: the checks of a directory before anything is created in it,
+//! the control file against the log and the data file, the shared state assembled,
+//! restart recovery, and the background threads started — read-write, or read-only
+//! with nothing written.
 
-use crate::btree::{Btree, TreeReport};
+use super::handle::{Database, Handles};
+use crate::buffer_pool::BufferPool;
 use crate::buffer_pool::DataFile;
-use crate::buffer_pool::{BufferPool, PoolStats};
 use crate::checkpoint::{Checkpointer, Checkpoints};
 use crate::control::{self, Checkpoint, Control};
 use crate::coordination::{Hooks, PARTITION_MARKER};
@@ -19,12 +16,11 @@ use crate::inner::Inner;
 use crate::lock::LockManager;
 use crate::log_record;
 use crate::log_sink::LogSink;
-use crate::options::{Limits, Options};
-use crate::page::{self, Meta};
-use crate::propagation::{Backlog, Propagation};
+use crate::options::Options;
+use crate::page::Meta;
+use crate::propagation::Propagation;
 use crate::recovery::{self, missing_segment, RecoveryReport};
 use crate::store::Store;
-use crate::txn::Transaction;
 use crate::txn_table::TxnTable;
 use parking_lot::Mutex;
 use sluice_storage::{LockGuard, OsStorage, Storage};
@@ -35,7 +31,6 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 /// The data file's name in the database directory.
 const DATA: &str = "data";
@@ -287,77 +282,6 @@ fn assemble(
         hooks,
         _lock: lock,
     })
-}
-
-/// What [`Database::verify`] found.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct VerifyReport {
-    /// Tables checked (the catalog not included).
-    pub tables: usize,
-    /// Entries over all tables.
-    pub entries: u64,
-    /// Pages in the data file, each read back from disk with a valid checksum.
-    pub pages: u64,
-    /// Each table's name and what its tree holds, in name order (the catalog and the
-    /// table of large values not included).
-    pub per_table: Vec<(String, TreeReport)>,
-}
-
-/// A verification error, prefixed with the tree it was found in.
-fn in_table(name: &str, e: Error) -> Error {
-    match e {
-        Error::Corruption(m) => Error::Corruption(format!("table {name}: {m}")),
-        e => e,
-    }
-}
-
-/// Counters of a database.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Buffer-pool counters.
-    pub pool: PoolStats,
-    /// Log bytes so far (the released LSN).
-    pub log_end: u64,
-    /// The durable LSN.
-    pub durable_lsn: u64,
-    /// Active transactions.
-    pub active_txns: usize,
-}
-
-/// An open database: a directory with a write-ahead log (`log/`), a data file (`data`)
-/// and a control file (`CONTROL`). Cheap to clone; all clones are the same database.
-#[derive(Clone)]
-pub struct Database {
-    /// Declared first so it is dropped first: see [`Handles`].
-    _handles: Arc<Handles>,
-    pub(crate) inner: Arc<Inner>,
-    report: Arc<RecoveryReport>,
-}
-
-/// Shared by every clone of one [`Database`]. When the last clone goes, the background
-/// checkpointer is stopped — waiting for a checkpoint in progress, and with it for the
-/// strong reference that checkpoint holds — so the database closes (and frees its
-/// directory lock) in that very drop, unless transactions still hold it.
-struct Handles {
-    inner: std::sync::Weak<Inner>,
-}
-
-impl Drop for Handles {
-    fn drop(&mut self) {
-        if let Some(inner) = self.inner.upgrade() {
-            inner.checkpointer.stop();
-            inner.propagation.stop();
-        }
-    }
-}
-
-impl std::fmt::Debug for Database {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Database")
-            .field("dir", &self.inner.dir)
-            .field("page_size", &self.inner.store.page_size)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Database {
@@ -666,249 +590,5 @@ impl Database {
     /// [`Error::Locked`] while a read-write handle holds the database.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Database> {
         Database::builder(path).read_only(true).open()
-    }
-
-    /// True if the database was opened read-only.
-    pub fn is_read_only(&self) -> bool {
-        self.inner.options.read_only
-    }
-
-    /// The options in force: those the database was opened with, except the page size
-    /// and the log's segment size, which an existing database keeps from its creation
-    /// (`read_only` says whether it was opened read-only).
-    pub fn options(&self) -> &Options {
-        &self.inner.options
-    }
-
-    /// Starts a transaction.
-    pub fn begin(&self) -> Transaction {
-        Transaction::new(self.inner.clone())
-    }
-
-    /// Runs `body` in a new transaction and commits it, retrying the whole transaction
-    /// when it fails with a retryable error ([`Error::is_retryable`]: a deadlock victim
-    /// or a lock-timeout), from the body or from the commit. Each failed attempt is rolled
-    /// back before the next one, which starts after a randomised, growing pause (1 ms
-    /// doubling to 64 ms, jittered, so that two victims of one deadlock do not meet
-    /// again in step). After [`Database::TRANSACTION_ATTEMPTS`] attempts the last error
-    /// is returned. Any other error is returned at once, after the rollback.
-    ///
-    /// `body` may run more than once, so it should have no effects outside the
-    /// transaction (or only ones that can be repeated). Returns what the committed
-    /// attempt's body returned.
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// # let db = sluice::Database::open_path(dir.path()).unwrap();
-    /// let t = db.table_or_create("counters")?;
-    /// let n = db.transaction(|tx| {
-    ///     let n = match tx.get_for_update(&t, b"hits")? {
-    ///         Some(v) => u64::from_le_bytes(v.try_into().unwrap()) + 1,
-    ///         None => 1,
-    ///     };
-    ///     tx.put(&t, b"hits", &n.to_le_bytes())?;
-    ///     Ok(n)
-    /// })?;
-    /// assert_eq!(n, 1);
-    /// # Ok::<(), sluice::Error>(())
-    /// ```
-    pub fn transaction<R>(&self, mut body: impl FnMut(&mut Transaction) -> Result<R>) -> Result<R> {
-        let mut pause = Duration::from_millis(1);
-        let mut attempt = 1;
-        loop {
-            let mut tx = self.begin();
-            let r = match body(&mut tx) {
-                Ok(v) => tx.commit().map(|()| v),
-                Err(e) => tx.rollback().and(Err(e)),
-            };
-            match r {
-                Err(e) if e.is_retryable() && attempt < Self::TRANSACTION_ATTEMPTS => {
-                    let jitter = rand::Rng::gen_range(&mut rand::thread_rng(), 0.5..1.5);
-                    std::thread::sleep(pause.mul_f64(jitter));
-                    pause = (pause * 2).min(Duration::from_millis(64));
-                    attempt += 1;
-                }
-                r => return r,
-            }
-        }
-    }
-
-    /// How many times [`Database::transaction`] runs a transaction that keeps failing
-    /// with retryable errors before it gives up.
-    pub const TRANSACTION_ATTEMPTS: u32 = 10;
-
-    /// Takes a checkpoint now, on this thread: flushes dirty pages, records the active
-    /// transactions, updates the control file and truncates the log below what recovery
-    /// needs. A failure is returned, and poisons the database: every later operation
-    /// fails with "checkpoint failed: …".
-    ///
-    /// A read-only database refuses it with [`Error::ReadOnly`].
-    pub fn checkpoint(&self) -> Result<()> {
-        self.inner.check()?;
-        if self.inner.options.read_only {
-            return Err(Error::ReadOnly);
-        }
-        self.inner.checkpoint_now()
-    }
-
-    /// Checkpoints and closes. Transactions still open fail from then on. A database
-    /// poisoned by an earlier failure (met by a client, or by a background thread after
-    /// the client's last call) closes without the checkpoint and returns the poisoning.
-    pub fn close(self) -> Result<()> {
-        self.inner.close()
-    }
-
-    /// Closes without the final checkpoint and without writing a page: the data file
-    /// and the log stay as a crash at this moment would leave them (every acknowledged
-    /// commit is in the log), so the next open runs restart recovery over everything
-    /// since the last checkpoint. For measuring restart time
-    /// (`sluice bench propagation`) and for tests.
-    pub fn close_as_crashed(self) -> Result<()> {
-        self.inner.close_without_checkpoint()
-    }
-
-    /// `Ok` while the database takes work; otherwise the error every operation returns:
-    /// [`Error::Closed`], or [`Error::Poisoned`] after a failed write or sync of the
-    /// disk or a failed checkpoint (reopen the directory to recover).
-    pub fn health(&self) -> Result<()> {
-        self.inner.check()
-    }
-
-    /// What restart recovery did when this database was opened.
-    pub fn recovery_report(&self) -> &RecoveryReport {
-        &self.report
-    }
-
-    /// The page size.
-    pub fn page_size(&self) -> usize {
-        self.inner.store.page_size
-    }
-
-    /// Key and value size limits.
-    pub fn limits(&self) -> Limits {
-        self.inner.store.limits
-    }
-
-    /// The write-ahead log (for durable-LSN notification: `wait_durable`, `on_durable`).
-    pub fn log(&self) -> &Log {
-        &self.inner.store.log
-    }
-
-    /// Blocks until the log is durable up to `lsn`.
-    pub fn wait_durable(&self, lsn: Lsn) -> Result<()> {
-        self.inner.store.log.wait_durable(lsn)?;
-        Ok(())
-    }
-
-    /// Where update propagation stands ([`Options::propagation`]): dirty pages, REDO
-    /// length, and what the strategy wrote. What `sluice bench propagation` samples.
-    pub fn backlog(&self) -> Backlog {
-        let inner = &self.inner;
-        let (dirty_pages, oldest) = inner.store.pool.dirty_summary();
-        let end = inner.store.log.released_lsn().0;
-        let c = &inner.propagation.counters;
-        let archive = inner.propagation.archive.get();
-        Backlog {
-            dirty_pages,
-            redo_bytes: oldest.map_or(0, |o| end.saturating_sub(o)),
-            propagated_bytes: c.propagated_bytes.load(Ordering::Relaxed),
-            propagation_writes: c.propagation_writes.load(Ordering::Relaxed),
-            propagation_busy_us: c.busy_nanos.load(Ordering::Relaxed) / 1000,
-            propagation_write_us: c.write_nanos.load(Ordering::Relaxed) / 1000,
-            eviction_writes: inner.store.pool.stats().victim_writes,
-            propagated_lsn: c.propagated_lsn.load(Ordering::Relaxed),
-            archived_lsn: archive.map_or(0, |a| a.archived_lsn().0),
-            archive_bytes: archive.map_or(0, |a| a.bytes_written()),
-            fallback_pages: c.fallback_pages.load(Ordering::Relaxed),
-            archive_damage: c.archive_damage.lock().clone(),
-        }
-    }
-
-    /// Counters.
-    pub fn stats(&self) -> Stats {
-        Stats {
-            pool: self.inner.store.pool.stats(),
-            log_end: self.inner.store.log.released_lsn().0,
-            durable_lsn: self.inner.store.log.durable_lsn().0,
-            active_txns: self.inner.txns.len(),
-        }
-    }
-
-    /// The chunks in the table of large values (each up to [`Limits::chunk_len`] bytes
-    /// of one value stored apart), after checking that table's structure; changes
-    /// nothing, so it also works on a read-only database. A value that was deleted,
-    /// overwritten or rolled back leaves none behind, so with no transaction running this
-    /// is the chunk count of the large values the tables hold.
-    pub fn large_value_chunks(&self) -> Result<u64> {
-        let inner = &self.inner;
-        inner.check()?;
-        match inner.blob_table(false)? {
-            Some(t) => Ok(Btree::new(&inner.store, t.root, &t.latch).verify()?.entries),
-            None => Ok(0),
-        }
-    }
-
-    /// Checkpoints (writing every dirty page, whatever the propagation strategy), then
-    /// checks every table (levels, key order, separators, leaf chain) and reads every
-    /// page of the data file back from disk to verify its checksum.
-    ///
-    /// Read-only, it cannot checkpoint: it checks the tables as they are (with what
-    /// recovery changed in memory) and skips on disk the pages recovery changed, whose
-    /// disk image the log supersedes.
-    pub fn verify(&self) -> Result<VerifyReport> {
-        let superseded: std::collections::HashSet<PageId> = if self.inner.options.read_only {
-            self.inner.check()?;
-            let dirty = self.inner.store.pool.dirty_pages();
-            dirty.into_iter().map(|(p, _)| p).collect()
-        } else {
-            self.inner.check()?;
-            self.inner.checkpoint_with(true)?;
-            Default::default()
-        };
-        let inner = &self.inner;
-        let mut report = VerifyReport::default();
-        let catalog = inner.store.tree_latch(PageId::CATALOG);
-        Btree::new(&inner.store, PageId::CATALOG, &catalog)
-            .verify()
-            .map_err(|e| in_table("(catalog)", e))?;
-        for name in self.table_names()? {
-            let t = self.table(&name)?;
-            let r = Btree::new(&inner.store, t.root, &t.latch)
-                .verify()
-                .map_err(|e| in_table(&name, e))?;
-            report.tables += 1;
-            report.entries += r.entries;
-            report.per_table.push((name, r));
-        }
-        if let Some(t) = inner.blob_table(false)? {
-            Btree::new(&inner.store, t.root, &t.latch)
-                .verify()
-                .map_err(|e| in_table("(large values)", e))?;
-        }
-        let count = {
-            let p = inner.store.pool.fetch(PageId::META)?;
-            let g = p.read_valid()?;
-            Meta::page_count(&g)
-        };
-        let mut buf = vec![0u8; inner.store.page_size];
-        for id in 0..count {
-            if superseded.contains(&PageId(id)) {
-                continue;
-            }
-            inner.store.pool.read_disk(PageId(id), &mut buf)?;
-            let data = inner.store.pool.data_path().display();
-            if !page::checksum_ok(&buf) {
-                return Err(Error::Corruption(format!(
-                    "data file {data}: page {id} on disk fails its checksum (page LSN field {}, at byte offset {})",
-                    page::page_lsn(&buf),
-                    id * inner.store.page_size as u64
-                )));
-            }
-            page::validate(&buf, PageId(id)).map_err(|e| {
-                Error::Corruption(format!("data file {data}: page {id} on disk: {e}"))
-            })?;
-        }
-        report.pages = count;
-        Ok(report)
     }
 }

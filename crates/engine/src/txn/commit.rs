@@ -7,7 +7,7 @@
 //!    committed: recovery will redo it once the record is durable);
 //! 2. **early release** (`elr`, `elr-pipelined`, `async`) — the locks are released now,
 //!    before the record is durable; whoever takes them next inherits a dependency on this
-//!    commit (`lock.rs`) and is not acknowledged before it is durable;
+//!    commit (`crate::lock`) and is not acknowledged before it is durable;
 //! 3. **wait or detach** — the thread blocks until the log is durable up to the
 //!    acknowledgement LSN (the commit's own end or a commit it depends on, whichever is
 //!    later), or, under the pipelined protocols, hands that wait to the log's flush
@@ -15,18 +15,44 @@
 //! 4. **late release and deliver** — under the strict protocols the locks go only once
 //!    durable (dropping the transaction releases them); then the result is handed out.
 //!
-//! [`Transaction::commit`](crate::Transaction::commit) runs the steps on the caller's thread (a pipelined protocol
-//! without an agent to detach behaves as its blocking counterpart); the agents
-//! (`agents.rs`) run them with detaching. A rolled-back transaction goes through step 3
+//! [`Transaction::commit`](crate::Transaction::commit) runs the steps on the caller's
+//! thread (a pipelined protocol without an agent to detach behaves as its blocking
+//! counterpart); the agents (`agents.rs`) run them with detaching. A rolled-back transaction goes through step 3
 //! too when what it returns may depend on commits not yet durable. And the read barrier
 //! of direct transactions — an operation's value is held back until the commits it read
-//! from are durable — is the same rule applied per operation. A coordinated commit over
-//! several logs (the partitioned log) plugs in here: its acknowledgement is then a vector
-//! of LSNs.
+//! from are durable — is the same rule applied per operation.
+//!
+//! **A coordinated commit** over several logs (a partitioned database,
+//! `crate::partitioned`) runs through the same sequencer, with a step of its own before
+//! the four and one after them:
+//!
+//! * **before: harden the parts** ([`harden_parts`]) — every participant log durable
+//!   past its part's records (all logs asked at once), under every protocol: the
+//!   decision may not exist before the parts it commits are on disk;
+//! * **steps 1 to 4** on partition 0's log, with the coordinator's record as the commit
+//!   record: its acknowledgement stays one LSN (partition 0's; the parts are durable
+//!   already), and early release applies to partition 0's locks only;
+//! * **after: the decided parts** ([`Sequencer::on_durable`], then
+//!   [`Sequencer::record_decided`] on each participant's log) — once the coordinator's
+//!   record is durable, each part gets its own commit record and releases its locks at
+//!   once, leaving no dependency: the decision is durable, so nobody who takes them next
+//!   waits for that record, and nothing waits for it at all (the coordinator's
+//!   bookkeeping, `partitioned/coordinator.rs`, keeps the decision in partition 0's log
+//!   until it is durable).
+//!
+//! A part cannot go through [`Sequencer::record`] and [`Sequencer::wait`] instead without
+//! changing what a commit waits for: under the strict protocols (`classic`, `pipelined`)
+//! its locks would be held until its own record is durable, and the acknowledgement
+//! would wait for that record too — one more flush of each participant log per commit,
+//! which atomicity does not need (the decision is durable); under `elr` and
+//! `elr-pipelined` its locks would leave that record's LSN behind, and the next
+//! transaction on those keys would wait for that flush instead.
 
 use crate::error::{Error, Result};
 use crate::options::CommitProtocol;
+use parking_lot::{Condvar, Mutex};
 use sluice_wal::{Log, Lsn};
+use std::sync::Arc;
 
 /// The steps a transaction offers the sequencer (implemented by
 /// [`Transaction`](crate::Transaction); kept as a trait so that the sequencer depends on
@@ -46,6 +72,9 @@ pub(crate) trait Steps: Send + 'static {
     fn dependency(&self) -> Option<Lsn>;
     /// Rolls back every change and releases the locks.
     fn rollback(self) -> Result<()>;
+    /// Releases every lock leaving no dependency behind: the commit is decided and
+    /// durable elsewhere (a decided part of a coordinated commit).
+    fn release_locks_decided(&mut self);
 }
 
 /// Runs the commit steps of one protocol over one log.
@@ -77,10 +106,13 @@ impl<'a> Sequencer<'a> {
         if self.protocol.early_release() {
             tx.release_locks();
         }
-        Ok(Recorded {
-            record,
-            ack: tx.ack_lsn().filter(|_| self.protocol.durable()),
-        })
+        let ack = tx.ack_lsn().filter(|_| self.protocol.durable());
+        // The acknowledgement waits for the commit's own record at least.
+        debug_assert!(
+            ack.is_none() || ack >= record,
+            "the acknowledgement LSN {ack:?} is below the commit record's end {record:?}"
+        );
+        Ok(Recorded { record, ack })
     }
 
     /// Steps 3 and 4 on this thread: blocks until `ack` is durable, then drops `tx` —
@@ -109,13 +141,36 @@ impl<'a> Sequencer<'a> {
         tx: Option<impl Steps>,
         then: impl FnOnce(Result<()>) + Send + 'static,
     ) {
+        self.on_durable(ack, move |r| {
+            drop(tx);
+            then(r);
+        });
+    }
+
+    /// Calls `then` once the log is durable up to `lsn` (or has failed): at once, on
+    /// this thread, if it is durable already; otherwise on the log's flush daemon, where
+    /// `then` must be short. Step 3 of a detached commit, and the start of the last step of
+    /// a coordinated one (the decided parts, once the coordinator's record is durable).
+    pub(crate) fn on_durable(&self, lsn: Lsn, then: impl FnOnce(Result<()>) + Send + 'static) {
         self.log.on_durable(
-            ack,
-            Box::new(move |r| {
-                drop(tx);
-                then(r.map(drop).map_err(Error::from));
-            }),
+            lsn,
+            Box::new(move |r| then(r.map(drop).map_err(Error::from))),
         );
+    }
+
+    /// The last step of a coordinated commit, on a participant's log (a decided part): the part's own commit
+    /// record, then its locks released with no dependency left behind (the decision is
+    /// durable in the coordinator's log; see the module docs). Returns the record's end,
+    /// which nothing waits for. The part's earlier records are durable (hardened before
+    /// the decision).
+    pub(crate) fn record_decided(&self, tx: &mut impl Steps) -> Result<Option<Lsn>> {
+        debug_assert!(
+            tx.last_lsn().is_none_or(|l| l <= self.log.durable_lsn()),
+            "a part is decided only once its records are durable"
+        );
+        let end = tx.commit_record()?;
+        tx.release_locks_decided();
+        Ok(end)
     }
 
     /// Rolls back `tx` for an agent, and returns the rollback's result with what its
@@ -148,5 +203,60 @@ impl<'a> Sequencer<'a> {
             }
             _ => Ok(()),
         }
+    }
+}
+
+/// The first step of a coordinated commit: blocks until each log is durable up to its LSN (a
+/// participant log past its part's last record). The requests go to all the logs before
+/// the first wait, so their flushes overlap (each log's group commit serves every
+/// transaction waiting on it with one flush).
+pub(crate) fn harden_parts(waits: &[(&Log, Lsn)]) -> Result<()> {
+    harden_all(waits)?;
+    debug_assert!(
+        waits.iter().all(|&(log, lsn)| log.durable_lsn() >= lsn),
+        "every part is durable once hardened"
+    );
+    Ok(())
+}
+
+fn harden_all(waits: &[(&Log, Lsn)]) -> Result<()> {
+    if let [(log, lsn)] = waits {
+        log.wait_durable(*lsn)?;
+        return Ok(());
+    }
+    struct Count {
+        left: usize,
+        error: Option<sluice_wal::WalError>,
+    }
+    let state = Arc::new((
+        Mutex::new(Count {
+            left: waits.len(),
+            error: None,
+        }),
+        Condvar::new(),
+    ));
+    for &(log, lsn) in waits {
+        let s = state.clone();
+        log.on_durable(
+            lsn,
+            Box::new(move |r| {
+                let mut c = s.0.lock();
+                c.left -= 1;
+                if let Err(e) = r {
+                    c.error.get_or_insert(e);
+                }
+                if c.left == 0 {
+                    s.1.notify_all();
+                }
+            }),
+        );
+    }
+    let mut c = state.0.lock();
+    while c.left > 0 {
+        state.1.wait(&mut c);
+    }
+    match c.error.take() {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
     }
 }

@@ -1,0 +1,19 @@
+//! The database: opening (with recovery), tables, transactions, closing.
+//!
+//! A database directory holds `CONTROL` (what makes it a sluice database, and where the
+//! last checkpoint is), `log/` (the write-ahead log, unless it lives elsewhere), `data`
+//! (the pages) and `LOCK`. Opening identifies the directory before it creates anything
+//! in it, checks what the control file says against the log and the data file, runs
+//! restart recovery, checkpoints, and starts the background checkpointer.
+//!
+//! Files: `handle.rs` (the [`Database`] handle: transactions, checkpoint, close,
+//! counters), `open.rs` (every way to open one, read-write and read-only, and the checks
+//! of a directory before anything is created in it), `verify.rs` ([`Database::verify`]).
+
+mod handle;
+mod open;
+mod verify;
+
+pub use handle::{Database, Stats};
+pub(crate) use open::refuse_same_dirs;
+pub use verify::VerifyReport;

@@ -1,0 +1,355 @@
+//! The lock manager: a sharded lock table, requests granted in FIFO order, waits that
+//! park on their shard and end by grant, deadlock, timeout or stop, and release (early
+//! release included).
+
+use super::entry::{Entry, Granted, LockMap};
+use super::waits_for::WaitsFor;
+use super::{LockKey, LockMode};
+use crate::error::Error;
+use crate::ids::TxnId;
+use hashbrown::hash_table::Entry as Slot;
+use hashbrown::DefaultHashBuilder;
+use parking_lot::{Condvar, Mutex};
+use sluice_wal::Lsn;
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const SHARDS: usize = 64;
+/// A queue longer than this means runaway contention or a leak; refuse rather than grow.
+const MAX_WAITERS: usize = 1 << 16;
+/// A shard holding more entries than this drops the idle ones it kept for early releases.
+pub(super) const PRUNE_AT: usize = 64;
+
+/// Why a lock request was refused; the transaction turns it into an [`Error`] that names
+/// the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// Waited the whole lock timeout.
+    Timeout { waited_ms: u64 },
+    /// Would have closed a cycle in the wait-for graph.
+    Deadlock { waited_ms: u64 },
+    /// The queue is absurdly long (runaway contention or a leak).
+    TooManyWaiters,
+    /// The lock manager was stopped ([`LockManager::stop`]).
+    Stopped,
+}
+
+impl Refused {
+    /// The error for a request on a key of table `table` (its name).
+    pub(crate) fn into_error(self, table: &str) -> Error {
+        let table = table.to_string();
+        match self {
+            Refused::Timeout { waited_ms } => Error::LockTimeout { table, waited_ms },
+            Refused::Deadlock { waited_ms } => Error::Deadlock { table, waited_ms },
+            Refused::TooManyWaiters => Error::InvalidArgument(format!(
+                "more than {MAX_WAITERS} waiters on one lock of table {table:?}"
+            )),
+            Refused::Stopped => Error::Poisoned(format!(
+                "the database stopped while a lock of table {table:?} was wanted"
+            )),
+        }
+    }
+}
+
+pub(super) struct Shard {
+    pub(super) map: Mutex<LockMap>,
+    cv: Condvar,
+    /// Prune the idle entries kept for early releases once the map grows past this; it
+    /// doubles with what survives a prune, so a transaction holding a million locks does
+    /// not rescan the map on every release (amortised O(1) per release), and falls back
+    /// to `PRUNE_AT` once the shard is small again.
+    pub(super) prune_at: AtomicUsize,
+    /// Entries the prunes of this shard have looked at (tests: a prune's cost).
+    #[cfg(test)]
+    pub(super) pruned_visits: AtomicUsize,
+}
+
+/// The lock table.
+pub(crate) struct LockManager {
+    pub(super) shards: Box<[Shard]>,
+    /// Hashes names, for the shard and for the shard's table alike (one hash per
+    /// request). The keys are the users', so it is seeded at random per lock manager
+    /// (hashbrown's default, foldhash): an attacker who does not know the seed cannot
+    /// aim keys at one shard or bucket chain. SipHash, std's choice, cost a tenth of all
+    /// CPU in TPC-B (profile in the issue 8 note); foldhash is several times cheaper.
+    hasher: DefaultHashBuilder,
+    timeout: Duration,
+    /// Taken only by waiters, after their shard's mutex (never the other way round).
+    waits: Mutex<WaitsFor>,
+    /// Set by [`LockManager::stop`]: no wait begins or goes on.
+    stopped: std::sync::atomic::AtomicBool,
+}
+
+impl LockManager {
+    /// A lock manager whose requests wait at most `timeout`.
+    pub(crate) fn new(timeout: Duration) -> LockManager {
+        LockManager {
+            shards: (0..SHARDS)
+                .map(|_| Shard {
+                    map: Mutex::new(LockMap::default()),
+                    prune_at: AtomicUsize::new(PRUNE_AT),
+                    #[cfg(test)]
+                    pruned_visits: AtomicUsize::new(0),
+                    cv: Condvar::new(),
+                })
+                .collect(),
+            hasher: DefaultHashBuilder::default(),
+            timeout,
+            waits: Mutex::new(WaitsFor::default()),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The database stopped for good (a transaction's rollback could not finish, and its
+    /// locks stay held over changes it could not undo): every wait ends now, and every
+    /// later one at once, with [`Refused::Stopped`], instead of waiting out the lock
+    /// timeout for a lock that will never be released.
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        for shard in self.shards.iter() {
+            // Under the shard's mutex, so no waiter misses the wake-up between its check
+            // of `stopped` and its wait.
+            let _map = shard.map.lock();
+            shard.cv.notify_all();
+        }
+    }
+
+    /// The hash of a name, computed once per request: its bits 32..38 pick the shard,
+    /// and the shard's table uses the whole of it. hashbrown takes a bucket from the low
+    /// bits and a tag from the top seven, so the shard's bits, from the middle, leave
+    /// both as spread within a shard as across shards.
+    fn hash(&self, key: &LockKey) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// The shard of a name whose hash is `hash`.
+    fn shard(&self, hash: u64) -> &Shard {
+        &self.shards[(hash >> 32) as usize % SHARDS]
+    }
+
+    /// Grants `mode` on `key` to `txn` if that is possible without waiting (callable
+    /// under page latches). A dependency on an early-released commit is folded into
+    /// `dep`.
+    #[cfg(test)]
+    pub(crate) fn try_lock(
+        &self,
+        txn: TxnId,
+        key: &LockKey,
+        mode: LockMode,
+        dep: &mut Option<Lsn>,
+    ) -> Option<Granted> {
+        self.try_lock_checked(txn, key, mode, LockMode::NONE, dep)
+            .map(|(g, _)| g)
+    }
+
+    /// Grants `mode` on `key` to `txn` if that is possible without waiting (callable
+    /// under page latches) and `check` would be granted too, without taking `check`: an
+    /// *instant-duration* lock (ARIES/KVL), which waits out a conflicting holder but
+    /// keeps nobody waiting afterwards. The name's early-release dependency is folded
+    /// into `dep` as for any grant. Granted, it also returns every part `txn` now holds
+    /// on `key` (what an insert inherits from its next key, the `lock` module docs), found in the
+    /// same lookup.
+    pub(crate) fn try_lock_checked(
+        &self,
+        txn: TxnId,
+        key: &LockKey,
+        mode: LockMode,
+        check: LockMode,
+        dep: &mut Option<Lsn>,
+    ) -> Option<(Granted, LockMode)> {
+        let hash = self.hash(key);
+        let shard = self.shard(hash);
+        let mut map = shard.map.lock();
+        // One lookup; the key is cloned only when a new entry is inserted.
+        match map.entry(hash, key, &self.hasher) {
+            Slot::Occupied(o) => {
+                let (_, e) = o.into_mut();
+                if !e.compatible_with_others(txn, check) {
+                    return None;
+                }
+                let g = e.try_grant(txn, mode, dep)?;
+                let holds = e.held_by(txn).expect("granted");
+                debug_assert!(holds.covers(mode));
+                Some((g, holds))
+            }
+            Slot::Vacant(v) => {
+                let mut e = Entry::default();
+                let g = e.try_grant(txn, mode, dep);
+                assert_eq!(g, Some(Granted::New), "a fresh entry grants at once");
+                v.insert((key.clone(), e));
+                Some((Granted::New, mode))
+            }
+        }
+    }
+
+    /// Grants `mode` on `key` to `txn`, parking until it can (FIFO) or the timeout
+    /// passes. Must not be called while holding a page or tree latch.
+    /// A dependency on an early-released commit is folded into `dep`.
+    pub(crate) fn lock(
+        &self,
+        txn: TxnId,
+        key: &LockKey,
+        mode: LockMode,
+        dep: &mut Option<Lsn>,
+    ) -> std::result::Result<Granted, Refused> {
+        let hash = self.hash(key);
+        let shard = self.shard(hash);
+        let mut map = shard.map.lock();
+        // One lookup; the key is cloned only when a new entry is inserted.
+        let (_, e) = map
+            .entry(hash, key, &self.hasher)
+            .or_insert_with(|| (key.clone(), Entry::default()))
+            .into_mut();
+        if let Some(g) = e.try_grant(txn, mode, dep) {
+            return Ok(g);
+        }
+        if e.waiting.len() >= MAX_WAITERS {
+            return Err(Refused::TooManyWaiters);
+        }
+        if self.stopped.load(Ordering::SeqCst) {
+            if e.unused() {
+                map.remove(hash, key);
+            }
+            return Err(Refused::Stopped);
+        }
+        if e.held_by(txn).is_some() {
+            e.waiting.push_front((txn, mode));
+        } else {
+            e.waiting.push_back((txn, mode));
+        }
+        let start = Instant::now();
+        let deadline = start + self.timeout;
+        let (mut blockers, mut fresh) = (Vec::new(), Vec::new());
+        e.blockers(txn, mode, &mut blockers);
+        let mut deadlock = self.waits.lock().wait(txn, &blockers);
+        loop {
+            let timed_out = !deadlock
+                && !self.stopped.load(Ordering::SeqCst)
+                && shard.cv.wait_until(&mut map, deadline).timed_out();
+            let stopped = self.stopped.load(Ordering::SeqCst);
+            let e = map.get_mut(hash, key).expect("an entry with waiters stays");
+            let first = e.waiting.front().map(|w| w.0) == Some(txn);
+            if !deadlock && !stopped && first && e.compatible_with_others(txn, mode) {
+                self.waits.lock().done(txn);
+                e.waiting.pop_front();
+                let g = if e.held_by(txn).is_some_and(|h| h.covers(mode)) {
+                    Granted::AlreadyHeld
+                } else {
+                    e.grant_noting(txn, mode, dep)
+                };
+                // The next waiter may be compatible too (S after S, I after I).
+                shard.cv.notify_all();
+                return Ok(g);
+            }
+            if !deadlock && !stopped && !timed_out {
+                // Woken but not granted (any release on the shard wakes every waiter
+                // there). Only a new blocker can close a cycle: then record and search
+                // again. Blockers that left (in a FIFO queue, mostly finished
+                // transactions, which never wait again) stay in the graph harmlessly
+                // until we stop waiting, and cost no trip to the graph's mutex.
+                e.blockers(txn, mode, &mut fresh);
+                if fresh.iter().any(|t| !blockers.contains(t)) {
+                    std::mem::swap(&mut fresh, &mut blockers);
+                    deadlock = self.waits.lock().wait(txn, &blockers);
+                }
+                continue;
+            }
+            self.waits.lock().done(txn);
+            e.waiting.retain(|w| w.0 != txn);
+            if e.unused() {
+                map.remove(hash, key);
+            }
+            // Our leaving may unblock whoever queued behind us.
+            shard.cv.notify_all();
+            let waited_ms = start.elapsed().as_millis() as u64;
+            return Err(if stopped {
+                Refused::Stopped
+            } else if deadlock {
+                Refused::Deadlock { waited_ms }
+            } else {
+                Refused::Timeout { waited_ms }
+            });
+        }
+    }
+
+    /// Releases `txn`'s locks on `keys` and wakes the waiters behind them.
+    #[cfg(test)]
+    pub(crate) fn unlock_all<'a>(&self, txn: TxnId, keys: impl IntoIterator<Item = &'a LockKey>) {
+        self.release(txn, keys, None, Lsn(u64::MAX));
+    }
+
+    /// Releases `txn`'s locks on `keys`. With `early = Some(commit_end)` the commit is
+    /// not yet durable (early lock release): each lock with an exposing part (record X,
+    /// gap I, gap D) leaves `commit_end` on its name for the next holder to depend on.
+    /// `durable` is the log's durable LSN now, used to forget dependencies that no
+    /// longer matter.
+    pub(crate) fn release<'a>(
+        &self,
+        txn: TxnId,
+        keys: impl IntoIterator<Item = &'a LockKey>,
+        early: Option<Lsn>,
+        durable: Lsn,
+    ) {
+        for key in keys {
+            let hash = self.hash(key);
+            let shard = self.shard(hash);
+            let mut map = shard.map.lock();
+            // One lookup, which also removes the entry if it is left idle.
+            let Ok(mut o) = map.table.find_entry(hash, |(k, _)| k == key) else {
+                panic!("{txn} releases a lock it does not hold");
+            };
+            let (_, e) = o.get_mut();
+            let Some(i) = e.granted.iter().position(|g| g.0 == txn) else {
+                panic!("{txn} did not hold the lock");
+            };
+            let (_, mode) = e.granted.swap_remove(i);
+            if let Some(end) = early.filter(|_| mode.exposes()) {
+                if end > durable && e.early.is_none_or(|x| x < end) {
+                    e.early = Some(end);
+                }
+            }
+            let wake = !e.waiting.is_empty();
+            if e.idle(durable) {
+                o.remove();
+            }
+            let prune_at = shard.prune_at.load(Ordering::Relaxed);
+            if map.len() > prune_at {
+                #[cfg(test)]
+                shard.pruned_visits.fetch_add(map.len(), Ordering::Relaxed);
+                map.retain(|e| !e.idle(durable));
+                shard
+                    .prune_at
+                    .store(PRUNE_AT.max(2 * map.len()), Ordering::Relaxed);
+            } else if prune_at > PRUNE_AT && map.len() <= PRUNE_AT / 2 {
+                // The crowd has left: back to the steady-state threshold, so entries kept
+                // for early releases are bounded as before.
+                shard.prune_at.store(PRUNE_AT, Ordering::Relaxed);
+            }
+            if wake {
+                shard.cv.notify_all();
+            }
+        }
+    }
+
+    /// Names with granted or waiting locks (for tests and leak checks).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| {
+                s.map
+                    .lock()
+                    .values()
+                    .filter(|e| !e.granted.is_empty() || !e.waiting.is_empty())
+                    .count()
+            })
+            .sum()
+    }
+
+    /// True if no lock is held or awaited.
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

@@ -1,0 +1,230 @@
+//! The transaction itself: its state, what it holds (the undo list, the locks, the
+//! early-release dependency, the first failure), and the checks every operation passes.
+
+use super::commit::Sequencer;
+use crate::blob::chunk_size;
+use crate::error::{Error, Result};
+use crate::ids::{PageId, TxnId};
+use crate::inner::Inner;
+use crate::lock::LockKey;
+use crate::log_record::Participant;
+use crate::page::StoredValue;
+use crate::table::Table;
+use crate::txn_table::TxnShared;
+use sluice_wal::Lsn;
+use std::sync::Arc;
+
+/// Locks a transaction has room for before its list of them grows.
+const INITIAL_LOCKS: usize = 8;
+
+/// Changes a transaction has room for before its undo list grows.
+const INITIAL_CHANGES: usize = 4;
+
+/// What rollback needs to undo one change.
+#[derive(Debug)]
+pub(super) struct UndoEntry {
+    pub(super) prev: Option<Lsn>,
+    pub(super) tree: PageId,
+    pub(super) key: Vec<u8>,
+    pub(super) before: Option<StoredValue>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum State {
+    Active,
+    /// The commit record is in the log (or there was nothing to commit).
+    Committed,
+    Aborted,
+    /// The rollback could not finish: the tree still holds changes of this transaction,
+    /// and its locks stay held (never released) so that nobody reads or overwrites them
+    /// before restart recovery undoes them (`rollback_in_place`).
+    Stuck,
+}
+
+/// A transaction. Dropping an active transaction rolls it back.
+///
+/// **Isolation: serializable.** Strict two-phase locking with key-range (next-key)
+/// locks: a point read locks its key (present or not), a scan locks every key it returns
+/// and every gap between them up to the first key beyond the range, and an insert or
+/// delete locks the gaps it changes. A scan repeated in one transaction returns the same
+/// rows; no transaction sees another's uncommitted insert, update or delete. Early lock
+/// release (the `elr` protocols) changes nothing a client can see: whatever depends on a
+/// commit that is not yet durable is not handed out until it is (below).
+///
+/// **Failure.** Once an operation returns an error — any error: a lock timeout, an I/O
+/// error, and also an argument the database refuses (an oversized key or value, a
+/// [`Table`] of another database) — the transaction has *failed* (PostgreSQL's rule):
+/// every later operation returns [`Error::TransactionFailed`] naming the first error,
+/// [`Transaction::commit`] rolls back and returns that error, and
+/// [`Transaction::rollback`] works. Argument errors are not exempt: a client that
+/// ignored a refused `put` and committed would otherwise commit half of what it meant.
+///
+/// **Delivery.** Under the durable commit protocols nothing a method returns depends on
+/// a commit that is not durable: when a lock this transaction took was released early
+/// by a commit whose record is not yet durable, `get`, `get_for_update`, the old value
+/// `put` and `delete` return, and each scan item wait until it is (a read barrier that
+/// waits only then). `commit` returns once the commit and everything it read from are
+/// durable.
+///
+/// **Tables.** A [`Table`] belongs to the [`Database`](crate::Database) instance that
+/// returned it; using it with a transaction of another database, or of a later opening
+/// of the same directory, is refused with [`Error::InvalidArgument`].
+pub struct Transaction {
+    pub(super) db: Arc<Inner>,
+    pub(super) shared: Arc<TxnShared>,
+    pub(super) undo: Vec<UndoEntry>,
+    pub(super) held: Vec<LockKey>,
+    pub(super) state: State,
+    pub(super) commit_end: Option<Lsn>,
+    /// The largest commit LSN of an early-released transaction whose data this one
+    /// locked (read or overwrote): it must be durable before this one is acknowledged.
+    pub(super) dep: Option<Lsn>,
+    /// The first error an operation returned: the transaction can only roll back.
+    pub(super) failure: Option<Error>,
+    /// Values are delivered only when the transaction ends (an agent's body): no read
+    /// barrier per operation; the agent waits once before it delivers.
+    pub(super) deferred: bool,
+    /// The coordinator's part of a transaction of a partitioned database: its commit
+    /// record names these parts in the other logs (`partitioned`).
+    pub(super) coordinated: Option<Vec<Participant>>,
+}
+
+impl std::fmt::Debug for Transaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction")
+            .field("id", &self.shared.id)
+            .field("state", &self.state)
+            .field("changes", &self.undo.len())
+            .field("locks", &self.held.len())
+            .field("failure", &self.failure)
+            .finish()
+    }
+}
+
+impl Transaction {
+    pub(crate) fn new(db: Arc<Inner>) -> Transaction {
+        let shared = db.txns.begin();
+        Transaction {
+            db,
+            shared,
+            // Room for a small read-write transaction's locks and changes (TPC-B: 5 and
+            // 4) up front: growing from empty reallocated each of them two or three times.
+            undo: Vec::with_capacity(INITIAL_CHANGES),
+            held: Vec::with_capacity(INITIAL_LOCKS),
+            state: State::Active,
+            commit_end: None,
+            dep: None,
+            failure: None,
+            deferred: false,
+            coordinated: None,
+        }
+    }
+
+    /// A transaction for an agent's body: its values are delivered when it ends, after
+    /// the agent has waited for its dependencies, so operations skip the read barrier.
+    pub(crate) fn for_agent(db: Arc<Inner>) -> Transaction {
+        let mut t = Transaction::new(db);
+        t.deferred = true;
+        t
+    }
+
+    /// The transaction's number.
+    pub fn id(&self) -> TxnId {
+        self.shared.id
+    }
+
+    /// The first error an operation of this transaction returned, if any: the
+    /// transaction has failed and can only roll back.
+    pub fn failure(&self) -> Option<&Error> {
+        self.failure.as_ref()
+    }
+
+    /// An error unless the transaction can take an operation: it must be active and not
+    /// failed. (These refusals do not fail it further.)
+    pub(super) fn usable(&self) -> Result<()> {
+        if self.state != State::Active {
+            return Err(Error::InvalidArgument(format!(
+                "transaction {} is no longer active",
+                self.shared.id
+            )));
+        }
+        if let Some(cause) = &self.failure {
+            return Err(Error::TransactionFailed {
+                txn: self.shared.id,
+                cause: Box::new(cause.clone()),
+            });
+        }
+        Ok(())
+    }
+
+    /// Records `e` as the transaction's failure if it is the first.
+    pub(super) fn fail(&mut self, e: &Error) {
+        if self.state == State::Active && self.failure.is_none() {
+            self.failure = Some(e.clone());
+        }
+    }
+
+    /// The end of every operation: an error fails the transaction; a value passes the
+    /// read barrier before it is handed out.
+    pub(super) fn settle<T>(&mut self, r: Result<T>) -> Result<T> {
+        let r = r.and_then(|v| self.read_barrier().map(|()| v));
+        if let Err(e) = &r {
+            self.fail(e);
+        }
+        r
+    }
+
+    /// Waits until the commits this transaction depends on through early lock release
+    /// are durable, so a value read under them can be handed out. Free when they are
+    /// (one atomic load); skipped for agent bodies and under `async`.
+    pub(super) fn read_barrier(&self) -> Result<()> {
+        if self.deferred {
+            return Ok(());
+        }
+        Sequencer::new(&self.db.store.log, self.db.options.commit).barrier(self.dep)
+    }
+
+    pub(super) fn check_table(&self, table: &Table) -> Result<()> {
+        if !table.belongs_to(&self.db) {
+            return Err(Error::InvalidArgument(format!(
+                "table {:?} belongs to another database (or an earlier opening of this one)",
+                table.name()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks the sizes of a key and value; true if the value is too large for the leaf
+    /// and is stored apart (`crate::blob`).
+    pub(super) fn check_key(&self, key: &[u8], value: Option<&[u8]>) -> Result<bool> {
+        let l = self.db.store.limits;
+        if key.len() > l.max_key {
+            return Err(Error::InvalidArgument(format!(
+                "key of {} bytes exceeds the limit of {} for {}-byte pages",
+                key.len(),
+                l.max_key,
+                self.db.store.page_size
+            )));
+        }
+        let entry = key.len() + value.map_or(0, <[u8]>::len);
+        if entry <= l.max_entry {
+            return Ok(false);
+        }
+        let len = value.map_or(0, <[u8]>::len);
+        if len > l.max_value {
+            return Err(Error::InvalidArgument(format!(
+                "value of {len} bytes exceeds the limit of {} bytes",
+                l.max_value
+            )));
+        }
+        if chunk_size(l.max_entry, key.len()).is_none() {
+            return Err(Error::InvalidArgument(format!(
+                "key of {} bytes is too long for a large value ({len} bytes) with {}-byte pages: at most {} bytes",
+                key.len(),
+                self.db.store.page_size,
+                l.max_large_key
+            )));
+        }
+        Ok(true)
+    }
+}
