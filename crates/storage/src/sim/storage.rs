@@ -14,11 +14,10 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 
 use super::disk::{normalize, Disk, InodeId};
-use super::fault::{halt_error, is_halt_error, FaultPlan, Faults, Halt, OpKind};
+use super::fault::{halt_error, is_halt_error, FailAction, FaultPlan, Faults, Halt, OpKind};
 use super::inode::Inode;
 use super::record::{SimStats, TraceEvent};
 use crate::error::{with_path, with_paths};
-use crate::failpoint::FailAction;
 use crate::{
     dirs_top_down, parent_dir, read_exact_with, DirIdentity, FileHandle, LockGuard, OpenOptions,
     Storage,
