@@ -4,7 +4,7 @@
 //! the same experiments.
 //!
 //! The folders are layers, and imports point down only (checked by
-//! `tests/bench_modules_import_no_circle.rs`, folders included):
+//! `crates/testkit/tests/no_crate_has_an_import_circle.rs`, folders included):
 //!
 //! ```text
 //!  experiments   one module per experiment of the papers: runs, sweeps, their files

@@ -16,7 +16,8 @@
 //!
 //! Each name below says where the point is. [`ALL`] lists them, for sweeps.
 
-use crate::FaultKind;
+/// What an armed point does: the simulated disk's, beside its other faults.
+pub use crate::sim::FailAction;
 
 /// `crates/wal`, segment creation and recycling: a new or recycled segment has been
 /// renamed to its final name, and its directory is not synced yet.
@@ -62,20 +63,3 @@ pub const ALL: [&str; 10] = [
     CONTROL_RENAMED,
     CHECKPOINT_CONTROL_WRITTEN,
 ];
-
-/// What an armed point does when it is reached the chosen time
-/// ([`crate::SimStorage::set_failpoint`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FailAction {
-    /// Nothing: the point only counts how often it is reached
-    /// ([`crate::SimStorage::failpoint_hits`]).
-    Count,
-    /// The call returns this error (as an injected fault would), once.
-    Error(FaultKind),
-    /// The machine loses power there ([`crate::SimStorage::crash`]); the call returns the
-    /// power loss's EIO.
-    PowerLoss,
-    /// The process is killed there ([`crate::SimStorage::kill_process`]); the call returns
-    /// the kill's EIO.
-    Kill,
-}

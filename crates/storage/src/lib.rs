@@ -29,13 +29,12 @@ mod sim;
 
 pub use device::{DeviceModel, DeviceProfile};
 pub use error::{raw_os_error, PathError};
-pub use failpoint::FailAction;
 pub use gate::GatedStorage;
 pub use identity::{find_same_dir, DirIdentity};
 pub use os::OsStorage;
 pub use route::RoutedStorage;
 pub use settle::{cannot_sync, settle, settle_dir};
-pub use sim::{FaultKind, FaultOp, FaultPlan, SimStats, SimStorage, TraceEvent};
+pub use sim::{FailAction, FaultKind, FaultOp, FaultPlan, SimStats, SimStorage, TraceEvent};
 
 /// Reads exactly `buf.len()` bytes at `offset` with `read_at`, or fails with
 /// `UnexpectedEof` (the body of [`FileHandle::read_exact_at`], shared with the backends

@@ -21,7 +21,7 @@
 //! its insertion algorithms); `flush/` (the flush daemon and group commit); `segments/`
 //! (segment files, their directories, the preparer, the archiver, truncation); `frame.rs`,
 //! `reader.rs` and `recovery.rs` (reading the log back). Imports point one way, folders
-//! included (`tests/wal_modules_import_no_circle.rs`).
+//! included (`crates/testkit/tests/no_crate_has_an_import_circle.rs`).
 
 #![warn(missing_docs)]
 

@@ -20,11 +20,6 @@ use crate::parent_dir;
 /// Identifies an inode for the life of one `SimStorage` (ids are never reused).
 pub(super) type InodeId = u64;
 
-/// The largest file the simulated disk holds. It lives in memory, so a write at an
-/// absurd offset (a bug in the caller) must fail cleanly instead of allocating it.
-pub(super) const MAX_FILE_BYTES: u64 = 1 << 30;
-const _: () = assert!(MAX_FILE_BYTES <= usize::MAX as u64);
-
 /// The canonical form of a path as a key: `.` components dropped and each `..` resolved
 /// against the component before it (the simulated disk has no symlinks, so that is what
 /// a real file system would resolve it to: `D/log/../log` is `D/log`), `.` for "here".

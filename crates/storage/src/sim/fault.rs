@@ -1,6 +1,6 @@
 //! Fault injection for the simulated disk (which operation fails, where, how, for how
-//! long), and the errors with which a halted incarnation (power loss or process kill)
-//! answers.
+//! long; what an armed failure point does), and the errors with which a halted
+//! incarnation (power loss or process kill) answers.
 
 use std::error::Error;
 use std::fmt;
@@ -56,6 +56,23 @@ impl FaultKind {
             FaultKind::Enospc => io::Error::from_raw_os_error(ENOSPC),
         }
     }
+}
+
+/// What an armed failure point ([`crate::failpoint`]) does when it is reached the chosen
+/// time ([`crate::SimStorage::set_failpoint`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FailAction {
+    /// Nothing: the point only counts how often it is reached
+    /// ([`crate::SimStorage::failpoint_hits`]).
+    Count,
+    /// The call returns this error (as an injected fault would), once.
+    Error(FaultKind),
+    /// The machine loses power there ([`crate::SimStorage::crash`]); the call returns the
+    /// power loss's EIO.
+    PowerLoss,
+    /// The process is killed there ([`crate::SimStorage::kill_process`]); the call returns
+    /// the kill's EIO.
+    Kill,
 }
 
 /// A planned failure: the `after`-th operation matching `op` (counted from the moment the

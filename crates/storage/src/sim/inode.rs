@@ -9,7 +9,10 @@
 
 use std::io;
 
-use super::disk::MAX_FILE_BYTES;
+/// The largest file the simulated disk holds. It lives in memory, so a write at an
+/// absurd offset (a bug in the caller) must fail cleanly instead of allocating it.
+pub(super) const MAX_FILE_BYTES: u64 = 1 << 30;
+const _: () = assert!(MAX_FILE_BYTES <= usize::MAX as u64);
 
 /// One unsynced change to a file's contents or length.
 #[derive(Debug, Clone)]

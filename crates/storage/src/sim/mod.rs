@@ -6,7 +6,8 @@
 //! - `disk`: the model (inodes, and a name space of entries and directories kept as
 //!   lookups see it and as it is durable, with the journal between the two);
 //! - `crash`: what of the unsynced state survives power loss;
-//! - `fault`: injected EIO and ENOSPC, and the errors of a halted incarnation;
+//! - `fault`: injected EIO and ENOSPC, what an armed failure point does, and the errors
+//!   of a halted incarnation;
 //! - `record`: counters and the trace;
 //! - `state`: what the clones of one disk share behind its one mutex, and the gate every
 //!   counted operation passes (halts, faults, the trace);
@@ -26,6 +27,6 @@ mod storage;
 #[cfg(test)]
 mod tests;
 
-pub use fault::{FaultKind, FaultOp, FaultPlan};
+pub use fault::{FailAction, FaultKind, FaultOp, FaultPlan};
 pub use record::{SimStats, TraceEvent};
 pub use storage::SimStorage;

@@ -640,7 +640,7 @@ fn open_list_exists_and_errors_follow_posix() {
     assert_eq!(err.kind(), io::ErrorKind::NotFound);
     let file = sim.open(&p("/db/wal/a"), OpenOptions::EXISTING).unwrap();
     let err = file
-        .write_at(b"x", super::disk::MAX_FILE_BYTES)
+        .write_at(b"x", super::inode::MAX_FILE_BYTES)
         .unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::FileTooLarge);
 }
