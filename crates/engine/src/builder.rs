@@ -37,6 +37,16 @@ pub struct Builder {
     pub(crate) hooks: crate::coordination::Hooks,
 }
 
+impl Database {
+    /// A [`Builder`] for the database in directory `dir`: set options, then
+    /// [`Builder::open`]. On the real file system unless [`Builder::storage`] says
+    /// otherwise. (Here, beside the builder, so that the database's modules need not
+    /// import the builder that imports them.)
+    pub fn builder(dir: impl AsRef<Path>) -> Builder {
+        Builder::new(dir.as_ref())
+    }
+}
+
 impl std::fmt::Debug for Builder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Builder")

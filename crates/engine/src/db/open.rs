@@ -570,13 +570,6 @@ impl Database {
         Ok(())
     }
 
-    /// A [`Builder`](crate::Builder) for the database in directory `dir`: set options,
-    /// then [`Builder::open`](crate::Builder::open). On the real file system unless
-    /// [`Builder::storage`](crate::Builder::storage) says otherwise.
-    pub fn builder(dir: impl AsRef<Path>) -> crate::Builder {
-        crate::Builder::new(dir.as_ref())
-    }
-
     /// Opens (creating if needed) the database in directory `path` on the real file
     /// system with default options.
     pub fn open_path(path: impl AsRef<Path>) -> Result<Database> {

@@ -11,9 +11,9 @@ use parking_lot::{Condvar, Mutex};
 use rand::rngs::StdRng;
 
 use super::disk::{Disk, InodeId};
+use super::fault::FailAction;
 use super::fault::{halt_error, Faults, Halt, OpKind};
 use super::record::{SimStats, TraceEvent};
-use crate::failpoint::FailAction;
 use crate::parent_dir;
 
 /// Who holds a lock: one exclusive guard, or any number of shared ones.

@@ -14,12 +14,12 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 
 use super::disk::{normalize, Disk, InodeId};
+use super::fault::FailAction;
 use super::fault::{is_halt_error, FaultPlan, Faults, Halt, OpKind};
 use super::handle::{SimHandle, SimLock};
 use super::record::{SimStats, TraceEvent};
 use super::state::{ArmedPoint, Held, Shared, State, NEXT_DISK};
 use crate::error::{with_path, with_paths};
-use crate::failpoint::FailAction;
 use crate::{dirs_top_down, parent_dir, DirIdentity, FileHandle, LockGuard, OpenOptions, Storage};
 
 /// An in-memory disk for crash tests, deterministic from a seed.
