@@ -587,7 +587,7 @@ pub fn io_error_sweep(w: Workload, workers: usize) -> SweepReport {
 }
 
 /// What the workload does at each named point: how often every clean run reaches it
-/// (the fewest of [`CLEAN_RUNS`]: the flush daemon's batching moves a reach or two from run
+/// (the fewest of `CLEAN_RUNS`: the flush daemon's batching moves a reach or two from run
 /// to run, as it moves operations; see [`io_error_sweep`]).
 pub fn failpoint_reaches(w: Workload) -> Vec<(&'static str, u64)> {
     let mut fewest: Vec<(&'static str, u64)> = sluice_storage::failpoint::ALL
