@@ -26,7 +26,7 @@ pub(crate) struct FlushDaemon {
     /// The segment being appended to.
     current: Option<(Lsn, Box<dyn FileHandle>)>,
     /// A finished segment written this round that still needs its sync.
-    previous: Option<Box<dyn FileHandle>>,
+    previous: Option<(Lsn, Box<dyn FileHandle>)>,
     pending_since: Option<Instant>,
     /// Waiters (blocked threads and callbacks) the last round completed: most of them come
     /// straight back with their next commit.
@@ -184,9 +184,9 @@ impl FlushDaemon {
             let seg = segment::segment_start(at, seg_bytes);
             if self.current.as_ref().map(|c| c.0) != Some(seg) {
                 let next = s.preparer.obtain(&s, seg)?;
-                if let Some((_, old)) = self.current.replace((seg, next)) {
-                    if let Some(unsynced) = self.previous.replace(old) {
-                        unsynced.sync_data()?;
+                if let Some(old) = self.current.replace((seg, next)) {
+                    if let Some((start, unsynced)) = self.previous.replace(old) {
+                        s.sync_segment(start, &*unsynced)?;
                     }
                 }
             }
@@ -203,8 +203,8 @@ impl FlushDaemon {
             at = at.add(piece);
             off += piece as usize;
         }
-        if let Some(prev) = self.previous.take() {
-            prev.sync_data()?;
+        if let Some((start, prev)) = self.previous.take() {
+            s.sync_segment(start, &*prev)?;
             s.stats.syncs.fetch_add(1, Ordering::Relaxed);
         }
         if self.current.is_none() {
@@ -214,8 +214,8 @@ impl FlushDaemon {
                 self.current = Some((seg, segment::open(&*s.storage, s.dir_of(seg), seg)?));
             }
         }
-        if let Some((_, f)) = &self.current {
-            f.sync_data()?;
+        if let Some((start, f)) = &self.current {
+            s.sync_segment(*start, &**f)?;
             s.stats.syncs.fetch_add(1, Ordering::Relaxed);
         }
         s.stats.flushes.fetch_add(1, Ordering::Relaxed);

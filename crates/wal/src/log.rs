@@ -11,7 +11,7 @@ use crate::segment;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use crate::wait::Parker;
 use crate::Lsn;
-use sluice_storage::{LockGuard, Storage};
+use sluice_storage::{FileHandle, LockGuard, Storage, SyncFence};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -111,6 +111,10 @@ pub struct LogStats {
     pub bytes_archived: u64,
 }
 
+/// Lock stripes of a log's [`SyncFence`]: the segments the daemon and the preparer work
+/// on at once (the previous, the current and the next) never share one.
+const SYNC_STRIPES: usize = 4;
+
 pub(crate) struct Shared {
     pub(crate) storage: Arc<dyn Storage>,
     /// The log's directories: segment `k` lives in the `k mod D`-th (see `dirs`).
@@ -125,6 +129,9 @@ pub(crate) struct Shared {
     pub(crate) sync_done_parker: Parker,
     pub(crate) stats: Stats,
     pub(crate) preparer: crate::prepare::Preparer,
+    /// Every sync of a segment file after recovery goes through it (the flush daemon's
+    /// and the preparer's, which write the same file): after one fails, none counts.
+    pub(crate) syncs: SyncFence,
     /// The archiver's state, if archiving is on ([`Log::open_archived`]).
     pub(crate) archiver: Option<crate::archive::Archiver>,
     poisoned: AtomicBool,
@@ -180,6 +187,7 @@ impl Shared {
             sync_done_parker: Parker::new(),
             stats: Stats::default(),
             preparer: crate::prepare::Preparer::default(),
+            syncs: SyncFence::new(SYNC_STRIPES),
             archiver,
             poisoned: AtomicBool::new(false),
             poison: crate::sync::Mutex::new(None),
@@ -189,6 +197,12 @@ impl Shared {
             start: AtomicU64::new(rec.info.start.0),
             lock: crate::sync::Mutex::new(lock),
         }))
+    }
+
+    /// Syncs segment `start`'s file `f` through the log's [`SyncFence`].
+    pub(crate) fn sync_segment(&self, start: Lsn, f: &dyn FileHandle) -> Result<()> {
+        let key = crate::segment::fence_key(start, self.segment_bytes);
+        Ok(self.syncs.sync(key, f)?)
     }
 
     pub(crate) fn is_poisoned(&self) -> bool {

@@ -113,6 +113,7 @@ impl Preparer {
                     start,
                     shared.segment_bytes,
                     extent,
+                    &shared.syncs,
                 )?;
                 shared.note_zero_fill(extent);
                 shared.note_segment(start);
@@ -193,7 +194,8 @@ impl Preparer {
                 let to = s.target.max(end);
                 drop(s);
                 let f = segment::open(&*shared.storage, shared.dir_of(start), start)?;
-                segment::extend(&*f, extent, to)?;
+                let key = segment::fence_key(start, shared.segment_bytes);
+                segment::extend(&*f, extent, to, &shared.syncs, key)?;
                 shared.note_zero_fill(to - extent);
                 s = self.state.lock();
                 s.current = Some((start, to));
@@ -249,13 +251,27 @@ impl Preparer {
             Job::Create { start, extent } => {
                 let (storage, dir) = (&*shared.storage, shared.dir_of(start));
                 if let Some(old_start) = shared.take_recycled(start) {
-                    segment::recycle(storage, dir, old_start, start, shared.segment_bytes)?;
+                    segment::recycle(
+                        storage,
+                        dir,
+                        old_start,
+                        start,
+                        shared.segment_bytes,
+                        &shared.syncs,
+                    )?;
                     shared
                         .stats
                         .segments_recycled
                         .fetch_add(1, Ordering::Relaxed);
                 } else {
-                    segment::create(storage, dir, start, shared.segment_bytes, extent)?;
+                    segment::create(
+                        storage,
+                        dir,
+                        start,
+                        shared.segment_bytes,
+                        extent,
+                        &shared.syncs,
+                    )?;
                     shared.note_zero_fill(extent);
                 }
                 shared.note_segment(start);
@@ -263,7 +279,8 @@ impl Preparer {
             }
             Job::Extend { start, from, to } => {
                 let f = segment::open(&*shared.storage, shared.dir_of(start), start)?;
-                segment::extend(&*f, from, to)?;
+                let key = segment::fence_key(start, shared.segment_bytes);
+                segment::extend(&*f, from, to, &shared.syncs, key)?;
                 shared.note_zero_fill(to - from);
                 Ok(())
             }
