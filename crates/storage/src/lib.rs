@@ -26,6 +26,7 @@ mod os;
 mod route;
 mod settle;
 mod sim;
+mod sync_fence;
 
 pub use device::{DeviceModel, DeviceProfile};
 pub use error::{raw_os_error, PathError};
@@ -35,6 +36,7 @@ pub use os::OsStorage;
 pub use route::RoutedStorage;
 pub use settle::{cannot_sync, settle, settle_dir};
 pub use sim::{FailAction, FaultKind, FaultOp, FaultPlan, SimStats, SimStorage, TraceEvent};
+pub use sync_fence::SyncFence;
 
 /// Reads exactly `buf.len()` bytes at `offset` with `read_at`, or fails with
 /// `UnexpectedEof` (the body of [`FileHandle::read_exact_at`], shared with the backends

@@ -6,7 +6,7 @@ use crate::data_file::file_error;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use parking_lot::{Mutex, MutexGuard};
-use sluice_storage::{failpoint, FileHandle, OpenOptions, Storage};
+use sluice_storage::{failpoint, FileHandle, OpenOptions, Storage, SyncFence};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -39,9 +39,8 @@ pub(crate) struct DataFile {
     /// (an older version never lands over a newer one) and a page being loaded never
     /// reads a half-written one.
     segment_locks: Box<[Mutex<()>]>,
-    /// Held across every sync, and holding the first sync failure for good (its kind
-    /// and message): see [`DataFile::sync`].
-    sync_failure: Mutex<Option<(io::ErrorKind, String)>>,
+    /// Every sync goes through it: see [`DataFile::sync`].
+    syncs: SyncFence,
 }
 
 impl DataFile {
@@ -75,7 +74,7 @@ impl DataFile {
             path: path.to_path_buf(),
             segment_pages: ((1 << 20) / page_size as u64).max(1),
             segment_locks: (0..SEGMENT_STRIPES).map(|_| Mutex::new(())).collect(),
-            sync_failure: Mutex::new(None),
+            syncs: SyncFence::new(1),
         }
     }
 
@@ -214,27 +213,14 @@ impl DataFile {
     }
 
     /// Makes every write so far durable. **After the first failed sync, every later one
-    /// fails the same way**, without asking the device: a failed fsync drops the pages it
-    /// could not write from write-back (Linux marks them clean), so the next fsync has
-    /// nothing to write and reports success for writes that never reached the device
-    /// (fsyncgate). Syncs are serialised and the failure recorded before the lock goes,
-    /// so no sync that started after a failure can succeed: the page cleaner's sync
-    /// failed, the checkpoint's sync on the same handle a moment later succeeded, and the
-    /// checkpoint recorded a data file (and truncated a log) the device did not hold (the
-    /// swarm sweep: recovery found the data file shorter than the control file said, or
-    /// large values missing chunks).
+    /// fails the same way** ([`SyncFence`], the rule for every file several threads
+    /// sync): the page cleaner's sync failed, the checkpoint's sync on the same handle a
+    /// moment later had nothing left to write and succeeded, and the checkpoint recorded
+    /// a data file (and truncated a log) the device did not hold (the swarm sweep:
+    /// recovery found the data file shorter than the control file said, or large values
+    /// missing chunks).
     pub(crate) fn sync(&self) -> Result<()> {
-        let mut failed = self.sync_failure.lock();
-        if let Some((kind, what)) = &*failed {
-            return Err(self.error(io::Error::new(
-                *kind,
-                format!("an earlier sync failed ({what}); no later one can be trusted"),
-            )));
-        }
-        self.file.sync_data().map_err(|e| {
-            *failed = Some((e.kind(), e.to_string()));
-            self.error(e)
-        })
+        self.syncs.sync(0, &*self.file).map_err(|e| self.error(e))
     }
 
     /// The file's length as reads see it.

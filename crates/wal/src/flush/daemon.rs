@@ -27,7 +27,7 @@ pub(crate) struct FlushDaemon {
     /// The segment being appended to.
     current: Option<(Lsn, Box<dyn FileHandle>)>,
     /// A finished segment written this round that still needs its sync.
-    previous: Option<Box<dyn FileHandle>>,
+    previous: Option<(Lsn, Box<dyn FileHandle>)>,
     pending_since: Option<Instant>,
     /// Waiters (blocked threads and callbacks) the last round completed: most of them come
     /// straight back with their next commit.
@@ -193,9 +193,9 @@ impl FlushDaemon {
             let seg = segment::segment_start(at, seg_bytes);
             if self.current.as_ref().map(|c| c.0) != Some(seg) {
                 let next = s.preparer.obtain(s.prepare_context(), seg)?;
-                if let Some((_, old)) = self.current.replace((seg, next)) {
-                    if let Some(unsynced) = self.previous.replace(old) {
-                        unsynced.sync_data()?;
+                if let Some(old) = self.current.replace((seg, next)) {
+                    if let Some((start, unsynced)) = self.previous.replace(old) {
+                        s.segments.sync(start, &*unsynced)?;
                     }
                 }
             }
@@ -213,8 +213,8 @@ impl FlushDaemon {
             at = at.add(piece);
             off += piece as usize;
         }
-        if let Some(prev) = self.previous.take() {
-            prev.sync_data()?;
+        if let Some((start, prev)) = self.previous.take() {
+            s.segments.sync(start, &*prev)?;
             s.stats.syncs.fetch_add(1, Ordering::Relaxed);
         }
         if self.current.is_none() {
@@ -225,8 +225,8 @@ impl FlushDaemon {
                 self.current = Some((seg, segment::open(&*s.segments.storage, dir, seg)?));
             }
         }
-        if let Some((_, f)) = &self.current {
-            f.sync_data()?;
+        if let Some((start, f)) = &self.current {
+            s.segments.sync(*start, &**f)?;
             s.stats.syncs.fetch_add(1, Ordering::Relaxed);
         }
         s.stats.flushes.fetch_add(1, Ordering::Relaxed);

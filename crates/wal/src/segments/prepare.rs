@@ -126,6 +126,7 @@ impl Preparer {
                     start,
                     cx.segments.segment_bytes,
                     extent,
+                    &cx.segments.syncs,
                 )?;
                 cx.segments.note_zero_fill(extent);
                 cx.segments.note_segment(start);
@@ -206,7 +207,8 @@ impl Preparer {
                 let to = s.target.max(end);
                 drop(s);
                 let f = segment::open(&*cx.segments.storage, cx.segments.dir_of(start), start)?;
-                segment::extend(&*f, extent, to)?;
+                let key = segment::fence_key(start, cx.segments.segment_bytes);
+                segment::extend(&*f, extent, to, &cx.segments.syncs, key)?;
                 cx.segments.note_zero_fill(to - extent);
                 s = self.state.lock();
                 s.current = Some((start, to));
@@ -262,12 +264,26 @@ impl Preparer {
             Job::Create { start, extent } => {
                 let (storage, dir) = (&*cx.segments.storage, cx.segments.dir_of(start));
                 if let Some(old_start) = cx.segments.take_recycled(start) {
-                    segment::recycle(storage, dir, old_start, start, cx.segments.segment_bytes)?;
+                    segment::recycle(
+                        storage,
+                        dir,
+                        old_start,
+                        start,
+                        cx.segments.segment_bytes,
+                        &cx.segments.syncs,
+                    )?;
                     cx.segments
                         .segments_recycled
                         .fetch_add(1, Ordering::Relaxed);
                 } else {
-                    segment::create(storage, dir, start, cx.segments.segment_bytes, extent)?;
+                    segment::create(
+                        storage,
+                        dir,
+                        start,
+                        cx.segments.segment_bytes,
+                        extent,
+                        &cx.segments.syncs,
+                    )?;
                     cx.segments.note_zero_fill(extent);
                 }
                 cx.segments.note_segment(start);
@@ -275,7 +291,8 @@ impl Preparer {
             }
             Job::Extend { start, from, to } => {
                 let f = segment::open(&*cx.segments.storage, cx.segments.dir_of(start), start)?;
-                segment::extend(&*f, from, to)?;
+                let key = segment::fence_key(start, cx.segments.segment_bytes);
+                segment::extend(&*f, from, to, &cx.segments.syncs, key)?;
                 cx.segments.note_zero_fill(to - from);
                 Ok(())
             }

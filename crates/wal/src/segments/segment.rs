@@ -33,7 +33,7 @@
 use super::dirs::LogDirs;
 use crate::error::{io_context, Result, WalError};
 use crate::Lsn;
-use sluice_storage::{failpoint, FileHandle, OpenOptions, Storage};
+use sluice_storage::{failpoint, FileHandle, OpenOptions, Storage, SyncFence};
 use std::path::{Path, PathBuf};
 
 /// Bytes of the header block in front of each segment's data.
@@ -321,11 +321,12 @@ pub fn extent_of_file(file_len: u64, segment_bytes: u64) -> u64 {
     (data - data % crate::frame::ALIGN).min(segment_bytes)
 }
 
-/// Zero-fills the data bytes `[from, to)` of an open segment file and syncs them: after
-/// this returns, log data may be written anywhere below `to` and made durable by a plain
-/// `fdatasync`. A crash before it returns leaves a file that ends anywhere in the range,
-/// with zeros or junk there but no log data (see [`extent_of_file`]).
-pub fn extend(f: &dyn FileHandle, from: u64, to: u64) -> Result<()> {
+/// Zero-fills the data bytes `[from, to)` of an open segment file and syncs them through
+/// `fence` under `key` (see [`fence_key`]): after this returns, log data may be written
+/// anywhere below `to` and made durable by a plain `fdatasync`. A crash before it returns
+/// leaves a file that ends anywhere in the range, with zeros or junk there but no log
+/// data (see [`extent_of_file`]).
+pub fn extend(f: &dyn FileHandle, from: u64, to: u64, fence: &SyncFence, key: u64) -> Result<()> {
     assert!(from <= to, "extension from {from} back to {to}");
     if from == to {
         return Ok(());
@@ -340,8 +341,15 @@ pub fn extend(f: &dyn FileHandle, from: u64, to: u64) -> Result<()> {
         f.write_at(&zeros[..n], SEGMENT_HEADER_BYTES + off)?;
         off += n as u64;
     }
-    f.sync_data()?;
+    fence.sync(key, f)?;
     Ok(())
+}
+
+/// The key segment `start` syncs under in a log's [`SyncFence`]: the preparer extends the
+/// file the flush daemon writes, and a failed sync of either drops the other's pages, so
+/// both sync it under one key (the segment's number, so that neighbours do not wait).
+pub fn fence_key(start: Lsn, segment_bytes: u64) -> u64 {
+    start.0 / segment_bytes
 }
 
 /// Creates segment `start` atomically (see the module docs), with its first `extent` data
@@ -352,6 +360,7 @@ pub fn create(
     start: Lsn,
     segment_bytes: u64,
     extent: u64,
+    fence: &SyncFence,
 ) -> Result<Box<dyn FileHandle>> {
     assert_eq!(
         start.0 % segment_bytes,
@@ -371,10 +380,11 @@ pub fn create(
         f.set_len(SEGMENT_HEADER_BYTES)?;
         f.write_at(&encode_header(start, segment_bytes), 0)?;
         // `extend` syncs the header with the zeros (and syncs when there are none).
+        let key = fence_key(start, segment_bytes);
         if extent == 0 {
-            f.sync_data()?;
+            fence.sync(key, &*f)?;
         } else {
-            extend(&*f, 0, extent)?;
+            extend(&*f, 0, extent, fence, key)?;
         }
     }
     storage.rename(&tmp, &path)?;
@@ -406,6 +416,7 @@ pub fn recycle(
     old_start: Lsn,
     start: Lsn,
     segment_bytes: u64,
+    fence: &SyncFence,
 ) -> Result<Box<dyn FileHandle>> {
     assert!(
         old_start < start && start.0.is_multiple_of(segment_bytes),
@@ -416,7 +427,7 @@ pub fn recycle(
     {
         let f = storage.open(&free, OpenOptions::EXISTING)?;
         f.write_at(&encode_header(start, segment_bytes), 0)?;
-        f.sync_data()?;
+        fence.sync(fence_key(start, segment_bytes), &*f)?;
     }
     storage.rename(&free, &path)?;
     storage.failpoint(failpoint::SEGMENT_RENAMED, &path)?;

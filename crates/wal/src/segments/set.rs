@@ -7,7 +7,7 @@ use super::segment;
 use crate::error::{Result, WalError};
 use crate::sync::{AtomicU64, Mutex, Ordering};
 use crate::Lsn;
-use sluice_storage::Storage;
+use sluice_storage::{FileHandle, Storage, SyncFence};
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
@@ -39,7 +39,14 @@ pub(crate) struct SegmentSet {
     pub(crate) bytes_zero_filled: AtomicU64,
     /// Segments made from a retired segment's file.
     pub(crate) segments_recycled: AtomicU64,
+    /// Every sync of a segment file after recovery goes through it (the flush daemon's
+    /// and the preparer's, which write the same file): after one fails, none counts.
+    pub(crate) syncs: SyncFence,
 }
+
+/// Lock stripes of a log's [`SyncFence`]: the segments the daemon and the preparer work
+/// on at once (the previous, the current and the next) never share one.
+const SYNC_STRIPES: usize = 4;
 
 impl SegmentSet {
     /// The segments `starts` (ascending) of a log that starts at `start`.
@@ -60,7 +67,15 @@ impl SegmentSet {
             start: AtomicU64::new(start.0),
             bytes_zero_filled: AtomicU64::new(0),
             segments_recycled: AtomicU64::new(0),
+            syncs: SyncFence::new(SYNC_STRIPES),
         }
+    }
+
+    /// Syncs segment `start`'s file `f` through the log's [`SyncFence`].
+    pub(crate) fn sync(&self, start: Lsn, f: &dyn FileHandle) -> Result<()> {
+        Ok(self
+            .syncs
+            .sync(segment::fence_key(start, self.segment_bytes), f)?)
     }
 
     pub(crate) fn existing_segment(&self, start: Lsn) -> bool {
