@@ -6,7 +6,7 @@
 //! the graph.
 //!
 //! Inside each folder the files form layers too (`checkpoint/`: the triggers over the
-//! protocol; `propagation/`: the jobs over the cleaners and the archive): a second check
+//! protocol; `propagation/`: the jobs over the cleaners and the run store): a second check
 //! maps each `super::name` and `crate::<folder>::name` path in a folder's file to an edge
 //! between that file and its sibling `name`, and fails naming any circle in any folder.
 //! (A file in a subfolder naming its parent's siblings, `super::super::name`, is not
@@ -253,7 +253,8 @@ fn the_files_of_every_engine_folder_import_each_other_without_a_circle() {
     // The check itself must see the layers it guards, through a group and a plain path.
     assert!(graphs["checkpoint"]["checkpointer"].contains("fuzzy"));
     assert!(graphs["propagation"]["jobs"].contains("page_cleaner"));
-    assert!(graphs["propagation"]["jobs"].contains("archive"));
+    assert!(graphs["propagation"]["jobs"].contains("runs"));
+    assert!(graphs.contains_key("propagation/runs"), "subfolders are checked too");
     assert!(
         !graphs["propagation"].contains_key("log_tests"),
         "test-only"
