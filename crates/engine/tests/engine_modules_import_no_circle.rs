@@ -254,7 +254,10 @@ fn the_files_of_every_engine_folder_import_each_other_without_a_circle() {
     assert!(graphs["checkpoint"]["checkpointer"].contains("fuzzy"));
     assert!(graphs["propagation"]["jobs"].contains("page_cleaner"));
     assert!(graphs["propagation"]["jobs"].contains("runs"));
-    assert!(graphs.contains_key("propagation/runs"), "subfolders are checked too");
+    assert!(
+        graphs.contains_key("propagation/runs"),
+        "subfolders are checked too"
+    );
     assert!(
         !graphs["propagation"].contains_key("log_tests"),
         "test-only"
