@@ -152,7 +152,7 @@ impl Builder {
     ///     .open()?;
     /// let t = db.table_or_create("t")?;
     /// db.transaction(|tx| tx.put(&t, b"k", b"v"))?;
-    /// db.checkpoint()?; // the log cleaner writes the page from the archive's runs
+    /// db.checkpoint()?; // the log cleaner writes the page from the sorted runs
     /// assert!(db.backlog().propagated_bytes > 0);
     /// # Ok::<(), sluice::Error>(())
     /// ```

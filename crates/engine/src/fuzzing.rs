@@ -33,14 +33,14 @@ pub fn control(data: &[u8]) {
     crate::control::fuzz(data)
 }
 
-/// A run file of the log archive, read block by block as a scan reads it.
-pub fn archive_run(data: &[u8]) {
-    crate::propagation::archive::fuzz::run(data)
+/// A sorted run's file (log-based propagation), read block by block as a scan reads it.
+pub fn sorted_run(data: &[u8]) {
+    crate::propagation::runs::fuzz::run(data)
 }
 
-/// [`archive_run`] after rewriting every checksum the run's structure locates.
-pub fn archive_run_resealed(data: &[u8]) {
-    crate::propagation::archive::fuzz::run_resealed(data)
+/// [`sorted_run`] after rewriting every checksum the run's structure locates.
+pub fn sorted_run_resealed(data: &[u8]) {
+    crate::propagation::runs::fuzz::run_resealed(data)
 }
 
 /// Writes seed inputs for the fuzz targets (valid encodings of each kind) under the
@@ -52,7 +52,7 @@ mod seeds {
     use crate::ids::PageId;
     use crate::log_record::tests_prop::record;
     use crate::page;
-    use crate::propagation::archive::{encode_run, RunEntry};
+    use crate::propagation::runs::{encode_run, RunEntry};
     use proptest::strategy::{Strategy, ValueTree};
     use proptest::test_runner::TestRunner;
     use sluice_wal::Lsn;
@@ -98,7 +98,7 @@ mod seeds {
                 })
                 .collect();
             let run = encode_run(Lsn(4096), Lsn(1 << 20), &entries, 200);
-            put(dir, "archive_run", format!("run{i}"), &run);
+            put(dir, "sorted_run", format!("run{i}"), &run);
         }
     }
 }

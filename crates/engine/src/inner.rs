@@ -42,7 +42,7 @@ pub(crate) struct Inner {
     pub(crate) catalog: Mutex<HashMap<String, PageId>>,
     pub(crate) checkpoints: Checkpoints,
     pub(crate) checkpointer: Checkpointer,
-    /// Update propagation: strategy, counters, archive, page cleaner and archiver.
+    /// Update propagation: strategy, counters, run store, page cleaner and sorter.
     pub(crate) propagation: Propagation,
     /// The first failed checkpoint, background job or undecidable commit; the database
     /// refuses work from then on (`check`).
@@ -115,7 +115,7 @@ impl Inner {
                 database_id: self.database_id,
                 state: &self.checkpoints,
                 propagation: &self.propagation,
-                keep_archive: self.options.keep_archive,
+                keep_runs: self.options.keep_runs,
                 truncation_cap: self.hooks.truncation_cap.as_ref(),
             },
             options: &self.options,
@@ -136,17 +136,22 @@ impl Inner {
         }
     }
 
-    /// Log strategy, read-write: opens the archive (in `archive/` of the database
-    /// directory) and starts from `propagated` (`jobs::open_archive`).
-    pub(crate) fn open_archive(&self, propagated: sluice_wal::Lsn) -> Result<()> {
+    /// Read-write: moves the sorted runs from their old directory name if need be, and,
+    /// under the log strategy, opens the run store (in `runs/` of the database
+    /// directory) and starts from `propagated` (`jobs::open_runs`).
+    pub(crate) fn open_runs(&self, propagated: sluice_wal::Lsn) -> Result<()> {
         if self.options.read_only {
             return Ok(());
         }
-        let dir = self.dir.join("archive");
-        jobs::open_archive(&self.propagation, self.storage.clone(), &dir, propagated)
+        jobs::open_runs(
+            &self.propagation,
+            self.storage.clone(),
+            &self.dir,
+            propagated,
+        )
     }
 
-    /// Starts the page cleaner or the archiver, as the strategy needs (read-write only).
+    /// Starts the page cleaner or the sorter, as the strategy needs (read-write only).
     pub(crate) fn start_propagation(self: &Arc<Self>) -> std::io::Result<()> {
         if self.options.read_only {
             return Ok(());
@@ -173,7 +178,7 @@ impl Inner {
         self.checkpointer.stop();
         self.propagation.stop();
         // A poisoned database takes no final checkpoint, and its close says why: a
-        // background thread (the page cleaner, the archiver, the checkpointer) may have
+        // background thread (the page cleaner, the sorter, the checkpointer) may have
         // met the failure after the client's last call, and a close that returned `Ok`
         // would be the only word the client ever got about it (the I/O-error sweep found
         // such runs ending in "success" with persistent EIO on the disk).
@@ -221,7 +226,7 @@ impl jobs::Owner for Inner {
             log: &self.store.log,
             propagation: &self.propagation,
             health: &self.health,
-            archive_run_bytes: self.options.archive_run_bytes,
+            run_bytes: self.options.run_bytes,
             cleaner_interval: self.options.cleaner_interval,
         }
     }

@@ -138,13 +138,13 @@ pub struct Options {
     /// Log-based propagation ([`Strategy::Log`]): the pages the log cleaner reads and
     /// writes as one unit (a segment), in bytes; a multiple of the page size.
     pub propagation_segment_bytes: usize,
-    /// Log-based propagation: the archiver writes a run once this much durable log is
-    /// not yet archived (each checkpoint also archives up to its redo point).
-    pub archive_run_bytes: u64,
-    /// Log-based propagation: keep archive runs after they are propagated (for media
+    /// Log-based propagation: the sorter writes a sorted run once this much durable log
+    /// is not yet in one (each checkpoint also sorts the log up to its redo point).
+    pub run_bytes: u64,
+    /// Log-based propagation: keep sorted runs after they are propagated (for media
     /// recovery: the data file can be rebuilt from an old copy plus the runs); by
     /// default a run is removed once everything in it is in the data file.
-    pub keep_archive: bool,
+    pub keep_runs: bool,
 }
 
 impl Default for Options {
@@ -161,8 +161,8 @@ impl Default for Options {
             propagation: Strategy::CheckpointSweep,
             cleaner_interval: Duration::from_millis(100),
             propagation_segment_bytes: 1 << 20,
-            archive_run_bytes: 16 << 20,
-            keep_archive: false,
+            run_bytes: 16 << 20,
+            keep_runs: false,
         }
     }
 }
@@ -191,8 +191,8 @@ impl Options {
             propagation: Strategy::CheckpointSweep,
             cleaner_interval: Duration::from_millis(20),
             propagation_segment_bytes: 16 << 10,
-            archive_run_bytes: 64 << 10,
-            keep_archive: false,
+            run_bytes: 64 << 10,
+            keep_runs: false,
         }
     }
 
@@ -218,9 +218,9 @@ impl Options {
                 self.page_size
             )));
         }
-        if self.archive_run_bytes == 0 {
+        if self.run_bytes == 0 {
             return Err(Error::InvalidArgument(
-                "archive run size must be positive".into(),
+                "sorted run size (run_bytes) must be positive".into(),
             ));
         }
         Ok(())

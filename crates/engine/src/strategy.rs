@@ -50,7 +50,7 @@ pub enum Strategy {
     CheckpointSweep,
     /// A page cleaner thread with a policy; checkpoints write no pages.
     Page(PageCleaner),
-    /// Log-based propagation: archiver, sorted runs and the log cleaner.
+    /// Log-based propagation: sorter, sorted runs and the log cleaner.
     Log,
 }
 
@@ -86,7 +86,7 @@ impl Strategy {
         match self {
             Strategy::CheckpointSweep => Background::Nothing,
             Strategy::Page(cleaner) => Background::PageCleaner(cleaner),
-            Strategy::Log => Background::Archiver,
+            Strategy::Log => Background::Sorter,
         }
     }
 }
@@ -115,7 +115,7 @@ pub(crate) enum CheckpointWrites {
         /// The sweep's writes and time count as propagation.
         counted: bool,
     },
-    /// The log cleaner replays the archive up to the redo point, then the sweep writes
+    /// The log cleaner replays the sorted runs up to the redo point, then the sweep writes
     /// what is left (not counted: the log cleaner counts its own work); everything below
     /// the redo point is then in the data file.
     ReplayThenSweep,
@@ -127,7 +127,7 @@ impl CheckpointWrites {
         !matches!(self, CheckpointWrites::Nothing)
     }
 
-    /// The archive is replayed first.
+    /// The sorted runs are replayed first.
     pub(crate) fn replays(self) -> bool {
         matches!(self, CheckpointWrites::ReplayThenSweep)
     }
@@ -146,9 +146,9 @@ pub(crate) enum Background {
     /// The page cleaner, configured so. Log-space pressure wakes it too: only written
     /// pages let the log be truncated, and this strategy's checkpoints write none.
     PageCleaner(PageCleaner),
-    /// The archiver, which turns the durable log into sorted runs (in the archive it
-    /// opens after recovery) for the log cleaner.
-    Archiver,
+    /// The sorter, which turns the durable log into sorted runs (in the run store
+    /// opened after recovery) for the log cleaner.
+    Sorter,
 }
 
 impl fmt::Display for Strategy {
@@ -233,7 +233,7 @@ pub(crate) struct Counters {
     pub(crate) write_nanos: AtomicU64,
     pub(crate) propagated_lsn: AtomicU64,
     pub(crate) fallback_pages: AtomicU64,
-    pub(crate) archive_damage: parking_lot::Mutex<Option<String>>,
+    pub(crate) run_damage: parking_lot::Mutex<Option<String>>,
 }
 
 impl Counters {
@@ -309,8 +309,8 @@ mod tests {
 
     /// The choice agrees with the rules the checkpoint spelled out itself before the
     /// strategy returned one: it sweeps when closing or unless fuzzy (after recovery
-    /// under a background job) or under the page cleaner; it replays the archive under
-    /// log propagation unless fuzzy; only the default strategy counts its sweep.
+    /// under a background job) or under the page cleaner; it replays the sorted runs
+    /// under log propagation unless fuzzy; only the default strategy counts its sweep.
     #[test]
     fn what_a_checkpoint_writes_is_the_rule_it_always_was() {
         let cleaner = Strategy::Page(PageCleaner {
@@ -335,7 +335,7 @@ mod tests {
             }
         }
         assert_eq!(Strategy::CheckpointSweep.background(), Background::Nothing);
-        assert_eq!(Strategy::Log.background(), Background::Archiver);
+        assert_eq!(Strategy::Log.background(), Background::Sorter);
         let Strategy::Page(c) = cleaner else {
             unreachable!()
         };

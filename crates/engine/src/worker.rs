@@ -1,5 +1,5 @@
 //! A background thread that runs one job when woken or when its period passes: the
-//! checkpointer, the page cleaner and the archiver. It parks on a condition variable between rounds (never
+//! checkpointer, the page cleaner and the sorter. It parks on a condition variable between rounds (never
 //! polls), holds its owner only weakly (so it never keeps a database open), and is
 //! stopped and joined when the database closes.
 

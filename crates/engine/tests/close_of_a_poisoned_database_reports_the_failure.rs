@@ -1,6 +1,6 @@
 //! `Database::close` of a poisoned database returns the poisoning, never `Ok`: the
 //! failure may have been met by a background thread after the client's last call (the
-//! checkpointer here; the page cleaner and the archiver in the I/O-error sweep, which
+//! checkpointer here; the page cleaner and the sorter in the I/O-error sweep, which
 //! found runs with persistent EIO on the disk ending in a "successful" close), and then
 //! the close is the only word the client gets about it. Nothing acknowledged is lost.
 

@@ -1,6 +1,6 @@
 //! The crash sweep (see `crash_sweep.rs`) with each update-propagation strategy active:
 //! a page cleaner with every policy, writing pages on its own thread while transactions
-//! run and checkpoints write none, and log-based propagation, replaying archive runs onto
+//! run and checkpoints write none, and log-based propagation, replaying sorted runs onto
 //! the data file at every checkpoint. 1,000 seeds per strategy (`SLUICE_PROPAGATION_SEEDS`
 //! overrides); the same checks: no acknowledged commit lost, no trace of anything else,
 //! every shown state survives, every table verifies.

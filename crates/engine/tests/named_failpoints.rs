@@ -59,8 +59,8 @@ fn sweep(strategy: &str, names: &[&'static str], deterministic: bool) {
     assert_eq!(r.violations, 0, "{strategy}: {:?}", r.failures);
 }
 
-/// Every point of the engine and the log but the archiver's (which only a partitioned,
-/// archived log has: `sluice-wal`'s own tests).
+/// Every point of the engine and the log but the WAL segment archiver's (which only a
+/// partitioned, archived log has: `sluice-wal`'s own tests).
 const ENGINE_POINTS: [&str; 9] = [
     failpoint::SEGMENT_RENAMED,
     failpoint::SEGMENT_RETIRED,

@@ -195,7 +195,9 @@ pub trait Storage: Send + Sync + 'static {
     fn exists(&self, path: &Path) -> io::Result<bool>;
     /// Removes the file at `path`. Durable after `sync_dir` of its parent.
     fn remove(&self, path: &Path) -> io::Result<()>;
-    /// Atomically renames `from` to `to`, replacing `to`. Durable after `sync_dir`.
+    /// Atomically renames `from` to `to`, replacing `to`. Durable after `sync_dir`. A
+    /// directory moves with everything in it, and only to a free name (all that the
+    /// simulator offers; a real file system may also replace an empty directory).
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Makes the directory entries of `dir` durable (fsync on the directory).
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;

@@ -32,7 +32,7 @@ const KNOWN_ENGINE_CIRCLES: [&str; 2] = [
     // the pool call each other.
     "crates/engine/src: in buffer_pool/: page_ref <-> pool <-> write_protocol",
     // `format::decode_run`, the fuzz target's entry, reads through `fuzz::MemFile`.
-    "crates/engine/src: in propagation/archive/: format <-> fuzz",
+    "crates/engine/src: in propagation/runs/: format <-> fuzz",
 ];
 
 #[test]
@@ -71,7 +71,7 @@ fn the_check_sees_the_engine_layers() {
     assert!(g.imports("", "txn", "inner") && g.imports("", "btree", "store"));
     assert!(g.imports("checkpoint", "checkpointer", "fuzzy"));
     assert!(g.imports("propagation", "jobs", "page_cleaner"));
-    assert!(g.imports("propagation", "jobs", "archive"));
+    assert!(g.imports("propagation", "jobs", "runs"));
     assert!(!g.has_importer("propagation", "log_tests"), "test-only");
     assert!(g.imports("page", "validate", "node"));
 }

@@ -87,10 +87,10 @@ pub(crate) struct Scope<'a> {
     pub(crate) database_id: u64,
     pub(crate) state: &'a Checkpoints,
     /// How pages reach the data file: what this checkpoint writes (the strategy
-    /// decides), and the log cleaner's archive.
+    /// decides), and the log cleaner's sorted runs.
     pub(crate) propagation: &'a Propagation,
-    /// Keep archive runs after they are propagated.
-    pub(crate) keep_archive: bool,
+    /// Keep sorted runs after they are propagated.
+    pub(crate) keep_runs: bool,
     /// The coordinator's log of a partitioned database is truncated no further than
     /// this says (`coordination`).
     pub(crate) truncation_cap: Option<&'a crate::coordination::TruncationCap>,
@@ -131,13 +131,13 @@ pub(super) fn run(cx: &Scope<'_>, occasion: Occasion, _held: &MutexGuard<'_, ()>
     }
     cx.storage.failpoint(failpoint::CHECKPOINT_BEGUN, cx.dir)?;
 
-    // 2. Every page dirty since before R goes to disk: replayed from the archive by the
-    // log cleaner first (log strategy), then, of what is left, written from the pool.
+    // 2. Every page dirty since before R goes to disk: replayed from the sorted runs by
+    // the log cleaner first (log strategy), then, of what is left, written from the pool.
     // With a page cleaner, checkpoints are fuzzy and write nothing: the dirty-page table
     // keeps the older recovery LSNs instead.
-    if let (true, Some(archive)) = (writes.replays(), prop.archive.get()) {
+    if let (true, Some(runs)) = (writes.replays(), prop.runs.get()) {
         let from = Lsn(prop.counters.propagated_lsn.load(Ordering::Acquire));
-        log_cleaner::pass(store, archive, &prop.counters, from, r)?;
+        log_cleaner::pass(store, runs, &prop.counters, from, r)?;
     }
     let swept_at = Instant::now();
     for i in 0..store.pool.frame_count() {
@@ -204,19 +204,19 @@ pub(super) fn run(cx: &Scope<'_>, occasion: Occasion, _held: &MutexGuard<'_, ()>
     state.last_end.store(end.end.0, Ordering::Release);
     *state.last_at.lock() = Instant::now();
     let mut keep = keep;
-    // Only the strategy whose background job is the archiver opens an archive.
-    if let Some(archive) = prop.archive.get() {
-        debug_assert_eq!(prop.strategy.background(), Background::Archiver);
+    // Only the strategy whose background job is the sorter opens a run store.
+    if let Some(runs) = prop.runs.get() {
+        debug_assert_eq!(prop.strategy.background(), Background::Sorter);
         if writes.sweeps() {
             // Everything below R is on disk now (the pass, then the sweep): the next
             // pass starts here.
             prop.counters.propagated_lsn.store(r.0, Ordering::Release);
-            if !cx.keep_archive {
-                archive.remove_below(r)?;
+            if !cx.keep_runs {
+                runs.remove_below(r)?;
             }
         }
-        // The log below what is archived must stay for the archiver.
-        keep = keep.min(archive.archived_lsn());
+        // The log not yet sorted into runs must stay for the sorter.
+        keep = keep.min(runs.sorted_lsn());
     }
     if let Some(cap) = cx.truncation_cap {
         if let Some(c) = cap()? {

@@ -202,7 +202,7 @@ impl Database {
         let (dirty_pages, oldest) = inner.store.pool.dirty_summary();
         let end = inner.store.log.released_lsn().0;
         let c = &inner.propagation.counters;
-        let archive = inner.propagation.archive.get();
+        let runs = inner.propagation.runs.get();
         Backlog {
             dirty_pages,
             redo_bytes: oldest.map_or(0, |o| end.saturating_sub(o)),
@@ -212,10 +212,10 @@ impl Database {
             propagation_write_us: c.write_nanos.load(Ordering::Relaxed) / 1000,
             eviction_writes: inner.store.pool.stats().victim_writes,
             propagated_lsn: c.propagated_lsn.load(Ordering::Relaxed),
-            archived_lsn: archive.map_or(0, |a| a.archived_lsn().0),
-            archive_bytes: archive.map_or(0, |a| a.bytes_written()),
+            sorted_lsn: runs.map_or(0, |a| a.sorted_lsn().0),
+            sorted_bytes: runs.map_or(0, |a| a.bytes_written()),
             fallback_pages: c.fallback_pages.load(Ordering::Relaxed),
-            archive_damage: c.archive_damage.lock().clone(),
+            run_damage: c.run_damage.lock().clone(),
         }
     }
 

@@ -427,7 +427,7 @@ impl Database {
             hooks,
         );
         let report = recovery::recover(&inner.recovery_context(), control.checkpoint)?;
-        inner.open_archive(report.redo_from.unwrap_or(report.log_end))?;
+        inner.open_runs(report.redo_from.unwrap_or(report.log_end))?;
         inner.checkpoint_after_recovery()?;
         Database::finish_open(inner, report)
     }

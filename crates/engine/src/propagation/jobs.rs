@@ -1,12 +1,12 @@
-//! The background jobs that propagate — the page cleaner's rounds and the archiver's
+//! The background jobs that propagate — the page cleaner's rounds and the sorter's
 //! catch-up — started as the strategy chooses ([`Strategy::background`]). Each holds its
 //! database only weakly (an [`Owner`], so it never keeps it open) and works on a narrow
 //! [`Context`]: the pool, the log, the propagation state and the database's health,
-//! which a failed round poisons ("page cleaner failed: …", "archiver failed: …").
+//! which a failed round poisons ("page cleaner failed: …", "sorter failed: …").
 //!
 //! [`Strategy::background`]: crate::strategy::Strategy::background
 
-use super::archive::Archive;
+use super::runs::{legacy, RunStore};
 use super::{page_cleaner, Background, Propagation};
 use crate::buffer_pool::BufferPool;
 use crate::error::Result;
@@ -28,8 +28,8 @@ pub(crate) struct Context<'a> {
     pub(crate) propagation: &'a Propagation,
     /// The database's: a failed round poisons it.
     pub(crate) health: &'a Health,
-    /// The archiver catches up once this many durable log bytes are not archived.
-    pub(crate) archive_run_bytes: u64,
+    /// The sorter catches up once this many durable log bytes are not sorted into runs.
+    pub(crate) run_bytes: u64,
     /// The page cleaner runs a round at least this often.
     pub(crate) cleaner_interval: Duration,
 }
@@ -72,10 +72,10 @@ impl<O: Owner> Job for CleanerJob<O> {
     }
 }
 
-/// The archiver's job: archive the durable log once a run's worth has accumulated.
-struct ArchiverJob<O>(Weak<O>);
+/// The sorter's job: sort the durable log into a run once a run's worth has accumulated.
+struct SorterJob<O>(Weak<O>);
 
-impl<O: Owner> Job for ArchiverJob<O> {
+impl<O: Owner> Job for SorterJob<O> {
     fn round(&self) {
         let Some(owner) = self.0.upgrade() else {
             return;
@@ -84,16 +84,16 @@ impl<O: Owner> Job for ArchiverJob<O> {
             return;
         }
         let cx = owner.propagation_context();
-        let Some(archive) = cx.propagation.archive.get() else {
+        let Some(runs) = cx.propagation.runs.get() else {
             return;
         };
         let durable = cx.log.durable_lsn();
-        let behind = durable.0.saturating_sub(archive.archived_lsn().0);
-        if behind < cx.archive_run_bytes {
+        let behind = durable.0.saturating_sub(runs.sorted_lsn().0);
+        if behind < cx.run_bytes {
             return;
         }
-        if let Err(e) = archive.catch_up(cx.log, durable) {
-            cx.failed("archiver", &e);
+        if let Err(e) = runs.catch_up(cx.log, durable) {
+            cx.failed("sorter", &e);
         }
     }
 }
@@ -124,33 +124,35 @@ pub(crate) fn start<O: Owner>(owner: &Arc<O>) -> std::io::Result<()> {
             )?;
             propagation.jobs.lock().push(job);
         }
-        Background::Archiver => {
-            let job: Arc<dyn Job> = Arc::new(ArchiverJob(weak));
+        Background::Sorter => {
+            let job: Arc<dyn Job> = Arc::new(SorterJob(weak));
             let period = Duration::from_millis(50);
             propagation
-                .archiver
-                .start("sluice-archiver", Arc::downgrade(&job), period)?;
+                .sorter
+                .start("sluice-sorter", Arc::downgrade(&job), period)?;
             propagation.jobs.lock().push(job);
         }
     }
     Ok(())
 }
 
-/// Opens the archive in `dir` (the `archive/` of the database directory) if the strategy
-/// runs the archiver (a read-write database's), starting from `propagated`, below which
-/// the data file holds every change (where restart recovery's redo began, or the end of
-/// the log if it had nothing to redo).
-pub(crate) fn open_archive(
+/// Moves the sorted runs of the database in `db_dir` from their old directory name if
+/// they are still there (`runs::legacy`), then opens the run store in `runs/` if the
+/// strategy runs the sorter (a read-write database's), starting from `propagated`, below
+/// which the data file holds every change (where restart recovery's redo began, or the
+/// end of the log if it had nothing to redo).
+pub(crate) fn open_runs(
     propagation: &Propagation,
     storage: Arc<dyn Storage>,
-    dir: &Path,
+    db_dir: &Path,
     propagated: Lsn,
 ) -> Result<()> {
-    if propagation.strategy.background() != Background::Archiver {
+    let dir = legacy::adopt(&*storage, db_dir)?;
+    if propagation.strategy.background() != Background::Sorter {
         return Ok(());
     }
-    let archive = Archive::open(storage, dir)?;
-    let _ = propagation.archive.set(archive);
+    let runs = RunStore::open(storage, &dir)?;
+    let _ = propagation.runs.set(runs);
     propagation
         .counters
         .propagated_lsn

@@ -1,5 +1,5 @@
 //! The log-based cleaner (the propagation paper's Algorithm 2): from the LSN where the
-//! last pass ended, merge the archive's runs and replay them onto the data file one
+//! last pass ended, merge the sorted runs and replay them onto the data file one
 //! segment (a fixed run of adjacent pages, `Options::propagation_segment_bytes`) at a
 //! time — read the segment, apply to each page the records newer than its PageLSN, write
 //! back the pages that changed, sync — and only then tell the buffer pool which
@@ -22,7 +22,7 @@
 //! * Only pages it changed are written: rewriting an unchanged page could tear it, and
 //!   the log would hold no image to repair it.
 
-use super::archive::{Archive, RunEntry, ScanError};
+use super::runs::{RunEntry, RunStore, ScanError};
 use super::Counters;
 use crate::btree::apply_op;
 use crate::buffer_pool::Landed;
@@ -60,11 +60,11 @@ struct Slot {
     unbuildable: bool,
 }
 
-/// Propagates `[from, to)` from the archive to the data file. `to` is the redo point of
+/// Propagates `[from, to)` from the sorted runs to the data file. `to` is the redo point of
 /// the running checkpoint (a record boundary, durable).
 pub(crate) fn pass(
     store: &Store,
-    archive: &Archive,
+    runs: &RunStore,
     counters: &Counters,
     from: Lsn,
     to: Lsn,
@@ -73,15 +73,15 @@ pub(crate) fn pass(
         return Ok(PassReport::default());
     }
     store.log.wait_durable(to)?;
-    archive.catch_up(&store.log, to)?;
-    match replay(store, archive, counters, from, to) {
+    runs.catch_up(&store.log, to)?;
+    match replay(store, runs, counters, from, to) {
         Err(Failure::Damaged(d)) => {
             // The log still holds [from, to) (truncation keeps everything from the last
             // pass's end): rebuild the damaged runs from it and replay again.
             let note = format!("{d}; rebuilt from the log");
-            *counters.archive_damage.lock() = Some(note);
-            archive.regenerate(&store.log, from.max(d.from), to.min(d.to))?;
-            match replay(store, archive, counters, from, to) {
+            *counters.run_damage.lock() = Some(note);
+            runs.regenerate(&store.log, from.max(d.from), to.min(d.to))?;
+            match replay(store, runs, counters, from, to) {
                 Ok(r) => Ok(r),
                 Err(Failure::Damaged(d)) => Err(Error::Corruption(format!(
                     "{d} (again after rebuilding it from the log)"
@@ -95,7 +95,7 @@ pub(crate) fn pass(
 }
 
 enum Failure {
-    Damaged(super::archive::Damage),
+    Damaged(super::runs::Damage),
     Other(Error),
 }
 
@@ -107,7 +107,7 @@ impl From<Error> for Failure {
 
 fn replay(
     store: &Store,
-    archive: &Archive,
+    runs: &RunStore,
     counters: &Counters,
     from: Lsn,
     to: Lsn,
@@ -117,7 +117,7 @@ fn replay(
     let seg_pages = pool.segment_pages();
     let mut report = PassReport::default();
     let busy = std::time::Instant::now();
-    let mut merge = archive.scan(PageId(0), PageId(u64::MAX), from, to)?;
+    let mut merge = runs.scan(PageId(0), PageId(u64::MAX), from, to)?;
     let mut next: Option<RunEntry> = next_entry(&mut merge)?;
     let mut buf = vec![0u8; seg_pages as usize * page_size];
     while let Some(first) = next.take() {
@@ -196,7 +196,7 @@ fn replay(
     Ok(report)
 }
 
-fn next_entry(merge: &mut super::archive::Merge) -> std::result::Result<Option<RunEntry>, Failure> {
+fn next_entry(merge: &mut super::runs::Merge) -> std::result::Result<Option<RunEntry>, Failure> {
     match merge.next() {
         None => Ok(None),
         Some(Ok(e)) => Ok(Some(e)),
@@ -282,21 +282,21 @@ fn apply_op_entry(
     Ok(true)
 }
 
-/// Media recovery from the archive: brings `pages` — an old copy of the data file, whole
+/// Media recovery from the sorted runs: brings `pages` — an old copy of the data file, whole
 /// pages, holding every change below `from` — up to `to` by replaying the runs onto it,
 /// extending it for pages created since. Returns the pages it changed. Pages the runs
 /// cannot rebuild (no valid base and no image) are an error: the copy is too old for the
 /// runs kept. (Tested here; its operator command is part of the fault-campaign tools.)
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn rebuild(
-    archive: &Archive,
+    runs: &RunStore,
     pages: &mut Vec<u8>,
     page_size: usize,
     from: Lsn,
     to: Lsn,
 ) -> Result<u64> {
     let mut slots: std::collections::BTreeMap<u64, Slot> = std::collections::BTreeMap::new();
-    for e in archive.scan(PageId(0), PageId(u64::MAX), from, to)? {
+    for e in runs.scan(PageId(0), PageId(u64::MAX), from, to)? {
         let e = match e {
             Ok(e) => e,
             Err(ScanError::Damaged(d)) => return Err(Error::Corruption(d.to_string())),

@@ -70,7 +70,7 @@ fn log_propagation_writes_the_pages_and_redo_starts_where_it_ended() {
         pool_writes,
         "the checkpoint's sweep had nothing left to write"
     );
-    assert!(after.archived_lsn >= r);
+    assert!(after.sorted_lsn >= r);
     for i in 300..320 {
         put(&db, &t, &format!("k{i:04}"), b"after the checkpoint");
     }
@@ -99,13 +99,13 @@ fn log_propagation_writes_the_pages_and_redo_starts_where_it_ended() {
     db.verify().unwrap();
 }
 
-/// Media recovery: an old copy of the data file plus the archive's runs rebuild every
+/// Media recovery: an old copy of the data file plus the sorted runs rebuild every
 /// page, byte for byte as the live data file holds it.
 #[test]
 fn an_old_copy_plus_the_runs_rebuilds_every_page() {
     let sim = SimStorage::new(22);
     let mut o = options();
-    o.keep_archive = true;
+    o.keep_runs = true;
     let db = Database::open(Arc::new(sim.pinned()), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     for i in 0..100 {
@@ -133,10 +133,10 @@ fn an_old_copy_plus_the_runs_rebuilds_every_page() {
     }
     let to = Lsn(redo_point(&db));
     let live = read_file(&sim, "/db/data");
-    let archive = db.inner.propagation.archive.get().unwrap();
+    let store = db.inner.propagation.runs.get().unwrap();
     let mut rebuilt = old.clone();
     let page_size = db.page_size();
-    let changed = log_cleaner::rebuild(archive, &mut rebuilt, page_size, from, to).unwrap();
+    let changed = log_cleaner::rebuild(store, &mut rebuilt, page_size, from, to).unwrap();
     assert!(changed > 10, "the rounds changed pages: {changed}");
     assert!(rebuilt.len() >= live.len(), "pages created since the copy");
     let mut differ = Vec::new();
@@ -162,18 +162,18 @@ fn a_damaged_run_is_reported_and_rebuilt_from_the_log() {
     for i in 0..200 {
         put(&db, &t, &format!("k{i:04}"), &[3; 40]);
     }
-    // The archiver's work, done here: a run of everything durable.
-    let archive = db.inner.propagation.archive.get().unwrap();
+    // The sorter's work, done here: a run of everything durable.
+    let store = db.inner.propagation.runs.get().unwrap();
     let log = &db.inner.store.log;
-    archive.catch_up(log, log.durable_lsn()).unwrap();
+    store.catch_up(log, log.durable_lsn()).unwrap();
     let runs: Vec<String> = sim
-        .list(Path::new("/db/archive"))
+        .list(Path::new("/db/runs"))
         .unwrap()
         .into_iter()
         .filter(|n| n.starts_with("run-") && !n.contains('.'))
         .collect();
     let newest = runs.iter().max().expect("a run was written").clone();
-    let path = format!("/db/archive/{newest}");
+    let path = format!("/db/runs/{newest}");
     let f = sim.open(Path::new(&path), OpenOptions::EXISTING).unwrap();
     let len = f.len().unwrap();
     assert!(len > 1000, "a run of 200 updates is not {len} bytes");
@@ -186,7 +186,7 @@ fn a_damaged_run_is_reported_and_rebuilt_from_the_log() {
 
     db.checkpoint().unwrap();
     let bl = db.backlog();
-    let note = bl.archive_damage.expect("the damage was reported");
+    let note = bl.run_damage.expect("the damage was reported");
     assert!(
         note.contains(&newest) && note.contains("damaged at offset"),
         "{note}"
@@ -205,7 +205,7 @@ fn a_damaged_run_is_reported_and_rebuilt_from_the_log() {
 }
 
 /// A database may change strategy between opens: log, then the default sweep (the log
-/// moves on and is truncated past the archive's end), then log again (the archive has a
+/// moves on and is truncated past the runs' end), then log again (the runs have a
 /// gap below the log's start, and old runs below the propagated LSN) — each restart after
 /// a crash keeps every commit, and the pages verify.
 #[test]

@@ -6,8 +6,8 @@
 //! * [`Strategy::Page`]: a page cleaner thread (`page_cleaner`) writes dirty pages in the
 //!   order of a policy, in clusters of adjacent pages; checkpoints are fuzzy and write
 //!   nothing, so REDO length is whatever the cleaner leaves behind.
-//! * [`Strategy::Log`]: an archiver (`archive`) turns the durable log into runs sorted by
-//!   page id, then LSN; at each checkpoint the log cleaner (`log_cleaner`) merges the runs
+//! * [`Strategy::Log`]: a sorter (`jobs`) turns the durable log into runs sorted by
+//!   page id, then LSN, kept in a run store (`runs`); at each checkpoint the log cleaner (`log_cleaner`) merges the runs
 //!   from the last propagated LSN up to the checkpoint's redo point and replays them
 //!   segment by segment onto the data file, without latching a buffer-pool page, then
 //!   tells the pool which CleanLSNs advanced. Restart recovery starts REDO there.
@@ -18,10 +18,10 @@
 //! [`Backlog`] is what the propagation experiment samples: dirty pages, REDO length and
 //! the cleaner's writes.
 
-pub(crate) mod archive;
 pub(crate) mod jobs;
 pub(crate) mod log_cleaner;
 pub(crate) mod page_cleaner;
+pub(crate) mod runs;
 
 #[cfg(test)]
 mod log_tests;
@@ -55,26 +55,28 @@ pub struct Backlog {
     pub eviction_writes: u64,
     /// Log-based propagation: everything below this LSN is on disk in the data file.
     pub propagated_lsn: u64,
-    /// Log-based propagation: the end of the last run (the archive holds the log below).
-    pub archived_lsn: u64,
-    /// Log-based propagation: bytes written to archive runs so far.
-    pub archive_bytes: u64,
+    /// Log-based propagation: the end of the last sorted run (the runs hold the log
+    /// below it).
+    pub sorted_lsn: u64,
+    /// Log-based propagation: bytes written to sorted runs so far.
+    pub sorted_bytes: u64,
     /// Log-based propagation: pages the log cleaner could not rebuild (no valid base
     /// and no image in the runs) and left to the checkpoint's page sweep.
     pub fallback_pages: u64,
-    /// The last damaged run found, and what was done about it.
-    pub archive_damage: Option<String>,
+    /// Log-based propagation: the last damaged sorted run found, and what was done
+    /// about it.
+    pub run_damage: Option<String>,
 }
 
-/// A database's propagation machinery: the strategy, its counters, the archive (log
-/// strategy) and the background threads (page cleaner, archiver).
+/// A database's propagation machinery: the strategy, its counters, the run store (log
+/// strategy) and the background threads (page cleaner, sorter).
 pub(crate) struct Propagation {
     pub(crate) strategy: Strategy,
     pub(crate) counters: Counters,
-    /// The archive, opened after recovery (log strategy, read-write only).
-    pub(crate) archive: std::sync::OnceLock<archive::Archive>,
+    /// The run store, opened after recovery (log strategy, read-write only).
+    pub(crate) runs: std::sync::OnceLock<runs::RunStore>,
     pub(crate) cleaner: crate::worker::Worker,
-    pub(crate) archiver: crate::worker::Worker,
+    pub(crate) sorter: crate::worker::Worker,
     /// The jobs the workers run (they hold them weakly).
     pub(crate) jobs: parking_lot::Mutex<Vec<std::sync::Arc<dyn crate::worker::Job>>>,
 }
@@ -84,9 +86,9 @@ impl Propagation {
         Propagation {
             strategy,
             counters: Counters::default(),
-            archive: std::sync::OnceLock::new(),
+            runs: std::sync::OnceLock::new(),
             cleaner: crate::worker::Worker::default(),
-            archiver: crate::worker::Worker::default(),
+            sorter: crate::worker::Worker::default(),
             jobs: parking_lot::Mutex::new(Vec::new()),
         }
     }
@@ -94,6 +96,6 @@ impl Propagation {
     /// Stops the background threads (idempotent).
     pub(crate) fn stop(&self) {
         self.cleaner.stop();
-        self.archiver.stop();
+        self.sorter.stop();
     }
 }

@@ -5,9 +5,10 @@
 //!
 //! Paths are normalised by the caller (see [`normalize`]). Directories are entries like
 //! files: `mkdir` is journaled and durable only once its parent directory is synced, and a
-//! power loss that loses a directory loses everything under it. Directories are never
-//! removed or renamed, which is all sluice needs. Errors carry no path: `storage.rs` names
-//! the path of the operation in every error it returns.
+//! power loss that loses a directory loses everything under it. A directory is renamed
+//! whole to a free name (one journaled operation, atomic like a file's rename); it is
+//! never removed, which is all sluice needs. Errors carry no path: `storage.rs` names the
+//! path of the operation in every error it returns.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -72,6 +73,20 @@ impl Namespace {
             is_root(&parent) || dirs.contains(&parent)
         });
     }
+
+    /// Moves the directory `from`, and every directory and entry under it, to `to`.
+    fn move_tree(&mut self, from: &Path, to: &Path) {
+        let moved = |path: PathBuf| match path.strip_prefix(from) {
+            Ok(rest) if rest.as_os_str().is_empty() => to.to_path_buf(),
+            Ok(rest) => to.join(rest),
+            Err(_) => path,
+        };
+        self.dirs = mem::take(&mut self.dirs).into_iter().map(moved).collect();
+        self.entries = mem::take(&mut self.entries)
+            .into_iter()
+            .map(|(path, inode)| (moved(path), inode))
+            .collect();
+    }
 }
 
 /// One directory operation that is not durable yet. Each names the inode it moves, so that
@@ -94,6 +109,11 @@ pub(super) enum DirOp {
     Mkdir {
         path: PathBuf,
     },
+    /// A directory and everything under it moved to a free name.
+    RenameDir {
+        from: PathBuf,
+        to: PathBuf,
+    },
 }
 
 impl DirOp {
@@ -102,7 +122,7 @@ impl DirOp {
             DirOp::Create { path, .. } | DirOp::Remove { path, .. } | DirOp::Mkdir { path } => {
                 (path, None)
             }
-            DirOp::Rename { from, to, .. } => (from, Some(to)),
+            DirOp::Rename { from, to, .. } | DirOp::RenameDir { from, to } => (from, Some(to)),
         };
         std::iter::once(first).chain(second)
     }
@@ -112,7 +132,15 @@ impl DirOp {
             DirOp::Create { inode, .. }
             | DirOp::Rename { inode, .. }
             | DirOp::Remove { inode, .. } => Some(*inode),
-            DirOp::Mkdir { .. } => None,
+            DirOp::Mkdir { .. } | DirOp::RenameDir { .. } => None,
+        }
+    }
+
+    /// The directory a `RenameDir` moves, under its old and its new name.
+    fn moved_tree(&self) -> Option<(&PathBuf, &PathBuf)> {
+        match self {
+            DirOp::RenameDir { from, to } => Some((from, to)),
+            _ => None,
         }
     }
 
@@ -141,8 +169,18 @@ impl DirOp {
             }
             DirOp::Mkdir { path } => {
                 // Directories are never removed, so the volatile set holds every durable
-                // one: a journaled mkdir cannot already be durable.
+                // one: a journaled mkdir cannot already be durable. (A directory renamed
+                // away frees its name, but a later mkdir there is applied after the
+                // rename: see `Disk::sync_dir`.)
                 assert!(names.dirs.insert(path.clone()), "mkdir over {path:?}");
+            }
+            DirOp::RenameDir { from, to } => {
+                assert!(names.dirs.contains(from), "rename of directory {from:?}");
+                assert!(
+                    !names.dirs.contains(to) && !names.entries.contains_key(to),
+                    "rename of a directory over {to:?}"
+                );
+                names.move_tree(from, to);
             }
         }
     }
@@ -215,17 +253,43 @@ impl Disk {
 
     pub(super) fn check_rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         if self.is_dir(from) {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "the simulated disk cannot rename directories",
-            ));
+            return self.check_rename_dir(from, to);
         }
         self.lookup(from).ok_or_else(not_found)?;
         self.check_file_path(to)
     }
 
+    /// A directory moves only to a free name outside itself. (A real file system also
+    /// replaces an empty directory; no caller needs that.)
+    fn check_rename_dir(&self, from: &Path, to: &Path) -> io::Result<()> {
+        if is_root(from) || to.starts_with(from) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "cannot move a directory into itself",
+            ));
+        }
+        if self.is_dir(to) || self.lookup(to).is_some() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "the simulated disk renames a directory only to a free name",
+            ));
+        }
+        if !self.is_dir(&parent_dir(to)) {
+            return Err(not_found());
+        }
+        Ok(())
+    }
+
     /// The caller has run [`Disk::check_rename`].
     pub(super) fn rename(&mut self, from: &Path, to: &Path) {
+        if self.is_dir(from) {
+            self.live.move_tree(from, to);
+            self.journal.push(DirOp::RenameDir {
+                from: from.to_path_buf(),
+                to: to.to_path_buf(),
+            });
+            return;
+        }
         let inode = self.live.entries.remove(from).expect("rename checked");
         self.live.entries.insert(to.to_path_buf(), inode);
         self.journal.push(DirOp::Rename {
@@ -302,13 +366,38 @@ impl Disk {
     /// together with every earlier operation on the same paths (transitively), in order.
     /// Without that closure a later sync of another directory could apply an old create
     /// over a newer rename. The result is a state a real journaling file system can reach.
+    ///
+    /// A directory's rename moves every path under it, so the closure follows paths under
+    /// it too: a selected operation on a path under the directory's old or new name
+    /// selects the rename, and a selected rename selects every earlier operation under
+    /// either name (a create in the directory before it moved must not land under the old
+    /// name after it).
     pub(super) fn sync_dir(&mut self, dir: &Path) {
         let mut selected = vec![false; self.journal.len()];
         let mut tainted: BTreeSet<&PathBuf> = BTreeSet::new();
+        let mut moved_trees: Vec<&PathBuf> = Vec::new();
         for (index, op) in self.journal.iter().enumerate().rev() {
-            if op.touches_dir(dir) || op.paths().any(|path| tainted.contains(path)) {
+            let under_moved = || {
+                op.paths()
+                    .any(|path| moved_trees.iter().any(|tree| path.starts_with(tree)))
+            };
+            let moves_tainted = || {
+                op.moved_tree().is_some_and(|(from, to)| {
+                    tainted
+                        .iter()
+                        .any(|path| path.starts_with(from) || path.starts_with(to))
+                })
+            };
+            if op.touches_dir(dir)
+                || op.paths().any(|path| tainted.contains(path))
+                || under_moved()
+                || moves_tainted()
+            {
                 selected[index] = true;
                 tainted.extend(op.paths());
+                if let Some((from, to)) = op.moved_tree() {
+                    moved_trees.extend([from, to]);
+                }
             }
         }
         let journal = mem::take(&mut self.journal);

@@ -59,7 +59,7 @@ pub enum TraceEvent {
     SyncData(PathBuf),
     /// `sync_dir` on this directory.
     SyncDir(PathBuf),
-    /// A file was renamed.
+    /// A file or a directory was renamed.
     Rename {
         /// The old name.
         from: PathBuf,

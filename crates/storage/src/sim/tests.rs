@@ -827,3 +827,119 @@ fn wrappers_forward_named_failure_points() {
     }
     assert_eq!(sim.failpoint_hits(LOG_WRITTEN), 6);
 }
+
+/// `/db/archive` holding two durable files and one whose entry is not synced yet, renamed
+/// to `/db/runs` (not synced).
+fn renamed_directory(seed: u64) -> SimStorage {
+    let sim = SimStorage::new(seed);
+    sim.create_dir_all(&p("/db/archive")).unwrap();
+    durable_file(&sim, &p("/db/archive/a"), b"first");
+    durable_file(&sim, &p("/db/archive/b"), b"second");
+    let c = sim
+        .open(&p("/db/archive/c"), OpenOptions::CREATE_NEW)
+        .unwrap();
+    c.write_at(b"third", 0).unwrap();
+    c.sync_data().unwrap();
+    sim.rename(&p("/db/archive"), &p("/db/runs")).unwrap();
+    assert_eq!(sim.list(&p("/db")).unwrap(), ["runs"]);
+    assert_eq!(sim.list(&p("/db/runs")).unwrap(), ["a", "b", "c"]);
+    assert!(!sim.exists(&p("/db/archive")).unwrap());
+    sim
+}
+
+/// A directory's rename is one operation: a power loss leaves it under its old name or
+/// its new one, with everything in it, never under both or neither; once the parent is
+/// synced, under the new one with every entry made in it before the rename.
+#[test]
+fn a_directory_rename_moves_it_whole_and_atomically() {
+    let (mut old, mut new) = (0, 0);
+    for seed in 0..SEEDS {
+        let sim = renamed_directory(seed);
+        sim.crash();
+        let names = sim.list(&p("/db")).unwrap();
+        let dir = match names.as_slice() {
+            [n] if n == "archive" => {
+                old += 1;
+                "/db/archive"
+            }
+            [n] if n == "runs" => {
+                new += 1;
+                "/db/runs"
+            }
+            other => panic!("seed {seed}: {other:?}"),
+        };
+        let files = sim.list(&p(dir)).unwrap();
+        assert!(
+            files.starts_with(&["a".to_string(), "b".to_string()]),
+            "seed {seed}: {files:?}"
+        );
+        assert_eq!(read_all(&sim, &p(&format!("{dir}/a"))).unwrap(), b"first");
+        assert_eq!(read_all(&sim, &p(&format!("{dir}/b"))).unwrap(), b"second");
+    }
+    assert!(old > 0 && new > 0, "{old}/{new}");
+    for seed in 0..SEEDS / 4 {
+        let sim = renamed_directory(seed);
+        sim.sync_dir(&p("/db")).unwrap();
+        sim.crash();
+        assert_eq!(sim.list(&p("/db")).unwrap(), ["runs"], "seed {seed}");
+        assert_eq!(
+            sim.list(&p("/db/runs")).unwrap(),
+            ["a", "b", "c"],
+            "seed {seed}"
+        );
+        assert_eq!(read_all(&sim, &p("/db/runs/c")).unwrap(), b"third");
+    }
+}
+
+/// A file made in a renamed directory and synced there is durable under the new name:
+/// the directory sync takes the rename along (its entry could not exist without it).
+#[test]
+fn syncing_a_renamed_directory_makes_its_rename_durable() {
+    for seed in 0..SEEDS / 4 {
+        let sim = renamed_directory(seed);
+        durable_file(&sim, &p("/db/runs/d"), b"fourth");
+        sim.crash();
+        assert_eq!(sim.list(&p("/db")).unwrap(), ["runs"], "seed {seed}");
+        assert_eq!(read_all(&sim, &p("/db/runs/d")).unwrap(), b"fourth");
+        assert_eq!(read_all(&sim, &p("/db/runs/a")).unwrap(), b"first");
+    }
+}
+
+/// The old name is free after the rename: a directory made there again survives beside
+/// the moved one once both are synced, and a power loss before keeps the order (never
+/// the new directory under the old name with the moved one's files).
+#[test]
+fn a_directory_made_under_a_renamed_ones_old_name_is_a_new_one() {
+    for seed in 0..SEEDS / 4 {
+        let sim = renamed_directory(seed);
+        sim.create_dir_all(&p("/db/archive")).unwrap();
+        assert!(sim.list(&p("/db/archive")).unwrap().is_empty());
+        sim.crash();
+        assert_eq!(
+            sim.list(&p("/db")).unwrap(),
+            ["archive", "runs"],
+            "seed {seed}"
+        );
+        assert!(
+            sim.list(&p("/db/archive")).unwrap().is_empty(),
+            "seed {seed}"
+        );
+        assert_eq!(read_all(&sim, &p("/db/runs/b")).unwrap(), b"second");
+    }
+}
+
+/// A directory moves only to a free name outside itself.
+#[test]
+fn a_directory_rename_onto_a_taken_name_or_into_itself_is_refused() {
+    let sim = SimStorage::new(1);
+    sim.create_dir_all(&p("/db/a/sub")).unwrap();
+    sim.create_dir_all(&p("/db/b")).unwrap();
+    durable_file(&sim, &p("/db/f"), b"x");
+    let kind = |from: &str, to: &str| sim.rename(&p(from), &p(to)).unwrap_err().kind();
+    assert_eq!(kind("/db/a", "/db/b"), io::ErrorKind::AlreadyExists);
+    assert_eq!(kind("/db/a", "/db/f"), io::ErrorKind::AlreadyExists);
+    assert_eq!(kind("/db/a", "/db/a/sub/c"), io::ErrorKind::InvalidInput);
+    assert_eq!(kind("/db/a", "/db/missing/c"), io::ErrorKind::NotFound);
+    assert_eq!(kind("/db/f", "/db/b"), io::ErrorKind::IsADirectory);
+    assert_eq!(sim.list(&p("/db")).unwrap(), ["a", "b", "f"]);
+}

@@ -118,10 +118,10 @@ pub struct Config {
     pub cleaner_interval: Duration,
     /// Log-based propagation's segment, in pages.
     pub propagation_segment_pages: usize,
-    /// Log-based propagation's archive run trigger.
-    pub archive_run_bytes: u64,
+    /// Log-based propagation's sorted-run trigger ([`sluice::Options::run_bytes`]).
+    pub run_bytes: u64,
     /// Log-based propagation keeps its runs.
-    pub keep_archive: bool,
+    pub keep_runs: bool,
     /// Client threads.
     pub threads: usize,
     /// Transactions per client per session.
@@ -223,8 +223,8 @@ impl Config {
         };
         let cleaner_interval = Duration::from_millis([0, 5, 20][rng.gen_range(0..3)]);
         let propagation_segment_pages = [1, 4, 16][rng.gen_range(0..3)];
-        let archive_run_bytes = [4u64 << 10, 64 << 10][rng.gen_range(0..2)];
-        let keep_archive = rng.gen_bool(0.3);
+        let run_bytes = [4u64 << 10, 64 << 10][rng.gen_range(0..2)];
+        let keep_runs = rng.gen_bool(0.3);
         let threads = rng.gen_range(1..=MAX_THREADS);
         // Short sessions, or long ones (a small pool then cycles through many pages,
         // checkpoints and propagation passes come during the work).
@@ -314,8 +314,8 @@ impl Config {
             group_commit,
             cleaner_interval,
             propagation_segment_pages,
-            archive_run_bytes,
-            keep_archive,
+            run_bytes,
+            keep_runs,
             threads,
             txns,
             owned_keys,
@@ -343,8 +343,8 @@ impl Config {
         o.log.group_commit = self.group_commit;
         o.cleaner_interval = self.cleaner_interval;
         o.propagation_segment_bytes = self.propagation_segment_pages * self.page_size;
-        o.archive_run_bytes = self.archive_run_bytes;
-        o.keep_archive = self.keep_archive;
+        o.run_bytes = self.run_bytes;
+        o.keep_runs = self.keep_runs;
         // Clients lock in one global order, so waits are short; a timeout is only the
         // backstop for a deadlock the detector missed.
         o.lock_timeout = Duration::from_millis(500);
@@ -455,8 +455,8 @@ impl Config {
             if gc.adaptive { "/adaptive" } else { "" },
             self.cleaner_interval.as_millis(),
             self.propagation_segment_pages,
-            size(self.archive_run_bytes),
-            if self.keep_archive { "/keep" } else { "" },
+            size(self.run_bytes),
+            if self.keep_runs { "/keep" } else { "" },
             self.threads,
             self.txns,
             self.owned_keys,

@@ -6,7 +6,7 @@ use sluice_storage::FileHandle;
 use sluice_wal::Lsn;
 use std::io;
 
-/// A run file of the log archive, read block by block as a scan reads it. Its LSN range
+/// A sorted run's file, read block by block as a scan reads it. Its LSN range
 /// (which a scan takes from the file name) is taken from the header's own fields, so
 /// inputs can get past that check.
 pub(crate) fn run(data: &[u8]) {

@@ -1,20 +1,23 @@
-//! The log archive: the durable log reorganised into runs sorted by page id, then LSN
-//! (the propagation paper §4.1, after single-pass restore's run generation).
+//! The run store: the durable log reorganised into runs sorted by page id, then LSN
+//! (the propagation paper §4.1, after single-pass restore's run generation; that paper
+//! calls them a log archive, a word this project keeps for the WAL's segment archiver).
+//! The sorter (`jobs`) calls [`RunStore::catch_up`]; the log cleaner scans the runs.
 //!
 //! A **run** covers an LSN range `[from, to)` of the log and holds one [`RunEntry`] per
 //! page change in it, sorted by (page, LSN): an `Update` or `Clr` record as logged, or,
 //! for an `Images` record, one entry per page carrying an `Images` record of that page
 //! alone. Records that change no page (commit, end, checkpoints) are left out. Runs never
-//! overlap; they leave gaps only where the log was truncated before it was archived.
-//! [`Archive::scan`] merges the runs that overlap an LSN range into one stream ordered by
+//! overlap; they leave gaps only where the log was truncated before it was sorted.
+//! [`RunStore::scan`] merges the runs that overlap an LSN range into one stream ordered by
 //! (page, LSN), which the log cleaner replays segment by segment.
 //!
 //! # Files
 //!
-//! A run is the file `run-{from:016x}-{to:016x}` in the archive directory. It is written
+//! A run is the file `run-{from:016x}-{to:016x}` in the run directory (`runs/` of the
+//! database directory; see `legacy` for its old name). It is written
 //! as `<name>.tmp`, synced, renamed to its name and the directory synced, so a crash never
 //! leaves a partial run under a run's name; `open` removes the `.tmp` files it finds.
-//! [`Archive::regenerate`] replaces a run by one rebuilt from the log: written as
+//! [`RunStore::regenerate`] replaces a run by one rebuilt from the log: written as
 //! `<new>.tmp`, synced and renamed to `<new>.new` (directory synced: from then on the
 //! replacement is complete and durable), then the old run is renamed to
 //! `<old>.damaged` (kept for inspection, never read) and `<new>.new` to `<new>`. `open`
@@ -47,12 +50,13 @@
 //! the file name, the blocks tiling the space between header and index, entry counts,
 //! order and LSNs within the run. A failure is [`ScanError::Damaged`] with the run, the
 //! offset of the structure that failed (0 for the header, the footer's, the index's or
-//! the block's offset) and its LSN range, so the caller can [`Archive::regenerate`] it
-//! while the log still holds it. [`Archive::open`] lists runs by name only and never
+//! the block's offset) and its LSN range, so the caller can [`RunStore::regenerate`] it
+//! while the log still holds it. [`RunStore::open`] lists runs by name only and never
 //! fails on a damaged one.
 
 mod format;
 pub(crate) mod fuzz;
+pub(crate) mod legacy;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -116,7 +120,7 @@ impl fmt::Display for Damage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "archive run {} is damaged at offset {}: {}",
+            "sorted run {} is damaged at offset {}: {}",
             self.run.display(),
             self.offset,
             self.what
@@ -181,7 +185,7 @@ impl RunMeta {
 }
 
 /// The runs in one directory.
-pub(crate) struct Archive {
+pub(crate) struct RunStore {
     storage: Arc<dyn Storage>,
     dir: PathBuf,
     /// The runs, sorted by LSN.
@@ -189,7 +193,7 @@ pub(crate) struct Archive {
     /// Held by whatever writes or removes runs (one at a time).
     writer: Mutex<()>,
     /// The end of the last run ever written or found (never goes down while open).
-    archived: AtomicU64,
+    sorted: AtomicU64,
     bytes: AtomicU64,
     run_budget: AtomicUsize,
     block_bytes: AtomicUsize,
@@ -330,10 +334,10 @@ impl Iterator for Merge {
     }
 }
 
-impl Archive {
-    /// Opens (creating if needed) the archive in `dir`.
-    pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path) -> Result<Archive> {
-        let io = |e| file_error("archive directory", dir, e);
+impl RunStore {
+    /// Opens (creating if needed) the run store in `dir`.
+    pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path) -> Result<RunStore> {
+        let io = |e| file_error("run directory", dir, e);
         storage.create_dir_all(dir).map_err(io)?;
         let mut changed = false;
         let names = storage.list(dir).map_err(io)?;
@@ -342,7 +346,7 @@ impl Archive {
                 let path = dir.join(name);
                 storage
                     .remove(&path)
-                    .map_err(|e| file_error("archive run", &path, e))?;
+                    .map_err(|e| file_error("sorted run", &path, e))?;
                 changed = true;
             }
         }
@@ -358,7 +362,7 @@ impl Archive {
             let rename = |a: &Path, b: &Path| {
                 storage
                     .rename(a, b)
-                    .map_err(|e| file_error("archive run", a, e))
+                    .map_err(|e| file_error("sorted run", a, e))
             };
             if names.iter().any(|n| n == base) {
                 rename(&path, &dir.join(format!("{base}{DAMAGED}")))?;
@@ -381,7 +385,7 @@ impl Archive {
                 let path = dir.join(run.name());
                 storage
                     .rename(&path, &dir.join(format!("{}{DAMAGED}", run.name())))
-                    .map_err(|e| file_error("archive run", &path, e))?;
+                    .map_err(|e| file_error("sorted run", &path, e))?;
                 changed = true;
             } else {
                 kept.push(*run);
@@ -389,7 +393,7 @@ impl Archive {
         }
         if let Some(w) = kept.windows(2).find(|w| w[0].to > w[1].from) {
             return Err(Error::Corruption(format!(
-                "archive runs {} and {} in {} overlap",
+                "sorted runs {} and {} in {} overlap",
                 w[0].name(),
                 w[1].name(),
                 dir.display()
@@ -398,13 +402,13 @@ impl Archive {
         if changed {
             storage.sync_dir(dir).map_err(io)?;
         }
-        let archived = kept.iter().map(|r| r.to.0).max().unwrap_or(0);
-        Ok(Archive {
+        let sorted = kept.iter().map(|r| r.to.0).max().unwrap_or(0);
+        Ok(RunStore {
             storage,
             dir: dir.to_path_buf(),
             runs: Mutex::new(kept),
             writer: Mutex::new(()),
-            archived: AtomicU64::new(archived),
+            sorted: AtomicU64::new(sorted),
             bytes: AtomicU64::new(0),
             run_budget: AtomicUsize::new(RUN_BUDGET),
             block_bytes: AtomicUsize::new(BLOCK_BYTES),
@@ -412,10 +416,10 @@ impl Archive {
     }
 
     /// The end of the last run (0 if there is none). Runs removed by
-    /// [`Archive::remove_below`] do not lower it while the archive is open, so a later
-    /// `catch_up` never archives that part of the log again.
-    pub(crate) fn archived_lsn(&self) -> Lsn {
-        Lsn(self.archived.load(Ordering::Acquire))
+    /// [`RunStore::remove_below`] do not lower it while the store is open, so a later
+    /// `catch_up` never sorts that part of the log again.
+    pub(crate) fn sorted_lsn(&self) -> Lsn {
+        Lsn(self.sorted.load(Ordering::Acquire))
     }
 
     /// Bytes written to runs since open.
@@ -442,18 +446,18 @@ impl Archive {
         self.block_bytes.store(block_bytes, Ordering::Relaxed);
     }
 
-    /// Archives the durable log from where the archive ends (or from the log's start,
-    /// if the archive ends below it) up to `to`, a record boundary at or below the
-    /// durable LSN; writes one or more runs. Nothing if the archive is past `to`.
+    /// Sorts the durable log from where the runs end (or from the log's start, if the
+    /// runs end below it) up to `to`, a record boundary at or below the durable LSN;
+    /// writes one or more runs. Nothing if the runs reach past `to`.
     pub(crate) fn catch_up(&self, log: &LogSink, to: Lsn) -> Result<()> {
         let _w = self.writer.lock();
         let durable = log.durable_lsn();
         if to > durable {
             return Err(Error::InvalidArgument(format!(
-                "cannot archive the log up to LSN {to}: it is durable only up to {durable}"
+                "cannot sort the log into runs up to LSN {to}: it is durable only up to {durable}"
             )));
         }
-        let start = self.archived_lsn().max(log.start_lsn());
+        let start = self.sorted_lsn().max(log.start_lsn());
         if start >= to {
             return Ok(());
         }
@@ -484,7 +488,7 @@ impl Archive {
             }
             if rec.end > to {
                 return Err(Error::InvalidArgument(format!(
-                    "cannot archive the log up to LSN {to}: the record at {} ends at {}",
+                    "cannot sort the log into runs up to LSN {to}: the record at {} ends at {}",
                     rec.lsn, rec.end
                 )));
             }
@@ -504,7 +508,7 @@ impl Archive {
         }
         if reader.position() < to {
             return Err(Error::Corruption(format!(
-                "the log ended at LSN {} while archiving up to {to}",
+                "the log ended at LSN {} while sorting it into runs up to {to}",
                 reader.position()
             )));
         }
@@ -519,7 +523,7 @@ impl Archive {
     fn write(&self, run: RunMeta, mut entries: Vec<RunEntry>, name: &str) -> Result<()> {
         entries.sort_by_key(|e| (e.page, e.lsn));
         let tmp = self.dir.join(format!("{}{TMP}", run.name()));
-        let io = |e| file_error("archive run", &tmp, e);
+        let io = |e| file_error("sorted run", &tmp, e);
         let f = self
             .storage
             .open(
@@ -548,14 +552,14 @@ impl Archive {
         let mut runs = self.runs.lock();
         debug_assert!(runs.last().is_none_or(|r| r.to <= run.from));
         runs.push(run);
-        self.archived.fetch_max(run.to.0, Ordering::AcqRel);
+        self.sorted.fetch_max(run.to.0, Ordering::AcqRel);
         Ok(())
     }
 
     fn sync_dir(&self) -> Result<()> {
         self.storage
             .sync_dir(&self.dir)
-            .map_err(|e| file_error("archive directory", &self.dir, e))
+            .map_err(|e| file_error("run directory", &self.dir, e))
     }
 
     /// Every entry with LSN in `[from, to)`, pages `first..=last`, across runs.
@@ -570,7 +574,7 @@ impl Archive {
                 let file = self
                     .storage
                     .open(&path, OpenOptions::READ_ONLY)
-                    .map_err(|e| file_error("archive run", &path, e))?;
+                    .map_err(|e| file_error("sorted run", &path, e))?;
                 cursors.push(Cursor {
                     run,
                     path,
@@ -604,7 +608,7 @@ impl Archive {
         let start = log.start_lsn();
         if start > from {
             return Err(Error::Corruption(format!(
-                "archive runs for LSNs [{from}, {to}) in {} cannot be rebuilt: the log now \
+                "sorted runs for LSNs [{from}, {to}) in {} cannot be rebuilt: the log now \
                  starts at LSN {start} and no longer holds [{from}, {start}), so those \
                  changes are lost",
                 self.dir.display()
@@ -635,7 +639,7 @@ impl Archive {
             let rename = |a: &Path, b: &Path| {
                 self.storage
                     .rename(a, b)
-                    .map_err(|e| file_error("archive run", a, e))
+                    .map_err(|e| file_error("sorted run", a, e))
             };
             {
                 // Under the lock, so no scan opens a run's name between the renames.
@@ -671,7 +675,7 @@ impl Archive {
             let path = self.dir.join(run.name());
             self.storage
                 .remove(&path)
-                .map_err(|e| file_error("archive run", &path, e))?;
+                .map_err(|e| file_error("sorted run", &path, e))?;
         }
         self.sync_dir()
     }

@@ -2,7 +2,7 @@
 //! valid run mutated, with its checksums resealed or not) make the reader panic,
 //! allocate absurdly or loop.
 
-use super::fuzz::{run as archive_run, run_resealed as archive_run_resealed};
+use super::fuzz::{run as sorted_run, run_resealed as sorted_run_resealed};
 use super::{decode_run, encode_run, RunEntry, ScanError};
 use crate::alloc_probe::assert_bounded;
 use crate::ids::PageId;
@@ -51,8 +51,8 @@ proptest! {
 
     #[test]
     fn arbitrary_bytes_never_panic(b in proptest::collection::vec(any::<u8>(), 0..400)) {
-        assert_bounded(&b, archive_run);
-        assert_bounded(&b, archive_run_resealed);
+        assert_bounded(&b, sorted_run);
+        assert_bounded(&b, sorted_run_resealed);
     }
 
     #[test]
@@ -63,8 +63,8 @@ proptest! {
     ) {
         let mut b = encode_run(FROM, TO, &es, block_bytes);
         apply(&mut b, &ms);
-        assert_bounded(&b, archive_run);
-        assert_bounded(&b, archive_run_resealed);
+        assert_bounded(&b, sorted_run);
+        assert_bounded(&b, sorted_run_resealed);
         // Whatever reads back stays inside the run (the file name's range).
         let mut sealed = b.clone();
         super::reseal_run(&mut sealed);

@@ -41,13 +41,13 @@ fn log(db: &Database) -> &LogSink {
     &db.inner.store.log
 }
 
-/// An archive in `/arch` on its own simulated disk (so a crash armed on it hits only
-/// the archive's operations).
-fn archive_on(sim: &SimStorage) -> Archive {
-    Archive::open(Arc::new(sim.pinned()), Path::new("/arch")).unwrap()
+/// A run store in `/runs` on its own simulated disk (so a crash armed on it hits only
+/// the store's operations).
+fn store_on(sim: &SimStorage) -> RunStore {
+    RunStore::open(Arc::new(sim.pinned()), Path::new("/runs")).unwrap()
 }
 
-/// What the archive must hold, computed from the log directly: each page change with
+/// What the runs must hold, computed from the log directly: each page change with
 /// LSN in `[from, to)` of pages `first..=last`, by (page, LSN).
 fn expected(log: &LogSink, pages: (PageId, PageId), from: Lsn, to: Lsn) -> Vec<RunEntry> {
     let mut out = Vec::new();
@@ -88,14 +88,14 @@ fn expected(log: &LogSink, pages: (PageId, PageId), from: Lsn, to: Lsn) -> Vec<R
     out
 }
 
-fn scan_all(a: &Archive, pages: (PageId, PageId), from: Lsn, to: Lsn) -> Vec<RunEntry> {
+fn scan_all(a: &RunStore, pages: (PageId, PageId), from: Lsn, to: Lsn) -> Vec<RunEntry> {
     a.scan(pages.0, pages.1, from, to)
         .unwrap()
         .collect::<std::result::Result<Vec<_>, _>>()
         .unwrap_or_else(|e| panic!("scan failed: {e}"))
 }
 
-fn damage_of(a: &Archive, pages: (PageId, PageId), from: Lsn, to: Lsn) -> Damage {
+fn damage_of(a: &RunStore, pages: (PageId, PageId), from: Lsn, to: Lsn) -> Damage {
     for r in a.scan(pages.0, pages.1, from, to).unwrap() {
         match r {
             Ok(_) => {}
@@ -130,12 +130,12 @@ fn footer_of(st: &SimStorage, path: &Path) -> (Footer, u64) {
 #[test]
 fn round_trip_gives_back_every_page_record_of_the_log() {
     let (_sim, db, _t) = database(1, 300);
-    let arch_sim = SimStorage::new(100);
-    let a = archive_on(&arch_sim);
-    assert_eq!(a.archived_lsn(), Lsn(0));
+    let runs_sim = SimStorage::new(100);
+    let a = store_on(&runs_sim);
+    assert_eq!(a.sorted_lsn(), Lsn(0));
     let durable = log(&db).durable_lsn();
     a.catch_up(log(&db), durable).unwrap();
-    assert_eq!(a.archived_lsn(), durable);
+    assert_eq!(a.sorted_lsn(), durable);
     assert_eq!(a.runs(), vec![(log(&db).start_lsn(), durable)]);
 
     let want = expected(log(&db), ALL, Lsn(0), durable);
@@ -161,15 +161,15 @@ fn round_trip_gives_back_every_page_record_of_the_log() {
         .windows(2)
         .all(|w| (w[0].page, w[0].lsn) <= (w[1].page, w[1].lsn)));
 
-    // Bytes written are the run file's, and a reopened archive finds the run.
+    // Bytes written are the run file's, and a reopened store finds the run.
     let path = a.run_path(log(&db).start_lsn(), durable);
-    assert_eq!(a.bytes_written(), read_file(&arch_sim, &path).len() as u64);
+    assert_eq!(a.bytes_written(), read_file(&runs_sim, &path).len() as u64);
     drop(a);
-    let a = archive_on(&arch_sim);
-    assert_eq!(a.archived_lsn(), durable);
+    let a = store_on(&runs_sim);
+    assert_eq!(a.sorted_lsn(), durable);
     assert_eq!(a.bytes_written(), 0);
     assert_eq!(scan_all(&a, ALL, EVER.0, EVER.1), want);
-    // Nothing more to archive: no new run.
+    // Nothing more to sort: no new run.
     a.catch_up(log(&db), durable).unwrap();
     assert_eq!(a.runs().len(), 1);
 }
@@ -177,7 +177,7 @@ fn round_trip_gives_back_every_page_record_of_the_log() {
 #[test]
 fn a_range_without_page_records_still_writes_a_run() {
     let (_sim, db, _t) = database(2, 20);
-    let a = archive_on(&SimStorage::new(101));
+    let a = store_on(&SimStorage::new(101));
     // A commit record: a range of the log that changes no page.
     let commit = log(&db)
         .read_from(log(&db).start_lsn())
@@ -188,7 +188,7 @@ fn a_range_without_page_records_still_writes_a_run() {
     a.catch_up(log(&db), commit.lsn).unwrap();
     let before = a.runs().len();
     a.catch_up(log(&db), commit.end).unwrap();
-    assert_eq!(a.archived_lsn(), commit.end);
+    assert_eq!(a.sorted_lsn(), commit.end);
     assert_eq!(a.runs().len(), before + 1);
     assert_eq!(a.runs().last(), Some(&(commit.lsn, commit.end)));
     assert!(scan_all(&a, ALL, commit.lsn, commit.end).is_empty());
@@ -203,7 +203,7 @@ fn a_range_without_page_records_still_writes_a_run() {
 #[test]
 fn runs_merge_in_page_then_lsn_order() {
     let (_sim, db, t) = database(3, 150);
-    let a = archive_on(&SimStorage::new(102));
+    let a = store_on(&SimStorage::new(102));
     a.set_limits(6 << 10, 700); // many runs of many blocks
     a.catch_up(log(&db), log(&db).durable_lsn()).unwrap();
     write(&db, &t, 150..250);
@@ -237,7 +237,7 @@ fn runs_merge_in_page_then_lsn_order() {
 #[test]
 fn scans_filter_pages_and_lsns() {
     let (_sim, db, _t) = database(4, 300);
-    let a = archive_on(&SimStorage::new(103));
+    let a = store_on(&SimStorage::new(103));
     a.set_limits(8 << 10, 500);
     let durable = log(&db).durable_lsn();
     a.catch_up(log(&db), durable).unwrap();
@@ -278,23 +278,23 @@ fn scans_filter_pages_and_lsns() {
 #[test]
 fn catch_up_refuses_a_limit_past_the_durable_log_or_inside_a_record() {
     let (_sim, db, _t) = database(5, 30);
-    let a = archive_on(&SimStorage::new(104));
+    let a = store_on(&SimStorage::new(104));
     let durable = log(&db).durable_lsn();
     let e = a.catch_up(log(&db), durable.add(8)).unwrap_err();
     assert!(e.to_string().contains("durable only up to"), "{e}");
     let inside = expected(log(&db), ALL, Lsn(0), durable)[5].lsn.add(8);
     let e = a.catch_up(log(&db), inside).unwrap_err();
     assert!(e.to_string().contains("ends at"), "{e}");
-    assert_eq!(a.archived_lsn(), Lsn(0));
+    assert_eq!(a.sorted_lsn(), Lsn(0));
     assert!(a.runs().is_empty());
     a.catch_up(log(&db), durable).unwrap();
-    assert_eq!(a.archived_lsn(), durable);
+    assert_eq!(a.sorted_lsn(), durable);
 }
 
 #[test]
 fn concurrent_catch_ups_never_overlap() {
     let (_sim, db, _t) = database(6, 200);
-    let a = archive_on(&SimStorage::new(105));
+    let a = store_on(&SimStorage::new(105));
     let durable = log(&db).durable_lsn();
     let all = expected(log(&db), ALL, Lsn(0), durable);
     let middles: Vec<Lsn> = (1..8).map(|i| all[all.len() * i / 8].lsn).collect();
@@ -309,17 +309,17 @@ fn concurrent_catch_ups_never_overlap() {
     for w in runs.windows(2) {
         assert_eq!(w[0].1, w[1].0);
     }
-    assert_eq!(a.archived_lsn(), durable);
+    assert_eq!(a.sorted_lsn(), durable);
     assert_eq!(scan_all(&a, ALL, EVER.0, EVER.1), all);
 }
 
 /// A damaged structure is reported with its run, its offset and the run's LSN range;
-/// the archive still opens; the runs around it still read.
+/// the store still opens; the runs around it still read.
 #[test]
 fn flipped_bytes_are_reported_as_damage_where_they_are() {
     let (_sim, db, t) = database(7, 200);
     let st = SimStorage::new(106);
-    let a = archive_on(&st);
+    let a = store_on(&st);
     a.set_limits(usize::MAX, 600);
     let d1 = log(&db).durable_lsn();
     a.catch_up(log(&db), d1).unwrap();
@@ -346,7 +346,7 @@ fn flipped_bytes_are_reported_as_damage_where_they_are() {
         assert_eq!(
             d.to_string(),
             format!(
-                "archive run {} is damaged at offset {offset}: {}",
+                "sorted run {} is damaged at offset {offset}: {}",
                 path.display(),
                 d.what
             )
@@ -368,9 +368,9 @@ fn flipped_bytes_are_reported_as_damage_where_they_are() {
         expected(log(&db), tail, Lsn(0), d2)
     );
     assert_eq!(scan_all(&a, ALL, d1, d2), expected(log(&db), ALL, d1, d2));
-    // The archive opens with a damaged run; the damage shows when it is read.
-    let reopened = archive_on(&st);
-    assert_eq!(reopened.archived_lsn(), d2);
+    // The store opens with a damaged run; the damage shows when it is read.
+    let reopened = store_on(&st);
+    assert_eq!(reopened.sorted_lsn(), d2);
     check(
         &damage_of(&reopened, ALL, EVER.0, EVER.1),
         HEADER_LEN,
@@ -419,7 +419,7 @@ fn flipped_bytes_are_reported_as_damage_where_they_are() {
 fn regenerate_replaces_a_damaged_run_from_the_log() {
     let (_sim, db, t) = database(8, 150);
     let st = SimStorage::new(107);
-    let a = archive_on(&st);
+    let a = store_on(&st);
     a.set_limits(10 << 10, 1000);
     let durable = {
         a.catch_up(log(&db), log(&db).durable_lsn()).unwrap();
@@ -447,8 +447,8 @@ fn regenerate_replaces_a_damaged_run_from_the_log() {
     );
     let kept = PathBuf::from(format!("{}.damaged", path.display()));
     assert!(st.exists(&kept).unwrap(), "the damaged run is kept");
-    // A reopened archive ignores it.
-    let a = archive_on(&st);
+    // A reopened store ignores it.
+    let a = store_on(&st);
     assert_eq!(a.runs(), runs);
     assert_eq!(
         scan_all(&a, ALL, EVER.0, EVER.1),
@@ -459,7 +459,7 @@ fn regenerate_replaces_a_damaged_run_from_the_log() {
 #[test]
 fn regenerate_refuses_a_range_the_log_no_longer_holds() {
     let (_sim, db, t) = database(9, 150);
-    let a = archive_on(&SimStorage::new(108));
+    let a = store_on(&SimStorage::new(108));
     let d1 = log(&db).durable_lsn();
     a.catch_up(log(&db), d1).unwrap();
     let first = a.runs()[0];
@@ -479,9 +479,9 @@ fn regenerate_refuses_a_range_the_log_no_longer_holds() {
     );
     assert_eq!(a.runs(), vec![first], "nothing replaced");
 
-    // An archive that starts after the truncation starts at the log's start: a gap
+    // A store that starts after the truncation starts at the log's start: a gap
     // only where the log is gone.
-    let b = Archive::open(Arc::new(SimStorage::new(109)), Path::new("/arch")).unwrap();
+    let b = RunStore::open(Arc::new(SimStorage::new(109)), Path::new("/runs")).unwrap();
     let durable = log(&db).durable_lsn();
     b.catch_up(log(&db), durable).unwrap();
     assert_eq!(b.runs(), vec![(start, durable)]);
@@ -498,7 +498,7 @@ fn regenerate_refuses_a_range_the_log_no_longer_holds() {
 fn remove_below_removes_whole_runs_only() {
     let (_sim, db, _t) = database(10, 150);
     let st = SimStorage::new(110);
-    let a = archive_on(&st);
+    let a = store_on(&st);
     a.set_limits(8 << 10, 1000);
     let durable = log(&db).durable_lsn();
     a.catch_up(log(&db), durable).unwrap();
@@ -509,10 +509,10 @@ fn remove_below_removes_whole_runs_only() {
     assert_eq!(a.runs(), runs[1..].to_vec());
     a.remove_below(runs[2].1).unwrap();
     assert_eq!(a.runs(), runs[3..].to_vec());
-    assert_eq!(a.archived_lsn(), durable);
-    let names = st.list(Path::new("/arch")).unwrap();
+    assert_eq!(a.sorted_lsn(), durable);
+    let names = st.list(Path::new("/runs")).unwrap();
     assert_eq!(names.len(), runs.len() - 3, "{names:?}");
-    assert_eq!(archive_on(&st).runs(), runs[3..].to_vec());
+    assert_eq!(store_on(&st).runs(), runs[3..].to_vec());
 
     // A scan that has begun keeps reading the runs removed under it.
     let from = runs[3].0;
@@ -520,12 +520,12 @@ fn remove_below_removes_whole_runs_only() {
     let mut got = vec![merge.next().unwrap().unwrap()];
     a.remove_below(durable).unwrap();
     assert!(a.runs().is_empty());
-    assert!(st.list(Path::new("/arch")).unwrap().is_empty());
+    assert!(st.list(Path::new("/runs")).unwrap().is_empty());
     got.extend(merge.map(|r| r.unwrap()));
     assert_eq!(got, expected(log(&db), ALL, from, durable));
 }
 
-/// A power loss at each operation of writing a run: the archive reopens, shows no
+/// A power loss at each operation of writing a run: the store reopens, shows no
 /// partial run (only no run, or the whole run that reads back), and catches up again.
 #[test]
 fn a_crash_while_writing_a_run_leaves_no_partial_run() {
@@ -535,7 +535,7 @@ fn a_crash_while_writing_a_run_leaves_no_partial_run() {
     let mut crashed = 0;
     for n in 1.. {
         let st = SimStorage::new(200 + n);
-        let a = archive_on(&st);
+        let a = store_on(&st);
         a.set_limits(usize::MAX, 4000);
         st.crash_at_op(n);
         let r = a.catch_up(log(&db), durable);
@@ -547,14 +547,14 @@ fn a_crash_while_writing_a_run_leaves_no_partial_run() {
         crashed += 1;
         assert!(r.is_err(), "a crash at op {n} went unnoticed");
         drop(a);
-        let a = archive_on(&st);
-        let names = st.list(Path::new("/arch")).unwrap();
+        let a = store_on(&st);
+        let names = st.list(Path::new("/runs")).unwrap();
         assert!(
             names.iter().all(|n| RunMeta::parse(n).is_some()),
             "crash at op {n}: {names:?}"
         );
         match a.runs().as_slice() {
-            [] => assert_eq!(a.archived_lsn(), Lsn(0)),
+            [] => assert_eq!(a.sorted_lsn(), Lsn(0)),
             [(from, to)] => {
                 assert_eq!((*from, *to), (log(&db).start_lsn(), durable));
                 assert_eq!(scan_all(&a, ALL, EVER.0, EVER.1), want, "crash at op {n}");
@@ -567,7 +567,7 @@ fn a_crash_while_writing_a_run_leaves_no_partial_run() {
     assert!(crashed >= 4, "only {crashed} crash points");
 }
 
-/// A power loss at each operation of a regeneration: the archive reopens with the same
+/// A power loss at each operation of a regeneration: the store reopens with the same
 /// LSN ranges, holding either the damaged run or its replacement, and a second
 /// regeneration (if needed) repairs it.
 #[test]
@@ -578,7 +578,7 @@ fn a_crash_while_regenerating_leaves_the_old_run_or_the_new_one() {
     let mut crashed = 0;
     for n in 1.. {
         let st = SimStorage::new(300 + n);
-        let a = archive_on(&st);
+        let a = store_on(&st);
         a.set_limits(6 << 10, 4000);
         a.catch_up(log(&db), durable).unwrap();
         let runs = a.runs();
@@ -594,9 +594,9 @@ fn a_crash_while_regenerating_leaves_the_old_run_or_the_new_one() {
         }
         crashed += 1;
         drop(a);
-        let a = archive_on(&st);
+        let a = store_on(&st);
         assert_eq!(a.runs(), runs, "crash at op {n}");
-        let names = st.list(Path::new("/arch")).unwrap();
+        let names = st.list(Path::new("/runs")).unwrap();
         assert!(
             names
                 .iter()
@@ -618,14 +618,14 @@ fn a_crash_while_regenerating_leaves_the_old_run_or_the_new_one() {
 fn open_finishes_an_interrupted_replacement() {
     let (_sim, db, _t) = database(13, 100);
     let st = SimStorage::new(111);
-    let a = archive_on(&st);
+    let a = store_on(&st);
     let durable = log(&db).durable_lsn();
     a.catch_up(log(&db), durable).unwrap();
     let (from, to) = a.runs()[0];
     let path = a.run_path(from, to);
     let good = read_file(&st, &path);
     drop(a);
-    let dir = Path::new("/arch");
+    let dir = Path::new("/runs");
     let put = |name: &str, bytes: &[u8]| {
         let f = st.open(&dir.join(name), OpenOptions::CREATE).unwrap();
         f.write_at(bytes, 0).unwrap();
@@ -640,7 +640,7 @@ fn open_finishes_an_interrupted_replacement() {
     put(&format!("{}.new", later.name()), b"replacement");
     put(&format!("{}.tmp", later.name()), b"partial");
     flip(&st, &path, 30);
-    let a = archive_on(&st);
+    let a = store_on(&st);
     assert_eq!(a.runs(), vec![(later.from, to)]);
     // (`list` sorts.)
     let mut want = vec![
@@ -654,7 +654,7 @@ fn open_finishes_an_interrupted_replacement() {
     st.remove(&dir.join(later.name())).unwrap();
     put(&RunMeta { from, to }.name(), b"old and damaged");
     put(&format!("{}.new", RunMeta { from, to }.name()), &good);
-    let a = archive_on(&st);
+    let a = store_on(&st);
     assert_eq!(a.runs(), vec![(from, to)]);
     assert_eq!(read_file(&st, &path), good);
     assert_eq!(

@@ -224,7 +224,7 @@ pub(super) fn write_run(
     // Last: the header's counts are only known now (the file is synced before anyone
     // may read it, so the order of the writes does not matter).
     file.write_at(&header.encode(), 0)
-        .map_err(|e| file_error("archive run", path, e))?;
+        .map_err(|e| file_error("sorted run", path, e))?;
     Ok(w.at)
 }
 
@@ -252,7 +252,7 @@ impl ChunkWriter<'_> {
             let start = self.at - self.buf.len() as u64;
             self.file
                 .write_at(&self.buf, start)
-                .map_err(|e| file_error("archive run", self.path, e))?;
+                .map_err(|e| file_error("sorted run", self.path, e))?;
             self.buf.clear();
         }
         Ok(())
@@ -482,7 +482,7 @@ impl RunReader {
     }
 
     fn io(&self, e: std::io::Error) -> ScanError {
-        ScanError::Other(file_error("archive run", &self.path, e))
+        ScanError::Other(file_error("sorted run", &self.path, e))
     }
 
     pub(super) fn damage(&self, offset: u64, what: String) -> ScanError {
