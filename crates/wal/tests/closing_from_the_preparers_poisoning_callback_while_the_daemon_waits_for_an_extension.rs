@@ -1,5 +1,6 @@
-//! Reviewer's test (rev3): the failing-sync path of the segment preparer can deadlock
-//! `Log::close`.
+//! Postmortem (outside review of the sync fence): the failing-sync path of the segment
+//! preparer deadlocked `Log::close`. Fixed: `Shared::poison` wakes the preparer's waiters
+//! (`Preparer::wake`) before it runs the callbacks.
 //!
 //! `a_callback_that_drops_the_log_on_the_preparer_thread.rs` fixed a close run from a
 //! durable callback on the preparer's thread (poisoning runs the callbacks there), but
@@ -202,5 +203,8 @@ fn closing_from_the_preparers_poisoning_callback_while_the_daemon_waits_for_an_e
          Log::close joined the flush daemon, which is parked in Preparer::reserve on the \
          condition variable only the preparer (now blocked in that close) notifies"
     );
-    assert!(answered.unwrap(), "the callback is answered with the poison");
+    assert!(
+        answered.unwrap(),
+        "the callback is answered with the poison"
+    );
 }
