@@ -104,6 +104,10 @@ impl Shared {
     pub(crate) fn poison(&self, e: WalError) {
         let err = self.health.poison(e);
         self.buffer.stop();
+        // Before the callbacks run: one of them may close the log, which joins the
+        // daemon, which may be parked on the preparer (the preparer's own failure is the
+        // usual reason it poisons).
+        self.preparer.wake();
         self.waiters.fail_all(&WalError::Poisoned(err));
         self.sync_done_parker.notify_all();
     }

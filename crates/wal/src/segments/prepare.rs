@@ -96,6 +96,14 @@ impl Preparer {
         self.cv.notify_all();
     }
 
+    /// Wakes whoever waits on the preparer (the daemon, parked for an extension or a new
+    /// segment): it looks at the log's health again. Poisoning calls it before anything
+    /// else can block on the daemon (a durable callback that closes the log joins it).
+    pub(crate) fn wake(&self) {
+        let _s = self.state.lock();
+        self.cv.notify_all();
+    }
+
     /// Parks the daemon until the preparer's state changes; fails if the log is poisoned
     /// (the preparer's own failure is one way).
     fn wait<'a>(

@@ -1,0 +1,210 @@
+//! Postmortem (outside review of the sync fence): the failing-sync path of the segment
+//! preparer deadlocked `Log::close`. Fixed: `Shared::poison` wakes the preparer's waiters
+//! (`Preparer::wake`) before it runs the callbacks.
+//!
+//! `a_callback_that_drops_the_log_on_the_preparer_thread.rs` fixed a close run from a
+//! durable callback on the preparer's thread (poisoning runs the callbacks there), but
+//! staged it with the preparer failing a segment *created ahead*, while the flush daemon
+//! did not need it. Here the daemon needs the preparer: it has written the current
+//! segment up to its published extent and parks on the preparer's condition variable
+//! (`Preparer::reserve` -> `Preparer::wait`) for the extension the preparer is syncing.
+//! That sync fails (through the log's `SyncFence`); the preparer poisons the log, and
+//! `Shared::poison` runs the durable callbacks on the preparer's thread *before*
+//! `Preparer::run` notifies the condition variable. A callback that drops the last owner
+//! of the log runs `Log::close`, which joins the flush daemon — parked on a condition
+//! variable that only the preparer (now inside `close`) would notify. Nothing wakes
+//! anyone: the callback never returns, `close` never returns, and the daemon and the
+//! preparer threads hang for good (the directory lock is never released either).
+//!
+//! The staging uses the technique of `a_failed_extension_sync_fails_the_daemons_next_sync`:
+//! a storage wrapper that, by thread name, holds the preparer's extension sync of a
+//! segment until the test lets it fail. The short sleep only gives the daemon time to
+//! park; if it had not parked yet, the test would pass (never a false failure).
+
+mod common;
+
+use common::*;
+use parking_lot::{Condvar, Mutex};
+use sluice_storage::{
+    FaultKind, FaultOp, FaultPlan, FileHandle, LockGuard, OpenOptions, SimStorage, Storage,
+};
+use sluice_wal::{segment, Log, Lsn};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+#[derive(Default)]
+struct Gate {
+    /// The preparer is holding an extension sync at the gate.
+    held: bool,
+    /// The test lets the held sync go on (and fail).
+    release: bool,
+    /// The staged failure happened (once only).
+    done: bool,
+}
+
+#[derive(Clone)]
+struct Staged {
+    sim: SimStorage,
+    gate: Arc<(Mutex<Gate>, Condvar)>,
+}
+
+struct StagedFile {
+    inner: Box<dyn FileHandle>,
+    path: PathBuf,
+    staged: Staged,
+}
+
+fn is_segment(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(segment::parse_segment_name)
+        .is_some()
+}
+
+impl FileHandle for StagedFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.inner.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.inner.write_at(buf, offset)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        let preparer = std::thread::current().name() == Some("sluice-prepare");
+        // The preparer syncs a segment under its final name only to extend it (a new
+        // segment is synced as `.tmp`, a recycled one under its free name).
+        if preparer && is_segment(&self.path) {
+            let (m, cv) = &*self.staged.gate;
+            let mut g = m.lock();
+            if !g.done {
+                g.held = true;
+                cv.notify_all();
+                while !g.release {
+                    cv.wait(&mut g);
+                }
+                g.done = true;
+                drop(g);
+                self.staged.sim.inject(
+                    FaultPlan::new(FaultOp::Sync, 1, FaultKind::Eio)
+                        .on(self.path.to_str().unwrap()),
+                );
+                let r = self.inner.sync_data();
+                self.staged.sim.clear_faults();
+                assert!(r.is_err(), "the injected failure");
+                return r;
+            }
+        }
+        self.inner.sync_data()
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+    fn drop_cache(&self) -> io::Result<()> {
+        self.inner.drop_cache()
+    }
+    fn failpoint(&self, name: &'static str) -> io::Result<()> {
+        self.inner.failpoint(name)
+    }
+}
+
+impl Storage for Staged {
+    fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn FileHandle>> {
+        Ok(Box::new(StagedFile {
+            inner: self.sim.open(path, options)?,
+            path: path.to_path_buf(),
+            staged: self.clone(),
+        }))
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.sim.create_dir_all(dir)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        self.sim.list(dir)
+    }
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        self.sim.exists(path)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.sim.remove(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.sim.rename(from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.sim.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
+        self.sim.lock(path)
+    }
+    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
+        self.sim.lock_shared(path)
+    }
+    fn dir_identity(&self, dir: &Path) -> io::Result<sluice_storage::DirIdentity> {
+        self.sim.dir_identity(dir)
+    }
+    fn failpoint(&self, name: &'static str, path: &Path) -> io::Result<()> {
+        self.sim.failpoint(name, path)
+    }
+}
+
+#[test]
+fn closing_from_the_preparers_poisoning_callback_while_the_daemon_waits_for_an_extension() {
+    let (sim, _) = sim(5);
+    let staged = Staged {
+        sim,
+        gate: Arc::default(),
+    };
+    let storage: Arc<dyn Storage> = Arc::new(staged.clone());
+    // 8 KiB segments start with a 2 KiB extent; the daemon asks for 4 KiB once it
+    // writes past 1 KiB, and cannot write past 2 KiB before that extension is synced.
+    let opts = small_options();
+    let log = Arc::new(Log::open(storage, DIR, opts).unwrap());
+    let (done_tx, done_rx) = mpsc::channel();
+    let owner = log.clone();
+    // Waits for a position nobody will reach: only the poison answers it (and, as a
+    // registered wait, it makes every round due at once).
+    log.on_durable(
+        Lsn(1 << 40),
+        Box::new(move |r| {
+            drop(owner); // the last owner once the test has dropped its own
+            done_tx.send(r.is_err()).unwrap();
+        }),
+    );
+    // About 3 KiB of records: past the 2 KiB extent, within the 4 KiB ring.
+    let record = [7u8; 480];
+    for _ in 0..6 {
+        log.append(&record).unwrap();
+    }
+    // The preparer holds its extension sync; give the daemon time to run into the
+    // extent and park on the preparer's condition variable.
+    {
+        let (m, cv) = &*staged.gate;
+        let mut g = m.lock();
+        while !g.held {
+            cv.wait(&mut g);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    drop(log);
+    {
+        let (m, cv) = &*staged.gate;
+        m.lock().release = true;
+        cv.notify_all();
+    }
+    let answered = done_rx.recv_timeout(Duration::from_secs(20));
+    assert!(
+        answered.is_ok(),
+        "deadlock: the preparer's failed extension sync poisoned the log and ran the \
+         callback on the preparer's thread; the callback dropped the last owner, and \
+         Log::close joined the flush daemon, which is parked in Preparer::reserve on the \
+         condition variable only the preparer (now blocked in that close) notifies"
+    );
+    assert!(
+        answered.unwrap(),
+        "the callback is answered with the poison"
+    );
+}
