@@ -57,6 +57,7 @@
 mod format;
 pub(crate) mod fuzz;
 pub(crate) mod legacy;
+mod mem_file;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
