@@ -22,6 +22,7 @@ mod error;
 pub mod failpoint;
 mod gate;
 mod identity;
+mod layer;
 mod os;
 mod route;
 mod settle;
