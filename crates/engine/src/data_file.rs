@@ -4,7 +4,7 @@
 //! that writes pages. (A lower layer than the buffer pool: it imports nothing of it.)
 
 use crate::error::{Error, Result};
-use sluice_storage::{OpenOptions, Storage};
+use sluice_storage::{FileHandle, OpenOptions, Storage};
 use std::io;
 use std::path::Path;
 
@@ -15,6 +15,32 @@ pub(crate) fn file_error(what: &str, path: &Path, e: io::Error) -> Error {
         e.kind(),
         format!("{what} {}: {e}", path.display()),
     ))
+}
+
+/// Writes a file whole under a temporary name and moves it into place: `write` fills
+/// `tmp` (created, or truncated), which is synced, closed and renamed to `path`. The
+/// directory is not synced: the caller does, when the new name must be durable. `io`
+/// names the file in the errors of these steps. Returns what `write` returned.
+pub(crate) fn write_and_rename<T>(
+    storage: &dyn Storage,
+    (tmp, path): (&Path, &Path),
+    io: impl Fn(io::Error) -> Error + Copy,
+    write: impl FnOnce(&dyn FileHandle) -> Result<T>,
+) -> Result<T> {
+    let f = storage
+        .open(
+            tmp,
+            OpenOptions {
+                truncate: true,
+                ..OpenOptions::CREATE
+            },
+        )
+        .map_err(io)?;
+    let out = write(&*f)?;
+    f.sync_data().map_err(io)?;
+    drop(f);
+    storage.rename(tmp, path).map_err(io)?;
+    Ok(out)
 }
 
 /// Writes a small file durably: `bytes` into `dir/tmp` (created or truncated), synced,
@@ -30,20 +56,9 @@ pub(crate) fn write_durably(
 ) -> Result<()> {
     let path = dir.join(name);
     let io = |e| file_error(what, &path, e);
-    let tmp = dir.join(tmp);
-    let f = storage
-        .open(
-            &tmp,
-            OpenOptions {
-                truncate: true,
-                ..OpenOptions::CREATE
-            },
-        )
-        .map_err(io)?;
-    f.write_at(bytes, 0).map_err(io)?;
-    f.sync_data().map_err(io)?;
-    drop(f);
-    storage.rename(&tmp, &path).map_err(io)?;
+    write_and_rename(storage, (&dir.join(tmp), &path), io, |f| {
+        f.write_at(bytes, 0).map_err(io)
+    })?;
     if let Some(point) = renamed {
         storage.failpoint(point, &path).map_err(io)?;
     }

@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::{FileHandle, LockGuard, OpenOptions, Storage};
+use crate::layer::{FileLayer, FileOp, StorageLayer};
+use crate::{FileHandle, Storage};
 
 /// The longest latency [`DeviceProfile::parse_latency`] accepts: anything longer is
 /// surely a typo (a missing unit suffix scaled up), and would make a run hang.
@@ -237,99 +238,45 @@ struct DeviceFile {
     device: Arc<Device>,
 }
 
-impl FileHandle for DeviceFile {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        let cost = self.device.profile.lock().read_cost(buf.len());
-        self.device.run(cost, || self.inner.read_at(buf, offset))
+impl FileLayer for DeviceFile {
+    fn below(&self) -> &dyn FileHandle {
+        &*self.inner
     }
-
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        let cost = self.device.profile.lock().read_cost(buf.len());
-        self.device
-            .run(cost, || self.inner.read_exact_at(buf, offset))
-    }
-
-    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        let cost = self.device.profile.lock().write_cost(buf.len());
-        self.device.run(cost, || self.inner.write_at(buf, offset))
-    }
-
-    fn sync_data(&self) -> io::Result<()> {
-        let cost = self.device.profile.lock().sync_latency;
-        self.device.run(cost, || self.inner.sync_data())
-    }
-
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.inner.set_len(len)
-    }
-
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-
-    fn drop_cache(&self) -> io::Result<()> {
-        // Dropping the page cache is not device work: it costs nothing on the queue.
-        self.inner.drop_cache()
-    }
-
-    fn failpoint(&self, name: &'static str) -> io::Result<()> {
-        self.inner.failpoint(name)
+    // Dropping the page cache and changing a length are not device work: they cost
+    // nothing on the queue.
+    fn around<T>(&self, op: FileOp, call: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+        let cost = {
+            let profile = self.device.profile.lock();
+            match op {
+                FileOp::Read(n) => profile.read_cost(n),
+                FileOp::Write(n) => profile.write_cost(n),
+                FileOp::Sync => profile.sync_latency,
+            }
+        };
+        self.device.run(cost, call)
     }
 }
 
-impl<S: Storage> Storage for DeviceModel<S> {
-    fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn FileHandle>> {
-        let inner = self.inner.open(path, options)?;
-        Ok(Box::new(DeviceFile {
+impl<S: Storage> StorageLayer for DeviceModel<S> {
+    fn below(&self) -> &dyn Storage {
+        &self.inner
+    }
+    fn wrap(&self, inner: Box<dyn FileHandle>) -> Box<dyn FileHandle> {
+        Box::new(DeviceFile {
             inner,
             device: Arc::clone(&self.device),
-        }))
+        })
     }
-
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        self.inner.exists(path)
-    }
-
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove(path)
-    }
-
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+    fn sync_dir_through(&self, dir: &Path) -> io::Result<()> {
         let cost = self.device.profile.lock().sync_latency;
         self.device.run(cost, || self.inner.sync_dir(dir))
-    }
-
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
-        self.inner.lock(path)
-    }
-    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
-        self.inner.lock_shared(path)
-    }
-    fn dir_identity(&self, dir: &Path) -> io::Result<crate::DirIdentity> {
-        self.inner.dir_identity(dir)
-    }
-
-    fn failpoint(&self, name: &'static str, path: &Path) -> io::Result<()> {
-        self.inner.failpoint(name, path)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::SimStorage;
+    use crate::{OpenOptions, SimStorage};
     use std::path::PathBuf;
     use std::sync::Barrier;
 

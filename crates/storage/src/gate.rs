@@ -1,10 +1,10 @@
 //! A storage wrapper whose syncs can be held: for tests that need "the log is not yet
 //! durable" to last exactly as long as they say.
 
-use crate::{FileHandle, LockGuard, OpenOptions, Storage};
+use crate::layer::{FileLayer, FileOp, StorageLayer};
+use crate::{FileHandle, Storage};
 use parking_lot::{Condvar, Mutex};
 use std::io;
-use std::path::Path;
 use std::sync::Arc;
 
 #[derive(Default)]
@@ -62,18 +62,12 @@ struct GatedFile {
     gate: Arc<Gate>,
 }
 
-impl FileHandle for GatedFile {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.inner.read_at(buf, offset)
+impl FileLayer for GatedFile {
+    fn below(&self) -> &dyn FileHandle {
+        &*self.inner
     }
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.inner.read_exact_at(buf, offset)
-    }
-    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        self.inner.write_at(buf, offset)
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        {
+    fn around<T>(&self, op: FileOp, call: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+        if op == FileOp::Sync {
             let mut g = self.gate.state.lock();
             if g.closed {
                 g.held += 1;
@@ -84,57 +78,18 @@ impl FileHandle for GatedFile {
                 g.held -= 1;
             }
         }
-        self.inner.sync_data()
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.inner.set_len(len)
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-    fn drop_cache(&self) -> io::Result<()> {
-        self.inner.drop_cache()
-    }
-    fn failpoint(&self, name: &'static str) -> io::Result<()> {
-        self.inner.failpoint(name)
+        call()
     }
 }
 
-impl Storage for GatedStorage {
-    fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn FileHandle>> {
-        Ok(Box::new(GatedFile {
-            inner: self.inner.open(path, options)?,
+impl StorageLayer for GatedStorage {
+    fn below(&self) -> &dyn Storage {
+        &*self.inner
+    }
+    fn wrap(&self, inner: Box<dyn FileHandle>) -> Box<dyn FileHandle> {
+        Box::new(GatedFile {
+            inner,
             gate: self.gate.clone(),
-        }))
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        self.inner.exists(path)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
-        self.inner.lock(path)
-    }
-    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
-        self.inner.lock_shared(path)
-    }
-    fn dir_identity(&self, dir: &Path) -> io::Result<crate::DirIdentity> {
-        self.inner.dir_identity(dir)
-    }
-    fn failpoint(&self, name: &'static str, path: &Path) -> io::Result<()> {
-        self.inner.failpoint(name, path)
+        })
     }
 }

@@ -22,6 +22,7 @@ mod error;
 pub mod failpoint;
 mod gate;
 mod identity;
+mod layer;
 mod os;
 mod route;
 mod settle;
@@ -92,10 +93,19 @@ pub trait FileHandle: Send + Sync {
         Ok(self.len()? == 0)
     }
 
+    /// The file's path, where the handle knows it (a backend's files do): the errors of
+    /// [`FileHandle::read_exact_at`] name it.
+    fn path(&self) -> Option<&Path> {
+        None
+    }
+
     /// Reads exactly `buf.len()` bytes at `offset`, or fails with `UnexpectedEof`.
     /// Wrappers forward it, so that the backend's error names the file.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        read_exact_with(|b, o| self.read_at(b, o), buf, offset)
+        read_exact_with(|b, o| self.read_at(b, o), buf, offset).map_err(|e| match self.path() {
+            Some(path) => error::with_path(path, e),
+            None => e,
+        })
     }
 
     /// The named failure point `name` ([`failpoint`]) concerning this file: `Ok` unless a

@@ -10,10 +10,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{with_path, with_paths};
-use crate::{
-    dirs_top_down, parent_dir, read_exact_with, DirIdentity, FileHandle, LockGuard, OpenOptions,
-    Storage,
-};
+use crate::{dirs_top_down, parent_dir, DirIdentity, FileHandle, LockGuard, OpenOptions, Storage};
 
 /// Real files through `std::fs`: the storage that production code runs on.
 ///
@@ -82,9 +79,8 @@ impl FileHandle for OsFile {
         self.read(buf, offset).map_err(|e| with_path(&self.path, e))
     }
 
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        read_exact_with(|b, o| self.read_at(b, o), buf, offset)
-            .map_err(|e| with_path(&self.path, e))
+    fn path(&self) -> Option<&Path> {
+        Some(&self.path)
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {

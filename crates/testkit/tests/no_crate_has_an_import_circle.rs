@@ -4,7 +4,10 @@
 //! `Inner`; before issue 23, the WAL's `log`, `flush`, `prepare` and `archive` formed one
 //! through the log's shared state, its `dirs` and `segment` imported each other, and the
 //! engine's `page/layout` dispatched to `meta` and `node`, which read their fields from
-//! it. Each crate had its own check then, or none; the rule now lives in
+//! it; the engine's `buffer_pool/` `page_ref`, `pool` and `write_protocol` reached each
+//! other through the whole pool (now through `pool_core`, below all three), and
+//! `propagation/runs/` `format` read through `fuzz`'s in-memory file (now `mem_file`,
+//! below both). Each crate had its own check then, or none; the rule now lives in
 //! `sluice_testkit::layers` and this runs it over every member of the workspace. Run with
 //! `--nocapture` to see the graphs.
 
@@ -23,18 +26,6 @@ fn crate_layers(name: &str) -> Layers {
     Layers::of_crate(&workspace().join("crates").join(name).join("src"))
 }
 
-/// Circles the checker found in the engine when it replaced the engine's own check (which
-/// followed no re-export), left while other work moves those engine files (issue 23, item
-/// 3). Each must still be found exactly so, so that the list only shrinks: fixing one
-/// fails this test until its line is deleted. Issue 23 is done when the list is empty.
-const KNOWN_ENGINE_CIRCLES: [&str; 2] = [
-    // `PageRef` holds the pool the pool's `fetch` makes it from; the write protocol and
-    // the pool call each other.
-    "crates/engine/src: in buffer_pool/: page_ref <-> pool <-> write_protocol",
-    // `format::decode_run`, the fuzz target's entry, reads through `fuzz::MemFile`.
-    "crates/engine/src: in propagation/runs/: format <-> fuzz",
-];
-
 #[test]
 fn no_crate_of_the_workspace_has_an_import_circle_in_any_folder() {
     let crates = workspace_sources(workspace());
@@ -52,15 +43,7 @@ fn no_crate_of_the_workspace_has_an_import_circle_in_any_folder() {
         println!("== {name}\n{layers}");
         found.extend(layers.circles().iter().map(|c| format!("{name}: {c}")));
     }
-    let is_known = |c: &String| KNOWN_ENGINE_CIRCLES.contains(&c.lines().next().unwrap());
-    let new: Vec<String> = found.iter().filter(|c| !is_known(c)).cloned().collect();
-    assert!(new.is_empty(), "import circles:\n{}", new.join("\n"));
-    for k in KNOWN_ENGINE_CIRCLES {
-        assert!(
-            found.iter().any(|c| c.lines().next() == Some(k)),
-            "a known circle is gone or changed (delete its line): {k}"
-        );
-    }
+    assert!(found.is_empty(), "import circles:\n{}", found.join("\n"));
 }
 
 /// The check itself must see the engine's layers it guards: the crate root, a folder's
@@ -74,6 +57,9 @@ fn the_check_sees_the_engine_layers() {
     assert!(g.imports("propagation", "jobs", "runs"));
     assert!(!g.has_importer("propagation", "log_tests"), "test-only");
     assert!(g.imports("page", "validate", "node"));
+    assert!(g.imports("buffer_pool", "page_ref", "pool_core"));
+    assert!(g.imports("buffer_pool", "write_protocol", "pool_core"));
+    assert!(g.imports("propagation/runs", "format", "mem_file"));
 }
 
 /// The same for the WAL: the crate root, a folder's own imports, and a folder's imports

@@ -107,6 +107,30 @@ pub(crate) struct Recovered {
     pub(crate) list: SegmentList,
 }
 
+impl Recovered {
+    /// The log recovered as the segments of `list` up to the one starting at
+    /// `keep_through` (those past it are cut, or left unread by a read-only open).
+    fn through(
+        mut info: RecoveryInfo,
+        list: &SegmentList,
+        keep_through: Lsn,
+        segment_bytes: u64,
+    ) -> Recovered {
+        let kept: Vec<Lsn> = (list.starts.iter().copied())
+            .filter(|&s| s <= keep_through)
+            .collect();
+        info.segments = kept.len();
+        Recovered {
+            info,
+            segment_bytes,
+            list: SegmentList {
+                starts: kept,
+                segment_bytes: Some(segment_bytes),
+            },
+        }
+    }
+}
+
 /// Finds the end of the log in `dirs`. `read_only`: write nothing — the directories and
 /// segments are synced through read-only handles before the scan all the same (a sync
 /// changes no byte; see `segment::scan_dir_read_only`), and a torn tail is left as it is
@@ -234,21 +258,7 @@ pub(crate) fn recover(
     let keep_through = segment::segment_start(x, segment_bytes);
     if read_only {
         // The tail stays on disk; nothing reads past the end.
-        let kept: Vec<Lsn> = list
-            .starts
-            .iter()
-            .copied()
-            .filter(|&s| s <= keep_through)
-            .collect();
-        info.segments = kept.len();
-        return Ok(Recovered {
-            info,
-            segment_bytes,
-            list: SegmentList {
-                starts: kept,
-                segment_bytes: Some(segment_bytes),
-            },
-        });
+        return Ok(Recovered::through(info, &list, keep_through, segment_bytes));
     }
     // A tail: zero it, drop whole segments past it, and make that durable.
     info.cut_bytes = last_nonzero_end.0 - x.0;
@@ -296,24 +306,10 @@ pub(crate) fn recover(
         storage.remove(&dir.join(segment::segment_name(s)))?;
         unsynced = Some(dir);
     }
-    let kept: Vec<Lsn> = list
-        .starts
-        .iter()
-        .copied()
-        .filter(|&s| s <= keep_through)
-        .collect();
     if let Some(dir) = unsynced {
         storage.sync_dir(dir)?;
     }
-    info.segments = kept.len();
-    Ok(Recovered {
-        info,
-        segment_bytes,
-        list: SegmentList {
-            starts: kept,
-            segment_bytes: Some(segment_bytes),
-        },
-    })
+    Ok(Recovered::through(info, &list, keep_through, segment_bytes))
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ mod write;
 pub(crate) use page_op::apply_op;
 pub(crate) use scan::{scan_batch, BatchEnd};
 pub use verify::TreeReport;
-pub(crate) use write::{ChangeLogger, ClrLogger, GapLocker, SetOutcome};
+pub(crate) use write::{ChangeLogger, ClrLogger, GapLocker, LeafChange, SetOutcome};
 
 use crate::ids::PageId;
 use crate::store::Store;

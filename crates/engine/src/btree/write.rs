@@ -32,18 +32,21 @@ use crate::store::Store;
 use crate::txn_table::TxnShared;
 use sluice_wal::{Appended, Lsn};
 
+/// A change of one key in a leaf, as a [`ChangeLogger`] logs it: `key` on `page` of
+/// `tree` going from `old` to `new` (`None`: absent).
+#[derive(Clone, Copy)]
+pub(crate) struct LeafChange<'a> {
+    pub(crate) page: PageId,
+    pub(crate) tree: PageId,
+    pub(crate) key: &'a [u8],
+    pub(crate) old: Option<CellValue<'a>>,
+    pub(crate) new: Option<CellValue<'a>>,
+}
+
 /// Logs a leaf change before it is applied (the leaf is X-latched and protected).
 pub(crate) trait ChangeLogger {
-    /// Appends the record for `key` on `page` of `tree` going from `old` to `new`.
-    fn log(
-        &mut self,
-        store: &Store,
-        page: PageId,
-        tree: PageId,
-        key: &[u8],
-        old: Option<CellValue<'_>>,
-        new: Option<CellValue<'_>>,
-    ) -> Result<Appended>;
+    /// Appends the record of `change`.
+    fn log(&mut self, store: &Store, change: LeafChange<'_>) -> Result<Appended>;
 }
 
 /// Takes gap locks for a transaction's insert or delete, under page latches.
@@ -106,15 +109,14 @@ pub(crate) struct ClrLogger<'a> {
 }
 
 impl ChangeLogger for ClrLogger<'_> {
-    fn log(
-        &mut self,
-        store: &Store,
-        page: PageId,
-        _tree: PageId,
-        key: &[u8],
-        old: Option<CellValue<'_>>,
-        new: Option<CellValue<'_>>,
-    ) -> Result<Appended> {
+    fn log(&mut self, store: &Store, change: LeafChange<'_>) -> Result<Appended> {
+        let LeafChange {
+            page,
+            key,
+            old,
+            new,
+            ..
+        } = change;
         // Only the changed bytes when that is smaller (see `log_record::Delta`).
         let op = PageOp::between(key, old, new).expect("only real changes are logged");
         let txn = self.txn.id;
@@ -251,7 +253,14 @@ impl Btree<'_> {
         }
         self.store.protect_page(w)?;
         let old_cell = old.as_ref().map(StoredValue::as_cell);
-        let a = logger.log(self.store, w.id(), root, key, old_cell, new)?;
+        let change = LeafChange {
+            page: w.id(),
+            tree: root,
+            key,
+            old: old_cell,
+            new,
+        };
+        let a = logger.log(self.store, change)?;
         let op = op_ref_for(key, old_cell, new).expect("a real change");
         // The leaf stayed X-latched since the search: its slot still holds.
         apply_op_at(w.bytes_mut(), op, at).expect("the change was checked to apply before logging");

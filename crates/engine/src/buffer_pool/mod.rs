@@ -13,6 +13,7 @@ mod data_file;
 mod frame;
 mod page_ref;
 mod pool;
+mod pool_core;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -21,7 +22,6 @@ mod write_protocol;
 
 pub(crate) use cleaning::{Candidate, Cleaned};
 pub(crate) use data_file::DataFile;
-pub(crate) use frame::Frame;
 pub(crate) use page_ref::{PageRef, PageWrite};
 pub use pool::PoolStats;
 pub(crate) use pool::{BufferPool, Wait};

@@ -1,7 +1,7 @@
 //! Pinned pages and their latch guards.
 
-use crate::buffer_pool::frame::NOT_LATCHED;
-use crate::buffer_pool::{BufferPool, Frame};
+use super::frame::{Frame, NOT_LATCHED};
+use super::pool_core::PoolCore;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::page;
@@ -11,7 +11,8 @@ use std::sync::atomic::Ordering;
 
 /// A pinned page: it stays in its frame until this is dropped.
 pub(crate) struct PageRef<'a> {
-    pub(crate) pool: &'a BufferPool,
+    /// The pool's core, which holds the frame (the pool derefs to it).
+    pub(crate) pool: &'a PoolCore,
     pub(crate) idx: usize,
     pub(crate) id: PageId,
 }

@@ -1,9 +1,9 @@
 //! The pool: page table, CLOCK replacement, loading and writing pages.
 
 use crate::buffer_pool::frame::{Frame, NOT_LATCHED, STATE_LOADING, STATE_READY};
+use crate::buffer_pool::pool_core::PoolCore;
 use crate::buffer_pool::{DataFile, Landed, PageRef, PageWrite};
 use crate::error::{Error, Result};
-use crate::health::Health;
 use crate::ids::PageId;
 use crate::log_record::Record;
 use crate::log_sink::LogSink;
@@ -11,7 +11,7 @@ use crate::page;
 use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 use sluice_wal::Lsn;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -51,32 +51,20 @@ pub(crate) enum Wait {
     Try,
 }
 
+/// The pool: its [`PoolCore`] (what pinned pages and page writes reach), the page table
+/// and the counters. It derefs to its core, so `pool.frames` and `pool.landing(..)` read
+/// as before.
 pub(crate) struct BufferPool {
-    pub(crate) frames: Box<[Frame]>,
+    core: PoolCore,
     /// Read-locked by every hit; write-locked to change the map or pick a victim.
     table: RwLock<Table>,
-    pub(super) file: DataFile,
-    pub(super) log: Arc<LogSink>,
     /// A read-only database's pool: it never writes a page back. A dirty frame (changed
     /// by restart recovery in memory) is never a victim; when only dirty or pinned frames
     /// are left, a fetch fails (`read_only_full`).
     pub(super) read_only: bool,
-    /// The image floor F: a page is written only if its last full image is above F
-    /// (otherwise one is logged first). F is the redo point of the last checkpoint whose
-    /// data-file sync covers every write made before F was raised; only rises.
-    pub(super) image_floor: AtomicU64,
-    /// Restart recovery's redo pass is running (`set_redo`).
-    pub(super) redo: AtomicBool,
     /// During the redo pass: the pages it has met a full image of in the part of the log
     /// any recovery from the same checkpoint replays for them (`set_redo`).
     redo_imaged: Mutex<HashSet<PageId>>,
-    /// Held shared by every page write from reading the floor to the end of its
-    /// `write_at`; exclusively by a checkpoint while it moves its redo point and the
-    /// floor, so that no write straddles either move. Nobody waits for a latch while
-    /// holding it, in either mode.
-    pub(super) write_gate: RwLock<()>,
-    /// The first data-file write or sync failure (`fail`).
-    health: Health,
     reads: AtomicU64,
     pub(super) writes: AtomicU64,
     evictions: AtomicU64,
@@ -89,6 +77,13 @@ pub(crate) struct BufferPool {
     /// window deterministically).
     #[cfg(test)]
     pub(crate) before_landing: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl std::ops::Deref for BufferPool {
+    type Target = PoolCore;
+    fn deref(&self) -> &PoolCore {
+        &self.core
+    }
 }
 
 impl BufferPool {
@@ -104,20 +99,15 @@ impl BufferPool {
         read_only: bool,
     ) -> Self {
         assert!(frames >= 2);
+        let slots = (0..frames).map(|_| Frame::new(page_size)).collect();
         BufferPool {
-            frames: (0..frames).map(|_| Frame::new(page_size)).collect(),
+            core: PoolCore::new(slots, file, log, image_floor.0),
             table: RwLock::new(Table {
                 map: hashbrown::HashMap::with_capacity(frames),
                 hand: 0,
             }),
-            file,
-            log,
             read_only,
-            image_floor: AtomicU64::new(image_floor.0),
-            redo: AtomicBool::new(false),
             redo_imaged: Mutex::new(HashSet::new()),
-            write_gate: RwLock::new(()),
-            health: Health::default(),
             reads: AtomicU64::new(0),
             writes: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
@@ -148,15 +138,6 @@ impl BufferPool {
     /// are ignored).
     pub(crate) fn set_dirty_victim_hook(&self, hook: Box<dyn Fn() + Send + Sync>) {
         let _ = self.dirty_victim_hook.set(hook);
-    }
-
-    pub(super) fn fail(&self, e: Error) -> Error {
-        self.health.poison(format_args!("data file: {e}"));
-        e
-    }
-
-    pub(super) fn check(&self) -> Result<()> {
-        self.health.check()
     }
 
     /// Pins page `id`, reading it from disk if needed. The page may be invalid (see
@@ -633,7 +614,7 @@ impl BufferPool {
     }
 
     /// Pages per propagation segment of the data file (log-based propagation reads and
-    /// writes a segment at a time, through [`BufferPool::landing`]).
+    /// writes a segment at a time, through [`PoolCore::landing`]).
     pub(crate) fn segment_pages(&self) -> u64 {
         self.file.segment_pages()
     }
@@ -722,11 +703,6 @@ impl BufferPool {
 }
 
 impl BufferPool {
-    /// The data file's path (for messages).
-    pub(crate) fn data_path(&self) -> &std::path::Path {
-        self.file.path()
-    }
-
     /// Reads the on-disk image of a page, bypassing the cache (for verification).
     pub(crate) fn read_disk(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
         self.file.read(id, buf)

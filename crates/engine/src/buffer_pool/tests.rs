@@ -35,7 +35,7 @@ fn database() -> (Database, PageId) {
 }
 
 /// The frame holding page `p`.
-fn frame_of(db: &Database, p: PageId) -> &super::Frame {
+fn frame_of(db: &Database, p: PageId) -> &super::frame::Frame {
     drop(db.inner.store.pool.fetch(p).unwrap());
     let frames = &db.inner.store.pool.frames;
     frames
@@ -180,7 +180,7 @@ fn heat_counts_hits_and_decays_as_the_clock_passes() {
     tx.commit().unwrap();
     let p = t.id();
     let f = frame_of(&db, p);
-    let heat = |f: &super::Frame| f.heat.load(Ordering::Relaxed);
+    let heat = |f: &super::frame::Frame| f.heat.load(Ordering::Relaxed);
     let h0 = heat(f);
     assert!(h0 >= 1);
     for _ in 0..10 {

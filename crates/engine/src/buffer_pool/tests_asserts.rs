@@ -3,7 +3,8 @@
 //! protocol, a frame marked written past its PageLSN) and expects the assertion that
 //! names the rule. An assertion that can never fail would guard nothing.
 
-use super::{Frame, Wait};
+use super::frame::Frame;
+use super::Wait;
 use crate::ids::PageId;
 use crate::page::{self, NodeMut};
 use crate::{Database, Options};

@@ -40,9 +40,12 @@
 //! file still holds what the landing read — nothing newer. The callers assert the rest:
 //! a frame written is pinned (`write_frame`), and CleanLSN moves, under the frame's I/O
 //! lock, never past PageLSN (`Frame::written`).
+//!
+//! [`BufferPool::write_frame`]: super::BufferPool::write_frame
+//! [`BufferPool::write_cluster`]: super::BufferPool::write_cluster
 
 use super::data_file::DataFile;
-use super::BufferPool;
+use super::pool_core::PoolCore;
 use crate::error::Result;
 use crate::ids::PageId;
 use crate::page;
@@ -67,7 +70,7 @@ pub(crate) enum Landed {
 /// (see the module): the write gate shared and their segments' locks, taken when the
 /// landing was made, together with what the file held for each page then.
 pub(crate) struct Landing<'a> {
-    pool: &'a BufferPool,
+    pool: &'a PoolCore,
     first: PageId,
     /// For each page, the PageLSN of the valid version the file holds (`None`: none —
     /// never written, or torn).
@@ -83,7 +86,7 @@ pub(crate) struct Landing<'a> {
     gate: RwLockReadGuard<'a, ()>,
 }
 
-impl BufferPool {
+impl PoolCore {
     /// Holds pages `[first, first + buf.len() / page_size)` for writing and reads what
     /// the data file holds for them into `buf` (zeros past its end). Takes the write gate
     /// shared and the pages' segment locks, which the landing keeps until dropped: drop
@@ -248,7 +251,7 @@ impl Landing<'_> {
 }
 
 #[cfg(test)]
-impl BufferPool {
+impl PoolCore {
     /// A landing over page `id` that holds `gate` and `segments` in place of the locks
     /// `landing` takes, and believes the file holds nothing of the page: the way a test
     /// breaks the protocol's preconditions to see the assertions fire.

@@ -280,6 +280,46 @@ mod tests {
         f.sync_data().unwrap();
     }
 
+    /// Makes the next checkpoint race a writer: right after its begin record, a writer
+    /// that read the redo point `r1` before it logs "k3" after it (so with no image);
+    /// then page `evict`, if any, leaves the pool.
+    fn race_the_next_begin(db: &Database, t: &Table, r1: u64, evict: Option<PageId>) {
+        let (hook_db, hook_t) = (db.clone(), t.clone());
+        *db.inner.checkpoints.after_begin.lock() = Some(Box::new(move || {
+            let r2 = hook_db.inner.store.redo_point.swap(r1, Ordering::SeqCst);
+            put(&hook_db, &hook_t, "k3");
+            hook_db.inner.store.redo_point.store(r2, Ordering::SeqCst);
+            if let Some(p) = evict {
+                assert!(
+                    hook_db.inner.store.pool.evict(p).unwrap(),
+                    "page in the pool"
+                );
+            }
+        }));
+    }
+
+    /// Crashes, tears page `p` (1 KiB pages) and recovers: every key of `keys` is there
+    /// and recovery restored exactly that page from its image.
+    fn tear_and_recover(
+        sim: &SimStorage,
+        (db, t): (Database, Table),
+        p: PageId,
+        keys: &[&str],
+    ) -> Database {
+        sim.crash();
+        drop((t, db));
+        tear(sim, p, 1024);
+        let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+        let t = db.table("t").unwrap();
+        let mut tx = db.begin();
+        for k in keys {
+            assert!(tx.get(&t, k.as_bytes()).unwrap().is_some(), "{k} lost");
+        }
+        tx.commit().unwrap();
+        assert_eq!(db.recovery_report().restored_pages, 1);
+        db
+    }
+
     /// The scenario: a writer decides on the old redo point, the checkpoint
     /// begins, the writer logs its change after the new redo point (no image); the page
     /// is evicted before the sweep sees it, changed again after the checkpoint, evicted
@@ -295,34 +335,12 @@ mod tests {
         db.checkpoint().unwrap();
         let r1 = db.inner.store.redo_point.load(Ordering::SeqCst);
         put(&db, &t, "k2"); // the first change after r1 logs an image
-        let (hook_db, hook_t) = (db.clone(), t.clone());
-        *db.inner.checkpoints.after_begin.lock() = Some(Box::new(move || {
-            // A writer that read the redo point before this checkpoint's begin record
-            // and appends its change after it.
-            let r2 = hook_db.inner.store.redo_point.swap(r1, Ordering::SeqCst);
-            put(&hook_db, &hook_t, "k3");
-            hook_db.inner.store.redo_point.store(r2, Ordering::SeqCst);
-            assert!(
-                hook_db.inner.store.pool.evict(p).unwrap(),
-                "page in the pool"
-            );
-        }));
+        race_the_next_begin(&db, &t, r1, Some(p));
         db.checkpoint().unwrap();
         assert!(db.inner.checkpoints.after_begin.lock().is_none());
         put(&db, &t, "k4");
         assert!(db.inner.store.pool.evict(p).unwrap(), "page in the pool");
-        sim.crash();
-        drop((t, db));
-        tear(&sim, p, 1024);
-
-        let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
-        let t = db.table("t").unwrap();
-        let mut tx = db.begin();
-        for k in ["k1", "k2", "k3", "k4"] {
-            assert!(tx.get(&t, k.as_bytes()).unwrap().is_some(), "{k} lost");
-        }
-        tx.commit().unwrap();
-        assert_eq!(db.recovery_report().restored_pages, 1);
+        let db = tear_and_recover(&sim, (db, t), p, &["k1", "k2", "k3", "k4"]);
         db.verify().unwrap();
     }
 
@@ -341,12 +359,7 @@ mod tests {
         let r1 = db.inner.store.redo_point.load(Ordering::SeqCst);
         put(&db, &t, "k2"); // an image after r1
         assert!(db.inner.store.pool.evict(p).unwrap()); // clean before the race
-        let (hook_db, hook_t) = (db.clone(), t.clone());
-        *db.inner.checkpoints.after_begin.lock() = Some(Box::new(move || {
-            let r2 = hook_db.inner.store.redo_point.swap(r1, Ordering::SeqCst);
-            put(&hook_db, &hook_t, "k3");
-            hook_db.inner.store.redo_point.store(r2, Ordering::SeqCst);
-        }));
+        race_the_next_begin(&db, &t, r1, None);
         db.checkpoint().unwrap();
         let r2 = db.inner.store.redo_point.load(Ordering::SeqCst);
         assert!(image_lsn(&db, p) < r2, "the raced change logged no image");
@@ -356,18 +369,7 @@ mod tests {
             "the sweep left it dirty"
         );
         assert_eq!(db.stats().pool.writes, writes + 1);
-        sim.crash();
-        drop((t, db));
-        tear(&sim, p, 1024);
-
-        let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
-        let t = db.table("t").unwrap();
-        let mut tx = db.begin();
-        for k in ["k1", "k2", "k3"] {
-            assert!(tx.get(&t, k.as_bytes()).unwrap().is_some(), "{k} lost");
-        }
-        tx.commit().unwrap();
-        assert_eq!(db.recovery_report().restored_pages, 1);
+        tear_and_recover(&sim, (db, t), p, &["k1", "k2", "k3"]);
     }
 
     /// A split logged before a checkpoint's begin record but stamped on its pages only

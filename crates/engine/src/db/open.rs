@@ -226,21 +226,20 @@ fn check_log_present(
     Ok(bytes)
 }
 
-/// The state of an opened database, before recovery: `log_dir` with its segment size,
-/// the options asked for, what the control file says, the log, the data file and the
-/// directory lock.
+/// The state of an opened database, from the log (its directory, its segment size and
+/// the log itself), the options asked for, what the control file says, the data file and
+/// the directory lock; restart recovery run on it from the control file's checkpoint.
 #[allow(clippy::too_many_arguments)]
-fn assemble(
+fn assemble_and_recover(
     storage: Arc<dyn Storage>,
     dir: PathBuf,
-    (log_dir, log_segment_bytes): (PathBuf, u64),
+    (log_dir, log_segment_bytes, log): (PathBuf, u64, Arc<Log>),
     options: Options,
     control: &Control,
-    log: Arc<Log>,
     file: DataFile,
     lock: Option<Box<dyn LockGuard>>,
     hooks: Hooks,
-) -> Arc<Inner> {
+) -> Result<(Arc<Inner>, RecoveryReport)> {
     let page_size = control.page_size as usize;
     let redo_point = control.checkpoint.map_or(Lsn(0), |c| c.begin);
     let in_force = LogOptions {
@@ -256,7 +255,7 @@ fn assemble(
         redo_point,
         options.read_only,
     );
-    Arc::new(Inner {
+    let inner = Arc::new(Inner {
         store: Store::new(pool, log, page_size, redo_point.0),
         storage,
         dir,
@@ -281,7 +280,9 @@ fn assemble(
         closed: AtomicBool::new(false),
         hooks,
         _lock: lock,
-    })
+    });
+    let report = recovery::recover(&inner.recovery_context(), control.checkpoint)?;
+    Ok((inner, report))
 }
 
 impl Database {
@@ -415,18 +416,16 @@ impl Database {
         check_data_len(&file, &data_path, &control)?;
         // The data file's directory entry must be durable before anything relies on it.
         storage.sync_dir(&dir).map_err(dir_io)?;
-        let inner = assemble(
+        let (inner, report) = assemble_and_recover(
             storage,
             dir,
-            (log_dir, log_segment_bytes),
+            (log_dir, log_segment_bytes, log),
             options,
             &control,
-            log,
             file,
             Some(lock),
             hooks,
-        );
-        let report = recovery::recover(&inner.recovery_context(), control.checkpoint)?;
+        )?;
         inner.open_runs(report.redo_from.unwrap_or(report.log_end))?;
         inner.checkpoint_after_recovery()?;
         Database::finish_open(inner, report)
@@ -531,18 +530,16 @@ impl Database {
         let data_path = dir.join(DATA);
         let file = DataFile::open_read_only(&*storage, &data_path, page_size)?;
         check_data_len(&file, &data_path, &control)?;
-        let inner = assemble(
+        let (inner, report) = assemble_and_recover(
             storage,
             dir,
-            (log_dir, log_segment_bytes),
+            (log_dir, log_segment_bytes, Arc::new(log)),
             options,
             &control,
-            Arc::new(log),
             file,
             lock,
             hooks,
-        );
-        let report = recovery::recover(&inner.recovery_context(), control.checkpoint)?;
+        )?;
         // From here on nothing may produce a log record, not even in memory.
         inner.store.log.seal();
         Database::finish_open(inner, report)

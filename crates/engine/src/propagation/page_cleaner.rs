@@ -380,28 +380,70 @@ mod tests {
                 .collect()
         }
 
+        /// Crashes `sim` under `db` and opens it again with `policy`: the database and
+        /// its table "t" after recovery.
+        fn crash_and_reopen(
+            sim: &SimStorage,
+            policy: Policy,
+            db: Database,
+            t: Table,
+        ) -> (Database, Table) {
+            sim.crash();
+            drop((t, db));
+            let db = open(sim, policy);
+            let t = db.table("t").unwrap();
+            (db, t)
+        }
+
+        /// A database with `policy` and a table of `blocks` times `per` keys, `per` keys a
+        /// transaction.
+        fn filled(
+            sim: &SimStorage,
+            policy: Policy,
+            blocks: usize,
+            per: usize,
+        ) -> (Database, Table) {
+            let db = open(sim, policy);
+            let t = db.create_table("t").unwrap();
+            for b in 0..blocks {
+                put(&db, &t, b * per..(b + 1) * per, 1);
+            }
+            (db, t)
+        }
+
         /// A table of 100 keys (about a dozen leaves, allocated one after another), all
         /// of them dirty again after a round cleaned the pool.
         fn dirty_table(sim: &SimStorage) -> (Database, Table) {
-            let db = open(sim, Policy::None);
-            let t = db.create_table("t").unwrap();
-            for b in 0..4 {
-                put(&db, &t, b * 25..(b + 1) * 25, 1);
-            }
+            let (db, t) = filled(sim, Policy::None, 4, 25);
             round_of(&db, Policy::None);
             assert_eq!(dirty(&db), 0);
             put(&db, &t, 0..100, 2);
             (db, t)
         }
 
+        /// A dirty table (`dirty_table`), the longest cluster a round with no policy would
+        /// write now (the last of the longest; at least 3 pages, for the tests to split),
+        /// and how many pages all the clusters hold.
+        fn longest_dirty_cluster(sim: &SimStorage) -> (Database, Table, Vec<Candidate>, usize) {
+            let (db, t) = dirty_table(sim);
+            let pool = &db.inner.store.pool;
+            let cfg = PageCleaner {
+                policy: Policy::None,
+                heap: 0,
+            };
+            let mut clusters = select(cfg, pool.frame_count(), pool.cleaning_candidates());
+            let pages = clusters.iter().map(Vec::len).sum();
+            let (longest, n) = (clusters.iter().map(Vec::len).enumerate())
+                .max_by_key(|&(_, n)| n)
+                .unwrap();
+            assert!(n >= 3, "longest cluster {n} pages");
+            (db, t, clusters.swap_remove(longest), pages)
+        }
+
         #[test]
         fn a_round_cleans_and_counts_what_it_wrote() {
             let sim = SimStorage::new(21);
-            let db = open(&sim, Policy::None);
-            let t = db.create_table("t").unwrap();
-            for b in 0..4 {
-                put(&db, &t, b * 30..(b + 1) * 30, 1);
-            }
+            let (db, _t) = filled(&sim, Policy::None, 4, 30);
             let before = dirty(&db);
             assert!(before >= 8, "only {before} dirty pages");
             let writes = db.stats().pool.writes;
@@ -432,11 +474,7 @@ mod tests {
         #[test]
         fn an_oldest_round_cleans_the_oldest_pages_within_its_heap() {
             let sim = SimStorage::new(22);
-            let db = open(&sim, Policy::Oldest);
-            let t = db.create_table("t").unwrap();
-            for b in 0..8 {
-                put(&db, &t, b * 30..(b + 1) * 30, 1);
-            }
+            let (db, _t) = filled(&sim, Policy::Oldest, 8, 30);
             let pool = &db.inner.store.pool;
             let mut recs: Vec<u64> = pool
                 .cleaning_candidates()
@@ -459,19 +497,9 @@ mod tests {
         #[test]
         fn a_cluster_of_adjacent_dirty_pages_is_one_write() {
             let sim = SimStorage::new(23);
-            let (db, _t) = dirty_table(&sim);
+            let (db, _t, cluster, in_clusters) = longest_dirty_cluster(&sim);
             let pool = &db.inner.store.pool;
-            let clusters = select(
-                PageCleaner {
-                    policy: Policy::None,
-                    heap: 0,
-                },
-                pool.frame_count(),
-                pool.cleaning_candidates(),
-            );
-            let cluster = clusters.iter().max_by_key(|c| c.len()).unwrap();
             let n = cluster.len();
-            assert!(n >= 3, "longest cluster {n} pages");
             let frames: Vec<usize> = cluster.iter().map(|c| c.frame).collect();
             let (bytes0, calls0) = counted(&db);
             sim.set_trace(true);
@@ -492,7 +520,7 @@ mod tests {
             assert_eq!(counted(&db), (bytes0 + (n * PAGE) as u64, calls0 + 1));
             // Each page is clean and on disk as in memory, sealed.
             let mut disk = vec![0u8; PAGE];
-            for c in cluster {
+            for c in &cluster {
                 let f = &pool.frames[c.frame];
                 assert!(!f.is_dirty());
                 pool.read_disk(c.page, &mut disk).unwrap();
@@ -503,7 +531,7 @@ mod tests {
                 );
             }
             // Only that cluster was written.
-            assert_eq!(dirty(&db), clusters.iter().map(Vec::len).sum::<usize>() - n);
+            assert_eq!(dirty(&db), in_clusters - n);
             db.verify().unwrap();
         }
 
@@ -513,19 +541,9 @@ mod tests {
             // X-latched (a frame after the first is not waited for).
             for (seed, latched) in [(24, false), (28, true)] {
                 let sim = SimStorage::new(seed);
-                let (db, _t) = dirty_table(&sim);
+                let (db, _t, cluster, _) = longest_dirty_cluster(&sim);
                 let pool = &db.inner.store.pool;
-                let clusters = select(
-                    PageCleaner {
-                        policy: Policy::None,
-                        heap: 0,
-                    },
-                    pool.frame_count(),
-                    pool.cleaning_candidates(),
-                );
-                let cluster = clusters.iter().max_by_key(|c| c.len()).unwrap();
                 let n = cluster.len();
-                assert!(n >= 3, "longest cluster {n} pages");
                 let frames: Vec<usize> = cluster.iter().map(|c| c.frame).collect();
                 let second = &pool.frames[frames[1]];
                 let (io, latch) = if latched {
@@ -592,10 +610,7 @@ mod tests {
                 assert!(!f.is_dirty());
             }
             // A crash now: the imaged pages restart from their images.
-            sim.crash();
-            drop((t, db));
-            let db = open(&sim, Policy::None);
-            let t = db.table("t").unwrap();
+            let (db, t) = crash_and_reopen(&sim, Policy::None, db, t);
             let mut tx = db.begin();
             for i in 0..100 {
                 assert_eq!(
@@ -640,10 +655,7 @@ mod tests {
                 assert!(written > 0, "{policy:?} wrote nothing");
                 assert!(counted(&db).0 > 0);
                 db.verify().unwrap();
-                sim.crash();
-                drop((t, db));
-                let db = open(&sim, policy);
-                let t = db.table("t").unwrap();
+                let (db, t) = crash_and_reopen(&sim, policy, db, t);
                 let mut tx = db.begin();
                 for (i, &v) in expected.iter().enumerate() {
                     assert_eq!(
@@ -737,10 +749,7 @@ mod tests {
                 }
                 assert!(counted(&db).1 > 0, "{policy:?}: the cleaner never wrote");
                 db.verify().unwrap();
-                sim.crash();
-                drop((t, db));
-                let db = open(&sim, policy);
-                let t = db.table("t").unwrap();
+                let (db, t) = crash_and_reopen(&sim, policy, db, t);
                 let mut tx = db.begin();
                 for w in 0..3 {
                     for i in 1000 * w..1000 * w + 200 {

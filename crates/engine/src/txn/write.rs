@@ -3,9 +3,8 @@
 
 use super::locks::TxnGaps;
 use super::transaction::{Transaction, UndoEntry};
-use crate::btree::{Btree, ChangeLogger, SetOutcome};
+use crate::btree::{Btree, ChangeLogger, LeafChange, SetOutcome};
 use crate::error::{Error, Result};
-use crate::ids::PageId;
 use crate::key_range::KeyRange;
 use crate::lock::{LockMode, LockName};
 use crate::log_record::{Change, Record};
@@ -27,15 +26,14 @@ pub(super) struct TxnLogger<'a> {
 }
 
 impl ChangeLogger for TxnLogger<'_> {
-    fn log(
-        &mut self,
-        store: &Store,
-        page: PageId,
-        tree: PageId,
-        key: &[u8],
-        old: Option<CellValue<'_>>,
-        new: Option<CellValue<'_>>,
-    ) -> Result<Appended> {
+    fn log(&mut self, store: &Store, change: LeafChange<'_>) -> Result<Appended> {
+        let LeafChange {
+            page,
+            tree,
+            key,
+            old,
+            new,
+        } = change;
         // Only the changed bytes of an update when that is smaller (`log_record::Delta`).
         let change = Change::between(old, new).expect("no change is not logged");
         let txn = self.txn.id;

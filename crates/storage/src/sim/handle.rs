@@ -2,7 +2,7 @@
 //! that made it and goes stale at the next power loss or process kill.
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::MutexGuard;
@@ -13,7 +13,7 @@ use super::inode::Inode;
 use super::record::TraceEvent;
 use super::state::{Held, Shared, State};
 use crate::error::with_path;
-use crate::{read_exact_with, FileHandle, LockGuard};
+use crate::{FileHandle, LockGuard};
 
 /// A held simulated lock; dropping it releases the lock unless a halt already did.
 pub(super) struct SimLock {
@@ -137,9 +137,8 @@ impl FileHandle for SimHandle {
         self.read(buf, offset).map_err(|e| with_path(&self.path, e))
     }
 
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        read_exact_with(|b, o| self.read_at(b, o), buf, offset)
-            .map_err(|e| with_path(&self.path, e))
+    fn path(&self) -> Option<&Path> {
+        Some(&self.path)
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {

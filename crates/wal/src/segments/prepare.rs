@@ -128,15 +128,7 @@ impl Preparer {
             if s.stop && !creating {
                 drop(s);
                 let extent = segment::initial_extent(cx.segments.segment_bytes);
-                let f = segment::create(
-                    &*cx.segments.storage,
-                    cx.segments.dir_of(start),
-                    start,
-                    cx.segments.segment_bytes,
-                    extent,
-                    &cx.segments.syncs,
-                )?;
-                cx.segments.note_zero_fill(extent);
+                let f = cx.segments.create(start, extent)?;
                 cx.segments.note_segment(start);
                 return self.adopt(cx, start, f);
             }
@@ -284,15 +276,7 @@ impl Preparer {
                         .segments_recycled
                         .fetch_add(1, Ordering::Relaxed);
                 } else {
-                    segment::create(
-                        storage,
-                        dir,
-                        start,
-                        cx.segments.segment_bytes,
-                        extent,
-                        &cx.segments.syncs,
-                    )?;
-                    cx.segments.note_zero_fill(extent);
+                    cx.segments.create(start, extent)?;
                 }
                 cx.segments.note_segment(start);
                 Ok(())

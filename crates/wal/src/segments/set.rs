@@ -101,6 +101,21 @@ impl SegmentSet {
         self.bytes_zero_filled.fetch_add(bytes, Ordering::Relaxed);
     }
 
+    /// Creates segment `start`'s file, whole and durable, zero-filled to `extent` bytes
+    /// (counted in `bytes_zero_filled`). The caller notes the segment (`note_segment`).
+    pub(crate) fn create(&self, start: Lsn, extent: u64) -> Result<Box<dyn FileHandle>> {
+        let f = segment::create(
+            &*self.storage,
+            self.dir_of(start),
+            start,
+            self.segment_bytes,
+            extent,
+            &self.syncs,
+        )?;
+        self.note_zero_fill(extent);
+        Ok(f)
+    }
+
     /// The directory segment `start` lives in.
     pub(crate) fn dir_of(&self, start: Lsn) -> &Path {
         self.dirs.dir_of(start, self.segment_bytes)

@@ -504,7 +504,7 @@ pub(crate) fn decode_run(
     from: Lsn,
     to: Lsn,
 ) -> std::result::Result<Vec<RunEntry>, ScanError> {
-    let file = Box::new(super::fuzz::MemFile::new(bytes.to_vec()));
+    let file = Box::new(super::mem_file::MemFile::new(bytes.to_vec()));
     let r = RunReader::open(PathBuf::from("run-in-memory"), from, to, file)?;
     let mut out = Vec::new();
     for i in 0..r.index.len() {
@@ -516,7 +516,7 @@ pub(crate) fn decode_run(
 /// The bytes of the run `[from, to)` holding `entries` (sorted by page, then LSN).
 #[cfg(test)]
 pub(crate) fn encode_run(from: Lsn, to: Lsn, entries: &[RunEntry], block_bytes: usize) -> Vec<u8> {
-    let file = super::fuzz::MemFile::new(Vec::new());
+    let file = super::mem_file::MemFile::new(Vec::new());
     write_run(
         &file,
         Path::new("run-in-memory"),

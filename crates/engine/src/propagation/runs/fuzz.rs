@@ -1,10 +1,8 @@
 //! The fuzz entry points of the run reader (forwarded by `crate::fuzzing` to the fuzz
-//! target; called by the property tests), and the in-memory file they read from.
+//! target; called by the property tests). They read through [`super::decode_run`],
+//! which reads from a [`MemFile`](super::mem_file::MemFile).
 
-use parking_lot::Mutex;
-use sluice_storage::FileHandle;
 use sluice_wal::Lsn;
-use std::io;
 
 /// A sorted run's file, read block by block as a scan reads it. Its LSN range
 /// (which a scan takes from the file name) is taken from the header's own fields, so
@@ -28,53 +26,4 @@ pub(crate) fn run_resealed(data: &[u8]) {
     let mut b = data.to_vec();
     super::reseal_run(&mut b);
     run(&b);
-}
-
-/// A file held in memory, for reading a run without a file system.
-pub(crate) struct MemFile(Mutex<Vec<u8>>);
-
-impl MemFile {
-    pub(crate) fn new(bytes: Vec<u8>) -> MemFile {
-        MemFile(Mutex::new(bytes))
-    }
-    #[cfg(test)]
-    pub(crate) fn into_bytes(self) -> Vec<u8> {
-        self.0.into_inner()
-    }
-}
-
-impl FileHandle for MemFile {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        let b = self.0.lock();
-        let Some(src) = usize::try_from(offset).ok().and_then(|o| b.get(o..)) else {
-            return Ok(0);
-        };
-        let n = src.len().min(buf.len());
-        buf[..n].copy_from_slice(&src[..n]);
-        Ok(n)
-    }
-    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        let mut b = self.0.lock();
-        let at = usize::try_from(offset).map_err(|_| io::ErrorKind::InvalidInput)?;
-        let end = at + buf.len();
-        if b.len() < end {
-            b.resize(end, 0);
-        }
-        b[at..end].copy_from_slice(buf);
-        Ok(())
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        Ok(())
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        let len = usize::try_from(len).map_err(|_| io::ErrorKind::InvalidInput)?;
-        self.0.lock().resize(len, 0);
-        Ok(())
-    }
-    fn len(&self) -> io::Result<u64> {
-        Ok(self.0.lock().len() as u64)
-    }
-    fn drop_cache(&self) -> io::Result<()> {
-        Ok(())
-    }
 }

@@ -57,6 +57,7 @@
 mod format;
 pub(crate) mod fuzz;
 pub(crate) mod legacy;
+mod mem_file;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -66,7 +67,7 @@ mod tests_prop;
 pub(crate) use format::encode_run;
 pub(crate) use format::{decode_run, reseal_run};
 
-use crate::data_file::file_error;
+use crate::data_file::{file_error, write_and_rename};
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::log_record::Record;
@@ -524,24 +525,11 @@ impl RunStore {
         entries.sort_by_key(|e| (e.page, e.lsn));
         let tmp = self.dir.join(format!("{}{TMP}", run.name()));
         let io = |e| file_error("sorted run", &tmp, e);
-        let f = self
-            .storage
-            .open(
-                &tmp,
-                OpenOptions {
-                    truncate: true,
-                    ..OpenOptions::CREATE
-                },
-            )
-            .map_err(io)?;
         let block_bytes = self.block_bytes.load(Ordering::Relaxed);
-        let written = format::write_run(&*f, &tmp, run.from, run.to, &entries, block_bytes)?;
-        f.sync_data().map_err(io)?;
-        drop(f);
+        let written = write_and_rename(&*self.storage, (&tmp, &self.dir.join(name)), io, |f| {
+            format::write_run(f, &tmp, run.from, run.to, &entries, block_bytes)
+        })?;
         self.bytes.fetch_add(written, Ordering::Relaxed);
-        self.storage
-            .rename(&tmp, &self.dir.join(name))
-            .map_err(io)?;
         Ok(())
     }
 
