@@ -202,29 +202,33 @@ impl Target {
         })
     }
 
-    /// Closes it as a crash at this moment would leave it.
-    fn close_as_crashed(self) -> Result<(), Failure> {
+    /// Closes it: cleanly, or as a crash at this moment would leave it.
+    fn close(self, how: Close) -> Result<(), Failure> {
         match self {
             Target::Plain { db, tables } => {
                 drop(tables);
-                db.close_as_crashed()?;
+                match how {
+                    Close::Clean => db.close()?,
+                    Close::AsCrashed => db.close_as_crashed()?,
+                }
             }
-            Target::Parted(p) => p.into_db().close_as_crashed()?,
+            Target::Parted(p) => {
+                let db = p.into_db();
+                match how {
+                    Close::Clean => db.close()?,
+                    Close::AsCrashed => db.close_as_crashed()?,
+                }
+            }
         }
         Ok(())
     }
+}
 
-    /// Closes it cleanly.
-    fn close(self) -> Result<(), Failure> {
-        match self {
-            Target::Plain { db, tables } => {
-                drop(tables);
-                db.close()?;
-            }
-            Target::Parted(p) => p.into_db().close()?,
-        }
-        Ok(())
-    }
+/// How [`Target::close`] leaves the database.
+#[derive(Clone, Copy)]
+enum Close {
+    Clean,
+    AsCrashed,
 }
 
 fn shape(scale: u32, accounts_per_branch: u32) -> TpcbShape {
@@ -532,7 +536,7 @@ fn check_after_kill(layout: &Layout, dir: &Path, acks: &[Ack]) -> Result<Checked
         }
     }
     // Closed as a crash would leave it: the next child recovers the same log again.
-    target.close_as_crashed()?;
+    target.close(Close::AsCrashed)?;
     Ok(Checked {
         recovery,
         lost,
@@ -574,7 +578,7 @@ pub fn kill(a: KillArgs) -> Result<(), Failure> {
     };
     layout
         .load(&dir, &shape(a.scale, a.accounts_per_branch))?
-        .close()?;
+        .close(Close::Clean)?;
     let pb = progress::bar(
         a.runs,
         &format!(
