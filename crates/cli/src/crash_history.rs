@@ -133,17 +133,14 @@ pub fn run(a: Args) -> Result<(), Failure> {
         }
     });
     pb.finish_and_clear();
-    println!(
-        "{}",
-        crash_report::totals(&[
-            ("seeds", thousands(r.seeds as f64)),
-            ("transactions", thousands(r.transactions as f64)),
-            ("committed", thousands(r.committed as f64)),
-            ("reads checked", thousands(r.reads_checked as f64)),
-            ("anomalies", r.anomalies.to_string()),
-            ("failing seeds", r.failing.len().to_string()),
-        ])
-    );
+    crash_report::print_totals(&[
+        ("seeds", thousands(r.seeds as f64)),
+        ("transactions", thousands(r.transactions as f64)),
+        ("committed", thousands(r.committed as f64)),
+        ("reads checked", thousands(r.reads_checked as f64)),
+        ("anomalies", r.anomalies.to_string()),
+        ("failing seeds", r.failing.len().to_string()),
+    ]);
     let mut failures = Vec::new();
     let mut shown = 0;
     for s in &r.failing {

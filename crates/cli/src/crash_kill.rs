@@ -231,6 +231,18 @@ enum Close {
     AsCrashed,
 }
 
+/// `--scale` and `--accounts-per-branch`, which the parent passes on to its children.
+fn tpcb_size(scale: u32, accounts_per_branch: u32) -> Result<(), Failure> {
+    in_range("--scale", scale, 1..=1_000).map_err(Failure::Usage)?;
+    in_range(
+        "--accounts-per-branch",
+        accounts_per_branch,
+        1..=tpcb::ACCOUNTS_PER_BRANCH,
+    )
+    .map_err(Failure::Usage)?;
+    Ok(())
+}
+
 fn shape(scale: u32, accounts_per_branch: u32) -> TpcbShape {
     TpcbShape {
         accounts_per_branch,
@@ -242,13 +254,7 @@ fn shape(scale: u32, accounts_per_branch: u32) -> TpcbShape {
 /// acknowledged commit.
 pub fn child(a: ChildArgs) -> Result<(), Failure> {
     in_range("--clients", a.clients, 1..=256).map_err(Failure::Usage)?;
-    in_range("--scale", a.scale, 1..=1_000).map_err(Failure::Usage)?;
-    in_range(
-        "--accounts-per-branch",
-        a.accounts_per_branch,
-        1..=tpcb::ACCOUNTS_PER_BRANCH,
-    )
-    .map_err(Failure::Usage)?;
+    tpcb_size(a.scale, a.accounts_per_branch)?;
     log_managers(a.log_managers)?;
     // The parent loaded it: a child never creates a database.
     let marker = if a.log_managers == 0 {
@@ -411,13 +417,7 @@ fn validate(a: &KillArgs) -> Result<(), Failure> {
         (Excluded(0.0), Included(3600.0)),
     )
     .map_err(Failure::Usage)?;
-    in_range("--scale", a.scale, 1..=1_000).map_err(Failure::Usage)?;
-    in_range(
-        "--accounts-per-branch",
-        a.accounts_per_branch,
-        1..=tpcb::ACCOUNTS_PER_BRANCH,
-    )
-    .map_err(Failure::Usage)?;
+    tpcb_size(a.scale, a.accounts_per_branch)?;
     in_range("--clients", a.clients, 1..=256).map_err(Failure::Usage)?;
     log_managers(a.log_managers)?;
     if let Some(d) = &a.dir {

@@ -5,7 +5,7 @@
 use crate::Failure;
 use serde::Serialize;
 use sluice_bench::knobs::in_range;
-use sluice_bench::output::{json_line, Table};
+use sluice_bench::output::{json_line, thousands, Table};
 
 /// The failures shown (a sweep gone wrong fails many seeds the same way).
 const SHOWN: usize = 20;
@@ -19,11 +19,23 @@ pub fn seed_range(seeds: u64, first_seed: u64) -> Result<(), Failure> {
     Ok(())
 }
 
-/// A one-row table: each column's name over its total.
-pub fn totals(columns: &[(&str, String)]) -> String {
+/// Prints a one-row table: each column's name over its total.
+pub fn print_totals(columns: &[(&str, String)]) {
     let mut t = Table::new(columns.iter().map(|(name, _)| *name));
     t.row(columns.iter().map(|(_, total)| total.clone()));
-    t.render()
+    println!("{}", t.render());
+}
+
+/// Prints the totals of a sweep that checks acknowledged commits: the seeds, the commits
+/// acknowledged and lost, then `more`.
+pub fn print_commit_totals(seeds: u64, acknowledged: u64, lost: u64, more: &[(&str, String)]) {
+    let mut columns = vec![
+        ("seeds", thousands(seeds as f64)),
+        ("acknowledged", thousands(acknowledged as f64)),
+        ("lost", lost.to_string()),
+    ];
+    columns.extend_from_slice(more);
+    print_totals(&columns);
 }
 
 /// Prints the first failures, one line each.

@@ -59,12 +59,11 @@ pub fn run(a: SwarmArgs) -> Result<(), Failure> {
     let pb = progress::bar(a.seeds, "crash-test swarm", a.json);
     let r = swarm(a.seeds, a.first_seed, a.jobs, |done| pb.set_position(done));
     pb.finish_and_clear();
-    println!(
-        "{}",
-        crash_report::totals(&[
-            ("seeds", thousands(r.seeds as f64)),
-            ("acknowledged", thousands(r.acknowledged as f64)),
-            ("lost", r.lost.to_string()),
+    crash_report::print_commit_totals(
+        r.seeds,
+        r.acknowledged,
+        r.lost,
+        &[
             ("lost (async)", thousands(r.lost_async as f64)),
             ("violations", r.violations.to_string()),
             ("halts mid-run", thousands(r.halts_mid_run as f64)),
@@ -73,10 +72,10 @@ pub fn run(a: SwarmArgs) -> Result<(), Failure> {
             ("clean closes", thousands(r.clean_closes as f64)),
             (
                 "shown states rechecked",
-                thousands(r.states_rechecked as f64)
+                thousands(r.states_rechecked as f64),
             ),
             ("audits", thousands(r.audits as f64)),
-        ])
+        ],
     );
     // The dimensions the seeds covered, one line per dimension.
     let mut by_dimension: BTreeMap<&str, Vec<String>> = BTreeMap::new();

@@ -103,26 +103,25 @@ fn engine_with(a: EngineArgs, workload: SimWorkload) -> Result<(), Failure> {
         SimWorkload::Kv => crash_test(a.seeds, a.first_seed, tick),
     };
     pb.finish_and_clear();
-    println!(
-        "{}",
-        crash_report::totals(&[
-            ("seeds", thousands(r.seeds as f64)),
-            ("acknowledged", thousands(r.acknowledged as f64)),
-            ("lost", r.lost.to_string()),
+    crash_report::print_commit_totals(
+        r.seeds,
+        r.acknowledged,
+        r.lost,
+        &[
             ("violations", r.violations.to_string()),
             ("crashes mid-run", thousands(r.crashes_mid_run as f64)),
             (
                 "crashes in recovery",
-                thousands(r.crashes_in_recovery as f64)
+                thousands(r.crashes_in_recovery as f64),
             ),
             ("kills", thousands(r.process_kills as f64)),
             ("failed fsyncs", thousands(r.failed_syncs as f64)),
             ("opens refused", thousands(r.refused_opens as f64)),
             (
                 "shown states rechecked",
-                thousands(r.states_rechecked as f64)
+                thousands(r.states_rechecked as f64),
             ),
-        ])
+        ],
     );
     crash_report::show_failures(&r.failures);
     let (lost, violations) = (r.lost, r.violations);
