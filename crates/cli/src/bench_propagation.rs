@@ -4,17 +4,17 @@
 //! flags, shows progress and prints.
 
 use crate::progress;
+use crate::sweep;
 use crate::Failure;
 use sluice::Strategy;
 use sluice_bench::experiments::propagation::{
     self, PropagationConfig, PropagationResult, Throughput,
 };
 use sluice_bench::experiments::propagation_sweep::{self, SweepConfig, SweepFigure};
-use sluice_bench::knobs::{self, choices, in_range};
+use sluice_bench::knobs::{self, in_range};
 use sluice_bench::output::{json_line, thousands, Table};
 use std::ops::Bound::{Excluded, Included};
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// Flags of `sluice bench propagation`.
 #[derive(clap::Args, Debug)]
@@ -25,28 +25,11 @@ pub struct Args {
     // Optional to clap and checked here, so a missing or bad one is one line (exit 2).
     #[arg(long)]
     strategy: Option<String>,
-    /// Measured seconds (one sample per second).
-    #[arg(long, default_value_t = 10.0)]
-    seconds: f64,
     /// high: clients at full speed; low: the same clients paced to --rate.
     #[arg(long, value_enum, default_value_t = Throughput::High)]
     throughput: Throughput,
-    /// The low-throughput rate, transactions per second (low only) [default: 2000, a
-    /// tenth of full speed on a 2-core machine, the paper's ratio].
-    #[arg(long)]
-    rate: Option<f64>,
-    /// TPC-B scale factor: branches of 100,000 accounts.
-    #[arg(long, default_value_t = 2)]
-    scale: u32,
-    /// Logical clients.
-    #[arg(long, default_value_t = 64)]
-    clients: usize,
-    /// MiB the device measurement writes before the workload (0: skip it).
-    #[arg(long, default_value_t = 256)]
-    probe_mib: u64,
-    /// Where the temporary database goes (default: the current directory).
-    #[arg(long)]
-    dir: Option<PathBuf>,
+    #[command(flatten)]
+    workload: Workload,
     /// Print one JSON object (summary and time series) at the end of stdout.
     #[arg(long)]
     json: bool,
@@ -62,13 +45,25 @@ pub struct SweepArgs {
     /// Directory for <figure>.csv, <figure>.json, <figure>.png and <figure>.svg. Required.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Measured seconds per run.
+    #[command(flatten)]
+    workload: Workload,
+    /// Print one JSON object per run at the end of stdout (and hide the progress bar).
+    #[arg(long)]
+    json: bool,
+}
+
+/// The flags of the TPC-B workload a run (or each run of a sweep) measures.
+#[derive(clap::Args, Debug)]
+struct Workload {
+    /// Measured seconds per run (one sample per second).
     #[arg(long, default_value_t = 10.0)]
     seconds: f64,
-    /// The low-throughput rate (backlog), transactions per second [default: 2000].
+    /// The low-throughput rate (--throughput low, or the backlog figure), transactions per
+    /// second [default: 2000, a tenth of full speed on a 2-core machine, the paper's
+    /// ratio].
     #[arg(long)]
     rate: Option<f64>,
-    /// TPC-B scale factor.
+    /// TPC-B scale factor: branches of 100,000 accounts.
     #[arg(long, default_value_t = 2)]
     scale: u32,
     /// Logical clients.
@@ -80,36 +75,35 @@ pub struct SweepArgs {
     /// Where the temporary databases go (default: the current directory).
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// Print one JSON object per run at the end of stdout (and hide the progress bar).
-    #[arg(long)]
-    json: bool,
 }
 
-/// `--seconds`: one sample per second, so at least one.
-fn seconds(v: f64) -> Result<Duration, Failure> {
-    knobs::seconds("--seconds", v, 1.0..=86_400.0).map_err(Failure::Usage)
-}
-
-/// `--rate`, transactions per second.
-fn rate(v: Option<f64>) -> Result<f64, Failure> {
-    let r = v.unwrap_or(propagation::DEFAULT_LOW_RATE);
-    in_range("--rate", r, (Excluded(0.0), Included(10_000_000.0))).map_err(Failure::Usage)
-}
-
-/// `--probe-mib`, as bytes.
-fn probe(mib: u64) -> Result<u64, Failure> {
-    in_range("--probe-mib", mib, ..=65_536)
-        .map(|m| m << 20)
-        .map_err(Failure::Usage)
-}
-
-fn dir(d: &Option<PathBuf>) -> Result<(), Failure> {
-    match d {
-        Some(d) if !d.is_dir() => Err(Failure::Usage(format!(
-            "--dir {} is not a directory",
-            d.display()
-        ))),
-        _ => Ok(()),
+impl Workload {
+    /// A run of `strategy` at `throughput` with these flags, checked; `what` names it in
+    /// the message of a knob the library refuses.
+    fn config(
+        &self,
+        strategy: Strategy,
+        throughput: Throughput,
+        what: &str,
+    ) -> Result<PropagationConfig, Failure> {
+        sweep::databases_dir(self.dir.as_deref())?;
+        let mut cfg = PropagationConfig::new(strategy);
+        // One sample per second, so at least one.
+        cfg.seconds =
+            knobs::seconds("--seconds", self.seconds, 1.0..=86_400.0).map_err(Failure::Usage)?;
+        cfg.throughput = throughput;
+        let rate = self.rate.unwrap_or(propagation::DEFAULT_LOW_RATE);
+        cfg.rate = in_range("--rate", rate, (Excluded(0.0), Included(10_000_000.0)))
+            .map_err(Failure::Usage)?;
+        cfg.scale = self.scale;
+        cfg.clients = self.clients;
+        cfg.probe_bytes = in_range("--probe-mib", self.probe_mib, ..=65_536)
+            .map(|m| m << 20)
+            .map_err(Failure::Usage)?;
+        cfg.dir = self.dir.clone();
+        cfg.validate()
+            .map_err(|e| Failure::Usage(format!("invalid {what}: {e}")))?;
+        Ok(cfg)
     }
 }
 
@@ -220,23 +214,12 @@ pub fn run(a: Args) -> Result<(), Failure> {
     let strategy: Strategy = name
         .parse()
         .map_err(|e: sluice::Error| Failure::Usage(format!("--strategy: {e}")))?;
-    let throughput = a.throughput;
-    if a.rate.is_some() && throughput != Throughput::Low {
+    if a.workload.rate.is_some() && a.throughput != Throughput::Low {
         return Err(Failure::Usage(
             "--rate applies only to --throughput low".into(),
         ));
     }
-    dir(&a.dir)?;
-    let mut cfg = PropagationConfig::new(strategy);
-    cfg.seconds = seconds(a.seconds)?;
-    cfg.throughput = throughput;
-    cfg.rate = rate(a.rate)?;
-    cfg.scale = a.scale;
-    cfg.clients = a.clients;
-    cfg.probe_bytes = probe(a.probe_mib)?;
-    cfg.dir = a.dir.clone();
-    cfg.validate()
-        .map_err(|e| Failure::Usage(format!("invalid run: {e}")))?;
+    let cfg = a.workload.config(strategy, a.throughput, "run")?;
     let pb = progress::bar(1000, &format!("propagation {strategy}"), a.json);
     let r = propagation::run(&cfg, |p| {
         pb.set_position((p.done * 1000.0) as u64);
@@ -252,65 +235,23 @@ pub fn run(a: Args) -> Result<(), Failure> {
 }
 
 pub fn sweep(a: SweepArgs) -> Result<(), Failure> {
-    let Some(figure) = a.figure else {
-        return Err(Failure::Usage(format!(
-            "--figure is required: one of {}",
-            choices::<SweepFigure>()
-        )));
-    };
-    let Some(out) = a.out.clone() else {
-        return Err(Failure::Usage(
-            "--out DIR is required (where the CSV, JSON and figures go)".into(),
-        ));
-    };
-    if out.exists() && !out.is_dir() {
-        return Err(Failure::Usage(format!(
-            "--out {} exists and is not a directory",
-            out.display()
-        )));
-    }
-    if a.rate.is_some() && figure != SweepFigure::Backlog {
+    let (figure, out) = sweep::figure_and_out(a.figure, &a.out)?;
+    if a.workload.rate.is_some() && figure != SweepFigure::Backlog {
         return Err(Failure::Usage(
             "--rate applies only to --figure backlog (bandwidth runs at full speed)".into(),
         ));
     }
-    dir(&a.dir)?;
-    let mut cfg = SweepConfig::new(figure);
-    cfg.seconds = seconds(a.seconds)?;
-    cfg.rate = rate(a.rate)?;
-    cfg.scale = a.scale;
-    cfg.clients = a.clients;
-    cfg.probe_bytes = probe(a.probe_mib)?;
-    cfg.dir = a.dir.clone();
-    cfg.validate()
-        .map_err(|e| Failure::Usage(format!("invalid sweep: {e}")))?;
+    let knobs = a
+        .workload
+        .config(Strategy::Log, Throughput::High, "sweep")?;
+    let cfg = SweepConfig::with_knobs(figure, &knobs);
     crate::out_dir(&out)?;
-    let total = cfg.plan().len() as u64;
-    let pb = progress::bar(total * 1000, &figure.to_string(), a.json);
-    let r = propagation_sweep::run(&cfg, &out, |p| {
-        pb.set_position((p.done * 1000.0) as u64);
-        pb.set_message(format!("{figure} · {}", p.what));
+    let r = sweep::with_bar(cfg.plan().len(), &figure, a.json, |progress| {
+        propagation_sweep::run(&cfg, &out, progress)
     });
-    pb.finish_and_clear();
     let r = r.map_err(|e| Failure::Runtime(e.to_string()))?;
     println!("{}", r.table().render());
-    for n in &r.notes {
-        println!("note: {n}");
-    }
-    println!("\nwrote:");
-    for f in &r.files {
-        println!("  {}", f.display());
-    }
-    if a.json {
-        for row in &r.rows {
-            println!("{}", json_line(row));
-        }
-    }
-    if !r.consistent() {
-        return Err(Failure::Runtime(
-            "a consistency check failed (the files are written; see the rows marked false)".into(),
-        ));
-    }
+    sweep::finish(&r.notes, &r.files, &r.rows, a.json, r.consistent())?;
     let failed = r.failed();
     if !failed.is_empty() {
         return Err(Failure::Runtime(format!(

@@ -2,14 +2,13 @@
 //! 5 and 9. The runs and the files live in `sluice_bench::experiments::commit_sweep`; this module
 //! parses flags, shows one progress bar over all points and prints the tables.
 
-use crate::progress;
+use crate::sweep;
 use crate::Failure;
 use sluice_bench::experiments::commit_sweep::{self, rows_table, Figure, SweepConfig, SweepError};
-use sluice_bench::knobs::{choices, seconds};
-use sluice_bench::output::json_line;
+use sluice_bench::knobs::seconds;
 use sluice_storage::DeviceProfile;
 use sluice_wal::InsertVariant;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Flags of `sluice bench commit-sweep`.
 #[derive(clap::Args, Debug)]
@@ -70,7 +69,7 @@ fn only_for(given: bool, flag: &str, figures: &[Figure], figure: Figure) -> Resu
     Ok(())
 }
 
-fn config(a: &Args, f: Figure, out: &Path) -> Result<SweepConfig, Failure> {
+fn config(a: &Args, f: Figure) -> Result<SweepConfig, Failure> {
     let tpcb = [Figure::ElrSkew, Figure::Ctx, Figure::Clients];
     only_for(a.scale.is_some(), "scale", &tpcb, f)?;
     only_for(
@@ -122,45 +121,18 @@ fn config(a: &Args, f: Figure, out: &Path) -> Result<SweepConfig, Failure> {
     // The library's messages name the knob; say it as the flag.
     c.validate()
         .map_err(|e| Failure::Usage(format!("invalid sweep: {e}")))?;
-    if out.exists() && !out.is_dir() {
-        return Err(Failure::Usage(format!(
-            "--out {} exists and is not a directory",
-            out.display()
-        )));
-    }
-    if let Some(d) = &a.dir {
-        if !d.is_dir() {
-            return Err(Failure::Usage(format!(
-                "--dir {} is not a directory",
-                d.display()
-            )));
-        }
-    }
+    sweep::databases_dir(a.dir.as_deref())?;
     Ok(c)
 }
 
 pub fn run(a: Args) -> Result<(), Failure> {
-    let Some(figure) = a.figure else {
-        return Err(Failure::Usage(format!(
-            "--figure is required: one of {}",
-            choices::<Figure>()
-        )));
-    };
-    let Some(out) = a.out.clone() else {
-        return Err(Failure::Usage(
-            "--out DIR is required (where the CSV, JSON and figures go)".into(),
-        ));
-    };
-    let cfg = config(&a, figure, &out)?;
+    let (figure, out) = sweep::figure_and_out(a.figure, &a.out)?;
+    let cfg = config(&a, figure)?;
     // Fail before an hour of runs, not after, when the output cannot be written.
     crate::out_dir(&out)?;
-    let total = cfg.plan().len() as u64;
-    let pb = progress::bar(total * 1000, &figure.to_string(), a.json);
-    let result = commit_sweep::run(&cfg, &out, |p| {
-        pb.set_position((p.done * 1000.0) as u64);
-        pb.set_message(format!("{figure} · {}", p.what));
+    let result = sweep::with_bar(cfg.plan().len(), &figure, a.json, |progress| {
+        commit_sweep::run(&cfg, &out, progress)
     });
-    pb.finish_and_clear();
     let r = result.map_err(|e| match e {
         SweepError::Config(m) => Failure::Usage(m),
         e => Failure::Runtime(e.to_string()),
@@ -178,22 +150,5 @@ pub fn run(a: Args) -> Result<(), Failure> {
         println!("\n{}", sp.title);
         println!("{}", sp.table().render());
     }
-    for n in &r.notes {
-        println!("note: {n}");
-    }
-    println!("\nwrote:");
-    for f in &r.files {
-        println!("  {}", f.display());
-    }
-    if a.json {
-        for row in &r.rows {
-            println!("{}", json_line(row));
-        }
-    }
-    if !r.consistent() {
-        return Err(Failure::Runtime(
-            "a consistency check failed (the files are written; see the rows marked false)".into(),
-        ));
-    }
-    Ok(())
+    sweep::finish(&r.notes, &r.files, &r.rows, a.json, r.consistent())
 }

@@ -259,20 +259,91 @@ fn open(s: &Setup) -> Result<BenchDb, Failure> {
     })
 }
 
-/// `--check-only`: the consistency check of what the database holds, which must be
-/// `want`'s workload (and its scale, when `want` gives one).
-fn check_only(
+/// The workload a command wants the database to hold, and whether its size flag
+/// (`--scale`, `--subscribers`) was given.
+struct Want {
+    stored: Stored,
+    size_given: bool,
+}
+
+impl Want {
+    /// Whether a database holding `found` serves: this workload at this size, or, with
+    /// `--check-only` and no size flag, this workload at whatever size it holds.
+    fn accepts(&self, found: &Stored, check_only: bool) -> bool {
+        *found == self.stored
+            || (check_only
+                && !self.size_given
+                && std::mem::discriminant(found) == std::mem::discriminant(&self.stored))
+    }
+
+    /// The refusal of a database holding `found`, with the size flag that would take it
+    /// when it holds this workload at another size.
+    fn refuse(&self, dir: &Path, found: &Stored) -> Failure {
+        let hint = match found {
+            _ if std::mem::discriminant(found) != std::mem::discriminant(&self.stored) => {
+                String::new()
+            }
+            Stored::Tpcb { scale, .. } => format!(" or --scale {scale}"),
+            Stored::Tatp { subscribers } => format!(" or --subscribers {subscribers}"),
+            _ => String::new(),
+        };
+        Failure::Usage(format!(
+            "{} holds {found}, not {}; use another --dir{hint}",
+            dir.display(),
+            self.stored
+        ))
+    }
+}
+
+/// The database a run goes on, as [`start`] found it.
+enum Start {
+    /// `--check-only` checked it: nothing is left to do.
+    Checked,
+    /// It holds no tables: load the workload.
+    Empty(BenchDb),
+    /// It holds the workload wanted, in `dir`.
+    Holds {
+        bench: BenchDb,
+        dir: PathBuf,
+        found: Stored,
+    },
+}
+
+/// What both workloads do before they differ: the database `--dir` names is checked
+/// (`--check-only`: its consistency, and that is all), or opened and found empty or
+/// holding the workload wanted.
+fn start(
     c: &Common,
-    s: &Setup,
-    dir: &Path,
-    want: &Stored,
-    accept: impl Fn(&Stored) -> bool,
-    hint: impl Fn(&Stored) -> String,
-) -> Result<(), Failure> {
+    latency: Option<Duration>,
+    want: &Want,
+    pool_pages: usize,
+) -> Result<Start, Failure> {
+    let existing = existing(c)?;
+    if c.check_only {
+        let dir = existing.expect("existing() requires a database with --check-only");
+        check_only(c, &setup(c, None, pool_pages), &dir, want)?;
+        return Ok(Start::Checked);
+    }
+    let bench = open(&setup(c, latency, pool_pages))?;
+    Ok(match stored::identify(&bench.db)? {
+        Stored::Empty => Start::Empty(bench),
+        found => {
+            let dir = existing.unwrap_or_else(|| bench.dir.clone());
+            if !want.accepts(&found, false) {
+                return Err(want.refuse(&dir, &found));
+            }
+            Start::Holds { bench, dir, found }
+        }
+    })
+}
+
+/// `--check-only`: the consistency check of what the database holds, which must be
+/// what `want` accepts.
+fn check_only(c: &Common, s: &Setup, dir: &Path, want: &Want) -> Result<(), Failure> {
     let b = open(s)?;
     let found = stored::identify(&b.db)?;
-    if !accept(&found) {
-        return Err(refuse(dir, &found, want, &hint(&found)));
+    if !want.accepts(&found, true) {
+        return Err(want.refuse(dir, &found));
     }
     let r = stored::check(&b.db, &found)?;
     b.close()?;
@@ -305,11 +376,33 @@ fn check_only(
     Ok(())
 }
 
-fn refuse(dir: &Path, found: &Stored, want: &Stored, hint: &str) -> Failure {
-    Failure::Usage(format!(
-        "{} holds {found}, not {want}; use another --dir{hint}",
-        dir.display()
-    ))
+/// Loads the workload under a progress bar and says where, when `--dir` named it.
+fn load<S>(
+    c: &Common,
+    want: &Want,
+    what: &str,
+    load: impl FnOnce(&dyn Fn(f64)) -> Result<S, sluice::Error>,
+) -> Result<S, Failure> {
+    let session = progress::fraction(&format!("loading {what}"), c.json, load)?;
+    if let Some(d) = &c.dir {
+        println!("loaded {}: {}", d.display(), want.stored);
+    }
+    Ok(session)
+}
+
+/// Runs every protocol of `--commit`, each under its own progress bar, and prints the rows.
+fn run_all(
+    c: &Common,
+    ck: &Checked,
+    workload: &str,
+    mut run: impl FnMut(&RunSpec, &dyn Fn(f64)) -> Result<Row, sluice::Error>,
+) -> Result<(), Failure> {
+    let mut rows = Vec::new();
+    for spec in &ck.specs {
+        let name = format!("{workload} {}", spec.protocol);
+        rows.push(progress::fraction(&name, c.json, |tick| run(spec, tick))?);
+    }
+    finish(rows, c.json)
 }
 
 pub fn tpcb(a: TpcbArgs) -> Result<(), Failure> {
@@ -317,50 +410,26 @@ pub fn tpcb(a: TpcbArgs) -> Result<(), Failure> {
     if let Some(s) = a.scale {
         in_range("--scale", s, 1..=10_000).map_err(Failure::Usage)?;
     }
-    let existing = existing(&a.common)?;
     let scale = a.scale.unwrap_or(10);
-    let want = Stored::Tpcb {
-        scale,
-        accounts_per_branch: tpcb::ACCOUNTS_PER_BRANCH,
+    let want = Want {
+        stored: Stored::Tpcb {
+            scale,
+            accounts_per_branch: tpcb::ACCOUNTS_PER_BRANCH,
+        },
+        size_given: a.scale.is_some(),
     };
-    // With --check-only and no --scale, whatever scale it holds is checked.
-    let accept = |found: &Stored| match found {
-        Stored::Tpcb { .. } if a.scale.is_none() && a.common.check_only => true,
-        f => *f == want,
-    };
-    let hint = |found: &Stored| match found {
-        Stored::Tpcb { scale, .. } => format!(" or --scale {scale}"),
-        _ => String::new(),
-    };
-    if a.common.check_only {
-        let dir = existing.expect("existing() requires a database with --check-only");
-        let s = setup(&a.common, None, TpcbSession::pool_pages(scale));
-        return check_only(&a.common, &s, &dir, &want, accept, hint);
-    }
-    let quiet = a.common.json;
     let shape = TpcbShape {
         local_only: a.local_only,
         ..TpcbShape::standard(scale)
     };
-    let s = setup(&a.common, ck.latency, TpcbSession::pool_pages(scale));
-    let b = open(&s)?;
-    let mut session = match (&existing, stored::identify(&b.db)?) {
-        (_, Stored::Empty) => {
-            let pb = progress::bar(1000, &format!("loading TPC-B SF {scale}"), quiet);
-            let session =
-                TpcbSession::load_into(b, shape, |f| pb.set_position((f * 1000.0) as u64))?;
-            pb.finish_and_clear();
-            if let Some(d) = &a.common.dir {
-                println!("loaded {}: {want}", d.display());
-            }
-            session
-        }
-        (dir, found) => {
-            let dir = dir.as_deref().unwrap_or(&b.dir).to_path_buf();
-            if !accept(&found) {
-                return Err(refuse(&dir, &found, &want, &hint(&found)));
-            }
-            let (session, c) = TpcbSession::reuse(b, shape)?;
+    let pool_pages = TpcbSession::pool_pages(scale);
+    let mut session = match start(&a.common, ck.latency, &want, pool_pages)? {
+        Start::Checked => return Ok(()),
+        Start::Empty(b) => load(&a.common, &want, &format!("TPC-B SF {scale}"), |tick| {
+            TpcbSession::load_into(b, shape, tick)
+        })?,
+        Start::Holds { bench, dir, found } => {
+            let (session, c) = TpcbSession::reuse(bench, shape)?;
             if !c.ok() {
                 return Err(Failure::Runtime(format!(
                     "{} is inconsistent as found, not benchmarking it: {}",
@@ -376,13 +445,7 @@ pub fn tpcb(a: TpcbArgs) -> Result<(), Failure> {
             session
         }
     };
-    let mut rows = Vec::new();
-    for spec in &ck.specs {
-        let pb = progress::bar(1000, &format!("tpcb {}", spec.protocol), quiet);
-        rows.push(session.run(spec, |f| pb.set_position((f * 1000.0) as u64))?);
-        pb.finish_and_clear();
-    }
-    finish(rows, a.common.json)
+    run_all(&a.common, &ck, "tpcb", |spec, tick| session.run(spec, tick))
 }
 
 pub fn tatp(a: TatpArgs) -> Result<(), Failure> {
@@ -390,56 +453,26 @@ pub fn tatp(a: TatpArgs) -> Result<(), Failure> {
     if let Some(n) = a.subscribers {
         in_range("--subscribers", n, 1..=100_000_000).map_err(Failure::Usage)?;
     }
-    let existing = existing(&a.common)?;
     let subscribers = a.subscribers.unwrap_or(100_000);
-    let want = Stored::Tatp { subscribers };
-    // With --check-only and no --subscribers, whatever number it holds is checked.
-    let accept = |found: &Stored| match found {
-        Stored::Tatp { .. } if a.subscribers.is_none() && a.common.check_only => true,
-        f => *f == want,
+    let want = Want {
+        stored: Stored::Tatp { subscribers },
+        size_given: a.subscribers.is_some(),
     };
-    let hint = |found: &Stored| match found {
-        Stored::Tatp { subscribers } => format!(" or --subscribers {subscribers}"),
-        _ => String::new(),
-    };
-    if a.common.check_only {
-        let dir = existing.expect("existing() requires a database with --check-only");
-        let s = setup(&a.common, None, TatpSession::pool_pages(subscribers));
-        return check_only(&a.common, &s, &dir, &want, accept, hint);
-    }
-    let quiet = a.common.json;
-    let s = setup(&a.common, ck.latency, TatpSession::pool_pages(subscribers));
-    let b = open(&s)?;
-    let mut session = match (&existing, stored::identify(&b.db)?) {
-        (_, Stored::Empty) => {
-            let pb = progress::bar(1000, &format!("loading TATP {subscribers}"), quiet);
-            let session =
-                TatpSession::load_into(b, subscribers, |f| pb.set_position((f * 1000.0) as u64))?;
-            pb.finish_and_clear();
-            if let Some(d) = &a.common.dir {
-                println!("loaded {}: {want}", d.display());
-            }
-            session
-        }
-        (dir, found) => {
-            let dir = dir.as_deref().unwrap_or(&b.dir).to_path_buf();
-            if !accept(&found) {
-                return Err(refuse(&dir, &found, &want, &hint(&found)));
-            }
-            let session = TatpSession::reuse(b, subscribers)?;
+    let pool_pages = TatpSession::pool_pages(subscribers);
+    let mut session = match start(&a.common, ck.latency, &want, pool_pages)? {
+        Start::Checked => return Ok(()),
+        Start::Empty(b) => load(&a.common, &want, &format!("TATP {subscribers}"), |tick| {
+            TatpSession::load_into(b, subscribers, tick)
+        })?,
+        Start::Holds { bench, dir, found } => {
+            let session = TatpSession::reuse(bench, subscribers)?;
             println!("reusing {}: {found} (no load)", dir.display());
             session
         }
     };
-    let mut rows = Vec::new();
-    for spec in &ck.specs {
-        let pb = progress::bar(1000, &format!("tatp {}", spec.protocol), quiet);
-        rows.push(session.run(spec, a.only, a.uniform, |f| {
-            pb.set_position((f * 1000.0) as u64)
-        })?);
-        pb.finish_and_clear();
-    }
-    finish(rows, a.common.json)
+    run_all(&a.common, &ck, "tatp", |spec, tick| {
+        session.run(spec, a.only, a.uniform, tick)
+    })
 }
 
 /// `--group-commit`.

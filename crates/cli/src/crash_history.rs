@@ -2,12 +2,13 @@
 //! seeds of random concurrent transactions, each on a configuration drawn from its seed,
 //! their histories checked for dependency cycles and against the commit-order model.
 
+use crate::crash_report;
 use crate::progress;
 use crate::Failure;
 use serde::Serialize;
 use sluice::{CommitProtocol, Strategy};
 use sluice_bench::knobs::in_range;
-use sluice_bench::output::{json_line, thousands, Table};
+use sluice_bench::output::{json_line, thousands};
 use sluice_testkit::history::{sweep, Fixed, Limit, SeedReport};
 use std::ops::Bound::{Excluded, Included};
 use std::time::Duration;
@@ -132,23 +133,14 @@ pub fn run(a: Args) -> Result<(), Failure> {
         }
     });
     pb.finish_and_clear();
-    let mut t = Table::new([
-        "seeds",
-        "transactions",
-        "committed",
-        "reads checked",
-        "anomalies",
-        "failing seeds",
+    crash_report::print_totals(&[
+        ("seeds", thousands(r.seeds as f64)),
+        ("transactions", thousands(r.transactions as f64)),
+        ("committed", thousands(r.committed as f64)),
+        ("reads checked", thousands(r.reads_checked as f64)),
+        ("anomalies", r.anomalies.to_string()),
+        ("failing seeds", r.failing.len().to_string()),
     ]);
-    t.row([
-        thousands(r.seeds as f64),
-        thousands(r.transactions as f64),
-        thousands(r.committed as f64),
-        thousands(r.reads_checked as f64),
-        r.anomalies.to_string(),
-        r.failing.len().to_string(),
-    ]);
-    println!("{}", t.render());
     let mut failures = Vec::new();
     let mut shown = 0;
     for s in &r.failing {

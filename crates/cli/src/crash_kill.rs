@@ -202,29 +202,45 @@ impl Target {
         })
     }
 
-    /// Closes it as a crash at this moment would leave it.
-    fn close_as_crashed(self) -> Result<(), Failure> {
+    /// Closes it: cleanly, or as a crash at this moment would leave it.
+    fn close(self, how: Close) -> Result<(), Failure> {
         match self {
             Target::Plain { db, tables } => {
                 drop(tables);
-                db.close_as_crashed()?;
+                match how {
+                    Close::Clean => db.close()?,
+                    Close::AsCrashed => db.close_as_crashed()?,
+                }
             }
-            Target::Parted(p) => p.into_db().close_as_crashed()?,
+            Target::Parted(p) => {
+                let db = p.into_db();
+                match how {
+                    Close::Clean => db.close()?,
+                    Close::AsCrashed => db.close_as_crashed()?,
+                }
+            }
         }
         Ok(())
     }
+}
 
-    /// Closes it cleanly.
-    fn close(self) -> Result<(), Failure> {
-        match self {
-            Target::Plain { db, tables } => {
-                drop(tables);
-                db.close()?;
-            }
-            Target::Parted(p) => p.into_db().close()?,
-        }
-        Ok(())
-    }
+/// How [`Target::close`] leaves the database.
+#[derive(Clone, Copy)]
+enum Close {
+    Clean,
+    AsCrashed,
+}
+
+/// `--scale` and `--accounts-per-branch`, which the parent passes on to its children.
+fn tpcb_size(scale: u32, accounts_per_branch: u32) -> Result<(), Failure> {
+    in_range("--scale", scale, 1..=1_000).map_err(Failure::Usage)?;
+    in_range(
+        "--accounts-per-branch",
+        accounts_per_branch,
+        1..=tpcb::ACCOUNTS_PER_BRANCH,
+    )
+    .map_err(Failure::Usage)?;
+    Ok(())
 }
 
 fn shape(scale: u32, accounts_per_branch: u32) -> TpcbShape {
@@ -238,13 +254,7 @@ fn shape(scale: u32, accounts_per_branch: u32) -> TpcbShape {
 /// acknowledged commit.
 pub fn child(a: ChildArgs) -> Result<(), Failure> {
     in_range("--clients", a.clients, 1..=256).map_err(Failure::Usage)?;
-    in_range("--scale", a.scale, 1..=1_000).map_err(Failure::Usage)?;
-    in_range(
-        "--accounts-per-branch",
-        a.accounts_per_branch,
-        1..=tpcb::ACCOUNTS_PER_BRANCH,
-    )
-    .map_err(Failure::Usage)?;
+    tpcb_size(a.scale, a.accounts_per_branch)?;
     log_managers(a.log_managers)?;
     // The parent loaded it: a child never creates a database.
     let marker = if a.log_managers == 0 {
@@ -407,13 +417,7 @@ fn validate(a: &KillArgs) -> Result<(), Failure> {
         (Excluded(0.0), Included(3600.0)),
     )
     .map_err(Failure::Usage)?;
-    in_range("--scale", a.scale, 1..=1_000).map_err(Failure::Usage)?;
-    in_range(
-        "--accounts-per-branch",
-        a.accounts_per_branch,
-        1..=tpcb::ACCOUNTS_PER_BRANCH,
-    )
-    .map_err(Failure::Usage)?;
+    tpcb_size(a.scale, a.accounts_per_branch)?;
     in_range("--clients", a.clients, 1..=256).map_err(Failure::Usage)?;
     log_managers(a.log_managers)?;
     if let Some(d) = &a.dir {
@@ -532,7 +536,7 @@ fn check_after_kill(layout: &Layout, dir: &Path, acks: &[Ack]) -> Result<Checked
         }
     }
     // Closed as a crash would leave it: the next child recovers the same log again.
-    target.close_as_crashed()?;
+    target.close(Close::AsCrashed)?;
     Ok(Checked {
         recovery,
         lost,
@@ -574,7 +578,7 @@ pub fn kill(a: KillArgs) -> Result<(), Failure> {
     };
     layout
         .load(&dir, &shape(a.scale, a.accounts_per_branch))?
-        .close()?;
+        .close(Close::Clean)?;
     let pb = progress::bar(
         a.runs,
         &format!(

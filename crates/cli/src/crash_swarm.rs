@@ -1,11 +1,12 @@
 //! `sluice crash-test swarm`: the swarm sweep (`sluice_testkit::swarm`), every seed
 //! drawing its own configuration over every option that changes a code path.
 
+use crate::crash_report;
 use crate::progress;
 use crate::Failure;
 use serde::Serialize;
 use sluice_bench::knobs::in_range;
-use sluice_bench::output::{json_line, thousands, Table};
+use sluice_bench::output::thousands;
 use sluice_testkit::swarm::swarm;
 use std::collections::BTreeMap;
 
@@ -53,41 +54,29 @@ struct Report {
 
 /// `sluice crash-test swarm`.
 pub fn run(a: SwarmArgs) -> Result<(), Failure> {
-    in_range("--seeds", a.seeds, 1..=10_000_000).map_err(Failure::Usage)?;
-    if a.first_seed.checked_add(a.seeds).is_none() {
-        return Err(Failure::Usage("--first-seed + --seeds overflows".into()));
-    }
+    crash_report::seed_range(a.seeds, a.first_seed)?;
     in_range("--jobs", a.jobs, 1..=MAX_JOBS).map_err(Failure::Usage)?;
     let pb = progress::bar(a.seeds, "crash-test swarm", a.json);
     let r = swarm(a.seeds, a.first_seed, a.jobs, |done| pb.set_position(done));
     pb.finish_and_clear();
-    let mut t = Table::new([
-        "seeds",
-        "acknowledged",
-        "lost",
-        "lost (async)",
-        "violations",
-        "halts mid-run",
-        "in recovery",
-        "read-only opens",
-        "clean closes",
-        "shown states rechecked",
-        "audits",
-    ]);
-    t.row([
-        thousands(r.seeds as f64),
-        thousands(r.acknowledged as f64),
-        r.lost.to_string(),
-        thousands(r.lost_async as f64),
-        r.violations.to_string(),
-        thousands(r.halts_mid_run as f64),
-        thousands(r.halts_in_recovery as f64),
-        thousands(r.read_only_opens as f64),
-        thousands(r.clean_closes as f64),
-        thousands(r.states_rechecked as f64),
-        thousands(r.audits as f64),
-    ]);
-    println!("{}", t.render());
+    crash_report::print_commit_totals(
+        r.seeds,
+        r.acknowledged,
+        r.lost,
+        &[
+            ("lost (async)", thousands(r.lost_async as f64)),
+            ("violations", r.violations.to_string()),
+            ("halts mid-run", thousands(r.halts_mid_run as f64)),
+            ("in recovery", thousands(r.halts_in_recovery as f64)),
+            ("read-only opens", thousands(r.read_only_opens as f64)),
+            ("clean closes", thousands(r.clean_closes as f64)),
+            (
+                "shown states rechecked",
+                thousands(r.states_rechecked as f64),
+            ),
+            ("audits", thousands(r.audits as f64)),
+        ],
+    );
     // The dimensions the seeds covered, one line per dimension.
     let mut by_dimension: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for (c, n) in &r.coverage {
@@ -103,41 +92,31 @@ pub fn run(a: SwarmArgs) -> Result<(), Failure> {
     for (dim, values) in &by_dimension {
         println!("{dim}: {}", values.join(", "));
     }
-    for f in r.failures.iter().take(20) {
-        println!("FAILURE {f}");
-    }
-    if r.failures.len() > 20 {
-        println!("... and {} more failures", r.failures.len() - 20);
-    }
-    let bad = r.lost + r.violations;
-    if a.json {
+    crash_report::show_failures(&r.failures);
+    if crash_report::unshown(&r.failures) > 0 {
         println!(
-            "{}",
-            json_line(&Report {
-                seeds: r.seeds,
-                first_seed: a.first_seed,
-                acknowledged: r.acknowledged,
-                lost: r.lost,
-                lost_async: r.lost_async,
-                violations: r.violations,
-                halts_mid_run: r.halts_mid_run,
-                halts_in_recovery: r.halts_in_recovery,
-                read_only_opens: r.read_only_opens,
-                read_only_refused: r.read_only_refused,
-                refused_opens: r.refused_opens,
-                clean_closes: r.clean_closes,
-                states_rechecked: r.states_rechecked,
-                audits: r.audits,
-                coverage: r.coverage,
-                failures: r.failures,
-            })
+            "... and {} more failures",
+            crash_report::unshown(&r.failures)
         );
     }
-    if bad > 0 {
-        return Err(Failure::Runtime(format!(
-            "{} lost commits and {} violating seeds",
-            r.lost, r.violations
-        )));
-    }
-    Ok(())
+    let (lost, violations) = (r.lost, r.violations);
+    let report = Report {
+        seeds: r.seeds,
+        first_seed: a.first_seed,
+        acknowledged: r.acknowledged,
+        lost: r.lost,
+        lost_async: r.lost_async,
+        violations: r.violations,
+        halts_mid_run: r.halts_mid_run,
+        halts_in_recovery: r.halts_in_recovery,
+        read_only_opens: r.read_only_opens,
+        read_only_refused: r.read_only_refused,
+        refused_opens: r.refused_opens,
+        clean_closes: r.clean_closes,
+        states_rechecked: r.states_rechecked,
+        audits: r.audits,
+        coverage: r.coverage,
+        failures: r.failures,
+    };
+    crash_report::verdict(a.json, &report, lost, violations)
 }

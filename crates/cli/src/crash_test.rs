@@ -1,11 +1,11 @@
 //! `sluice crash-test engine` and `sluice crash-test sim`.
 
+use crate::crash_report;
 use crate::progress;
 use crate::Failure;
 use serde::Serialize;
 use sluice_bench::experiments::tpcb_crash::crash_test_tpcb;
-use sluice_bench::knobs::in_range;
-use sluice_bench::output::{json_line, thousands, Table};
+use sluice_bench::output::thousands;
 use sluice_testkit::crash::{crash_test, crash_test_large_values};
 
 /// Flags of `sluice crash-test engine`.
@@ -89,10 +89,7 @@ pub fn engine(a: EngineArgs) -> Result<(), Failure> {
 }
 
 fn engine_with(a: EngineArgs, workload: SimWorkload) -> Result<(), Failure> {
-    in_range("--seeds", a.seeds, 1..=10_000_000).map_err(Failure::Usage)?;
-    if a.first_seed.checked_add(a.seeds).is_none() {
-        return Err(Failure::Usage("--first-seed + --seeds overflows".into()));
-    }
+    crash_report::seed_range(a.seeds, a.first_seed)?;
     let name = match workload {
         SimWorkload::Kv => "crash-test engine",
         SimWorkload::Tpcb => "crash-test sim tpcb",
@@ -106,63 +103,45 @@ fn engine_with(a: EngineArgs, workload: SimWorkload) -> Result<(), Failure> {
         SimWorkload::Kv => crash_test(a.seeds, a.first_seed, tick),
     };
     pb.finish_and_clear();
-    let mut t = Table::new([
-        "seeds",
-        "acknowledged",
-        "lost",
-        "violations",
-        "crashes mid-run",
-        "crashes in recovery",
-        "kills",
-        "failed fsyncs",
-        "opens refused",
-        "shown states rechecked",
-    ]);
-    t.row([
-        thousands(r.seeds as f64),
-        thousands(r.acknowledged as f64),
-        r.lost.to_string(),
-        r.violations.to_string(),
-        thousands(r.crashes_mid_run as f64),
-        thousands(r.crashes_in_recovery as f64),
-        thousands(r.process_kills as f64),
-        thousands(r.failed_syncs as f64),
-        thousands(r.refused_opens as f64),
-        thousands(r.states_rechecked as f64),
-    ]);
-    println!("{}", t.render());
-    for f in r.failures.iter().take(20) {
-        println!("FAILURE {f}");
-    }
-    let bad = r.lost + r.violations;
-    if a.json {
-        println!(
-            "{}",
-            json_line(&Report {
-                workload: match workload {
-                    SimWorkload::Kv => "kv",
-                    SimWorkload::Tpcb => "tpcb",
-                },
-                seeds: r.seeds,
-                first_seed: a.first_seed,
-                acknowledged: r.acknowledged,
-                lost: r.lost,
-                violations: r.violations,
-                crashes_mid_run: r.crashes_mid_run,
-                crashes_in_recovery: r.crashes_in_recovery,
-                process_kills: r.process_kills,
-                failed_syncs: r.failed_syncs,
-                refused_opens: r.refused_opens,
-                states_rechecked: r.states_rechecked,
-                failures: r.failures,
-            })
-        );
-    }
-    if bad > 0 {
-        return Err(Failure::Runtime(format!(
-            "{} lost commits and {} violating seeds",
-            r.lost, r.violations
-        )));
-    }
-    Ok(())
+    crash_report::print_commit_totals(
+        r.seeds,
+        r.acknowledged,
+        r.lost,
+        &[
+            ("violations", r.violations.to_string()),
+            ("crashes mid-run", thousands(r.crashes_mid_run as f64)),
+            (
+                "crashes in recovery",
+                thousands(r.crashes_in_recovery as f64),
+            ),
+            ("kills", thousands(r.process_kills as f64)),
+            ("failed fsyncs", thousands(r.failed_syncs as f64)),
+            ("opens refused", thousands(r.refused_opens as f64)),
+            (
+                "shown states rechecked",
+                thousands(r.states_rechecked as f64),
+            ),
+        ],
+    );
+    crash_report::show_failures(&r.failures);
+    let (lost, violations) = (r.lost, r.violations);
+    let report = Report {
+        workload: match workload {
+            SimWorkload::Kv => "kv",
+            SimWorkload::Tpcb => "tpcb",
+        },
+        seeds: r.seeds,
+        first_seed: a.first_seed,
+        acknowledged: r.acknowledged,
+        lost: r.lost,
+        violations: r.violations,
+        crashes_mid_run: r.crashes_mid_run,
+        crashes_in_recovery: r.crashes_in_recovery,
+        process_kills: r.process_kills,
+        failed_syncs: r.failed_syncs,
+        refused_opens: r.refused_opens,
+        states_rechecked: r.states_rechecked,
+        failures: r.failures,
+    };
+    crash_report::verdict(a.json, &report, lost, violations)
 }

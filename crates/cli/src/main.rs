@@ -13,12 +13,14 @@ mod bench_wal;
 mod compare;
 mod crash_history;
 mod crash_kill;
+mod crash_report;
 mod crash_swarm;
 mod crash_test;
 mod inspect;
 mod peer_child;
 mod plan;
 mod progress;
+mod sweep;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -17,3 +17,12 @@ pub fn bar(len: u64, msg: &str, quiet: bool) -> ProgressBar {
     pb.set_message(msg.to_string());
     pb
 }
+
+/// Runs `work` under a bar of `msg` (hidden when `quiet`) that `work` moves by calling its
+/// argument with the fraction done, 0 to 1.
+pub fn fraction<T>(msg: &str, quiet: bool, work: impl FnOnce(&dyn Fn(f64)) -> T) -> T {
+    let pb = bar(1000, msg, quiet);
+    let r = work(&|f| pb.set_position((f * 1000.0) as u64));
+    pb.finish_and_clear();
+    r
+}

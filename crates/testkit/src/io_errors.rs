@@ -22,8 +22,8 @@
 //! follow.
 
 use crate::crash::{
-    diff_message, judge, options as crash_options, read_state, run_txn, Outcome, Shape, State, DIR,
-    TABLES,
+    diff_message, judge, options as crash_options, read_state, run_txn, Outcome, Shape, State,
+    Writes, DIR, TABLES,
 };
 use crate::fence::FencedStorage;
 use rand::rngs::StdRng;
@@ -214,7 +214,7 @@ fn is_halt(injection: Injection) -> bool {
 fn workload(
     sim: &SimStorage,
     w: Workload,
-    outcomes: &Mutex<Vec<Outcome>>,
+    outcomes: &Mutex<Vec<Outcome<Writes>>>,
 ) -> (Option<Error>, usize) {
     let db = match open(sim, w) {
         Ok(db) => db,
@@ -260,7 +260,7 @@ fn reopen_and_check(
     sim: &SimStorage,
     w: Workload,
     created: usize,
-    outcomes: &[Outcome],
+    outcomes: &[Outcome<Writes>],
     lost: &mut u64,
     what: &str,
 ) -> Result<State, String> {

@@ -88,6 +88,20 @@ impl SweepConfig {
         }
     }
 
+    /// The sweep of `figure` whose runs take the knobs of `run` (its seconds, low rate,
+    /// scale, clients, device measurement and directory; the plan sets the rest).
+    pub fn with_knobs(figure: SweepFigure, run: &PropagationConfig) -> SweepConfig {
+        SweepConfig {
+            figure,
+            seconds: run.seconds,
+            rate: run.rate,
+            scale: run.scale,
+            clients: run.clients,
+            probe_bytes: run.probe_bytes,
+            dir: run.dir.clone(),
+        }
+    }
+
     fn run_config(&self, p: &Planned, device: Option<f64>) -> PropagationConfig {
         PropagationConfig {
             strategy: p.strategy,

@@ -19,8 +19,10 @@
 use crate::workloads::tpcb::{self, TpcbGenerator, TpcbInput, TpcbShape, TpcbTables};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use sluice::{CommitProtocol, Database, Error, Lsn, Options};
-use sluice_testkit::crash::{sweep, CrashReport, SweepWorkload};
+use sluice::{CommitProtocol, Database, Error, Options};
+use sluice_testkit::crash::{
+    acknowledged, commit_noted, sweep, CrashReport, Outcome, SweepWorkload,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
@@ -53,19 +55,12 @@ fn options() -> Options {
     o
 }
 
-#[derive(Debug, Clone)]
-struct Outcome {
-    input: TpcbInput,
-    commit: Option<Lsn>,
-    acked: bool,
-}
-
 /// What a recovered database shows: every row of the four tables.
 type State = BTreeMap<(u8, Vec<u8>), Vec<u8>>;
 
 struct Tpcb {
     tables: Option<TpcbTables>,
-    outcomes: Vec<Outcome>,
+    outcomes: Vec<Outcome<TpcbInput>>,
 }
 
 /// The history id of the transaction run after the final recovery (apart from the
@@ -105,14 +100,14 @@ impl Tpcb {
         if !c.ok() {
             return Err(format!("TPC-B identities: {}", c.violations.join("; ")));
         }
-        let mut cands: Vec<&Outcome> = self
+        let mut cands: Vec<&Outcome<TpcbInput>> = self
             .outcomes
             .iter()
             .filter(|o| o.commit.is_some())
             .collect();
         cands.sort_by_key(|o| o.commit);
-        let by_id: HashMap<u64, &Outcome> =
-            cands.iter().map(|o| (o.input.history_id, *o)).collect();
+        let by_id: HashMap<u64, &Outcome<TpcbInput>> =
+            cands.iter().map(|o| (o.work.history_id, *o)).collect();
         let mut present = Vec::new();
         for ((table, k), v) in state.range((3, Vec::new())..) {
             debug_assert_eq!(*table, 3);
@@ -124,7 +119,7 @@ impl Tpcb {
                     "history row {id} of a transaction that never wrote its commit record"
                 ));
             };
-            if v[..] != tpcb::encode_history(&o.input)[..] {
+            if v[..] != tpcb::encode_history(&o.work)[..] {
                 return Err(format!(
                     "history row {id} does not hold its transaction's account and delta"
                 ));
@@ -135,17 +130,17 @@ impl Tpcb {
         let n = present.len();
         let lost = cands
             .iter()
-            .filter(|o| o.acked && !present.contains(&o.input.history_id))
+            .filter(|o| o.acked && !present.contains(&o.work.history_id))
             .count() as u64;
         let prefix: std::collections::HashSet<u64> = cands[..n.min(cands.len())]
             .iter()
-            .map(|o| o.input.history_id)
+            .map(|o| o.work.history_id)
             .collect();
         if present.iter().any(|id| !prefix.contains(id)) {
             let gap = cands[..n.min(cands.len())]
                 .iter()
-                .find(|o| !present.contains(&o.input.history_id))
-                .map_or(0, |o| o.input.history_id);
+                .find(|o| !present.contains(&o.work.history_id))
+                .map_or(0, |o| o.work.history_id);
             return Err(format!(
                 "the {n} recovered history rows are not a commit-order prefix of the {} candidates (first gap: transaction {gap}); {lost} acknowledged lost",
                 cands.len()
@@ -155,7 +150,7 @@ impl Tpcb {
         let shape = shape();
         let mut want: HashMap<(u8, u32), i64> = HashMap::new();
         for o in &cands[..n] {
-            let i = &o.input;
+            let i = &o.work;
             *want.entry((0, i.branch)).or_default() += i.delta;
             *want.entry((1, i.teller)).or_default() += i.delta;
             *want.entry((2, i.account)).or_default() += i.delta;
@@ -222,21 +217,8 @@ impl SweepWorkload for Tpcb {
                             let _ = tx.rollback();
                             return;
                         }
-                        let mut at = None;
-                        let r = tx.commit_observed(|commit| {
-                            let mut l = outcomes.lock().expect("outcomes");
-                            l.push(Outcome {
-                                input,
-                                commit,
-                                acked: false,
-                            });
-                            at = Some(l.len() - 1);
-                        });
-                        match (r, at) {
-                            (Ok(()), Some(at)) => {
-                                outcomes.lock().expect("outcomes")[at].acked = true
-                            }
-                            _ => return,
+                        if commit_noted(tx, input, outcomes).is_err() {
+                            return;
                         }
                     }
                 });
@@ -246,10 +228,7 @@ impl SweepWorkload for Tpcb {
     }
 
     fn acknowledged(&self) -> u64 {
-        self.outcomes
-            .iter()
-            .filter(|o| o.acked && o.commit.is_some())
-            .count() as u64
+        acknowledged(&self.outcomes)
     }
 
     fn check(&self, db: &Database) -> (u64, Result<State, String>) {

@@ -3,6 +3,8 @@
 //! line).
 
 use super::plot::{write_png_and_svg, Drawing, PlotError};
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -70,28 +72,13 @@ impl BarChart {
         // The labels go in a band below zero inside the plot, centred under the bars;
         // the y axis prints no negative ticks.
         let floor = -top * 0.07;
-        let mut chart = ChartBuilder::on(root)
-            .caption(self.title.as_str(), ("sans-serif", 22))
-            .margin(16)
-            .x_label_area_size(10)
-            .y_label_area_size(90)
-            .build_cartesian_2d(0.0..n, floor..top)
-            .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(0)
-            .y_desc(self.y_label.as_str())
-            .y_label_formatter(&|v| {
-                if *v < 0.0 {
-                    String::new()
-                } else {
-                    super::report::thousands(*v)
-                }
-            })
-            .label_style(("sans-serif", 15))
-            .draw()
-            .map_err(|e| e.to_string())?;
+        let mut chart = self.axes(root, floor..top, &|v| {
+            if *v < 0.0 {
+                String::new()
+            } else {
+                super::report::thousands(*v)
+            }
+        })?;
         let centred = |size: u32, v: VPos| {
             TextStyle::from(("sans-serif", size).into_font()).pos(Pos::new(HPos::Center, v))
         };
@@ -149,30 +136,15 @@ impl BarChart {
         };
         let decades = (hi / lo).log10();
         let floor = lo / 10f64.powf(decades * 0.09);
-        let mut chart = ChartBuilder::on(root)
-            .caption(self.title.as_str(), ("sans-serif", 22))
-            .margin(16)
-            .x_label_area_size(10)
-            .y_label_area_size(90)
-            .build_cartesian_2d(0.0..n, (floor..hi).log_scale())
-            .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(0)
-            .y_desc(self.y_label.as_str())
-            .y_label_formatter(&|v| {
-                if *v < lo * 0.999 {
-                    String::new()
-                } else if *v >= 1.0 {
-                    super::report::thousands(*v)
-                } else {
-                    format!("{v}")
-                }
-            })
-            .label_style(("sans-serif", 15))
-            .draw()
-            .map_err(|e| e.to_string())?;
+        let mut chart = self.axes(root, (floor..hi).log_scale(), &|v| {
+            if *v < lo * 0.999 {
+                String::new()
+            } else if *v >= 1.0 {
+                super::report::thousands(*v)
+            } else {
+                format!("{v}")
+            }
+        })?;
         let centred = |size: u32, v: VPos| {
             TextStyle::from(("sans-serif", size).into_font()).pos(Pos::new(HPos::Center, v))
         };
@@ -212,6 +184,42 @@ impl BarChart {
             }
         }
         Ok(())
+    }
+}
+
+impl BarChart {
+    /// The plot the bars stand in: the title, one slot per bar across (each bar carries
+    /// its own label, so the x axis has none), `y` up, its ticks labelled by `y_label`.
+    fn axes<'a, DB, Y>(
+        &self,
+        root: &'a DrawingArea<DB, Shift>,
+        y: Y,
+        y_label: &dyn Fn(&f64) -> String,
+    ) -> Result<ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y::CoordDescType>>, PlotError>
+    where
+        DB: DrawingBackend,
+        DB::ErrorType: 'static,
+        Y: AsRangedCoord<Value = f64>,
+        Y::CoordDescType: ValueFormatter<f64>,
+    {
+        let n = self.bars.len().max(1) as f64;
+        let mut chart = ChartBuilder::on(root)
+            .caption(self.title.as_str(), ("sans-serif", 22))
+            .margin(16)
+            .x_label_area_size(10)
+            .y_label_area_size(90)
+            .build_cartesian_2d(0.0..n, y)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(0)
+            .y_desc(self.y_label.as_str())
+            .y_label_formatter(y_label)
+            .label_style(("sans-serif", 15))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        Ok(chart)
     }
 }
 

@@ -4,7 +4,7 @@
 //! [`CrashMode::Agents`]: super::CrashMode::Agents
 
 use super::model::{
-    draw_shape, key, make_value, Outcome, ValueShape, KEYS, THREADS, TXNS_PER_THREAD,
+    draw_shape, key, make_value, Outcome, ValueShape, Writes, KEYS, THREADS, TXNS_PER_THREAD,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -17,9 +17,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// Candidates and acknowledgements collected from an agent-pool run.
-/// A transaction's writes: (table index, key, new value or `None` for a delete).
-type Writes = Vec<(usize, Vec<u8>, Option<Vec<u8>>)>;
-
 #[derive(Default)]
 struct AgentLog {
     writes: HashMap<TxnId, Writes>,
@@ -107,7 +104,7 @@ pub(super) fn run_agents(
     protocol: CommitProtocol,
     seeds: &[u64],
     seed: u64,
-) -> Vec<Outcome> {
+) -> Vec<Outcome<Writes>> {
     let log = Arc::new((Mutex::new(AgentLog::default()), Condvar::new()));
     let hook_log = log.clone();
     let agents = Agents::start_with(
@@ -147,7 +144,7 @@ pub(super) fn run_agents(
     commits
         .into_iter()
         .map(|(id, commit)| Outcome {
-            writes: g.writes.remove(&id).unwrap_or_default(),
+            work: g.writes.remove(&id).unwrap_or_default(),
             commit,
             acked: g.acked.contains(&id),
         })

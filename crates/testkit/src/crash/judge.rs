@@ -2,19 +2,23 @@
 //! candidate commits, in LSN order, that holds every acknowledged one; and, for a
 //! failure, which keys differ between two states.
 
-use super::model::{Outcome, State};
+use super::model::{Outcome, State, Writes};
 
 /// Checks the recovered state against the candidates; returns (lost, problem).
 /// `durable`: acknowledged commits must survive (every protocol but `async`, whose lost
 /// acknowledgements are counted but are not a violation).
-pub(crate) fn judge(outcomes: &[Outcome], got: &State, durable: bool) -> (u64, Option<String>) {
-    let mut cands: Vec<&Outcome> = outcomes.iter().filter(|o| o.commit.is_some()).collect();
+pub(crate) fn judge(
+    outcomes: &[Outcome<Writes>],
+    got: &State,
+    durable: bool,
+) -> (u64, Option<String>) {
+    let mut cands: Vec<&Outcome<Writes>> = outcomes.iter().filter(|o| o.commit.is_some()).collect();
     cands.sort_by_key(|o| o.commit);
     let acked_prefix = cands.iter().rposition(|o| o.acked).map_or(0, |i| i + 1);
     let must = if durable { acked_prefix } else { 0 };
     let mut state = State::new();
-    let apply = |state: &mut State, o: &Outcome| {
-        for (t, k, v) in &o.writes {
+    let apply = |state: &mut State, o: &Outcome<Writes>| {
+        for (t, k, v) in &o.work {
             match v {
                 Some(v) => state.insert((*t, k.clone()), v.clone()),
                 None => state.remove(&(*t, k.clone())),
@@ -42,7 +46,7 @@ pub(crate) fn judge(outcomes: &[Outcome], got: &State, durable: bool) -> (u64, O
         .iter()
         .filter(|o| o.acked)
         .filter(|o| {
-            o.writes
+            o.work
                 .iter()
                 .any(|(t, k, _)| minimal.get(&(*t, k.clone())) != got.get(&(*t, k.clone())))
         })

@@ -45,8 +45,9 @@ mod workload;
 
 pub(crate) use halt::{halted_recoveries, open_with_read_errors, Halt};
 pub(crate) use judge::{diff_message, judge, state_diff};
+pub use model::{acknowledged, commit_noted, Outcome};
 pub(crate) use model::{
-    chunks_of, make_value, options, read_state, run_txn, Outcome, Shape, State, ValueShape, DIR,
+    chunks_of, make_value, options, read_state, run_txn, Shape, State, ValueShape, Writes, DIR,
     TABLES,
 };
 pub use sweep::{sweep, CrashReport, SweepWorkload};

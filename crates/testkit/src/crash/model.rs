@@ -4,7 +4,7 @@
 
 use rand::rngs::StdRng;
 use rand::Rng;
-use sluice::{Database, Error, Limits, Options, Table};
+use sluice::{Database, Error, Limits, Options, Table, Transaction};
 use sluice_wal::Lsn;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -17,11 +17,52 @@ pub(crate) const TABLES: [&str; 2] = ["a", "b"];
 
 pub(crate) type State = BTreeMap<(usize, Vec<u8>), Vec<u8>>;
 
+/// A transaction of a crash workload as it ended: what it did, the LSN of its commit
+/// record when one was logged (a *candidate*), and whether its commit returned (it was
+/// *acknowledged*).
 #[derive(Debug, Clone)]
-pub(crate) struct Outcome {
-    pub(crate) writes: Vec<(usize, Vec<u8>, Option<Vec<u8>>)>,
-    pub(crate) commit: Option<Lsn>,
-    pub(crate) acked: bool,
+pub struct Outcome<W> {
+    /// What it did (the key-value workload's writes, a TPC-B transaction's input).
+    pub work: W,
+    /// Its commit record's LSN, once logged.
+    pub commit: Option<Lsn>,
+    /// Its commit returned.
+    pub acked: bool,
+}
+
+/// The key-value workload's work: each write (table, key, the value or `None` for a
+/// delete).
+pub(crate) type Writes = Vec<(usize, Vec<u8>, Option<Vec<u8>>)>;
+
+/// How many transactions were acknowledged with their commit record logged.
+pub fn acknowledged<W>(outcomes: &[Outcome<W>]) -> u64 {
+    outcomes
+        .iter()
+        .filter(|o| o.acked && o.commit.is_some())
+        .count() as u64
+}
+
+/// Commits `tx`, noting `work`'s outcome in `log` the moment its commit record is logged
+/// (a halt may strike before the commit returns) and marking it acknowledged once the
+/// commit returns.
+pub fn commit_noted<W>(
+    tx: Transaction,
+    work: W,
+    log: &Mutex<Vec<Outcome<W>>>,
+) -> Result<(), Error> {
+    let mut idx = None;
+    tx.commit_observed(|commit| {
+        let mut l = log.lock().expect("outcome log");
+        l.push(Outcome {
+            work,
+            commit,
+            acked: false,
+        });
+        idx = Some(l.len() - 1);
+    })?;
+    let idx = idx.expect("a committed transaction was observed");
+    log.lock().expect("outcome log")[idx].acked = true;
+    Ok(())
 }
 
 pub(crate) fn options() -> Options {
@@ -85,7 +126,7 @@ pub(crate) fn run_txn(
     tables: &[Table],
     rng: &mut StdRng,
     tag: String,
-    log: &Mutex<Vec<Outcome>>,
+    log: &Mutex<Vec<Outcome<Writes>>>,
     shape: Shape,
 ) -> Result<(), Error> {
     let mut picks: Vec<(usize, u32)> = if shape.run > 0 {
@@ -119,19 +160,7 @@ pub(crate) fn run_txn(
     if rng.gen_bool(0.15) {
         return tx.rollback();
     }
-    let mut idx = None;
-    tx.commit_observed(|commit| {
-        let mut l = log.lock().expect("outcome log");
-        l.push(Outcome {
-            writes,
-            commit,
-            acked: false,
-        });
-        idx = Some(l.len() - 1);
-    })?;
-    let idx = idx.expect("a committed transaction was observed");
-    log.lock().expect("outcome log")[idx].acked = true;
-    Ok(())
+    commit_noted(tx, writes, log)
 }
 
 pub(crate) fn read_state(db: &Database) -> Result<State, Error> {

@@ -6,8 +6,8 @@ use super::agents::run_agents;
 use super::judge::{judge, state_diff};
 use super::model::options;
 use super::model::{
-    check_chunks, read_state, run_txn, Outcome, Shape, State, KEYS, TABLES, THREADS,
-    TXNS_PER_THREAD,
+    acknowledged, check_chunks, read_state, run_txn, Outcome, Shape, State, Writes, KEYS, TABLES,
+    THREADS, TXNS_PER_THREAD,
 };
 use super::sweep::{sweep, CrashReport, SweepWorkload};
 use rand::rngs::StdRng;
@@ -89,7 +89,7 @@ struct KvWorkload {
     strategy: Strategy,
     seed: u64,
     tables: Vec<Table>,
-    outcomes: Vec<Outcome>,
+    outcomes: Vec<Outcome<Writes>>,
 }
 
 impl SweepWorkload for KvWorkload {
@@ -152,10 +152,7 @@ impl SweepWorkload for KvWorkload {
     }
 
     fn acknowledged(&self) -> u64 {
-        self.outcomes
-            .iter()
-            .filter(|o| o.acked && o.commit.is_some())
-            .count() as u64
+        acknowledged(&self.outcomes)
     }
 
     fn check(&self, db: &Database) -> (u64, Result<State, String>) {

@@ -180,163 +180,159 @@ pub(super) enum Ending {
     Drop,
 }
 
-/// One transaction's work, recorded into `ops` as it goes (an operation that fails
-/// leaves no entry: its error ends the transaction).
-pub(super) fn body(
-    tx: &mut Transaction,
-    ctx: &Ctx,
-    rng: &mut StdRng,
-    no: TxnNo,
-    ops: &mut Vec<Op>,
-) -> Result<Ending, Error> {
-    if rng.gen_bool(0.2) {
-        scan_insert_scan(tx, ctx, rng, no, ops)?;
+/// A transaction's body as it runs: its transaction, the run's context, its random
+/// choices, its number, and the operations it has recorded so far (an operation that
+/// fails leaves no entry: its error ends the transaction).
+pub(super) struct Work<'a> {
+    pub(super) tx: &'a mut Transaction,
+    pub(super) ctx: &'a Ctx,
+    pub(super) rng: &'a mut StdRng,
+    pub(super) no: TxnNo,
+    pub(super) ops: &'a mut Vec<Op>,
+}
+
+/// One transaction's work, recorded as it goes.
+pub(super) fn body(w: &mut Work) -> Result<Ending, Error> {
+    if w.rng.gen_bool(0.2) {
+        w.scan_insert_scan()?;
     } else {
-        for _ in 0..rng.gen_range(1..=6) {
-            random_op(tx, ctx, rng, no, ops)?;
+        for _ in 0..w.rng.gen_range(1..=6) {
+            w.random_op()?;
         }
     }
-    Ok(match rng.gen_range(0..20) {
+    Ok(match w.rng.gen_range(0..20) {
         0..=1 => Ending::Rollback,
         2 => Ending::Drop,
         _ => Ending::Commit,
     })
 }
 
-/// Scan a range, insert a key of it the scan did not see, maybe one more operation,
-/// and scan the range again: the repeat must see the same entries plus the insert.
-fn scan_insert_scan(
-    tx: &mut Transaction,
-    ctx: &Ctx,
-    rng: &mut StdRng,
-    no: TxnNo,
-    ops: &mut Vec<Op>,
-) -> Result<(), Error> {
-    let ti = rng.gen_range(0..ctx.tables.len());
-    let t = &ctx.tables[ti];
-    let span = ctx.span(rng);
-    let seen = scan(tx, t, &span)?;
-    let unseen: Vec<&Vec<u8>> = ctx
-        .keys
-        .iter()
-        .filter(|k| span.contains(k) && !seen.iter().any(|(s, _)| s == *k))
-        .collect();
-    let target = unseen.choose(rng).map(|k| (*k).clone());
-    ops.push(Op::Scan {
-        table: ti as u8,
-        span: span.clone(),
-        seen,
-    });
-    if let Some(k) = target {
-        put(tx, ctx, rng, no, ops, ti, k)?;
+impl Work<'_> {
+    /// A table of the run, at random: its index.
+    fn table(&mut self) -> usize {
+        self.rng.gen_range(0..self.ctx.tables.len())
     }
-    if rng.gen_bool(0.5) {
-        random_op(tx, ctx, rng, no, ops)?;
-    }
-    let seen = scan(tx, t, &span)?;
-    ops.push(Op::Scan {
-        table: ti as u8,
-        span,
-        seen,
-    });
-    Ok(())
-}
 
-pub(super) fn put(
-    tx: &mut Transaction,
-    ctx: &Ctx,
-    rng: &mut StdRng,
-    no: TxnNo,
-    ops: &mut Vec<Op>,
-    ti: usize,
-    key: Vec<u8>,
-) -> Result<(), Error> {
-    let id = ValueId {
-        txn: no,
-        op: ops.len() as u32,
-    };
-    // Short, medium (a few per leaf: the tables outgrow a small pool) and large
-    // (stored apart, in chunks).
-    let len = match rng.gen_range(0..10) {
-        0 => rng.gen_range(ctx.large_from..=ctx.large_from * 3),
-        1..=4 => rng.gen_range(64..=ctx.large_from / 2),
-        _ => rng.gen_range(16..64),
-    };
-    let bytes = encode_value(id, len);
-    let prev = tx.put(&ctx.tables[ti], &key, &bytes)?;
-    ops.push(Op::Put {
-        key: Key {
+    /// Scans `span` of table `ti` and records what it saw.
+    pub(super) fn scan(&mut self, ti: usize, span: Span) -> Result<(), Error> {
+        let seen = scan(self.tx, &self.ctx.tables[ti], &span)?;
+        self.scanned(ti, span, seen);
+        Ok(())
+    }
+
+    fn scanned(&mut self, ti: usize, span: Span, seen: Vec<(Vec<u8>, Val)>) {
+        self.ops.push(Op::Scan {
+            table: ti as u8,
+            span,
+            seen,
+        });
+    }
+
+    /// Scan a range, insert a key of it the scan did not see, maybe one more operation,
+    /// and scan the range again: the repeat must see the same entries plus the insert.
+    fn scan_insert_scan(&mut self) -> Result<(), Error> {
+        let ti = self.table();
+        let ctx = self.ctx;
+        let span = ctx.span(self.rng);
+        let seen = scan(self.tx, &ctx.tables[ti], &span)?;
+        let unseen: Vec<&Vec<u8>> = ctx
+            .keys
+            .iter()
+            .filter(|k| span.contains(k) && !seen.iter().any(|(s, _)| s == *k))
+            .collect();
+        let target = unseen.choose(self.rng).map(|k| (*k).clone());
+        self.scanned(ti, span.clone(), seen);
+        if let Some(k) = target {
+            self.put(ti, k)?;
+        }
+        if self.rng.gen_bool(0.5) {
+            self.random_op()?;
+        }
+        self.scan(ti, span)
+    }
+
+    /// Puts `key` into table `ti` with a fresh value of a random size, and records it
+    /// with the value it replaced.
+    pub(super) fn put(&mut self, ti: usize, key: Vec<u8>) -> Result<(), Error> {
+        let id = ValueId {
+            txn: self.no,
+            op: self.ops.len() as u32,
+        };
+        let (ctx, rng) = (self.ctx, &mut *self.rng);
+        // Short, medium (a few per leaf: the tables outgrow a small pool) and large
+        // (stored apart, in chunks).
+        let len = match rng.gen_range(0..10) {
+            0 => rng.gen_range(ctx.large_from..=ctx.large_from * 3),
+            1..=4 => rng.gen_range(64..=ctx.large_from / 2),
+            _ => rng.gen_range(16..64),
+        };
+        let bytes = encode_value(id, len);
+        let prev = self.tx.put(&ctx.tables[ti], &key, &bytes)?;
+        self.ops.push(Op::Put {
+            key: Key {
+                table: ti as u8,
+                key,
+            },
+            value: id,
+            len: bytes.len(),
+            prev: prev.map(|p| decode_value(&p)),
+        });
+        Ok(())
+    }
+
+    fn random_op(&mut self) -> Result<(), Error> {
+        let ti = self.table();
+        let ctx = self.ctx;
+        let t = &ctx.tables[ti];
+        let key = ctx.key(self.rng);
+        let k = |key: Vec<u8>| Key {
             table: ti as u8,
             key,
-        },
-        value: id,
-        len: bytes.len(),
-        prev: prev.map(|p| decode_value(&p)),
-    });
-    Ok(())
-}
-
-fn random_op(
-    tx: &mut Transaction,
-    ctx: &Ctx,
-    rng: &mut StdRng,
-    no: TxnNo,
-    ops: &mut Vec<Op>,
-) -> Result<(), Error> {
-    let ti = rng.gen_range(0..ctx.tables.len());
-    let t = &ctx.tables[ti];
-    let key = ctx.key(rng);
-    let k = |key: Vec<u8>| Key {
-        table: ti as u8,
-        key,
-    };
-    match rng.gen_range(0..100) {
-        0..=19 => {
-            let got = tx.get(t, &key)?.map(|v| decode_value(&v));
-            ops.push(Op::Get {
-                key: k(key),
-                for_update: false,
-                got,
-            });
-        }
-        20..=29 => {
-            let got = tx.get_for_update(t, &key)?.map(|v| decode_value(&v));
-            ops.push(Op::Get {
-                key: k(key),
-                for_update: true,
-                got,
-            });
-        }
-        30..=47 => {
-            let span = ctx.span(rng);
-            let seen = scan(tx, t, &span)?;
-            ops.push(Op::Scan {
-                table: ti as u8,
-                span,
-                seen,
-            });
-        }
-        48..=52 => {
-            let mut span = ctx.span(rng);
-            if let Form::Prefix(p) = &span.form {
-                // The bounds `scan_prefix` would use, spelt out for `retain`.
-                span.to = match p.iter().rposition(|&b| b != 0xFF) {
-                    Some(i) => {
-                        let mut end = p[..=i].to_vec();
-                        end[i] += 1;
-                        Bound::Excluded(end)
-                    }
-                    None => Bound::Unbounded,
-                };
+        };
+        let tx = &mut *self.tx;
+        match self.rng.gen_range(0..100) {
+            0..=19 => {
+                let got = tx.get(t, &key)?.map(|v| decode_value(&v));
+                self.ops.push(Op::Get {
+                    key: k(key),
+                    for_update: false,
+                    got,
+                });
             }
-            let op = retain(tx, t, &span, rng)?;
-            ops.push(op);
+            20..=29 => {
+                let got = tx.get_for_update(t, &key)?.map(|v| decode_value(&v));
+                self.ops.push(Op::Get {
+                    key: k(key),
+                    for_update: true,
+                    got,
+                });
+            }
+            30..=47 => {
+                let span = ctx.span(self.rng);
+                self.scan(ti, span)?;
+            }
+            48..=52 => {
+                let mut span = ctx.span(self.rng);
+                if let Form::Prefix(p) = &span.form {
+                    // The bounds `scan_prefix` would use, spelt out for `retain`.
+                    span.to = match p.iter().rposition(|&b| b != 0xFF) {
+                        Some(i) => {
+                            let mut end = p[..=i].to_vec();
+                            end[i] += 1;
+                            Bound::Excluded(end)
+                        }
+                        None => Bound::Unbounded,
+                    };
+                }
+                let op = retain(tx, t, &span, self.rng)?;
+                self.ops.push(op);
+            }
+            53..=84 => self.put(ti, key)?,
+            _ => {
+                let prev = tx.delete(t, &key)?.map(|v| decode_value(&v));
+                self.ops.push(Op::Delete { key: k(key), prev });
+            }
         }
-        53..=84 => put(tx, ctx, rng, no, ops, ti, key)?,
-        _ => {
-            let prev = tx.delete(t, &key)?.map(|v| decode_value(&v));
-            ops.push(Op::Delete { key: k(key), prev });
-        }
+        Ok(())
     }
-    Ok(())
 }

@@ -4,13 +4,13 @@
 //! workload does not retry. A load transaction comes first and an audit (a read-only
 //! scan of everything) last.
 
-use super::body::{body, names, put, scan, Ctx, Ending, TABLES};
+use super::body::{body, names, Ctx, Ending, Work, TABLES};
 use super::config::{Config, Via};
 use super::record::{End, Form, History, Op, Span, Txn, TxnNo};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use sluice::{AgentOptions, Agents, Database, Error, Lsn, Outcome, Table, Transaction, TxnId};
+use sluice::{AgentOptions, Agents, Database, Error, Lsn, Outcome, Table, TxnId};
 use sluice_storage::SimStorage;
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -64,11 +64,12 @@ pub fn run(config: &Config) -> Run {
     let txns = Mutex::new(Vec::new());
     let errors = Mutex::new(Vec::new());
     // The load: half the keys of each table, committed before the clients start.
-    let load = direct_txn(&db, &ctx, &mut rng, |tx, ctx, rng, no, ops| {
+    let load = direct_txn(&db, &ctx, &mut rng, |w| {
+        let ctx = w.ctx;
         for ti in 0..ctx.tables.len() {
             for key in &ctx.keys {
-                if rng.gen_bool(0.5) {
-                    put(tx, ctx, rng, no, ops, ti, key.clone())?;
+                if w.rng.gen_bool(0.5) {
+                    w.put(ti, key.clone())?;
                 }
             }
         }
@@ -101,19 +102,14 @@ pub fn run(config: &Config) -> Run {
         a.agents.shutdown();
     }
     // The audit: a last read-only transaction reads every key after everything else.
-    let audit = direct_txn(&db, &ctx, &mut rng, |tx, ctx, _, _, ops| {
-        for (ti, t) in ctx.tables.iter().enumerate() {
+    let audit = direct_txn(&db, &ctx, &mut rng, |w| {
+        for ti in 0..w.ctx.tables.len() {
             let span = Span {
                 from: Bound::Unbounded,
                 to: Bound::Unbounded,
                 form: Form::Full,
             };
-            let seen = scan(tx, t, &span)?;
-            ops.push(Op::Scan {
-                table: ti as u8,
-                span,
-                seen,
-            });
+            w.scan(ti, span)?;
         }
         Ok(Ending::Commit)
     });
@@ -166,33 +162,53 @@ fn record(t: Done, txns: &Mutex<Vec<Txn>>, errors: &Mutex<Vec<String>>, client: 
 /// The end of a transaction whose body failed: contention aborts it, anything else is
 /// an error of the run.
 fn failed(no: TxnNo, ops: Vec<Op>, e: Error) -> Done {
-    let txn = Txn {
+    let why = e.to_string();
+    if e.is_retryable() {
+        Ok(aborted(no, ops, &e))
+    } else {
+        Err((aborted(no, ops, &e), why))
+    }
+}
+
+/// The end of a transaction whose commit failed after its commit record was logged:
+/// whether it committed is not known, an error of the run.
+fn failed_after_logging(no: TxnNo, ops: Vec<Op>, e: Error) -> Done {
+    Err((
+        aborted(no, ops, &e),
+        format!("commit failed after its record was logged: {e}"),
+    ))
+}
+
+/// The record of a transaction that `e` aborted.
+fn aborted(no: TxnNo, ops: Vec<Op>, e: &Error) -> Txn {
+    Txn {
         no,
         client: 0,
         ops,
         end: End::Aborted(e.to_string()),
-    };
-    if e.is_retryable() {
-        Ok(txn)
-    } else {
-        Err((txn, e.to_string()))
     }
 }
 
-type Body = fn(&mut Transaction, &Ctx, &mut StdRng, TxnNo, &mut Vec<Op>) -> Result<Ending, Error>;
+type Body = fn(&mut Work) -> Result<Ending, Error>;
 
 /// Runs `f` in a transaction of this thread's own and ends it as `f` says.
 fn direct_txn(
     db: &Database,
     ctx: &Ctx,
     rng: &mut StdRng,
-    f: impl FnOnce(&mut Transaction, &Ctx, &mut StdRng, TxnNo, &mut Vec<Op>) -> Result<Ending, Error>,
+    f: impl FnOnce(&mut Work) -> Result<Ending, Error>,
 ) -> Done {
     let no = ctx.txn_no();
     let mut rng = StdRng::seed_from_u64(rng.gen());
     let mut ops = Vec::new();
     let mut tx = db.begin();
-    let ending = match f(&mut tx, ctx, &mut rng, no, &mut ops) {
+    let ending = match f(&mut Work {
+        tx: &mut tx,
+        ctx,
+        rng: &mut rng,
+        no,
+        ops: &mut ops,
+    }) {
         Ok(e) => e,
         Err(e) => {
             drop(tx);
@@ -206,19 +222,7 @@ fn direct_txn(
                 Ok(()) => End::Committed {
                     lsn: observed.flatten(),
                 },
-                // Its commit record is in the log: whether it committed is not known.
-                Err(e) if observed.is_some() => {
-                    let txn = Txn {
-                        no,
-                        client: 0,
-                        ops,
-                        end: End::Aborted(e.to_string()),
-                    };
-                    return Err((
-                        txn,
-                        format!("commit failed after its record was logged: {e}"),
-                    ));
-                }
+                Err(e) if observed.is_some() => return failed_after_logging(no, ops, e),
                 Err(e) => return failed(no, ops, e),
             }
         }
@@ -275,7 +279,14 @@ impl AgentRun {
             .execute(move |tx| {
                 let mut g = state2.lock().expect("agent txn state");
                 g.1 = Some(tx.id());
-                Ok(match f(tx, &ctx2, &mut body_rng, no, &mut g.0)? {
+                let mut w = Work {
+                    tx,
+                    ctx: &ctx2,
+                    rng: &mut body_rng,
+                    no,
+                    ops: &mut g.0,
+                };
+                Ok(match f(&mut w)? {
                     Ending::Commit => Outcome::Commit(()),
                     Ending::Rollback | Ending::Drop => Outcome::Rollback(()),
                 })
@@ -288,18 +299,7 @@ impl AgentRun {
                 lsn: logged.flatten(),
             },
             Ok(_) => End::RolledBack,
-            Err(e) if logged.is_some() => {
-                let txn = Txn {
-                    no,
-                    client: 0,
-                    ops,
-                    end: End::Aborted(e.to_string()),
-                };
-                return Err((
-                    txn,
-                    format!("commit failed after its record was logged: {e}"),
-                ));
-            }
+            Err(e) if logged.is_some() => return failed_after_logging(no, ops, e),
             Err(e) => return failed(no, ops, e),
         };
         Ok(Txn {

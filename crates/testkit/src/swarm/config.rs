@@ -40,17 +40,21 @@ pub enum Layout {
         log_dir: Option<String>,
     },
     /// A `Partitioned` database.
-    Partitioned {
-        /// Log managers (partitions), 1 to 3.
-        log_managers: usize,
-        /// Per table of `TABLES`: the partition it is assigned to, or `None` for the
-        /// unassigned rule.
-        assigned: Vec<Option<usize>>,
-        /// Where tables nobody assigned go.
-        unassigned: Unassigned,
-        /// Per partition: its log directory when not the default.
-        log_dirs: Vec<Option<String>>,
-    },
+    Partitioned(Partitioning),
+}
+
+/// How a `Partitioned` database of the swarm is laid out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partitioning {
+    /// Log managers (partitions), 1 to 3.
+    pub log_managers: usize,
+    /// Per table of `TABLES`: the partition it is assigned to, or `None` for the
+    /// unassigned rule.
+    pub assigned: Vec<Option<usize>>,
+    /// Where tables nobody assigned go.
+    pub unassigned: Unassigned,
+    /// Per partition: its log directory when not the default.
+    pub log_dirs: Vec<Option<String>>,
 }
 
 /// How one session of a seed ends, and what happens between it and the next.
@@ -265,12 +269,12 @@ impl Config {
             let log_dirs = (0..k)
                 .map(|i| rng.gen_bool(0.3).then(|| format!("/logs/part-{i}")))
                 .collect();
-            Layout::Partitioned {
+            Layout::Partitioned(Partitioning {
                 log_managers: k,
                 assigned,
                 unassigned,
                 log_dirs,
-            }
+            })
         } else {
             Layout::Plain {
                 log_dir: rng.gen_bool(0.3).then(|| "/logs/db".to_string()),
@@ -363,7 +367,7 @@ impl Config {
     pub(crate) fn data_files(&self) -> Vec<String> {
         match &self.layout {
             Layout::Plain { .. } => vec![format!("{}/data", crate::crash::DIR)],
-            Layout::Partitioned { log_managers, .. } => (0..*log_managers)
+            Layout::Partitioned(p) => (0..p.log_managers)
                 .map(|i| format!("{}/part-{i}/data", crate::crash::DIR))
                 .collect(),
         }
@@ -392,29 +396,25 @@ impl Config {
             Layout::Plain { log_dir } => {
                 format!("plain{}", if log_dir.is_some() { "+logdir" } else { "" })
             }
-            Layout::Partitioned {
-                log_managers,
-                assigned,
-                unassigned,
-                log_dirs,
-            } => {
+            Layout::Partitioned(p) => {
                 let tables: Vec<String> = TABLES
                     .iter()
-                    .zip(assigned)
+                    .zip(&p.assigned)
                     .map(|(n, a)| match a {
                         Some(i) => format!("{n}@{i}"),
                         None => format!("{n}@-"),
                     })
                     .collect();
-                let unassigned = match unassigned {
+                let unassigned = match p.unassigned {
                     Unassigned::Hash => "hash".to_string(),
                     Unassigned::Partition(i) => i.to_string(),
                 };
-                let dirs: Vec<usize> = (0..*log_managers)
-                    .filter(|&i| log_dirs[i].is_some())
+                let dirs: Vec<usize> = (0..p.log_managers)
+                    .filter(|&i| p.log_dirs[i].is_some())
                     .collect();
                 format!(
-                    "part:{log_managers}[{} unassigned->{unassigned} logdirs{dirs:?}]",
+                    "part:{}[{} unassigned->{unassigned} logdirs{dirs:?}]",
+                    p.log_managers,
                     tables.join(",")
                 )
             }

@@ -49,23 +49,18 @@ pub(crate) fn open(sim: &SimStorage, cfg: &Config, options: Options) -> Result<D
             }
             b.open().map(Db::Plain)
         }
-        Layout::Partitioned {
-            log_managers,
-            assigned,
-            unassigned,
-            log_dirs,
-        } => {
+        Layout::Partitioned(p) => {
             let mut b = Partitioned::builder(DIR)
-                .log_managers(*log_managers)
+                .log_managers(p.log_managers)
                 .options(options)
                 .storage(storage)
-                .unassigned(*unassigned);
-            for (t, a) in assigned.iter().enumerate() {
+                .unassigned(p.unassigned);
+            for (t, a) in p.assigned.iter().enumerate() {
                 if let Some(i) = a {
                     b = b.assign(TABLES[t], *i);
                 }
             }
-            for (i, d) in log_dirs.iter().enumerate() {
+            for (i, d) in p.log_dirs.iter().enumerate() {
                 if let Some(d) = d {
                     b = b.log_dir(i, d);
                 }

@@ -30,5 +30,7 @@ mod report;
 mod session;
 mod workload;
 
-pub use config::{kind, Config, Driver, LargeValues, Layout, SessionPlan, STRATEGY_KINDS};
+pub use config::{
+    kind, Config, Driver, LargeValues, Layout, Partitioning, SessionPlan, STRATEGY_KINDS,
+};
 pub use report::{replay_command, swarm, SwarmReport};

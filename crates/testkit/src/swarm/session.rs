@@ -92,14 +92,10 @@ fn coverage(cfg: &Config) -> Vec<String> {
                 c.push("log-dir=elsewhere".into());
             }
         }
-        Layout::Partitioned {
-            log_managers,
-            log_dirs,
-            ..
-        } => {
+        Layout::Partitioned(p) => {
             c.push("layout=partitioned".into());
-            c.push(format!("log-managers={log_managers}"));
-            if log_dirs.iter().any(Option::is_some) {
+            c.push(format!("log-managers={}", p.log_managers));
+            if p.log_dirs.iter().any(Option::is_some) {
                 c.push("log-dir=elsewhere".into());
             }
         }
@@ -306,7 +302,7 @@ impl<'a> Seed<'a> {
         let options = cfg.options(s + 1);
         let parts = match &cfg.layout {
             Layout::Plain { .. } => 1,
-            Layout::Partitioned { log_managers, .. } => *log_managers as u64,
+            Layout::Partitioned(p) => p.log_managers as u64,
         };
         let sim = &self.sim;
         halted_recoveries(

@@ -1,7 +1,9 @@
 //! What a propagation sweep prints and writes: the table, CSV, JSON and the figure.
 
 use super::{SweepConfig, SweepFigure, SweepResult, SweepRow};
-use crate::experiments::propagation::{self, DeviceBandwidth, PropagationResult, Throughput};
+use crate::experiments::propagation::{
+    self, DeviceBandwidth, PropagationResult, Summary, Throughput,
+};
 use crate::output::{
     create_dir, json_line, thousands, write_file, write_grid, Bar, BarChart, Chart, Csv, Reference,
     Series, Table,
@@ -15,42 +17,37 @@ impl SweepResult {
         let mib = |b: u64| format!("{:.1}", b as f64 / (1u64 << 20) as f64);
         match self.figure {
             SweepFigure::Bandwidth => {
-                let mut t = Table::new([
-                    "strategy",
-                    "as --strategy",
-                    "tps",
-                    "write MB/s",
-                    "busy MB/s",
-                    "I/O MB/s",
-                    "writes",
-                    "KiB/write",
-                    "dirty mean",
-                    "REDO MiB max",
-                    "restart ms",
-                    "consistent",
-                ]);
-                for r in &self.rows {
-                    match (&r.result, &r.error) {
-                        (Some(x), _) => {
-                            let s = &x.summary;
-                            t.row([
-                                r.label.clone(),
-                                r.strategy.clone(),
-                                thousands(s.tps),
-                                format!("{:.2}", s.write_mb_per_s),
-                                format!("{:.1}", s.busy_write_mb_per_s),
-                                format!("{:.1}", s.io_write_mb_per_s),
-                                s.propagation_writes.to_string(),
-                                format!("{:.1}", s.bytes_per_write / 1024.0),
-                                format!("{:.0}", s.dirty_pages_mean),
-                                mib(s.redo_bytes_max),
-                                format!("{:.0}", s.restart_ms),
-                                s.consistent.to_string(),
-                            ]);
-                        }
-                        (None, e) => t.row(failed_row(r, e.as_deref(), 12)),
-                    }
-                }
+                let mut t = self.run_table(
+                    [
+                        "strategy",
+                        "as --strategy",
+                        "tps",
+                        "write MB/s",
+                        "busy MB/s",
+                        "I/O MB/s",
+                        "writes",
+                        "KiB/write",
+                        "dirty mean",
+                        "REDO MiB max",
+                        "restart ms",
+                        "consistent",
+                    ],
+                    |r| r.strategy.clone(),
+                    |s| {
+                        vec![
+                            thousands(s.tps),
+                            format!("{:.2}", s.write_mb_per_s),
+                            format!("{:.1}", s.busy_write_mb_per_s),
+                            format!("{:.1}", s.io_write_mb_per_s),
+                            s.propagation_writes.to_string(),
+                            format!("{:.1}", s.bytes_per_write / 1024.0),
+                            format!("{:.0}", s.dirty_pages_mean),
+                            mib(s.redo_bytes_max),
+                            format!("{:.0}", s.restart_ms),
+                            s.consistent.to_string(),
+                        ]
+                    },
+                );
                 if let Some(d) = &self.device {
                     t.row([
                         "device (sequential)".to_string(),
@@ -69,8 +66,8 @@ impl SweepResult {
                 }
                 t
             }
-            SweepFigure::Backlog => {
-                let mut t = Table::new([
+            SweepFigure::Backlog => self.run_table(
+                [
                     "strategy",
                     "throughput",
                     "tps",
@@ -83,47 +80,51 @@ impl SweepResult {
                     "restart ms",
                     "redone",
                     "consistent",
-                ]);
-                for r in &self.rows {
-                    match (&r.result, &r.error) {
-                        (Some(x), _) => {
-                            let s = &x.summary;
-                            t.row([
-                                r.label.clone(),
-                                r.throughput.to_string(),
-                                thousands(s.tps),
-                                format!("{:.0}", s.dirty_pages_mean),
-                                s.dirty_pages_max.to_string(),
-                                mib(s.redo_bytes_max),
-                                mib(s.redo_first_third_max),
-                                mib(s.redo_last_third_max),
-                                format!("{:.2}", s.write_mb_per_s),
-                                format!("{:.0}", s.restart_ms),
-                                s.redo_records.to_string(),
-                                s.consistent.to_string(),
-                            ]);
-                        }
-                        (None, e) => {
-                            let mut cells = failed_row(r, e.as_deref(), 12);
-                            cells[1] = r.throughput.to_string();
-                            t.row(cells)
-                        }
-                    }
-                }
-                t
-            }
+                ],
+                |r| r.throughput.to_string(),
+                |s| {
+                    vec![
+                        thousands(s.tps),
+                        format!("{:.0}", s.dirty_pages_mean),
+                        s.dirty_pages_max.to_string(),
+                        mib(s.redo_bytes_max),
+                        mib(s.redo_first_third_max),
+                        mib(s.redo_last_third_max),
+                        format!("{:.2}", s.write_mb_per_s),
+                        format!("{:.0}", s.restart_ms),
+                        s.redo_records.to_string(),
+                        s.consistent.to_string(),
+                    ]
+                },
+            ),
         }
     }
-}
 
-fn failed_row(r: &SweepRow, e: Option<&str>, width: usize) -> Vec<String> {
-    let mut cells = vec![String::new(); width];
-    cells[0] = r.label.clone();
-    cells[1] = r.strategy.clone();
-    let e = e.unwrap_or("no result");
-    let short: String = e.lines().next().unwrap_or("").chars().take(60).collect();
-    cells[width - 1] = format!("failed: {short}");
-    cells
+    /// A table of one row per run: its label, `second` (what tells the runs of one label
+    /// apart), then `cells` of its summary; a run that failed leaves them empty and says
+    /// why in the last column.
+    fn run_table<const N: usize>(
+        &self,
+        header: [&str; N],
+        second: impl Fn(&SweepRow) -> String,
+        cells: impl Fn(&Summary) -> Vec<String>,
+    ) -> Table {
+        let mut t = Table::new(header);
+        for r in &self.rows {
+            let mut row = vec![r.label.clone(), second(r)];
+            match &r.result {
+                Some(x) => row.extend(cells(&x.summary)),
+                None => {
+                    row.resize(N, String::new());
+                    let e = r.error.as_deref().unwrap_or("no result");
+                    let short: String = e.lines().next().unwrap_or("").chars().take(60).collect();
+                    row[N - 1] = format!("failed: {short}");
+                }
+            }
+            t.row(row);
+        }
+        t
+    }
 }
 
 /// Bandwidth: one line per run (its summary) and the device. Backlog: the time series,
