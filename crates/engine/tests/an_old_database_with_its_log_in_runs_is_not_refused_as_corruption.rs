@@ -34,9 +34,14 @@ fn key(i: usize) -> Vec<u8> {
 fn an_old_database_whose_log_directory_is_named_runs_opens() {
     let sim = SimStorage::new(11);
     let storage: Arc<dyn Storage> = Arc::new(sim.pinned());
-    let db =
-        Database::open_with_log(storage.clone(), "/db", storage.clone(), "/db/wal", options())
-            .unwrap();
+    let db = Database::open_with_log(
+        storage.clone(),
+        "/db",
+        storage.clone(),
+        "/db/wal",
+        options(),
+    )
+    .unwrap();
     let t = db.create_table("t").unwrap();
     for i in 0..120 {
         let mut tx = db.begin();
@@ -49,16 +54,26 @@ fn an_old_database_whose_log_directory_is_named_runs_opens() {
     db.close().unwrap();
     assert!(!sim.list(Path::new("/db/runs")).unwrap().is_empty());
     // The layout before issue 23: runs in archive/, the log in runs/ (a free name then).
-    sim.rename(Path::new("/db/runs"), Path::new("/db/archive")).unwrap();
-    sim.rename(Path::new("/db/wal"), Path::new("/db/runs")).unwrap();
+    sim.rename(Path::new("/db/runs"), Path::new("/db/archive"))
+        .unwrap();
+    sim.rename(Path::new("/db/wal"), Path::new("/db/runs"))
+        .unwrap();
     sim.sync_dir(Path::new("/db")).unwrap();
-    let db =
-        Database::open_with_log(storage.clone(), "/db", storage.clone(), "/db/runs", options())
-            .unwrap_or_else(|e| panic!("the upgraded database does not open: {e}"));
+    let db = Database::open_with_log(
+        storage.clone(),
+        "/db",
+        storage.clone(),
+        "/db/runs",
+        options(),
+    )
+    .unwrap_or_else(|e| panic!("the upgraded database does not open: {e}"));
     let t = db.table("t").unwrap();
     let mut tx = db.begin();
     for i in 0..120 {
-        assert_eq!(tx.get(&t, &key(i)).unwrap().as_deref(), Some(&[i as u8; 40][..]));
+        assert_eq!(
+            tx.get(&t, &key(i)).unwrap().as_deref(),
+            Some(&[i as u8; 40][..])
+        );
     }
     tx.commit().unwrap();
     db.close().unwrap();
