@@ -136,9 +136,8 @@ impl Inner {
         }
     }
 
-    /// Read-write: moves the sorted runs from their old directory name if need be, and,
-    /// under the log strategy, opens the run store (in `runs/` of the database
-    /// directory) and starts from `propagated` (`jobs::open_runs`).
+    /// Read-write, under the log strategy: opens the run store (in `archive/` of the
+    /// database directory) and starts from `propagated` (`jobs::open_runs`).
     pub(crate) fn open_runs(&self, propagated: sluice_wal::Lsn) -> Result<()> {
         if self.options.read_only {
             return Ok(());

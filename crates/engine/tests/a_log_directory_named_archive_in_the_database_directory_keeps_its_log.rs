@@ -1,13 +1,12 @@
-//! Outside review of issue 23 (rev4). `Database::open_with_log` accepts any log directory
-//! that is not the database directory itself, a subdirectory of it included (the default
-//! is `D/log`). Before issue 23 a log directory named `D/archive` worked with every
-//! strategy but log-based propagation. Now every read-write open, whatever the strategy,
-//! renames `D/archive` to `D/runs` (`propagation/runs/legacy.rs::adopt`, called from
-//! `jobs.rs::open_runs` after the log is open): it moves the live log away from under the
-//! open `Log`, and the next open finds no log where it was told to look. On the current
-//! code the very first open (the creation, checkpoint-sweep, the default strategy) fails:
+//! Postmortem (outside review of issue 23). `Database::open_with_log` accepts any log
+//! directory that is not the database directory itself, a subdirectory of it included
+//! (the default is `D/log`). A log directory named `D/archive` works with every strategy
+//! but log-based propagation (whose runs live there). A change (since reverted: the runs'
+//! directory keeps the name `archive`, `propagation/runs/mod.rs`) renamed `D/archive` to
+//! `D/runs` on every read-write open, whatever the strategy, after the log was open: it
+//! moved the live log away from under the open `Log`, and the very first open (the
+//! creation, checkpoint-sweep, the default strategy) failed with
 //! `Poisoned("log: /db/archive/0000000000000000.wal.tmp: no such file or directory")`.
-//! The same holds for any log directory below `D/archive` (e.g. `D/archive/wal`).
 
 use sluice::{Database, Options};
 use sluice_storage::{SimStorage, Storage};

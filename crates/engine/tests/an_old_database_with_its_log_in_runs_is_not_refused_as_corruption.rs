@@ -1,16 +1,15 @@
-//! Outside review of issue 23 (rev4). Before issue 23 the sorted runs lived in
-//! `D/archive`, and `D/runs` was a free name: a user could keep the log there
-//! (`Database::open_with_log(.., "D/runs", ..)`, any subdirectory but the database
-//! directory itself is accepted). Such a database, once it had used log-based
-//! propagation, holds both `archive/` (its runs) and `runs/` (its log). The first open
-//! after the upgrade refuses it as corruption ("holds both `runs` and `archive`",
-//! `propagation/runs/legacy.rs::adopt`), with any strategy: a healthy database is locked
-//! out, and the advice in the message ("remove the other") would have the user delete
-//! either the log or the runs. `legacy.rs` argues both names "do not come from a crash",
-//! only from outside hands; an ordinary, accepted option makes them.
+//! Postmortem (outside review of issue 23). The sorted runs live in `D/archive`, and
+//! `D/runs` is a name like any other: a user may keep the log there
+//! (`Database::open_with_log(.., "D/runs", ..)`; any subdirectory but the database
+//! directory itself is accepted). Such a database, once it has used log-based
+//! propagation, holds both `archive/` (its runs) and `runs/` (its log). A change (since
+//! reverted: the runs' directory keeps the name `archive`, `propagation/runs/mod.rs`)
+//! moved `archive/` to `runs/` on open and refused such a database as corruption ("holds
+//! both `runs` and `archive`"), with any strategy, and its advice ("remove the other")
+//! would have had the user delete either the log or the runs.
 //!
-//! The pre-issue-23 layout is built by hand: a database made now with its log in `D/wal`,
-//! closed, then `runs/` renamed to `archive/` and `wal/` to `runs/`, durably.
+//! The layout is built by hand: a database made with its log in `D/wal`, closed, then
+//! `wal/` renamed to `runs/`, durably, and opened with its log there.
 
 use sluice::{Database, Options, Strategy};
 use sluice_storage::{SimStorage, Storage};
@@ -52,10 +51,8 @@ fn an_old_database_whose_log_directory_is_named_runs_opens() {
         }
     }
     db.close().unwrap();
-    assert!(!sim.list(Path::new("/db/runs")).unwrap().is_empty());
-    // The layout before issue 23: runs in archive/, the log in runs/ (a free name then).
-    sim.rename(Path::new("/db/runs"), Path::new("/db/archive"))
-        .unwrap();
+    assert!(!sim.list(Path::new("/db/archive")).unwrap().is_empty());
+    // The runs in archive/, the log in runs/.
     sim.rename(Path::new("/db/wal"), Path::new("/db/runs"))
         .unwrap();
     sim.sync_dir(Path::new("/db")).unwrap();

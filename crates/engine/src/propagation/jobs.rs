@@ -6,7 +6,7 @@
 //!
 //! [`Strategy::background`]: crate::strategy::Strategy::background
 
-use super::runs::{legacy, RunStore};
+use super::runs::{self, RunStore};
 use super::{page_cleaner, Background, Propagation};
 use crate::buffer_pool::BufferPool;
 use crate::error::Result;
@@ -136,8 +136,7 @@ pub(crate) fn start<O: Owner>(owner: &Arc<O>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Moves the sorted runs of the database in `db_dir` from their old directory name if
-/// they are still there (`runs::legacy`), then opens the run store in `runs/` if the
+/// Opens the run store of the database in `db_dir` (its directory [`runs::DIR`]) if the
 /// strategy runs the sorter (a read-write database's), starting from `propagated`, below
 /// which the data file holds every change (where restart recovery's redo began, or the
 /// end of the log if it had nothing to redo).
@@ -147,11 +146,10 @@ pub(crate) fn open_runs(
     db_dir: &Path,
     propagated: Lsn,
 ) -> Result<()> {
-    let dir = legacy::adopt(&*storage, db_dir)?;
     if propagation.strategy.background() != Background::Sorter {
         return Ok(());
     }
-    let runs = RunStore::open(storage, &dir)?;
+    let runs = RunStore::open(storage, &db_dir.join(runs::DIR))?;
     let _ = propagation.runs.set(runs);
     propagation
         .counters

@@ -13,8 +13,8 @@
 //!
 //! # Files
 //!
-//! A run is the file `run-{from:016x}-{to:016x}` in the run directory (`runs/` of the
-//! database directory; see `legacy` for its old name). It is written
+//! A run is the file `run-{from:016x}-{to:016x}` in the run directory ([`DIR`] of the
+//! database directory). It is written
 //! as `<name>.tmp`, synced, renamed to its name and the directory synced, so a crash never
 //! leaves a partial run under a run's name; `open` removes the `.tmp` files it finds.
 //! [`RunStore::regenerate`] replaces a run by one rebuilt from the log: written as
@@ -54,9 +54,15 @@
 //! while the log still holds it. [`RunStore::open`] lists runs by name only and never
 //! fails on a damaged one.
 
+/// The sorted runs' directory, in the database directory. The code calls them runs (the
+/// WAL's segment archiver has the word "archive" to itself), but the directory keeps the
+/// name every database made so far has: renaming it on open would move a log directory
+/// a user named `archive` away, and refuse a database whose log is in `runs` (found by
+/// outside review; `tests/a_log_directory_named_archive_in_the_database_directory_keeps_its_log.rs`).
+pub(crate) const DIR: &str = "archive";
+
 mod format;
 pub(crate) mod fuzz;
-pub(crate) mod legacy;
 mod mem_file;
 #[cfg(test)]
 mod tests;
