@@ -167,13 +167,13 @@ fn a_damaged_run_is_reported_and_rebuilt_from_the_log() {
     let log = &db.inner.store.log;
     store.catch_up(log, log.durable_lsn()).unwrap();
     let runs: Vec<String> = sim
-        .list(Path::new("/db/runs"))
+        .list(&Path::new("/db").join(super::runs::DIR))
         .unwrap()
         .into_iter()
         .filter(|n| n.starts_with("run-") && !n.contains('.'))
         .collect();
     let newest = runs.iter().max().expect("a run was written").clone();
-    let path = format!("/db/runs/{newest}");
+    let path = format!("/db/{}/{newest}", super::runs::DIR);
     let f = sim.open(Path::new(&path), OpenOptions::EXISTING).unwrap();
     let len = f.len().unwrap();
     assert!(len > 1000, "a run of 200 updates is not {len} bytes");
