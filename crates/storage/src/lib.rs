@@ -33,6 +33,7 @@ pub use device::{DeviceModel, DeviceProfile};
 pub use error::{raw_os_error, PathError};
 pub use gate::GatedStorage;
 pub use identity::{find_same_dir, DirIdentity};
+pub use layer::{FileLayer, FileOp, StorageLayer};
 pub use os::OsStorage;
 pub use route::RoutedStorage;
 pub use settle::{cannot_sync, settle, settle_dir};

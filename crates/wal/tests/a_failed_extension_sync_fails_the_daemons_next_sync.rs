@@ -18,10 +18,8 @@ mod common;
 
 use common::*;
 use parking_lot::{Condvar, Mutex};
-use sluice_storage::{
-    FaultKind, FaultOp, FaultPlan, FileHandle, LockGuard, OpenOptions, SimStorage, Storage,
-};
-use sluice_wal::{segment, Log, Lsn};
+use sluice_storage::{FaultKind, FaultOp, FaultPlan, FileHandle, FileLayer, FileOp, Storage};
+use sluice_wal::{Log, Lsn};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -40,64 +38,61 @@ struct Stage {
     done: bool,
 }
 
-#[derive(Clone)]
-struct Staged {
-    sim: SimStorage,
-    stage: Arc<(Mutex<Stage>, Condvar)>,
-}
-
-struct StagedFile {
-    inner: Box<dyn FileHandle>,
-    path: PathBuf,
-    staged: Staged,
-}
-
-fn thread_is(name: &str) -> bool {
-    std::thread::current().name() == Some(name)
-}
-
-fn is_segment(path: &Path) -> bool {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .and_then(segment::parse_segment_name)
-        .is_some()
-}
-
 /// Waits on the stage's condition until `until` holds or `limit` passes.
-fn wait_for(staged: &Staged, limit: Duration, until: impl Fn(&Stage) -> bool) {
+fn wait_for(
+    staged: &Staged<(Mutex<Stage>, Condvar)>,
+    limit: Duration,
+    until: impl Fn(&Stage) -> bool,
+) {
     let (m, cv) = &*staged.stage;
     let deadline = Instant::now() + limit;
     let mut g = m.lock();
     while !until(&g) && !cv.wait_until(&mut g, deadline).timed_out() {}
 }
 
-impl FileHandle for StagedFile {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.inner.read_at(buf, offset)
+impl FileLayer for StagedFile<(Mutex<Stage>, Condvar)> {
+    fn below(&self) -> &dyn FileHandle {
+        &*self.inner
     }
-    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        self.inner.write_at(buf, offset)?;
-        if thread_is("sluice-flush") && is_segment(&self.path) {
-            let (m, cv) = &*self.staged.stage;
-            {
-                let mut g = m.lock();
-                if g.done || g.preparer_waiting.as_deref() != Some(&self.path) {
-                    return Ok(());
-                }
-                g.daemon_pending = Some(self.path.clone());
-                cv.notify_all();
+    fn around<T>(&self, op: FileOp, call: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+        match op {
+            FileOp::Write(_) => {
+                let written = call()?;
+                self.after_write();
+                Ok(written)
             }
-            // Unsynced, until the preparer's sync of this file has failed (or it never
-            // comes: then this write is not the staged one).
-            wait_for(&self.staged, Duration::from_secs(1), |s| s.preparer_failed);
-            let mut g = m.lock();
-            if !g.preparer_failed {
-                g.daemon_pending = None;
-            }
+            FileOp::Sync => self.sync(call),
+            FileOp::Read(_) => call(),
         }
-        Ok(())
     }
-    fn sync_data(&self) -> io::Result<()> {
+}
+
+impl StagedFile<(Mutex<Stage>, Condvar)> {
+    /// A daemon write into a segment the preparer is about to sync stays unsynced until
+    /// the preparer's sync has failed.
+    fn after_write(&self) {
+        if !(thread_is("sluice-flush") && is_segment(&self.path)) {
+            return;
+        }
+        let (m, cv) = &*self.staged.stage;
+        {
+            let mut g = m.lock();
+            if g.done || g.preparer_waiting.as_deref() != Some(&self.path) {
+                return;
+            }
+            g.daemon_pending = Some(self.path.clone());
+            cv.notify_all();
+        }
+        // Unsynced, until the preparer's sync of this file has failed (or it never
+        // comes: then this write is not the staged one).
+        wait_for(&self.staged, Duration::from_secs(1), |s| s.preparer_failed);
+        let mut g = m.lock();
+        if !g.preparer_failed {
+            g.daemon_pending = None;
+        }
+    }
+
+    fn sync<T>(&self, call: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
         let (m, cv) = &*self.staged.stage;
         if thread_is("sluice-prepare") && is_segment(&self.path) {
             // An extension sync of a segment the daemon has written unsynced records to.
@@ -117,7 +112,7 @@ impl FileHandle for StagedFile {
                     FaultPlan::new(FaultOp::Sync, 1, FaultKind::Eio)
                         .on(self.path.to_str().unwrap()),
                 );
-                let r = self.inner.sync_data();
+                let r = call();
                 self.staged.sim.clear_faults();
                 assert!(r.is_err(), "the injected failure");
                 {
@@ -134,7 +129,7 @@ impl FileHandle for StagedFile {
                 return r;
             }
         }
-        let r = self.inner.sync_data();
+        let r = call();
         if thread_is("sluice-flush") && is_segment(&self.path) {
             let mut g = m.lock();
             if g.preparer_failed && g.daemon_synced_after.is_none() {
@@ -143,58 +138,6 @@ impl FileHandle for StagedFile {
             }
         }
         r
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.inner.set_len(len)
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-    fn drop_cache(&self) -> io::Result<()> {
-        self.inner.drop_cache()
-    }
-    fn failpoint(&self, name: &'static str) -> io::Result<()> {
-        self.inner.failpoint(name)
-    }
-}
-
-impl Storage for Staged {
-    fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn FileHandle>> {
-        Ok(Box::new(StagedFile {
-            inner: self.sim.open(path, options)?,
-            path: path.to_path_buf(),
-            staged: self.clone(),
-        }))
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.sim.create_dir_all(dir)
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.sim.list(dir)
-    }
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        self.sim.exists(path)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.sim.remove(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.sim.rename(from, to)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.sim.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
-        self.sim.lock(path)
-    }
-    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
-        self.sim.lock_shared(path)
-    }
-    fn dir_identity(&self, dir: &Path) -> io::Result<sluice_storage::DirIdentity> {
-        self.sim.dir_identity(dir)
-    }
-    fn failpoint(&self, name: &'static str, path: &Path) -> io::Result<()> {
-        self.sim.failpoint(name, path)
     }
 }
 

@@ -25,12 +25,9 @@ mod common;
 
 use common::*;
 use parking_lot::{Condvar, Mutex};
-use sluice_storage::{
-    FaultKind, FaultOp, FaultPlan, FileHandle, LockGuard, OpenOptions, SimStorage, Storage,
-};
-use sluice_wal::{segment, Log, Lsn};
+use sluice_storage::{FaultKind, FaultOp, FaultPlan, FileHandle, FileLayer, FileOp, Storage};
+use sluice_wal::{Log, Lsn};
 use std::io;
-use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
@@ -44,38 +41,16 @@ struct Gate {
     done: bool,
 }
 
-#[derive(Clone)]
-struct Staged {
-    sim: SimStorage,
-    gate: Arc<(Mutex<Gate>, Condvar)>,
-}
-
-struct StagedFile {
-    inner: Box<dyn FileHandle>,
-    path: PathBuf,
-    staged: Staged,
-}
-
-fn is_segment(path: &Path) -> bool {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .and_then(segment::parse_segment_name)
-        .is_some()
-}
-
-impl FileHandle for StagedFile {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.inner.read_at(buf, offset)
+impl FileLayer for StagedFile<(Mutex<Gate>, Condvar)> {
+    fn below(&self) -> &dyn FileHandle {
+        &*self.inner
     }
-    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        self.inner.write_at(buf, offset)
-    }
-    fn sync_data(&self) -> io::Result<()> {
+    fn around<T>(&self, op: FileOp, call: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
         let preparer = std::thread::current().name() == Some("sluice-prepare");
         // The preparer syncs a segment under its final name only to extend it (a new
         // segment is synced as `.tmp`, a recycled one under its free name).
-        if preparer && is_segment(&self.path) {
-            let (m, cv) = &*self.staged.gate;
+        if op == FileOp::Sync && preparer && is_segment(&self.path) {
+            let (m, cv) = &*self.staged.stage;
             let mut g = m.lock();
             if !g.done {
                 g.held = true;
@@ -89,65 +64,13 @@ impl FileHandle for StagedFile {
                     FaultPlan::new(FaultOp::Sync, 1, FaultKind::Eio)
                         .on(self.path.to_str().unwrap()),
                 );
-                let r = self.inner.sync_data();
+                let r = call();
                 self.staged.sim.clear_faults();
                 assert!(r.is_err(), "the injected failure");
                 return r;
             }
         }
-        self.inner.sync_data()
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.inner.set_len(len)
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-    fn drop_cache(&self) -> io::Result<()> {
-        self.inner.drop_cache()
-    }
-    fn failpoint(&self, name: &'static str) -> io::Result<()> {
-        self.inner.failpoint(name)
-    }
-}
-
-impl Storage for Staged {
-    fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn FileHandle>> {
-        Ok(Box::new(StagedFile {
-            inner: self.sim.open(path, options)?,
-            path: path.to_path_buf(),
-            staged: self.clone(),
-        }))
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.sim.create_dir_all(dir)
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.sim.list(dir)
-    }
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        self.sim.exists(path)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.sim.remove(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.sim.rename(from, to)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.sim.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
-        self.sim.lock(path)
-    }
-    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn LockGuard>> {
-        self.sim.lock_shared(path)
-    }
-    fn dir_identity(&self, dir: &Path) -> io::Result<sluice_storage::DirIdentity> {
-        self.sim.dir_identity(dir)
-    }
-    fn failpoint(&self, name: &'static str, path: &Path) -> io::Result<()> {
-        self.sim.failpoint(name, path)
+        call()
     }
 }
 
@@ -156,7 +79,7 @@ fn closing_from_the_preparers_poisoning_callback_while_the_daemon_waits_for_an_e
     let (sim, _) = sim(5);
     let staged = Staged {
         sim,
-        gate: Arc::default(),
+        stage: Arc::default(),
     };
     let storage: Arc<dyn Storage> = Arc::new(staged.clone());
     // 8 KiB segments start with a 2 KiB extent; the daemon asks for 4 KiB once it
@@ -182,7 +105,7 @@ fn closing_from_the_preparers_poisoning_callback_while_the_daemon_waits_for_an_e
     // The preparer holds its extension sync; give the daemon time to run into the
     // extent and park on the preparer's condition variable.
     {
-        let (m, cv) = &*staged.gate;
+        let (m, cv) = &*staged.stage;
         let mut g = m.lock();
         while !g.held {
             cv.wait(&mut g);
@@ -191,7 +114,7 @@ fn closing_from_the_preparers_poisoning_callback_while_the_daemon_waits_for_an_e
     std::thread::sleep(Duration::from_millis(300));
     drop(log);
     {
-        let (m, cv) = &*staged.gate;
+        let (m, cv) = &*staged.stage;
         m.lock().release = true;
         cv.notify_all();
     }

@@ -1,9 +1,9 @@
 //! Helpers shared by the WAL scenario tests.
 #![allow(dead_code)]
 
-use sluice_storage::{OpenOptions, SimStorage, Storage};
+use sluice_storage::{FileHandle, OpenOptions, SimStorage, Storage, StorageLayer};
 use sluice_wal::{segment, GroupCommit, Log, LogOptions, Lsn};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -116,4 +116,61 @@ pub fn assert_only_syncs(sim: &SimStorage, before: sluice_storage::SimStats, con
         "{context}: counted operations other than syncs"
     );
     assert_eq!(after.writes, before.writes, "{context}: a write");
+}
+
+/// A simulated disk whose files come out as [`StagedFile`]s: a test stages an interleaving
+/// of the log's threads (told apart by name, [`thread_is`]) by implementing
+/// `sluice_storage::FileLayer` for `StagedFile<its stage>`, which every file call passes.
+pub struct Staged<S> {
+    pub sim: SimStorage,
+    pub stage: Arc<S>,
+}
+
+impl<S> Clone for Staged<S> {
+    fn clone(&self) -> Self {
+        Staged {
+            sim: self.sim.clone(),
+            stage: self.stage.clone(),
+        }
+    }
+}
+
+/// A file of a [`Staged`] disk.
+pub struct StagedFile<S> {
+    pub inner: Box<dyn FileHandle>,
+    pub path: PathBuf,
+    pub staged: Staged<S>,
+}
+
+impl<S: Send + Sync + 'static> StorageLayer for Staged<S>
+where
+    StagedFile<S>: FileHandle,
+{
+    fn below(&self) -> &dyn Storage {
+        &self.sim
+    }
+    fn wrap(&self, file: Box<dyn FileHandle>) -> Box<dyn FileHandle> {
+        let path = file
+            .path()
+            .expect("the simulator names its files")
+            .to_path_buf();
+        Box::new(StagedFile {
+            inner: file,
+            path,
+            staged: self.clone(),
+        })
+    }
+}
+
+/// The calling thread is the log's thread `name` (`sluice-flush`, `sluice-prepare`).
+pub fn thread_is(name: &str) -> bool {
+    std::thread::current().name() == Some(name)
+}
+
+/// `path` names a segment file under its final name (not a `.tmp` or a retired one).
+pub fn is_segment(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(segment::parse_segment_name)
+        .is_some()
 }
