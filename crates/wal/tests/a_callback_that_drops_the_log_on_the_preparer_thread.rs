@@ -10,7 +10,6 @@ mod common;
 use common::*;
 use sluice_storage::{FaultKind, FaultOp, FaultPlan};
 use sluice_wal::{segment, Log, Lsn};
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,16 +29,7 @@ fn a_callback_may_drop_the_last_owner_of_the_log_while_the_preparer_poisons_it()
             .on(tmp),
     );
     let log = Arc::new(Log::open(storage, DIR, opts).unwrap());
-    let (done_tx, done_rx) = mpsc::channel();
-    let owner = log.clone();
-    // Waits for a position nobody will reach: only the poison can answer it.
-    log.on_durable(
-        Lsn(1 << 40),
-        Box::new(move |r| {
-            drop(owner); // the last owner once the test has dropped its own
-            done_tx.send(r.is_err()).unwrap();
-        }),
-    );
+    let done_rx = last_owner_in_a_callback(&log);
     // Fill segment 0 past its half, so the preparer starts on segment 1. (An append may
     // already meet the poison.)
     let record = [7u8; 600];

@@ -26,9 +26,9 @@ mod common;
 use common::*;
 use parking_lot::{Condvar, Mutex};
 use sluice_storage::{FaultKind, FaultOp, FaultPlan, FileHandle, FileLayer, FileOp, Storage};
-use sluice_wal::{Log, Lsn};
+use sluice_wal::Log;
 use std::io;
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Default)]
@@ -86,17 +86,7 @@ fn closing_from_the_preparers_poisoning_callback_while_the_daemon_waits_for_an_e
     // writes past 1 KiB, and cannot write past 2 KiB before that extension is synced.
     let opts = small_options();
     let log = Arc::new(Log::open(storage, DIR, opts).unwrap());
-    let (done_tx, done_rx) = mpsc::channel();
-    let owner = log.clone();
-    // Waits for a position nobody will reach: only the poison answers it (and, as a
-    // registered wait, it makes every round due at once).
-    log.on_durable(
-        Lsn(1 << 40),
-        Box::new(move |r| {
-            drop(owner); // the last owner once the test has dropped its own
-            done_tx.send(r.is_err()).unwrap();
-        }),
-    );
+    let done_rx = last_owner_in_a_callback(&log);
     // About 3 KiB of records: past the 2 KiB extent, within the 4 KiB ring.
     let record = [7u8; 480];
     for _ in 0..6 {

@@ -174,3 +174,21 @@ pub fn is_segment(path: &Path) -> bool {
         .and_then(segment::parse_segment_name)
         .is_some()
 }
+
+/// Registers a wait for a position nobody will reach (only a poisoning answers it; as a
+/// registered wait it also makes every flush round due at once) whose callback holds a
+/// clone of `log` and drops it: once the test drops its own, the callback holds the last
+/// owner, and dropping it closes the log on whatever thread runs the callback. The
+/// receiver gets whether the callback was told of an error.
+pub fn last_owner_in_a_callback(log: &Arc<Log>) -> std::sync::mpsc::Receiver<bool> {
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let owner = log.clone();
+    log.on_durable(
+        Lsn(1 << 40),
+        Box::new(move |r| {
+            drop(owner);
+            done_tx.send(r.is_err()).unwrap();
+        }),
+    );
+    done_rx
+}
