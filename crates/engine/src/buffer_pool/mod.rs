@@ -18,11 +18,13 @@ mod pool_core;
 mod tests;
 #[cfg(test)]
 mod tests_asserts;
+#[cfg(test)]
+mod tests_latch_pins;
 mod write_protocol;
 
 pub(crate) use cleaning::{Candidate, Cleaned};
 pub(crate) use data_file::DataFile;
-pub(crate) use page_ref::{PageRef, PageWrite};
+pub(crate) use page_ref::{LatchPin, PageRef, PageWrite};
 pub use pool::PoolStats;
 pub(crate) use pool::{BufferPool, Wait};
 pub(crate) use write_protocol::Landed;

@@ -7,6 +7,7 @@ use crate::ids::PageId;
 use crate::page;
 use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
 use sluice_wal::Lsn;
+use std::ops::Deref;
 use std::sync::atomic::Ordering;
 
 /// A pinned page: it stays in its frame until this is dropped.
@@ -29,22 +30,30 @@ impl<'a> PageRef<'a> {
         self.frame().valid.load(Ordering::Acquire)
     }
     /// S-latches the page.
-    pub(crate) fn read(&self) -> RwLockReadGuard<'a, Box<[u8]>> {
-        let g = self.frame().latch.read();
+    pub(crate) fn read(&self) -> PageRead<'a> {
+        let pin = LatchPin::new(self.frame());
+        let guard = self.frame().latch.read();
         debug_assert_eq!(self.frame().page_id(), self.id);
-        g
+        PageRead { guard, _pin: pin }
     }
     /// S-latches a page that must be valid.
-    pub(crate) fn read_valid(&self) -> Result<RwLockReadGuard<'a, Box<[u8]>>> {
+    pub(crate) fn read_valid(&self) -> Result<PageRead<'a>> {
         let g = self.read();
         self.check_valid()?;
         Ok(g)
     }
     /// X-latches the page.
     pub(crate) fn write(&self) -> PageWrite<'a> {
+        let pin = LatchPin::new(self.frame());
         let guard = self.frame().latch.write();
         debug_assert_eq!(self.frame().page_id(), self.id);
-        PageWrite::new(self.frame(), guard, self.id, self.pool.log.released_lsn())
+        PageWrite::new(
+            self.frame(),
+            guard,
+            pin,
+            self.id,
+            self.pool.log.released_lsn(),
+        )
     }
     /// X-latches a page that must be valid.
     pub(crate) fn write_valid(&self) -> Result<PageWrite<'a>> {
@@ -72,6 +81,42 @@ impl Drop for PageRef<'_> {
     }
 }
 
+/// The pin a latch guard holds of its own. A latched frame is always pinned, however
+/// long its guard outlives the [`PageRef`] that made it: the clock takes only a frame
+/// nobody pins, and its loader X-latches that frame at once, so a latch held without a
+/// pin let a fetch pick the frame under it (a scan walking leaves one at a time let the
+/// last leaf's pin go a moment before its latch, and a loader found the latch taken:
+/// "a frame pinned only by its loader has a free latch", CI on a loaded machine). Dropped
+/// after the latch: each guard declares it last.
+pub(crate) struct LatchPin<'a>(&'a Frame);
+
+impl<'a> LatchPin<'a> {
+    pub(super) fn new(frame: &'a Frame) -> LatchPin<'a> {
+        frame.pin.fetch_add(1, Ordering::AcqRel);
+        LatchPin(frame)
+    }
+}
+
+impl Drop for LatchPin<'_> {
+    fn drop(&mut self) {
+        let before = self.0.pin.fetch_sub(1, Ordering::AcqRel);
+        assert!(before >= 1, "a latch guard's pin went twice");
+    }
+}
+
+/// An S-latched page (it derefs to its bytes). It keeps the frame pinned while it lives.
+pub(crate) struct PageRead<'a> {
+    guard: RwLockReadGuard<'a, Box<[u8]>>,
+    _pin: LatchPin<'a>,
+}
+
+impl Deref for PageRead<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.guard
+    }
+}
+
 /// An X-latched page. Every change is stamped with the log record that made it
 /// ([`PageWrite::mark_dirty`]). While it lives, a checkpoint counts the page dirty from
 /// the log position at latching ([`Frame::latched_at`]).
@@ -79,6 +124,8 @@ pub(crate) struct PageWrite<'a> {
     frame: &'a Frame,
     guard: RwLockWriteGuard<'a, Box<[u8]>>,
     id: PageId,
+    /// Last: it drops after the latch.
+    _pin: LatchPin<'a>,
 }
 
 impl Drop for PageWrite<'_> {
@@ -94,12 +141,18 @@ impl<'a> PageWrite<'a> {
     pub(super) fn new(
         frame: &'a Frame,
         guard: RwLockWriteGuard<'a, Box<[u8]>>,
+        pin: LatchPin<'a>,
         id: PageId,
         released: Lsn,
     ) -> PageWrite<'a> {
         debug_assert_eq!(frame.page_id(), id);
         frame.latched_at.store(released.0, Ordering::SeqCst);
-        PageWrite { frame, guard, id }
+        PageWrite {
+            frame,
+            guard,
+            id,
+            _pin: pin,
+        }
     }
 
     pub(crate) fn id(&self) -> PageId {

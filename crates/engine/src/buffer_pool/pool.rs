@@ -2,7 +2,7 @@
 
 use crate::buffer_pool::frame::{Frame, NOT_LATCHED, STATE_LOADING, STATE_READY};
 use crate::buffer_pool::pool_core::PoolCore;
-use crate::buffer_pool::{DataFile, Landed, PageRef, PageWrite};
+use crate::buffer_pool::{DataFile, Landed, LatchPin, PageRef, PageWrite};
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::log_record::Record;
@@ -476,6 +476,7 @@ impl BufferPool {
             // Not under the landing: waiting for a latch while holding the write gate
             // could deadlock with a latch holder queued behind a checkpoint's exclusive
             // request.
+            let pin = LatchPin::new(f);
             let guard = match wait {
                 Wait::Block => f.latch.write(),
                 Wait::Try => match f.latch.try_write() {
@@ -483,7 +484,7 @@ impl BufferPool {
                     None => return Ok(false),
                 },
             };
-            let mut w = PageWrite::new(f, guard, id, self.log.released_lsn());
+            let mut w = PageWrite::new(f, guard, pin, id, self.log.released_lsn());
             if w.image_lsn() <= self.image_floor.load(Ordering::SeqCst) {
                 self.log_full_image(&mut w)?;
             }
