@@ -94,7 +94,7 @@ fn history_ids(db: &Database, t: &TpcbTables) -> HashSet<u64> {
 fn run_seed(seed: u64, p: CommitProtocol) -> (u64, u64, bool) {
     let sim = SimStorage::new(seed);
     let mut rng = SmallRng::seed_from_u64(seed);
-    let db = Database::open(FencedStorage::for_incarnation(&sim), "/db", options(p)).unwrap();
+    let db = Database::open_on(FencedStorage::for_incarnation(&sim), "/db", options(p)).unwrap();
     let tables = tpcb::load(&db, &shape(), |_| {}).unwrap();
     db.checkpoint().unwrap();
     let commits = Arc::new(AtomicU64::new(0));
@@ -192,7 +192,7 @@ fn check_recovered(
     acked: &HashSet<u64>,
     commit_records: u64,
 ) -> HashSet<u64> {
-    let db = Database::open(FencedStorage::for_incarnation(sim), "/db", options(p))
+    let db = Database::open_on(FencedStorage::for_incarnation(sim), "/db", options(p))
         .unwrap_or_else(|e| panic!("seed {seed} {p}: recovery failed: {e}"));
     let tables = TpcbTables::open(&db).unwrap();
     let c = tpcb::check(&db, &tables, None).unwrap();

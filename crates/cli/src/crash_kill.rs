@@ -194,7 +194,7 @@ impl Target {
         Ok(match self {
             Target::Plain { db, tables } => {
                 let mut tx = db.begin();
-                let row = tx.get(&tables.history, &key)?;
+                let row = tx.get(&tables.history, key)?;
                 tx.commit()?;
                 row
             }

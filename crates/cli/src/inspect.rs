@@ -147,7 +147,7 @@ pub fn verify(a: VerifyArgs) -> Result<(), Failure> {
     let opened = if a.read_only {
         Database::open_read_only(&a.dir)
     } else {
-        Database::open_path(&a.dir)
+        Database::open(&a.dir)
     };
     let result = opened.and_then(|db| {
         let rec = db.recovery_report().clone();

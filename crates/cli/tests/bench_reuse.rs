@@ -145,8 +145,8 @@ fn a_tpcb_directory_is_loaded_once_then_reused_checked_and_guarded() {
         let mut tx = db.begin();
         tx.put(
             &teller,
-            &3u32.to_be_bytes(),
-            &sluice_bench::workloads::tpcb::encode_row(0, 12345),
+            3u32.to_be_bytes(),
+            sluice_bench::workloads::tpcb::encode_row(0, 12345),
         )
         .unwrap();
         tx.commit().unwrap();
@@ -244,7 +244,7 @@ fn a_tatp_directory_is_reused_and_checked() {
         let db = common::open_in_process(&dir);
         let t = db.table("subscriber").unwrap();
         let mut tx = db.begin();
-        tx.delete(&t, &7u32.to_be_bytes()).unwrap();
+        tx.delete(&t, 7u32.to_be_bytes()).unwrap();
         tx.commit().unwrap();
         drop(t);
         db.close().unwrap();
@@ -282,7 +282,7 @@ fn check_only_needs_a_benchmark_database() {
     // A database with other tables is refused by both workloads.
     let other = tmp.path().join("other");
     {
-        let db = sluice::Database::open_path(&other).unwrap();
+        let db = sluice::Database::open(&other).unwrap();
         db.create_table("users").unwrap();
         db.close().unwrap();
     }

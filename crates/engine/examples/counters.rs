@@ -36,7 +36,7 @@ fn main() -> Result<(), Error> {
                                 Some(v) => u64::from_le_bytes(v.try_into().expect("8 bytes")),
                                 None => 0,
                             };
-                            tx.put(t, k.as_bytes(), &(n + 1).to_le_bytes())?;
+                            tx.put(t, k.as_bytes(), (n + 1).to_le_bytes())?;
                         }
                         Ok(())
                     })

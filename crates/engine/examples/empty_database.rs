@@ -32,11 +32,11 @@ fn main() -> Result<(), Error> {
         .unwrap_or_else(|| std::env::temp_dir().join("sluice-empty-database"));
     let _ = std::fs::remove_dir_all(&dir);
     let t = Instant::now();
-    let db = Database::open_path(&dir)?;
+    let db = Database::open(&dir)?;
     let create = t.elapsed();
     db.close()?;
     let t = Instant::now();
-    let db = Database::open_path(&dir)?;
+    let db = Database::open(&dir)?;
     let reopen = t.elapsed();
     db.close()?;
     let mut found = Vec::new();

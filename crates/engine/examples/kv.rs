@@ -10,7 +10,7 @@ fn main() -> Result<(), Error> {
         .nth(1)
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("sluice-example"));
-    let db = Database::open_path(&dir)?;
+    let db = Database::open(&dir)?;
     let fruit = db.table_or_create("fruit")?;
 
     let mut tx = db.begin();
@@ -25,7 +25,7 @@ fn main() -> Result<(), Error> {
     drop(fruit);
     db.close()?;
 
-    let db = Database::open_path(&dir)?;
+    let db = Database::open(&dir)?;
     println!("recovery: {:?}", db.recovery_report());
     let fruit = db.table("fruit")?;
     let mut tx = db.begin();

@@ -17,7 +17,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("db");
-    let db = Database::open_path(&path)?;
+    let db = Database::open(&path)?;
     let files = db.table_or_create("files")?;
     println!(
         "limits: keys up to {} bytes, values up to {} bytes (more than {} bytes with the key are stored apart from the tree's leaves)",

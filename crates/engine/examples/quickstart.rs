@@ -6,7 +6,7 @@ use sluice::{Database, Error};
 
 fn main() -> Result<(), Error> {
     // Creates the database, or recovers it after a crash.
-    let db = Database::open_path(std::env::temp_dir().join("sluice-quickstart"))?;
+    let db = Database::open(std::env::temp_dir().join("sluice-quickstart"))?;
     let users = db.table_or_create("users")?;
 
     // Serializable; `commit` returns once the commit record is on disk.

@@ -18,7 +18,7 @@ fn main() -> Result<(), Error> {
     };
 
     // A writer fills a table and closes.
-    let db = Database::open_path(&dir)?;
+    let db = Database::open(&dir)?;
     let cities = db.table_or_create("cities")?;
     db.transaction(|tx| {
         for (name, population) in [
@@ -26,7 +26,7 @@ fn main() -> Result<(), Error> {
             ("Oslo", 709_000),
             ("Porto", 232_000),
         ] {
-            tx.put(&cities, name.as_bytes(), &population.to_le_bytes())?;
+            tx.put(&cities, name.as_bytes(), population.to_le_bytes())?;
         }
         Ok(())
     })?;
@@ -50,7 +50,7 @@ fn main() -> Result<(), Error> {
     }
 
     // Writes are refused, and a refused write fails its transaction.
-    match tx.put(&cities, b"Madrid", &3_300_000u32.to_le_bytes()) {
+    match tx.put(&cities, b"Madrid", 3_300_000u32.to_le_bytes()) {
         Err(e @ Error::ReadOnly) => println!("put refused: {e}"),
         other => panic!("a read-only database took a write: {other:?}"),
     }
@@ -61,14 +61,14 @@ fn main() -> Result<(), Error> {
     }
 
     // A writer must wait until the readers are gone.
-    match Database::open_path(&dir) {
+    match Database::open(&dir) {
         Err(e @ Error::Locked(_)) => println!("read-write open while readers are open: {e}"),
         other => panic!("a writer got in beside readers: {other:?}"),
     }
     drop(cities);
     reader.close()?;
     other.close()?;
-    Database::open_path(&dir)?.close()?;
+    Database::open(&dir)?.close()?;
     println!("read-write open after the readers closed: ok");
 
     if temporary {

@@ -11,7 +11,7 @@ fn main() -> Result<(), Error> {
         Some(d) => std::path::PathBuf::from(d),
         None => std::env::temp_dir().join(format!("sluice-sessions-{}", std::process::id())),
     };
-    let db = Database::open_path(&dir)?;
+    let db = Database::open(&dir)?;
     let t = db.table_or_create("sessions")?;
     db.transaction(|tx| {
         for (user, id, expires) in [
@@ -22,7 +22,7 @@ fn main() -> Result<(), Error> {
             ("cid", 3, 200),
         ] {
             let k = format!("session/{user}/{id}");
-            tx.put(&t, k.as_bytes(), &expires.to_be_bytes())?;
+            tx.put(&t, k.as_bytes(), expires.to_be_bytes())?;
         }
         Ok(())
     })?;

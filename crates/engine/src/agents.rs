@@ -365,7 +365,7 @@ impl Shared {
 /// use sluice::{Agents, Database, Options, Outcome};
 /// use sluice_storage::SimStorage;
 ///
-/// let db = Database::open(Arc::new(SimStorage::new(3)), "/db", Options::default())?;
+/// let db = Database::open_on(Arc::new(SimStorage::new(3)), "/db", Options::default())?;
 /// let t = db.create_table("t")?;
 /// let agents = Agents::start(&db, 2);
 /// let c = agents.execute(move |tx| {

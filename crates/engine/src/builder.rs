@@ -211,7 +211,7 @@ impl Builder {
     /// # let dir = tempfile::tempdir().unwrap();
     /// use sluice::{Database, Error};
     ///
-    /// let db = Database::open_path(dir.path())?;
+    /// let db = Database::open(dir.path())?;
     /// let t = db.table_or_create("t")?;
     /// db.transaction(|tx| tx.put(&t, b"k", b"v"))?;
     /// db.close()?;

@@ -43,7 +43,7 @@ impl Inner {
             None if !create => return Ok(None),
             None => {
                 let root = self.allocate_root()?;
-                tx.put(&cat, NAME.as_bytes(), &root.0.to_le_bytes())?;
+                tx.put(&cat, NAME.as_bytes(), root.0.to_le_bytes())?;
                 tx.commit()?;
                 self.store.log.sync()?;
                 root
@@ -110,7 +110,7 @@ impl Database {
             return Err(Error::AlreadyExists(format!("table {name:?}")));
         }
         let root = inner.allocate_root()?;
-        tx.put(&cat, name.as_bytes(), &root.0.to_le_bytes())?;
+        tx.put(&cat, name.as_bytes(), root.0.to_le_bytes())?;
         tx.commit()?;
         inner.store.log.sync()?;
         inner.catalog.lock().insert(name.to_string(), root);

@@ -11,7 +11,7 @@ use std::ops::{Bound, Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, Rang
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
-/// # let db = sluice::Database::open_path(dir.path()).unwrap();
+/// # let db = sluice::Database::open(dir.path()).unwrap();
 /// # let t = db.table_or_create("t").unwrap();
 /// let mut tx = db.begin();
 /// let _ = tx.scan(&t, "user/".."user0").count();

@@ -13,7 +13,7 @@
 //!
 //! # let dir = tempfile::tempdir().unwrap();
 //! # let path = dir.path().join("app-db");
-//! let db = Database::open_path(&path)?; // creates it, or recovers it after a crash
+//! let db = Database::open(&path)?; // creates it, or recovers it after a crash
 //! let users = db.table_or_create("users")?;
 //!
 //! let mut tx = db.begin();
@@ -83,7 +83,7 @@
 //! commits or rolls back as its closure decides, and the result is discarded.
 //!
 //! Every disk access goes through [`sluice_storage::Storage`], so the same code runs on
-//! real files ([`Database::open_path`], [`Database::builder`]) and on the crash-simulating
+//! real files ([`Database::open`], [`Database::builder`]) and on the crash-simulating
 //! disk the tests use ([`Builder::storage`]). `ARCHITECTURE.md` in the repository
 //! describes the life of a page and of a transaction, the page format, the recovery
 //! passes and the torn-page strategy.

@@ -33,7 +33,7 @@ fn options() -> Options {
 }
 
 fn open(sim: &SimStorage) -> Database {
-    Database::open(FencedStorage::for_incarnation(sim), "/db", options()).unwrap()
+    Database::open_on(FencedStorage::for_incarnation(sim), "/db", options()).unwrap()
 }
 
 /// A database holding the old value, committed.

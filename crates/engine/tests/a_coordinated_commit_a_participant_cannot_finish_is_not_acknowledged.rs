@@ -65,7 +65,7 @@ fn a_coordinated_commit_a_participant_cannot_finish_is_not_acknowledged() {
     // Partition 0 goes on alone and truncates its log past where the commit would be.
     for i in 0..120u32 {
         let mut tx = db.begin();
-        tx.put(&a, &i.to_le_bytes(), &[7u8; 400]).unwrap();
+        tx.put(&a, i.to_le_bytes(), [7u8; 400]).unwrap();
         tx.commit().unwrap();
     }
     db.partition(0).checkpoint().unwrap();

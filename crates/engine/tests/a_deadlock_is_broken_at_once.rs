@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 fn cycle_of(n: usize) {
     let mut o = Options::small();
     o.lock_timeout = Duration::from_secs(20);
-    let db = Database::open(Arc::new(SimStorage::new(n as u64)), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(n as u64)), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     let keys: Vec<Vec<u8>> = (0..n).map(|i| format!("k{i}").into_bytes()).collect();
     let barrier = Arc::new(Barrier::new(n));
@@ -86,7 +86,7 @@ fn a_three_transaction_cycle_is_broken_at_once() {
 fn a_wait_without_a_cycle_ends_in_a_lock_timeout_that_names_the_table() {
     let mut o = Options::small();
     o.lock_timeout = Duration::from_millis(100);
-    let db = Database::open(Arc::new(SimStorage::new(9)), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(9)), "/db", o).unwrap();
     let t = db.create_table("accounts").unwrap();
     let mut holder = db.begin();
     holder.put(&t, b"k", b"held").unwrap();

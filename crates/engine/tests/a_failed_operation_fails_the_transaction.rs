@@ -12,7 +12,7 @@ use std::time::Duration;
 fn open(seed: u64) -> (Database, Table) {
     let mut o = Options::small();
     o.lock_timeout = Duration::from_millis(100);
-    let db = Database::open(Arc::new(SimStorage::new(seed)), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(seed)), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     tx.put(&t, b"x", b"committed").unwrap();

@@ -15,7 +15,7 @@ fn checkpoints_truncate_the_log_below_a_page_that_is_always_changing() {
     o.log.segment_bytes = 64 << 10;
     o.checkpoint_log_bytes = 1 << 30;
     o.checkpoint_interval = std::time::Duration::from_secs(3600);
-    let db = Database::open(Arc::new(SimStorage::new(1)), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(1)), "/db", o).unwrap();
     let t = db.create_table("hot").unwrap();
     let stop = AtomicBool::new(false);
     let mut truncated = 0;
@@ -24,7 +24,7 @@ fn checkpoints_truncate_the_log_below_a_page_that_is_always_changing() {
             let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 let mut tx = db.begin();
-                tx.put(&t, b"counter", &n.to_le_bytes()).unwrap();
+                tx.put(&t, b"counter", n.to_le_bytes()).unwrap();
                 tx.commit().unwrap();
                 n += 1;
             }

@@ -41,7 +41,7 @@ fn a_log_directory_named_archive_keeps_its_log_and_every_commit() {
     let t = db.create_table("t").unwrap();
     for i in 0..50 {
         let mut tx = db.begin();
-        tx.put(&t, &key(i), &[i as u8; 40]).unwrap();
+        tx.put(&t, key(i), [i as u8; 40]).unwrap();
         tx.commit().unwrap();
     }
     db.close().unwrap();
@@ -55,7 +55,7 @@ fn a_log_directory_named_archive_keeps_its_log_and_every_commit() {
     let mut tx = db.begin();
     for i in 0..50 {
         assert_eq!(
-            tx.get(&t, &key(i)).unwrap().as_deref(),
+            tx.get(&t, key(i)).unwrap().as_deref(),
             Some(&[i as u8; 40][..])
         );
     }

@@ -12,7 +12,7 @@ use std::time::Duration;
 const NEVER: Duration = Duration::from_secs(30);
 
 fn open() -> (Database, Table) {
-    let db = Database::open(Arc::new(SimStorage::new(1)), "/db", Options::small()).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(1)), "/db", Options::small()).unwrap();
     let t = db.create_table("t").unwrap();
     (db, t)
 }
@@ -26,7 +26,7 @@ fn panicking_bodies_are_rolled_back_and_answered_and_the_agents_survive() {
         let (t, tx) = (t.clone(), tx.clone());
         agents.submit(
             move |txn| -> Result<Outcome<()>, Error> {
-                txn.put(&t, &[i], b"written before the panic")?;
+                txn.put(&t, [i], b"written before the panic")?;
                 panic!("body {i} panics");
             },
             move |r| tx.send(r).unwrap(),
@@ -57,12 +57,12 @@ fn panicking_bodies_are_rolled_back_and_answered_and_the_agents_survive() {
     agents.shutdown();
     let mut txn = db.begin();
     assert_eq!(
-        txn.get(&t, &[0]).unwrap(),
+        txn.get(&t, [0]).unwrap(),
         None,
         "a panicked body's write landed"
     );
     assert_eq!(
-        txn.get(&t, &[1]).unwrap(),
+        txn.get(&t, [1]).unwrap(),
         None,
         "a panicked body's write landed"
     );

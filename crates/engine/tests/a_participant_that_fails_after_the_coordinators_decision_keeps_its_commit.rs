@@ -81,7 +81,7 @@ fn a_participant_that_fails_after_the_coordinators_decision_keeps_its_commit() {
     // Partition 0 goes on; its checkpoints must keep the decided record.
     for i in 0..120u32 {
         let mut tx = db.begin();
-        tx.put(&a, &i.to_le_bytes(), &[7u8; 400]).unwrap();
+        tx.put(&a, i.to_le_bytes(), [7u8; 400]).unwrap();
         tx.commit().unwrap();
     }
     db.partition(0).checkpoint().unwrap();

@@ -14,7 +14,7 @@ use std::sync::Arc;
 /// log's own record of its poisoning.
 fn poison_the_log(op: FaultOp, kind: FaultKind) -> (Error, Error, WalError) {
     let sim = SimStorage::new(17);
-    let db = Database::open(Arc::new(sim.clone()), "/db", Options::small()).unwrap();
+    let db = Database::open_on(Arc::new(sim.clone()), "/db", Options::small()).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     tx.put(&t, b"before", b"1").unwrap();

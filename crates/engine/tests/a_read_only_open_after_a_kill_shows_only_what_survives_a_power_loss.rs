@@ -34,7 +34,7 @@ fn a_read_only_open_after_a_kill_shows_only_what_survives_a_power_loss() {
     let mut disagreements = Vec::new();
     for seed in 0..SEEDS {
         let sim = SimStorage::new(seed);
-        let db = Database::open(FencedStorage::for_incarnation(&sim), DIR, options()).unwrap();
+        let db = Database::open_on(FencedStorage::for_incarnation(&sim), DIR, options()).unwrap();
         let t = db.table_or_create("t").unwrap();
         let mut tx = db.begin();
         tx.put(&t, b"k", b"old").unwrap();
@@ -61,7 +61,7 @@ fn a_read_only_open_after_a_kill_shows_only_what_survives_a_power_loss() {
         new_shown += usize::from(shown.as_deref() == Some(b"new"));
 
         sim.crash(); // the power goes: whatever was not durable may go with it
-        let rw = Database::open(storage, DIR, options()).unwrap();
+        let rw = Database::open_on(storage, DIR, options()).unwrap();
         let recovered = value(&rw);
         rw.close().unwrap();
         if recovered != shown {

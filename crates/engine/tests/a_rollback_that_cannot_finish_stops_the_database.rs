@@ -14,7 +14,7 @@ fn a_rollback_that_cannot_finish_stops_the_database_and_recovery_finishes_it() {
     let mut o = Options::small();
     o.pool_pages = 16;
     o.checkpoint_log_bytes = 0;
-    let open = || Database::open(Arc::new(sim.pinned()), "/db", o).unwrap();
+    let open = || Database::open_on(Arc::new(sim.pinned()), "/db", o).unwrap();
     let db = open();
     let t = db.create_table("t").unwrap();
     let filler = db.create_table("filler").unwrap();
@@ -26,7 +26,7 @@ fn a_rollback_that_cannot_finish_stops_the_database_and_recovery_finishes_it() {
     // no-force, steal allows), so that the undo must read it back.
     db.transaction(|f| {
         for i in 0..400u32 {
-            f.put(&filler, &i.to_be_bytes(), &[1u8; 100])?;
+            f.put(&filler, i.to_be_bytes(), [1u8; 100])?;
         }
         Ok(())
     })
@@ -68,7 +68,7 @@ fn a_waiter_behind_a_rollback_that_cannot_finish_gets_an_error_not_the_change() 
     o.pool_pages = 16;
     o.checkpoint_log_bytes = 0;
     o.lock_timeout = std::time::Duration::from_secs(30);
-    let db = Database::open(Arc::new(sim.pinned()), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(sim.pinned()), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     let filler = db.create_table("filler").unwrap();
     db.transaction(|tx| tx.put(&t, b"k", b"committed")).unwrap();
@@ -77,7 +77,7 @@ fn a_waiter_behind_a_rollback_that_cannot_finish_gets_an_error_not_the_change() 
     tx.put(&t, b"k", b"aborted").unwrap();
     db.transaction(|f| {
         for i in 0..400u32 {
-            f.put(&filler, &i.to_be_bytes(), &[1u8; 100])?;
+            f.put(&filler, i.to_be_bytes(), [1u8; 100])?;
         }
         Ok(())
     })

@@ -19,12 +19,12 @@ fn hollow_table() -> (Database, sluice::Table) {
     let mut o = Options::small();
     o.pool_pages = 16;
     o.lock_timeout = Duration::from_millis(200);
-    let db = Database::open(Arc::new(SimStorage::new(11)), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(11)), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     for chunk in (0..KEYS).collect::<Vec<_>>().chunks(500) {
         let mut tx = db.begin();
         for &i in chunk {
-            tx.put(&t, &key(i), &[1u8; 40]).unwrap();
+            tx.put(&t, key(i), [1u8; 40]).unwrap();
         }
         tx.commit().unwrap();
     }
@@ -33,7 +33,7 @@ fn hollow_table() -> (Database, sluice::Table) {
     for chunk in (1..KEYS - 1).collect::<Vec<_>>().chunks(500) {
         let mut tx = db.begin();
         for &i in chunk {
-            tx.delete(&t, &key(i)).unwrap();
+            tx.delete(&t, key(i)).unwrap();
         }
         tx.commit().unwrap();
     }
@@ -55,7 +55,7 @@ fn a_scan_crosses_the_run() {
 fn an_insert_whose_next_key_is_beyond_the_run_commits() {
     let (db, t) = hollow_table();
     let mut tx = db.begin();
-    tx.put(&t, &key(1), b"back").unwrap();
+    tx.put(&t, key(1), b"back").unwrap();
     tx.commit().unwrap();
     let mut tx = db.begin();
     assert_eq!(tx.scan_all(&t).count(), 3);
@@ -70,7 +70,7 @@ fn a_scan_across_the_run_still_blocks_an_insert_into_it() {
     // The scanned range is locked to the scanner's end: an insert into the middle of
     // the run must wait for it (here: time out), or the scanner would see a phantom.
     let mut writer = db.begin();
-    match writer.put(&t, &key(KEYS / 2), b"phantom") {
+    match writer.put(&t, key(KEYS / 2), b"phantom") {
         Err(Error::LockTimeout { .. }) => {}
         other => panic!("an insert into a scanned gap must wait: {other:?}"),
     }

@@ -37,7 +37,7 @@ fn a_scan_never_hands_out_a_change_whose_rollback_could_not_finish() {
     // One page per data-file segment: the held reader's segment lock covers only the
     // page it reads, so the rollback can read (and fail to read) another page meanwhile.
     o.propagation_segment_bytes = o.page_size;
-    let db = Database::open(Arc::new(hold.clone()), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(hold.clone()), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     let u = db.create_table("u").unwrap();
     let filler = db.create_table("filler").unwrap();
@@ -55,7 +55,7 @@ fn a_scan_never_hands_out_a_change_whose_rollback_could_not_finish() {
     // Both leaves out of the pool (written with the uncommitted changes: steal).
     db.transaction(|f| {
         for i in 0..400u32 {
-            f.put(&filler, &i.to_be_bytes(), &[1u8; 100])?;
+            f.put(&filler, i.to_be_bytes(), [1u8; 100])?;
         }
         Ok(())
     })

@@ -8,7 +8,7 @@ use sluice_storage::SimStorage;
 use std::sync::Arc;
 
 fn db_with_table(seed: u64, value: &[u8]) -> (Database, Table) {
-    let db = Database::open(Arc::new(SimStorage::new(seed)), "/db", Options::small()).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(seed)), "/db", Options::small()).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     tx.put(&t, b"k", value).unwrap();
@@ -71,10 +71,10 @@ fn every_operation_refuses_a_table_of_another_database() {
 #[test]
 fn a_table_from_an_earlier_opening_is_refused() {
     let disk = Arc::new(SimStorage::new(3));
-    let db = Database::open(disk.clone(), "/db", Options::small()).unwrap();
+    let db = Database::open_on(disk.clone(), "/db", Options::small()).unwrap();
     let old = db.create_table("t").unwrap();
     db.close().unwrap();
-    let db = Database::open(disk, "/db", Options::small()).unwrap();
+    let db = Database::open_on(disk, "/db", Options::small()).unwrap();
     let mut tx = db.begin();
     refused(
         tx.put(&old, b"k", b"v"),

@@ -18,7 +18,7 @@ fn keys(tx: &mut Transaction, t: &Table) -> Vec<Vec<u8>> {
 fn appends_wait_for_a_scanner_of_the_end() {
     let mut o = Options::small();
     o.lock_timeout = Duration::from_secs(10);
-    let db = Database::open(Arc::new(SimStorage::new(8)), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(8)), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     for k in [b"a", b"c"] {
@@ -35,7 +35,7 @@ fn appends_wait_for_a_scanner_of_the_end() {
             let (db, t) = (db.clone(), t.clone());
             std::thread::spawn(move || {
                 let mut tx = db.begin();
-                tx.put(&t, &[b'x', i], b"appended").unwrap();
+                tx.put(&t, [b'x', i], b"appended").unwrap();
                 tx.commit().unwrap();
             })
         })

@@ -43,7 +43,7 @@ fn run(protocol: CommitProtocol, f: &Form, seed: u64) -> Option<String> {
     let mut o = Options::small();
     o.commit = protocol;
     o.lock_timeout = Duration::from_millis(150);
-    let db = Database::open(Arc::new(SimStorage::new(seed)), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(seed)), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     for k in f.before {

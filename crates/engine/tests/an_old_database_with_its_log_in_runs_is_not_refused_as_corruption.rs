@@ -44,7 +44,7 @@ fn an_old_database_whose_log_directory_is_named_runs_opens() {
     let t = db.create_table("t").unwrap();
     for i in 0..120 {
         let mut tx = db.begin();
-        tx.put(&t, &key(i), &[i as u8; 40]).unwrap();
+        tx.put(&t, key(i), [i as u8; 40]).unwrap();
         tx.commit().unwrap();
         if i == 60 {
             db.checkpoint().unwrap();
@@ -68,7 +68,7 @@ fn an_old_database_whose_log_directory_is_named_runs_opens() {
     let mut tx = db.begin();
     for i in 0..120 {
         assert_eq!(
-            tx.get(&t, &key(i)).unwrap().as_deref(),
+            tx.get(&t, key(i)).unwrap().as_deref(),
             Some(&[i as u8; 40][..])
         );
     }

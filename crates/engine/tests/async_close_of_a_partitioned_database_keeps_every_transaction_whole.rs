@@ -36,8 +36,8 @@ fn round(seed: u64, protocol: CommitProtocol) {
     let b = db.table_or_create("b").unwrap();
     for i in 0..TXNS {
         let mut tx = db.begin();
-        tx.put(&a, &i.to_be_bytes(), &[1; 200]).unwrap();
-        tx.put(&b, &i.to_be_bytes(), &[2; 200]).unwrap();
+        tx.put(&a, i.to_be_bytes(), [1; 200]).unwrap();
+        tx.put(&b, i.to_be_bytes(), [2; 200]).unwrap();
         tx.commit().unwrap();
     }
     drop((a, b));

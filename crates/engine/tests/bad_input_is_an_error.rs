@@ -9,27 +9,27 @@ use std::sync::Arc;
 
 #[test]
 fn oversized_keys_and_values_are_invalid_arguments() {
-    let db = Database::open(Arc::new(SimStorage::new(1)), "/db", Options::default()).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(1)), "/db", Options::default()).unwrap();
     let t = db.create_table("t").unwrap();
     let l = db.limits();
     // A refused argument fails its transaction (see `Transaction`), so each case gets
     // its own.
     let mut tx = db.begin();
-    let e = tx.put(&t, &vec![1; l.max_key + 1], b"v").unwrap_err();
+    let e = tx.put(&t, vec![1; l.max_key + 1], b"v").unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     drop(tx);
     // Values beyond what a leaf holds are stored apart (large values), up to max_value;
     // one byte more is refused. (calloc'd: the refused value's pages are never touched.)
     let mut tx = db.begin();
-    let e = tx.put(&t, b"k", &vec![0; l.max_value + 1]).unwrap_err();
+    let e = tx.put(&t, b"k", vec![0; l.max_value + 1]).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     drop(tx);
     let mut tx = db.begin();
-    tx.put(&t, b"k", &vec![1; l.max_entry]).unwrap();
+    tx.put(&t, b"k", vec![1; l.max_entry]).unwrap();
     assert_eq!(tx.get(&t, b"k").unwrap(), Some(vec![1; l.max_entry]));
     tx.commit().unwrap();
     let mut tx = db.begin();
-    tx.put(&t, &vec![1; l.max_key], &vec![2; l.max_entry - l.max_key])
+    tx.put(&t, vec![1; l.max_key], vec![2; l.max_entry - l.max_key])
         .unwrap();
     tx.commit().unwrap();
 }
@@ -42,10 +42,10 @@ fn bad_options_and_names_are_rejected() {
         ..Options::default()
     };
     assert!(matches!(
-        Database::open(sim.clone(), "/db", o),
+        Database::open_on(sim.clone(), "/db", o),
         Err(Error::InvalidArgument(_))
     ));
-    let db = Database::open(sim, "/db", Options::default()).unwrap();
+    let db = Database::open_on(sim, "/db", Options::default()).unwrap();
     assert!(matches!(
         db.create_table(""),
         Err(Error::InvalidArgument(_))
@@ -58,14 +58,14 @@ fn bad_options_and_names_are_rejected() {
 #[test]
 fn a_database_opened_twice_is_locked() {
     let sim = Arc::new(SimStorage::new(3));
-    let _db = Database::open(sim.clone(), "/db", Options::default()).unwrap();
-    let e = Database::open(sim, "/db", Options::default()).unwrap_err();
+    let _db = Database::open_on(sim.clone(), "/db", Options::default()).unwrap();
+    let e = Database::open_on(sim, "/db", Options::default()).unwrap_err();
     assert!(matches!(e, Error::Locked(_)), "{e}");
 }
 
 #[test]
 fn a_transaction_of_a_closed_database_takes_no_more_work() {
-    let db = Database::open(Arc::new(SimStorage::new(4)), "/db", Options::default()).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(4)), "/db", Options::default()).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     tx.put(&t, b"k", b"v").unwrap();

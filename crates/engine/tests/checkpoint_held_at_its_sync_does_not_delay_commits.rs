@@ -26,7 +26,7 @@ fn commits_finish_while_a_checkpoint_is_held_at_its_data_file_sync() {
         // while the checkpoint it triggered is held at the gate.
         for i in 0..400 {
             let mut tx = db2.begin();
-            tx.put(&t2, format!("key{i:05}").as_bytes(), &[7u8; 200])
+            tx.put(&t2, format!("key{i:05}").as_bytes(), [7u8; 200])
                 .unwrap();
             tx.commit().unwrap();
         }

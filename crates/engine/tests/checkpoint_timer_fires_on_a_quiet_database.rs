@@ -18,7 +18,7 @@ fn the_timer_checkpoints_after_a_single_commit() {
         checkpoint_interval: Duration::from_millis(20),
         ..Options::small()
     };
-    let db = Database::open(spy.clone(), "/db", o).unwrap();
+    let db = Database::open_on(spy.clone(), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     spy.forget_control_writes();
     let mut tx = db.begin();

@@ -16,19 +16,19 @@ fn dropping_the_last_handle_closes_the_database_and_stops_its_checkpointer() {
         ..Options::small()
     };
     for round in 0..20u32 {
-        let db = Database::open(sim.clone(), "/db", o)
+        let db = Database::open_on(sim.clone(), "/db", o)
             .unwrap_or_else(|e| panic!("round {round}: the previous handle still holds it: {e}"));
         let t = db.table_or_create("t").unwrap();
         for i in 0..30u32 {
             let mut tx = db.begin();
-            tx.put(&t, &(round * 100 + i).to_be_bytes(), &[5u8; 200])
+            tx.put(&t, (round * 100 + i).to_be_bytes(), [5u8; 200])
                 .unwrap();
             tx.commit().unwrap();
         }
         drop(t);
         drop(db); // no close(): Drop must do it
     }
-    let db = Database::open(sim, "/db", o).unwrap();
+    let db = Database::open_on(sim, "/db", o).unwrap();
     let t = db.table("t").unwrap();
     let mut tx = db.begin();
     assert_eq!(tx.scan_all(&t).count(), 600);

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn reopen_finds(sim: &SimStorage, keys: &[&[u8]]) {
-    let db = Database::open(Arc::new(sim.pinned()), "/db", Options::small()).unwrap();
+    let db = Database::open_on(Arc::new(sim.pinned()), "/db", Options::small()).unwrap();
     let t = db.table("t").unwrap();
     let mut tx = db.begin();
     for k in keys {
@@ -30,7 +30,7 @@ fn a_failure_of_the_background_checkpointer_is_reported_by_close() {
         checkpoint_interval: Duration::from_millis(10),
         ..Options::small()
     };
-    let db = Database::open(Arc::new(sim.pinned()), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(sim.pinned()), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     // The next checkpoint, the timer's, fails just after its begin record.
     sim.set_failpoint(CHECKPOINT_BEGUN, 1, FailAction::Error(FaultKind::Eio));
@@ -55,7 +55,7 @@ fn a_failure_of_the_background_checkpointer_is_reported_by_close() {
 #[test]
 fn a_failure_a_client_met_is_reported_again_by_close() {
     let sim = SimStorage::new(8);
-    let db = Database::open(Arc::new(sim.pinned()), "/db", Options::small()).unwrap();
+    let db = Database::open_on(Arc::new(sim.pinned()), "/db", Options::small()).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     tx.put(&t, b"acked", b"v").unwrap();

@@ -40,8 +40,8 @@ fn round(seed: u64, protocol: CommitProtocol) {
                         let key = format!("{t}.{i:06}").into_bytes();
                         let mut tx = db.begin();
                         let wrote = tx
-                            .put(&a, &key, &[1; 200])
-                            .and_then(|_| tx.put(&b, &key, &[2; 200]));
+                            .put(&a, &key, [1; 200])
+                            .and_then(|_| tx.put(&b, &key, [2; 200]));
                         if wrote.is_err() || tx.commit().is_err() {
                             return acked;
                         }

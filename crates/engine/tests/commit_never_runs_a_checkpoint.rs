@@ -22,13 +22,13 @@ const TXNS: usize = 400;
 #[test]
 fn a_committing_client_never_runs_a_checkpoint() {
     let spy = Spy::new(Arc::new(SimStorage::new(21)));
-    let db = Database::open(spy.clone(), "/db", options()).unwrap();
+    let db = Database::open_on(spy.clone(), "/db", options()).unwrap();
     let t = db.create_table("t").unwrap();
     spy.forget_control_writes();
     let me = std::thread::current().id();
     for i in 0..TXNS {
         let mut tx = db.begin();
-        tx.put(&t, format!("key{i:05}").as_bytes(), &[7u8; 200])
+        tx.put(&t, format!("key{i:05}").as_bytes(), [7u8; 200])
             .unwrap();
         tx.commit().unwrap();
     }
@@ -53,7 +53,7 @@ fn a_committing_client_never_runs_a_checkpoint() {
 #[test]
 fn an_agent_never_runs_a_checkpoint() {
     let spy = Spy::new(Arc::new(SimStorage::new(22)));
-    let db = Database::open(spy.clone(), "/db", options()).unwrap();
+    let db = Database::open_on(spy.clone(), "/db", options()).unwrap();
     let t = db.create_table("t").unwrap();
     spy.forget_control_writes();
     let agents = Agents::start(&db, 2);
@@ -61,7 +61,7 @@ fn an_agent_never_runs_a_checkpoint() {
         .map(|i| {
             let t = t.clone();
             agents.execute(move |tx| {
-                tx.put(&t, format!("key{i:05}").as_bytes(), &[7u8; 200])?;
+                tx.put(&t, format!("key{i:05}").as_bytes(), [7u8; 200])?;
                 Ok(Outcome::Commit(()))
             })
         })

@@ -201,7 +201,7 @@ fn pipelined_agents_keep_working_while_the_log_is_held() {
             let (t, a) = (t.clone(), acked.clone());
             agents.submit(
                 move |tx| {
-                    tx.put(&t, &i.to_be_bytes(), b"v")?;
+                    tx.put(&t, i.to_be_bytes(), b"v")?;
                     Ok(Outcome::Commit(()))
                 },
                 move |r| {

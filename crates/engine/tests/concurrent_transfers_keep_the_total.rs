@@ -27,11 +27,11 @@ fn transfers_from_many_threads_keep_the_total() {
     let mut o = Options::small();
     o.pool_pages = 24;
     o.lock_timeout = Duration::from_millis(100);
-    let db = Database::open(Arc::new(OsStorage::new()), dir.path(), o).unwrap();
+    let db = Database::open_on(Arc::new(OsStorage::new()), dir.path(), o).unwrap();
     let t = db.create_table("acct").unwrap();
     let mut tx = db.begin();
     for a in 0..ACCOUNTS {
-        tx.put(&t, format!("a{a:03}").as_bytes(), &START.to_le_bytes())
+        tx.put(&t, format!("a{a:03}").as_bytes(), START.to_le_bytes())
             .unwrap();
     }
     tx.commit().unwrap();
@@ -60,8 +60,8 @@ fn transfers_from_many_threads_keep_the_total() {
                             tx.get_for_update(&t, &kt)?.unwrap().try_into().unwrap(),
                         );
                         let amount = (x % 10).min(f);
-                        tx.put(&t, &kf, &(f - amount).to_le_bytes())?;
-                        tx.put(&t, &kt, &(g + amount).to_le_bytes())?;
+                        tx.put(&t, &kf, (f - amount).to_le_bytes())?;
+                        tx.put(&t, &kt, (g + amount).to_le_bytes())?;
                         Ok::<_, Error>(())
                     })();
                     match r {
@@ -83,6 +83,6 @@ fn transfers_from_many_threads_keep_the_total() {
     db.verify().unwrap();
     drop(t);
     db.close().unwrap();
-    let db = Database::open(Arc::new(OsStorage::new()), dir.path(), o).unwrap();
+    let db = Database::open_on(Arc::new(OsStorage::new()), dir.path(), o).unwrap();
     assert_eq!(total(&db), ACCOUNTS as u64 * START);
 }

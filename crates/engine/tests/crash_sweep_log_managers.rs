@@ -95,7 +95,7 @@ fn one_seed(seed: u64, k: usize, totals: &mut Totals) -> Result<(), String> {
     let mut tx = db.begin();
     for t in &tables {
         for a in 0..ACCOUNTS {
-            tx.put(t, &account(a), &INITIAL.to_le_bytes())
+            tx.put(t, account(a), INITIAL.to_le_bytes())
                 .map_err(|e| format!("load: {e}"))?;
         }
     }
@@ -144,9 +144,9 @@ fn one_seed(seed: u64, k: usize, totals: &mut Totals) -> Result<(), String> {
                         let mut ends = [(from, -amount), (to, amount)];
                         ends.sort_by_key(|e| e.0);
                         for ((p, a), delta) in ends {
-                            let v = tx.get_for_update(&tables[p], &account(a))?.expect("loaded");
+                            let v = tx.get_for_update(&tables[p], account(a))?.expect("loaded");
                             let b = i64::from_le_bytes(v.try_into().expect("8 bytes"));
-                            tx.put(&tables[p], &account(a), &(b + delta).to_le_bytes())?;
+                            tx.put(&tables[p], account(a), (b + delta).to_le_bytes())?;
                         }
                         for &p in &parts {
                             tx.put(&tables[p], tag.as_bytes(), b"")?;

@@ -33,8 +33,8 @@ fn dropping_a_partitioned_database_under_async_closes_it_whole() {
         let b = db.table_or_create("b").unwrap();
         for i in 0..120u32 {
             let mut tx = db.begin();
-            tx.put(&a, &i.to_be_bytes(), &[1; 200]).unwrap();
-            tx.put(&b, &i.to_be_bytes(), &[2; 200]).unwrap();
+            tx.put(&a, i.to_be_bytes(), [1; 200]).unwrap();
+            tx.put(&b, i.to_be_bytes(), [2; 200]).unwrap();
             tx.commit().unwrap();
         }
         drop((a, b));

@@ -13,7 +13,7 @@ use std::time::Duration;
 const NEVER: Duration = Duration::from_secs(30);
 
 fn open(seed: u64) -> Database {
-    Database::open(Arc::new(SimStorage::new(seed)), "/db", Options::small()).unwrap()
+    Database::open_on(Arc::new(SimStorage::new(seed)), "/db", Options::small()).unwrap()
 }
 
 fn is_shut_down(e: &Error) -> bool {
@@ -45,7 +45,7 @@ fn requests_queued_at_shutdown_all_run() {
         let (t, tx) = (t.clone(), tx.clone());
         agents.submit(
             move |txn| {
-                txn.put(&t, &i.to_be_bytes(), b"v")?;
+                txn.put(&t, i.to_be_bytes(), b"v")?;
                 Ok(Outcome::Commit(i))
             },
             move |r| tx.send(r).unwrap(),
@@ -75,7 +75,7 @@ fn submissions_racing_with_shutdown_are_all_answered() {
                 let (t, a, tx) = (t2.clone(), a2.clone(), tx.clone());
                 sub.submit(
                     move |txn| {
-                        txn.put(&t, &(round * 1000 + i).to_be_bytes(), b"v")?;
+                        txn.put(&t, (round * 1000 + i).to_be_bytes(), b"v")?;
                         Ok(Outcome::Commit(()))
                     },
                     move |r| {

@@ -20,7 +20,7 @@ fn options(checkpoint_log_bytes: u64) -> Options {
 fn put(db: &Database, i: usize) -> Result<(), Error> {
     let t = db.table_or_create("t")?;
     let mut tx = db.begin();
-    tx.put(&t, format!("key{i:05}").as_bytes(), &[7u8; 200])?;
+    tx.put(&t, format!("key{i:05}").as_bytes(), [7u8; 200])?;
     tx.commit()
 }
 

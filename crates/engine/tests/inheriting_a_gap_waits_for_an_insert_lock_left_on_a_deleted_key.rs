@@ -25,7 +25,7 @@ fn keys(tx: &mut Transaction, t: &Table) -> Vec<String> {
 fn an_insert_inheriting_a_scanned_gap_waits_for_a_gap_i_left_on_its_name() {
     let mut o = Options::small();
     o.lock_timeout = Duration::from_secs(10);
-    let db = Database::open(Arc::new(SimStorage::new(11)), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(11)), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     for k in ["a", "k", "n"] {

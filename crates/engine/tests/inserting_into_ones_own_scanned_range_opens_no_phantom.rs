@@ -112,7 +112,7 @@ fn run(protocol: CommitProtocol, form: &Form, seed: u64) -> Option<String> {
     o.commit = protocol;
     // The other insert must wait for the scanner; it gives up after this.
     o.lock_timeout = Duration::from_millis(150);
-    let db = Database::open(Arc::new(SimStorage::new(seed)), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(seed)), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     for k in form.before {

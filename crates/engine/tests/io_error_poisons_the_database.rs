@@ -10,7 +10,7 @@ use std::sync::Arc;
 #[test]
 fn sync_failure_poisons_and_reopen_keeps_acknowledged_commits() {
     let sim = SimStorage::new(5);
-    let db = Database::open(Arc::new(sim.clone()), "/db", Options::small()).unwrap();
+    let db = Database::open_on(Arc::new(sim.clone()), "/db", Options::small()).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     tx.put(&t, b"acked", b"1").unwrap();
@@ -33,7 +33,7 @@ fn sync_failure_poisons_and_reopen_keeps_acknowledged_commits() {
 
     sim.clear_faults();
     sim.crash();
-    let db = Database::open(Arc::new(sim.clone()), "/db", Options::small()).unwrap();
+    let db = Database::open_on(Arc::new(sim.clone()), "/db", Options::small()).unwrap();
     let t = db.table("t").unwrap();
     let mut tx = db.begin();
     assert_eq!(tx.get(&t, b"acked").unwrap().as_deref(), Some(&b"1"[..]));

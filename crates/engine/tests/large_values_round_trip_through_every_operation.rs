@@ -61,7 +61,7 @@ fn same(a: Option<Vec<u8>>, b: &[u8], what: &str) {
 fn round_trip(size: usize) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let db = Database::open_path(&path).unwrap();
+    let db = Database::open(&path).unwrap();
     let t = db.create_table("t").unwrap();
     let big = value(1, size);
     let smaller = value(2, size / 2 + 7);
@@ -200,7 +200,7 @@ fn round_trip(size: usize) {
     // Close and reopen: the value is there, and every tree verifies.
     drop(t);
     db.close().unwrap();
-    let db = Database::open_path(&path).unwrap();
+    let db = Database::open(&path).unwrap();
     let t = db.table("t").unwrap();
     same(get(&db, &t, k), &big, "after a reopen");
     assert_eq!(
@@ -227,7 +227,7 @@ fn a_64_mib_value_round_trips() {
 #[test]
 fn a_value_over_the_limit_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_path(dir.path().join("db")).unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
     let t = db.create_table("t").unwrap();
     let l = db.limits();
     assert_eq!(l.max_value, 1 << 30);
@@ -249,14 +249,14 @@ fn a_value_over_the_limit_is_a_clear_error() {
     let mut tx = db.begin();
     let long = vec![b'k'; l.max_large_key + 1];
     assert!(long.len() <= l.max_key);
-    match tx.put(&t, &long, &[1u8; 4096]) {
+    match tx.put(&t, &long, [1u8; 4096]) {
         Err(Error::InvalidArgument(m)) => assert!(m.contains("too long for a large value"), "{m}"),
         r => panic!("an overlong key for a large value gave {:?}", r.map(|_| ())),
     }
     drop(tx);
     let mut tx = db.begin();
     let fits = vec![b'k'; l.max_large_key];
-    tx.put(&t, &fits, &[1u8; 4096]).unwrap();
+    tx.put(&t, &fits, [1u8; 4096]).unwrap();
     assert_eq!(tx.get(&t, &fits).unwrap().unwrap(), vec![1u8; 4096]);
     tx.commit().unwrap();
 }

@@ -23,7 +23,7 @@ fn options() -> Options {
 }
 
 fn open(sim: &SimStorage) -> (Database, Vec<Table>) {
-    let db = Database::open(FencedStorage::for_incarnation(sim), "/model", options()).unwrap();
+    let db = Database::open_on(FencedStorage::for_incarnation(sim), "/model", options()).unwrap();
     let tables = ["t0", "t1"]
         .iter()
         .map(|n| db.table_or_create(n).unwrap())

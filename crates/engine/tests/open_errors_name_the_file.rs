@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 fn build(sim: &SimStorage) {
-    let db = Database::open(Arc::new(sim.clone()), "/db", Options::small()).unwrap();
+    let db = Database::open_on(Arc::new(sim.clone()), "/db", Options::small()).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     tx.put(&t, b"k", b"v").unwrap();
@@ -37,7 +37,7 @@ fn a_damaged_control_file_is_named() {
     let sim = SimStorage::new(81);
     build(&sim);
     flip_byte(&sim, "/db/CONTROL", 20);
-    let e = Database::open(Arc::new(sim), "/db", Options::small()).unwrap_err();
+    let e = Database::open_on(Arc::new(sim), "/db", Options::small()).unwrap_err();
     assert!(matches!(e, Error::Corruption(_)), "{e}");
     assert_names(&e, "/db/CONTROL");
 }
@@ -48,7 +48,7 @@ fn a_data_file_read_error_is_named() {
     build(&sim);
     let spy = Spy::new(Arc::new(sim));
     spy.fail_reads_of(Path::new("/db/data"));
-    let e = Database::open(spy, "/db", Options::small()).unwrap_err();
+    let e = Database::open_on(spy, "/db", Options::small()).unwrap_err();
     assert!(e.is_io(), "{e}");
     assert_names(&e, "/db/data");
 }
@@ -60,7 +60,7 @@ fn a_damaged_log_segment_is_named_with_its_directory() {
     let first = sim.list(Path::new("/db/log")).unwrap();
     let seg = first.iter().find(|n| n.ends_with(".wal")).unwrap();
     flip_byte(&sim, &format!("/db/log/{seg}"), 12); // inside the segment header
-    let e = Database::open(Arc::new(sim), "/db", Options::small()).unwrap_err();
+    let e = Database::open_on(Arc::new(sim), "/db", Options::small()).unwrap_err();
     assert!(matches!(e, Error::Corruption(_)), "{e}");
     assert_names(&e, "/db/log");
 }

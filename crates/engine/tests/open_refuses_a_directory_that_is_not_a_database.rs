@@ -37,7 +37,7 @@ fn a_directory_of_other_files_is_refused_and_left_untouched() {
     sim.create_dir_all(Path::new("/db")).unwrap();
     write_file(&sim, "/db/notes.txt", b"my notes");
     write_file(&sim, "/db/data", b"precious");
-    let e = Database::open(Arc::new(sim.clone()), "/db", Options::small()).unwrap_err();
+    let e = Database::open_on(Arc::new(sim.clone()), "/db", Options::small()).unwrap_err();
     assert_refused(e, &["data", "notes.txt"]);
     assert_eq!(sim.list(Path::new("/db")).unwrap(), ["data", "notes.txt"]);
     assert_eq!(read_file(&sim, "/db/data"), b"precious");
@@ -49,10 +49,10 @@ fn leftovers_of_an_interrupted_creation_are_not_foreign() {
     sim.create_dir_all(Path::new("/db")).unwrap();
     write_file(&sim, "/db/LOCK", b"");
     write_file(&sim, "/db/CONTROL.tmp", b"half a control file");
-    let db = Database::open(Arc::new(sim.clone()), "/db", Options::small()).unwrap();
+    let db = Database::open_on(Arc::new(sim.clone()), "/db", Options::small()).unwrap();
     assert!(db.recovery_report().created);
     db.close().unwrap();
-    let db = Database::open(Arc::new(sim), "/db", Options::small()).unwrap();
+    let db = Database::open_on(Arc::new(sim), "/db", Options::small()).unwrap();
     assert!(!db.recovery_report().created);
 }
 
@@ -60,7 +60,8 @@ fn leftovers_of_an_interrupted_creation_are_not_foreign() {
 fn a_real_directory_with_a_file_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("report.pdf"), b"%PDF").unwrap();
-    let e = Database::open(Arc::new(OsStorage::new()), tmp.path(), Options::small()).unwrap_err();
+    let e =
+        Database::open_on(Arc::new(OsStorage::new()), tmp.path(), Options::small()).unwrap_err();
     assert_refused(e, &["report.pdf"]);
     let mut names: Vec<_> = std::fs::read_dir(tmp.path())
         .unwrap()

@@ -20,7 +20,7 @@ fn fill(db: &Database, n: usize) {
     let t = db.table_or_create("t").unwrap();
     for i in 0..n {
         let mut tx = db.begin();
-        tx.put(&t, format!("key{i:05}").as_bytes(), &[1u8; 200])
+        tx.put(&t, format!("key{i:05}").as_bytes(), [1u8; 200])
             .unwrap();
         tx.commit().unwrap();
     }
@@ -40,32 +40,32 @@ fn assert_corruption_naming(e: &Error, what: &str) {
 #[test]
 fn an_emptied_log_directory_is_reported() {
     let sim = SimStorage::new(61);
-    let db = Database::open(Arc::new(sim.clone()), "/db", options()).unwrap();
+    let db = Database::open_on(Arc::new(sim.clone()), "/db", options()).unwrap();
     fill(&db, 50);
     db.close().unwrap();
     for name in sim.list(Path::new("/db/log")).unwrap() {
         sim.remove(&Path::new("/db/log").join(name)).unwrap();
     }
     sim.sync_dir(Path::new("/db/log")).unwrap();
-    let e = Database::open(Arc::new(sim), "/db", options()).unwrap_err();
+    let e = Database::open_on(Arc::new(sim), "/db", options()).unwrap_err();
     assert_corruption_naming(&e, "/db/log");
 }
 
 #[test]
 fn a_deleted_log_directory_is_reported() {
     let tmp = tempfile::tempdir().unwrap();
-    let db = Database::open(Arc::new(OsStorage::new()), tmp.path(), options()).unwrap();
+    let db = Database::open_on(Arc::new(OsStorage::new()), tmp.path(), options()).unwrap();
     fill(&db, 50);
     db.close().unwrap();
     std::fs::remove_dir_all(tmp.path().join("log")).unwrap();
-    let e = Database::open(Arc::new(OsStorage::new()), tmp.path(), options()).unwrap_err();
+    let e = Database::open_on(Arc::new(OsStorage::new()), tmp.path(), options()).unwrap_err();
     assert_corruption_naming(&e, &tmp.path().join("log").display().to_string());
 }
 
 #[test]
 fn a_missing_segment_holding_the_checkpoint_is_named() {
     let sim = SimStorage::new(62);
-    let db = Database::open(FencedStorage::for_incarnation(&sim), "/db", options()).unwrap();
+    let db = Database::open_on(FencedStorage::for_incarnation(&sim), "/db", options()).unwrap();
     fill(&db, 10);
     db.checkpoint().unwrap();
     // More than a segment (64 KiB) of log after the checkpoint, all durable, then a
@@ -78,6 +78,6 @@ fn a_missing_segment_holding_the_checkpoint_is_named() {
     let name = sluice_wal::segment::segment_name(first);
     sim.remove(&Path::new("/db/log").join(&name)).unwrap();
     sim.sync_dir(Path::new("/db/log")).unwrap();
-    let e = Database::open(FencedStorage::for_incarnation(&sim), "/db", options()).unwrap_err();
+    let e = Database::open_on(FencedStorage::for_incarnation(&sim), "/db", options()).unwrap_err();
     assert_corruption_naming(&e, &format!("/db/log/{name}"));
 }

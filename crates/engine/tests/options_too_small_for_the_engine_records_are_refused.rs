@@ -16,7 +16,7 @@ fn a_segment_smaller_than_a_split_record_is_refused() {
         ..Options::default()
     };
     o.log.segment_bytes = 4096;
-    let e = Database::open(Arc::new(sim.clone()), "/db", o).unwrap_err();
+    let e = Database::open_on(Arc::new(sim.clone()), "/db", o).unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e, Error::InvalidArgument(_)), "{msg}");
     assert!(
@@ -41,7 +41,7 @@ fn a_log_buffer_too_small_for_a_split_record_is_refused() {
         ..Options::default()
     };
     o.log.buffer_bytes = 64 << 10; // records up to 16 KiB: not four 32 KiB pages
-    let e = Database::open(Arc::new(sim), "/db", o).unwrap_err();
+    let e = Database::open_on(Arc::new(sim), "/db", o).unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e, Error::InvalidArgument(_)), "{msg}");
     assert!(
@@ -58,7 +58,8 @@ fn the_smallest_accepted_options_really_take_a_split() {
         ..Options::default()
     };
     o.log.segment_bytes = 4096;
-    let Err(Error::InvalidArgument(msg)) = Database::open(Arc::new(SimStorage::new(93)), "/db", o)
+    let Err(Error::InvalidArgument(msg)) =
+        Database::open_on(Arc::new(SimStorage::new(93)), "/db", o)
     else {
         panic!("accepted");
     };
@@ -69,11 +70,11 @@ fn the_smallest_accepted_options_really_take_a_split() {
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no minimum in {msg}"));
     o.log.segment_bytes = min;
-    let db = Database::open(Arc::new(SimStorage::new(94)), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(94)), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     for i in 0..200u32 {
-        tx.put(&t, &i.to_be_bytes(), &[9u8; 1500]).unwrap();
+        tx.put(&t, i.to_be_bytes(), [9u8; 1500]).unwrap();
     }
     tx.commit().unwrap();
     db.verify().unwrap();

@@ -207,8 +207,8 @@ fn commits_work_under_every_protocol() {
                         };
                         let x = n(&mut tx, a);
                         let y = n(&mut tx, b);
-                        tx.put(a, b"n", &(x + 1).to_le_bytes()).unwrap();
-                        tx.put(b, b"n", &(y + 1).to_le_bytes()).unwrap();
+                        tx.put(a, b"n", (x + 1).to_le_bytes()).unwrap();
+                        tx.put(b, b"n", (y + 1).to_le_bytes()).unwrap();
                         tx.put(b, format!("{t}.{i}").as_bytes(), b"").unwrap();
                         match tx.commit() {
                             Ok(()) => {}
@@ -363,7 +363,7 @@ fn the_coordinators_log_keeps_a_commit_record_a_participant_still_needs() {
     // Several segments of partition 0 only, and checkpoints there.
     for i in 0..120u32 {
         let mut tx = db.begin();
-        tx.put(&a, &i.to_le_bytes(), &[7u8; 400]).unwrap();
+        tx.put(&a, i.to_le_bytes(), [7u8; 400]).unwrap();
         tx.commit().unwrap();
     }
     db.partition(0).checkpoint().unwrap();

@@ -28,7 +28,7 @@ fn options(protocol: CommitProtocol) -> Options {
 
 /// Reopens, checks the range and the table, and returns the sum (for the message).
 fn recovered_sum(sim: &SimStorage, o: Options, what: &str) -> i64 {
-    let db = Database::open(FencedStorage::for_incarnation(sim), "/db", o)
+    let db = Database::open_on(FencedStorage::for_incarnation(sim), "/db", o)
         .unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
     let t = db.table("sums").unwrap();
     let sum = range_sum::range_sum(&db, &t).unwrap();
@@ -43,7 +43,7 @@ fn run_seed(protocol: CommitProtocol, via: Via, seed: u64) -> (bool, usize) {
     let o = options(protocol);
     let sim = SimStorage::new(seed);
     let mut rng = StdRng::seed_from_u64(seed);
-    let db = Database::open(FencedStorage::for_incarnation(&sim), "/db", o).unwrap();
+    let db = Database::open_on(FencedStorage::for_incarnation(&sim), "/db", o).unwrap();
     let t = range_sum::setup(&db, "sums").unwrap();
     let kill = rng.gen_bool(0.5);
     // The workload does about 150-250 counted disk operations.

@@ -15,7 +15,7 @@ fn check(protocol: CommitProtocol, via: Via, seed: u64) {
     o.commit = protocol;
     o.pool_pages = 64;
     o.lock_timeout = Duration::from_millis(100);
-    let db = Database::open(Arc::new(SimStorage::new(seed)), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(seed)), "/db", o).unwrap();
     let t = range_sum::setup(&db, "sums").unwrap();
     let w = Workload {
         seed,

@@ -33,12 +33,9 @@ fn read_only_database_refuses_every_write() {
 
     // Reads, and commits of transactions that only read.
     let mut tx = db.begin();
-    assert_eq!(tx.get(&t, &key(7)).unwrap(), Some(b"v7".to_vec()));
+    assert_eq!(tx.get(&t, key(7)).unwrap(), Some(b"v7".to_vec()));
     assert_eq!(tx.get(&t, b"absent").unwrap(), None);
-    assert_eq!(
-        tx.get_for_update(&t, &key(8)).unwrap(),
-        Some(b"v8".to_vec())
-    );
+    assert_eq!(tx.get_for_update(&t, key(8)).unwrap(), Some(b"v8".to_vec()));
     assert_eq!(tx.scan(&t, key(10)..key(20)).count(), 10);
     assert_eq!(tx.scan_prefix(&t, b"key0001").count(), 10);
     assert_eq!(tx.retain(&t, .., |_, _| true).unwrap(), 0);
@@ -50,8 +47,8 @@ fn read_only_database_refuses_every_write() {
     type Write = fn(&mut sluice::Transaction, &sluice::Table) -> sluice::Result<()>;
     let writes: [(&str, Write); 4] = [
         ("put", |tx, t| tx.put(t, b"new", b"x").map(drop)),
-        ("put over", |tx, t| tx.put(t, &key(1), b"x").map(drop)),
-        ("delete", |tx, t| tx.delete(t, &key(1)).map(drop)),
+        ("put over", |tx, t| tx.put(t, key(1), b"x").map(drop)),
+        ("delete", |tx, t| tx.delete(t, key(1)).map(drop)),
         ("retain", |tx, t| {
             tx.retain(t, .., |k, _| k != key(3)).map(drop)
         }),
@@ -64,7 +61,7 @@ fn read_only_database_refuses_every_write() {
         assert!(!err.is_retryable(), "{what}");
         assert!(!err.is_io(), "{what}");
         assert!(matches!(tx.failure(), Some(Error::ReadOnly)), "{what}");
-        let later = tx.get(&t, &key(1)).expect_err("the transaction has failed");
+        let later = tx.get(&t, key(1)).expect_err("the transaction has failed");
         assert!(is_read_only(&later), "{what}: {later:?}");
         let commit = tx.commit().expect_err("a failed transaction rolls back");
         assert!(is_read_only(&commit), "{what}: {commit:?}");

@@ -24,7 +24,7 @@ fn workload_options() -> Options {
 /// a checkpoint in the middle. Stops at the first error (the crash). The same for every
 /// `seed`'s disk; `seed` varies the keys.
 fn workload(sim: &SimStorage, seed: u64) -> Result<()> {
-    let db = Database::open(FencedStorage::for_incarnation(sim), DIR, workload_options())?;
+    let db = Database::open_on(FencedStorage::for_incarnation(sim), DIR, workload_options())?;
     let a = db.table_or_create("a")?;
     let b = db.table_or_create("b")?;
     let mut open = db.begin();
@@ -34,10 +34,10 @@ fn workload(sim: &SimStorage, seed: u64) -> Result<()> {
             let k = (seed * 7 + round * 13 + i * 31) % 400;
             let v = format!("r{round}i{i}").into_bytes();
             if (k + round).is_multiple_of(5) {
-                tx.delete(&a, &k.to_be_bytes())?;
+                tx.delete(&a, k.to_be_bytes())?;
             } else {
-                tx.put(&a, &k.to_be_bytes(), &v)?;
-                tx.put(&b, &(k * 3).to_be_bytes(), &v)?;
+                tx.put(&a, k.to_be_bytes(), &v)?;
+                tx.put(&b, (k * 3).to_be_bytes(), &v)?;
             }
         }
         if round % 4 == 3 {
@@ -115,7 +115,7 @@ fn read_only_open_agrees_with_recovery_at_every_crash_point() {
             ro.verify().unwrap();
             drop(ro);
             assert_only_syncs(&sim, before, &format!("point {point} kill {kill}"));
-            let rw = Database::open(storage, DIR, workload_options()).unwrap();
+            let rw = Database::open_on(storage, DIR, workload_options()).unwrap();
             assert_eq!(
                 contents(&rw),
                 seen,

@@ -42,7 +42,7 @@ fn read_only_open_of_a_crashed_database_recovers_in_memory() {
         db.close().unwrap();
         assert_only_syncs(&sim, before, &format!("seed {seed}"));
 
-        let db = Database::open(storage, DIR, options()).unwrap();
+        let db = Database::open_on(storage, DIR, options()).unwrap();
         let rw = db.recovery_report().clone();
         assert_eq!(
             rw.losers, 1,

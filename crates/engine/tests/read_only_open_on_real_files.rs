@@ -70,7 +70,7 @@ fn read_only_open_on_real_files() {
     let t = db.table_or_create("t").unwrap();
     db.transaction(|tx| {
         for i in 0..100u32 {
-            tx.put(&t, &i.to_be_bytes(), b"before the checkpoint")?;
+            tx.put(&t, i.to_be_bytes(), b"before the checkpoint")?;
         }
         Ok(())
     })
@@ -78,7 +78,7 @@ fn read_only_open_on_real_files() {
     db.checkpoint().unwrap();
     let mut loser = db.begin();
     for i in 0..100u32 {
-        loser.put(&t, &i.to_be_bytes(), b"loser").unwrap();
+        loser.put(&t, i.to_be_bytes(), b"loser").unwrap();
     }
     db.transaction(|tx| tx.put(&t, b"after", b"committed"))
         .unwrap(); // durable, and the loser's records before it
@@ -100,7 +100,7 @@ fn read_only_open_on_real_files() {
         let t = ro.table("t").unwrap();
         let mut tx = ro.begin();
         for i in 0..100u32 {
-            let v = tx.get(&t, &i.to_be_bytes()).unwrap();
+            let v = tx.get(&t, i.to_be_bytes()).unwrap();
             assert_eq!(v.as_deref(), Some(&b"before the checkpoint"[..]));
         }
         assert_eq!(
@@ -119,11 +119,11 @@ fn read_only_open_on_real_files() {
     // The closed original: readers share it and keep a writer out.
     let a = Database::open_read_only(&live).unwrap();
     let b = Database::builder(&live).read_only(true).open().unwrap();
-    let err = Database::open_path(&live).expect_err("held by readers");
+    let err = Database::open(&live).expect_err("held by readers");
     assert!(matches!(err, Error::Locked(_)), "{err:?}");
     assert_eq!(a.table_names().unwrap(), vec!["t".to_string()]);
     drop((a, b));
-    Database::open_path(&live).unwrap().close().unwrap();
+    Database::open(&live).unwrap().close().unwrap();
 
     // Nothing there: an error, and nothing created.
     let missing = tmp.path().join("missing");

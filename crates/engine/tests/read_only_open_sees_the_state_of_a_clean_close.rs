@@ -31,7 +31,7 @@ fn read_only_open_sees_the_state_of_a_clean_close() {
     assert_eq!((report.tables, report.entries), (2, 200));
     db.close().unwrap();
 
-    let db = Database::open(storage, DIR, options()).unwrap();
+    let db = Database::open_on(storage, DIR, options()).unwrap();
     assert!(!db.options().read_only);
     assert_eq!(contents(&db), expected);
 }

@@ -130,7 +130,7 @@ fn an_interrupted_creation_is_refused_or_opened_never_written() {
     for n in 1..400 {
         let sim = SimStorage::new(n);
         sim.kill_at_op(n);
-        if Database::open(Arc::new(sim.clone()), "/new", options()).is_ok() {
+        if Database::open_on(Arc::new(sim.clone()), "/new", options()).is_ok() {
             break; // the creation finished before operation n
         }
         let guard = NoChanges::new(Arc::new(sim.clone()));

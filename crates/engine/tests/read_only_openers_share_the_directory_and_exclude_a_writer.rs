@@ -19,7 +19,7 @@ fn read_only(storage: &Arc<dyn Storage>) -> sluice::Result<Database> {
 }
 
 fn read_write(storage: &Arc<dyn Storage>) -> sluice::Result<Database> {
-    Database::open(storage.clone(), DIR, options())
+    Database::open_on(storage.clone(), DIR, options())
 }
 
 #[test]

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 #[test]
 fn read_only_recovery_that_outgrows_the_pool_is_refused() {
     let sim = SimStorage::new(7);
-    let db = Database::open(FencedStorage::for_incarnation(&sim), DIR, options()).unwrap();
+    let db = Database::open_on(FencedStorage::for_incarnation(&sim), DIR, options()).unwrap();
     db.table_or_create("t").unwrap();
     db.checkpoint().unwrap();
     commit_keys(&db, "t", 3000, "after the checkpoint "); // far more than 16 pages

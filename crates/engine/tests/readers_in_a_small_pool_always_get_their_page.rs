@@ -24,12 +24,12 @@ fn readers_and_a_writer_in_a_small_pool_read_their_own_keys() {
     let dir = tempfile::tempdir().unwrap();
     let mut o = Options::small();
     o.pool_pages = 16;
-    let db = Database::open(Arc::new(OsStorage::new()), dir.path(), o).unwrap();
+    let db = Database::open_on(Arc::new(OsStorage::new()), dir.path(), o).unwrap();
     let t = db.create_table("t").unwrap();
     for chunk in (0..KEYS).collect::<Vec<_>>().chunks(500) {
         let mut tx = db.begin();
         for &k in chunk {
-            tx.put(&t, &key(k), &value(k, 0)).unwrap();
+            tx.put(&t, key(k), value(k, 0)).unwrap();
         }
         tx.commit().unwrap();
     }
@@ -45,7 +45,7 @@ fn readers_and_a_writer_in_a_small_pool_read_their_own_keys() {
                         .wrapping_add(1442695040888963407);
                     let k = (x >> 33) as u32 % KEYS;
                     let mut tx = db.begin();
-                    let v = tx.get(&t, &key(k)).unwrap().expect("every key exists");
+                    let v = tx.get(&t, key(k)).unwrap().expect("every key exists");
                     tx.commit().unwrap();
                     let text = String::from_utf8(v).unwrap();
                     assert!(
@@ -63,7 +63,7 @@ fn readers_and_a_writer_in_a_small_pool_read_their_own_keys() {
                 for chunk in (0..KEYS).step_by(7).collect::<Vec<_>>().chunks(50) {
                     let mut tx = db.begin();
                     for &k in chunk {
-                        tx.put(&t, &key(k), &value(k, g)).unwrap();
+                        tx.put(&t, key(k), value(k, g)).unwrap();
                     }
                     tx.commit().unwrap();
                 }
@@ -82,7 +82,7 @@ fn readers_and_a_writer_in_a_small_pool_read_their_own_keys() {
     let mut tx = db.begin();
     for k in 0..KEYS {
         let g = if k % 7 == 0 { 3 } else { 0 };
-        assert_eq!(tx.get(&t, &key(k)).unwrap(), Some(value(k, g)), "key {k}");
+        assert_eq!(tx.get(&t, key(k)).unwrap(), Some(value(k, g)), "key {k}");
     }
     tx.commit().unwrap();
 }

@@ -27,7 +27,7 @@ fn state(db: &Database) -> Vec<(Vec<u8>, Vec<u8>)> {
 fn a_reopen_after_a_failed_data_file_sync_keeps_every_acknowledged_update() {
     for seed in 0..20 {
         let sim = SimStorage::new(seed);
-        let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+        let db = Database::open_on(Arc::new(sim.pinned()), "/db", options()).unwrap();
         let t = db.create_table("t").unwrap();
         let mut tx = db.begin();
         for i in 0..200u32 {
@@ -53,7 +53,7 @@ fn a_reopen_after_a_failed_data_file_sync_keeps_every_acknowledged_update() {
         drop(db);
 
         // Same boot: the page cache still holds the images the device never got.
-        let db = Database::open(Arc::new(sim.pinned()), "/db", options())
+        let db = Database::open_on(Arc::new(sim.pinned()), "/db", options())
             .unwrap_or_else(|e| panic!("seed {seed}: reopen after the kill failed: {e}"));
         let shown = state(&db);
         assert!(
@@ -63,7 +63,7 @@ fn a_reopen_after_a_failed_data_file_sync_keeps_every_acknowledged_update() {
         drop(db);
 
         sim.crash(); // and then the power goes
-        let db = Database::open(Arc::new(sim.pinned()), "/db", options())
+        let db = Database::open_on(Arc::new(sim.pinned()), "/db", options())
             .unwrap_or_else(|e| panic!("seed {seed}: reopen after the power loss failed: {e}"));
         let after = state(&db);
         let changed = after.iter().zip(&shown).filter(|(a, b)| a != b).count();

@@ -11,7 +11,7 @@ use std::time::Duration;
 fn an_insert_into_a_scanned_range_waits_for_the_scanner() {
     let mut o = Options::small();
     o.lock_timeout = Duration::from_secs(10);
-    let db = Database::open(Arc::new(SimStorage::new(2)), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(2)), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     for k in [b"a", b"c", b"e"] {

@@ -11,11 +11,11 @@ fn key(i: u32) -> Vec<u8> {
 
 #[test]
 fn retain_deletes_the_rejected_entries_of_the_range_only() {
-    let db = Database::open(Arc::new(SimStorage::new(5)), "/db", Options::small()).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(5)), "/db", Options::small()).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     for i in 0..2000u32 {
-        tx.put(&t, &key(i), &i.to_le_bytes()).unwrap();
+        tx.put(&t, key(i), i.to_le_bytes()).unwrap();
     }
     tx.commit().unwrap();
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 #[test]
 fn rollback_of_many_changes_restores_the_committed_state() {
     let sim = SimStorage::new(9);
-    let db = Database::open(
+    let db = Database::open_on(
         FencedStorage::for_incarnation(&sim),
         "/db",
         Options::small(),
@@ -30,9 +30,9 @@ fn rollback_of_many_changes_restores_the_committed_state() {
         let k = format!("k{i:03}").into_bytes();
         match i % 3 {
             0 => drop(tx.delete(&t, &k).unwrap()),
-            1 => drop(tx.put(&t, &k, &[b'z'; 150]).unwrap()),
+            1 => drop(tx.put(&t, &k, [b'z'; 150]).unwrap()),
             _ => drop(
-                tx.put(&t, format!("new{i:03}").as_bytes(), &[1; 120])
+                tx.put(&t, format!("new{i:03}").as_bytes(), [1; 120])
                     .unwrap(),
             ),
         }
@@ -49,7 +49,7 @@ fn rollback_of_many_changes_restores_the_committed_state() {
     sim.crash();
     drop(t);
     drop(db);
-    let db = Database::open(
+    let db = Database::open_on(
         FencedStorage::for_incarnation(&sim),
         "/db",
         Options::small(),
@@ -65,7 +65,7 @@ fn rollback_of_many_changes_restores_the_committed_state() {
 #[test]
 fn uncommitted_changes_are_undone_by_recovery() {
     let sim = SimStorage::new(10);
-    let db = Database::open(
+    let db = Database::open_on(
         FencedStorage::for_incarnation(&sim),
         "/db",
         Options::small(),
@@ -78,7 +78,7 @@ fn uncommitted_changes_are_undone_by_recovery() {
     let mut loser = db.begin();
     for i in 0..60u32 {
         loser
-            .put(&t, format!("gone{i:02}").as_bytes(), &[7; 100])
+            .put(&t, format!("gone{i:02}").as_bytes(), [7; 100])
             .unwrap();
     }
     loser.delete(&t, b"keep").unwrap();
@@ -87,7 +87,7 @@ fn uncommitted_changes_are_undone_by_recovery() {
     std::mem::forget(loser); // the process died: no rollback runs
     drop(t);
     drop(db);
-    let db = Database::open(
+    let db = Database::open_on(
         FencedStorage::for_incarnation(&sim),
         "/db",
         Options::small(),

@@ -15,7 +15,7 @@ use std::time::Duration;
 fn a_delete_below_an_uncommitted_insert_waits_and_a_scan_never_skips_it() {
     let mut o = Options::small();
     o.lock_timeout = Duration::from_secs(10);
-    let db = Database::open(Arc::new(SimStorage::new(6)), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(6)), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     for k in [b"a", b"b", b"e"] {

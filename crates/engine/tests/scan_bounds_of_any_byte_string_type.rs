@@ -14,7 +14,7 @@ fn keys(scan: sluice::Scan<'_>) -> Vec<String> {
 }
 
 fn setup() -> (Database, Table) {
-    let db = Database::open(Arc::new(SimStorage::new(5)), "/db", Options::small()).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(5)), "/db", Options::small()).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     for k in ["a", "b", "bb", "c", "d"] {

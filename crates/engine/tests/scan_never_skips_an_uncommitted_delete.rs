@@ -22,7 +22,7 @@ fn committed_keys(db: &Database, t: &sluice::Table) -> Vec<Vec<u8>> {
 fn a_scan_waits_for_an_uncommitted_delete_and_sees_its_rollback() {
     let mut o = Options::small();
     o.lock_timeout = Duration::from_secs(10);
-    let db = Database::open(Arc::new(SimStorage::new(1)), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(1)), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     for k in [b"a", b"b", b"c"] {

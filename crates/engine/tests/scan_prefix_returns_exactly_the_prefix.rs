@@ -29,7 +29,7 @@ fn strings(max_len: usize) -> Vec<Vec<u8>> {
 
 #[test]
 fn every_prefix_over_edge_bytes_scans_exactly_its_keys() {
-    let db = Database::open(Arc::new(SimStorage::new(3)), "/db", Options::small()).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(3)), "/db", Options::small()).unwrap();
     let t = db.create_table("t").unwrap();
     let keys: Vec<Vec<u8>> = strings(3).into_iter().filter(|k| !k.is_empty()).collect();
     let mut tx = db.begin();

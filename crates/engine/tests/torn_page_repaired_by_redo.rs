@@ -42,7 +42,7 @@ fn fill(db: &Database, tag: &str) {
     let t = db.table_or_create("t").unwrap();
     let mut tx = db.begin();
     for i in 0..KEYS {
-        tx.put(&t, format!("key{i:04}").as_bytes(), &value(tag, i))
+        tx.put(&t, format!("key{i:04}").as_bytes(), value(tag, i))
             .unwrap();
     }
     tx.commit().unwrap();
@@ -61,7 +61,7 @@ fn check(db: &Database, tag: &str) {
 #[test]
 fn torn_page_changed_after_the_checkpoint_is_restored_from_its_image() {
     let sim = SimStorage::new(3);
-    let db = Database::open(FencedStorage::for_incarnation(&sim), "/db", options()).unwrap();
+    let db = Database::open_on(FencedStorage::for_incarnation(&sim), "/db", options()).unwrap();
     fill(&db, "old");
     db.checkpoint().unwrap();
     fill(&db, "new"); // every leaf changes after the checkpoint: each logs a full image
@@ -74,7 +74,7 @@ fn torn_page_changed_after_the_checkpoint_is_restored_from_its_image() {
     // every key's update changed (internal nodes did not change after the checkpoint).
     let torn = (2..pages).filter(|&id| tear(&sim, id, 1024, true)).count();
     assert!(torn >= 5, "only {torn} leaves");
-    let db = Database::open(FencedStorage::for_incarnation(&sim), "/db", options()).unwrap();
+    let db = Database::open_on(FencedStorage::for_incarnation(&sim), "/db", options()).unwrap();
     let r = db.recovery_report().clone();
     assert_eq!(r.restored_pages as usize, torn, "{r:?}");
     assert!(r.restored_pages >= 1, "no torn page was restored: {r:?}");
@@ -85,14 +85,14 @@ fn torn_page_changed_after_the_checkpoint_is_restored_from_its_image() {
 #[test]
 fn damaged_page_without_an_image_is_reported_not_trusted() {
     let sim = SimStorage::new(4);
-    let db = Database::open(FencedStorage::for_incarnation(&sim), "/db", options()).unwrap();
+    let db = Database::open_on(FencedStorage::for_incarnation(&sim), "/db", options()).unwrap();
     fill(&db, "v");
     let pages = db.verify().unwrap().pages;
     db.close().unwrap();
     for id in 2..pages {
         tear(&sim, id, 1024, false);
     }
-    let db = Database::open(FencedStorage::for_incarnation(&sim), "/db", options()).unwrap();
+    let db = Database::open_on(FencedStorage::for_incarnation(&sim), "/db", options()).unwrap();
     let t = db.table("t").unwrap();
     let mut tx = db.begin();
     let r: Result<Vec<_>, _> = tx.scan_all(&t).collect();

@@ -17,11 +17,11 @@ fn balance(v: Option<Vec<u8>>) -> i64 {
 fn both_sides_of_a_forced_deadlock_commit_exactly_once() {
     let mut o = Options::small();
     o.lock_timeout = Duration::from_millis(100);
-    let db = Database::open(Arc::new(SimStorage::new(7)), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(7)), "/db", o).unwrap();
     let t = db.create_table("acct").unwrap();
     db.transaction(|tx| {
-        tx.put(&t, b"a", &100i64.to_le_bytes())?;
-        tx.put(&t, b"b", &100i64.to_le_bytes())?;
+        tx.put(&t, b"a", 100i64.to_le_bytes())?;
+        tx.put(&t, b"b", 100i64.to_le_bytes())?;
         Ok(())
     })
     .unwrap();
@@ -39,8 +39,8 @@ fn both_sides_of_a_forced_deadlock_commit_exactly_once() {
                     barrier.wait();
                 }
                 let g = balance(tx.get_for_update(&t, to)?);
-                tx.put(&t, from, &(f - amount).to_le_bytes())?;
-                tx.put(&t, to, &(g + amount).to_le_bytes())?;
+                tx.put(&t, from, (f - amount).to_le_bytes())?;
+                tx.put(&t, to, (g + amount).to_le_bytes())?;
                 Ok(attempt)
             })
         })
@@ -69,7 +69,7 @@ fn both_sides_of_a_forced_deadlock_commit_exactly_once() {
 
 #[test]
 fn an_error_that_is_not_retryable_is_returned_at_once_and_rolled_back() {
-    let db = Database::open(Arc::new(SimStorage::new(8)), "/db", Options::small()).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(8)), "/db", Options::small()).unwrap();
     let t = db.create_table("t").unwrap();
     let mut runs = 0;
     let r: Result<(), Error> = db.transaction(|tx| {

@@ -15,7 +15,7 @@ fn options() -> Options {
 }
 
 fn open(sim: &SimStorage) -> Database {
-    Database::open(FencedStorage::for_incarnation(sim), "/db", options()).unwrap()
+    Database::open_on(FencedStorage::for_incarnation(sim), "/db", options()).unwrap()
 }
 
 /// A TPC-B-like row: owner, balance, padding to 100 bytes.
@@ -33,18 +33,18 @@ fn a_balance_update_logs_a_fraction_of_the_row() {
     let t = db.create_table("accounts").unwrap();
     let mut tx = db.begin();
     for id in 0..5u32 {
-        tx.put(&t, &id.to_be_bytes(), &row(id, 1_000)).unwrap();
+        tx.put(&t, id.to_be_bytes(), row(id, 1_000)).unwrap();
     }
     tx.commit().unwrap();
     db.checkpoint().unwrap();
     // The first change to the leaf after the checkpoint logs its full image; measure the
     // second.
     let mut tx = db.begin();
-    tx.put(&t, &2u32.to_be_bytes(), &row(2, 1_500)).unwrap();
+    tx.put(&t, 2u32.to_be_bytes(), row(2, 1_500)).unwrap();
     tx.commit().unwrap();
     let before = db.stats().log_end;
     let mut tx = db.begin();
-    let old = tx.put(&t, &2u32.to_be_bytes(), &row(2, -77_777)).unwrap();
+    let old = tx.put(&t, 2u32.to_be_bytes(), row(2, -77_777)).unwrap();
     tx.commit().unwrap();
     assert_eq!(old, Some(row(2, 1_500)));
     let bytes = db.stats().log_end - before;
@@ -56,7 +56,7 @@ fn a_balance_update_logs_a_fraction_of_the_row() {
     );
     let mut tx = db.begin();
     assert_eq!(
-        tx.get(&t, &2u32.to_be_bytes()).unwrap(),
+        tx.get(&t, 2u32.to_be_bytes()).unwrap(),
         Some(row(2, -77_777))
     );
     tx.commit().unwrap();
@@ -95,7 +95,7 @@ fn key(case: usize) -> Vec<u8> {
 fn values(db: &Database) -> Vec<Option<Vec<u8>>> {
     let t = db.table("t").unwrap();
     let mut tx = db.begin();
-    let v = (0..CASES).map(|c| tx.get(&t, &key(c)).unwrap()).collect();
+    let v = (0..CASES).map(|c| tx.get(&t, key(c)).unwrap()).collect();
     tx.commit().unwrap();
     v
 }
@@ -107,7 +107,7 @@ fn delta_updates_are_redone_and_undone_exactly() {
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     for c in 0..CASES {
-        tx.put(&t, &key(c), &base()).unwrap();
+        tx.put(&t, key(c), base()).unwrap();
     }
     tx.commit().unwrap();
     db.checkpoint().unwrap();
@@ -117,9 +117,9 @@ fn delta_updates_are_redone_and_undone_exactly() {
     let mut tx = db.begin();
     for c in 0..CASES {
         let v = changed(c, &base(), 0x11);
-        tx.put(&t, &key(c), &v).unwrap();
+        tx.put(&t, key(c), &v).unwrap();
         let v = changed(c, &v, 0x22);
-        tx.put(&t, &key(c), &v).unwrap();
+        tx.put(&t, key(c), &v).unwrap();
         want.push(Some(v));
     }
     tx.commit().unwrap();
@@ -129,9 +129,9 @@ fn delta_updates_are_redone_and_undone_exactly() {
     let mut tx = db.begin();
     for (c, w) in want.iter().enumerate() {
         let v = changed(c, w.as_ref().unwrap(), 0x33);
-        tx.put(&t, &key(c), &v).unwrap();
+        tx.put(&t, key(c), &v).unwrap();
         let v = changed((c + 1) % CASES, &v, 0x44);
-        tx.put(&t, &key(c), &v).unwrap();
+        tx.put(&t, key(c), &v).unwrap();
     }
     tx.rollback().unwrap();
     assert_eq!(values(&db), want);
@@ -140,9 +140,9 @@ fn delta_updates_are_redone_and_undone_exactly() {
     let mut loser = db.begin();
     for (c, w) in want.iter().enumerate() {
         let v = changed(c, w.as_ref().unwrap(), 0x55);
-        loser.put(&t, &key(c), &v).unwrap();
+        loser.put(&t, key(c), &v).unwrap();
         let v = changed((c + 2) % CASES, &v, 0x66);
-        loser.put(&t, &key(c), &v).unwrap();
+        loser.put(&t, key(c), &v).unwrap();
     }
     db.log().sync().unwrap();
     sim.crash();

@@ -189,7 +189,7 @@ fn is_clear(e: &Error) -> bool {
 }
 
 fn open(sim: &SimStorage, w: Workload) -> Result<Database, Error> {
-    Database::open(
+    Database::open_on(
         FencedStorage::for_incarnation(sim),
         DIR,
         options(w.strategy),

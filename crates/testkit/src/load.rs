@@ -70,7 +70,7 @@ pub fn load_verify_on(
     options: Options,
     keys: u64,
 ) -> Result<LoadReport> {
-    let db = Database::open(storage, dir, options)?;
+    let db = Database::open_on(storage, dir, options)?;
     let t = db.create_table("load")?;
     let start = Instant::now();
     let mut i = 0;
@@ -78,7 +78,7 @@ pub fn load_verify_on(
         let mut tx = db.begin();
         let end = (i + LOAD_BATCH).min(keys);
         for j in i..end {
-            tx.put(&t, &key(j), &value(j))?;
+            tx.put(&t, key(j), value(j))?;
         }
         tx.commit()?;
         i = end;
@@ -128,7 +128,7 @@ pub fn load_verify_on(
         let mut tx = db.begin();
         let end = (i + LOAD_BATCH).min(keys);
         for j in i..end {
-            if tx.get(&t, &key(j))?.as_deref() != Some(&value(j)[..]) {
+            if tx.get(&t, key(j))?.as_deref() != Some(&value(j)[..]) {
                 return Err(fail(format!("point lookup of key {j} failed")));
             }
         }

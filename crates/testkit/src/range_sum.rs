@@ -64,10 +64,10 @@ pub fn setup(db: &Database, name: &str) -> Result<Table> {
         b"s-just-above",
         b"z-above",
     ] {
-        tx.put(&t, s, &value(-1))?;
+        tx.put(&t, s, value(-1))?;
     }
     for i in 0..KEYS {
-        tx.put(&t, &key(i), &value(1000))?;
+        tx.put(&t, key(i), value(1000))?;
     }
     tx.commit()?;
     Ok(t)
@@ -216,16 +216,16 @@ fn apply(tx: &mut Transaction, t: &Table, plan: Plan) -> Result<bool> {
     let vb = vb.map(|v| decode(&kb, &v)).transpose()?;
     match (plan, va, vb) {
         (Plan::Move { amount, .. }, Some(x), Some(y)) => {
-            tx.put(t, &ka, &value(x - amount))?;
-            tx.put(t, &kb, &value(y + amount))?;
+            tx.put(t, &ka, value(x - amount))?;
+            tx.put(t, &kb, value(y + amount))?;
         }
         (Plan::Fold { .. }, Some(x), Some(y)) => {
             tx.delete(t, &ka)?;
-            tx.put(t, &kb, &value(y + x))?;
+            tx.put(t, &kb, value(y + x))?;
         }
         (Plan::Split { amount, .. }, Some(x), None) => {
-            tx.put(t, &ka, &value(x - amount))?;
-            tx.put(t, &kb, &value(amount))?;
+            tx.put(t, &ka, value(x - amount))?;
+            tx.put(t, &kb, value(amount))?;
         }
         _ => return Ok(false),
     }

@@ -188,10 +188,10 @@ pub fn load(
     const BATCH: u32 = 5_000;
     let mut tx = db.begin();
     for b in 0..shape.scale {
-        tx.put(&t.branch, &key(b), &row(b, 0))?;
+        tx.put(&t.branch, key(b), row(b, 0))?;
     }
     for te in 0..shape.tellers() {
-        tx.put(&t.teller, &key(te), &row(te / TELLERS_PER_BRANCH, 0))?;
+        tx.put(&t.teller, key(te), row(te / TELLERS_PER_BRANCH, 0))?;
     }
     tx.commit()?;
     let total = shape.accounts();
@@ -200,11 +200,7 @@ pub fn load(
         let mut tx = db.begin();
         let end = (a + BATCH).min(total);
         for id in a..end {
-            tx.put(
-                &t.account,
-                &key(id),
-                &row(id / shape.accounts_per_branch, 0),
-            )?;
+            tx.put(&t.account, key(id), row(id / shape.accounts_per_branch, 0))?;
         }
         tx.commit()?;
         a = end;
@@ -219,18 +215,18 @@ pub fn load(
 fn update_balance(tx: &mut Transaction, table: &Table, id: u32, delta: i64) -> Result<i64, Error> {
     let k = key(id);
     let v = tx
-        .get_for_update(table, &k)?
+        .get_for_update(table, k)?
         .ok_or_else(|| Error::NotFound(format!("TPC-B row {id} in {}", table.name())))?;
     let (owner, bal) = parse_row(&v)?;
     let new = bal + delta;
-    tx.put(table, &k, &row(owner, new))?;
+    tx.put(table, k, row(owner, new))?;
     Ok(new)
 }
 
 /// The transaction body (without commit): returns the account's new balance.
 pub fn run(tx: &mut Transaction, t: &TpcbTables, i: &TpcbInput) -> Result<i64, Error> {
     let balance = update_balance(tx, &t.account, i.account, i.delta)?;
-    tx.put(&t.history, &i.history_id.to_be_bytes(), &history_row(i))?;
+    tx.put(&t.history, i.history_id.to_be_bytes(), history_row(i))?;
     update_balance(tx, &t.teller, i.teller, i.delta)?;
     update_balance(tx, &t.branch, i.branch, i.delta)?;
     Ok(balance)

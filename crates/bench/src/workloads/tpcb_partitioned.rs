@@ -25,10 +25,10 @@ fn update(
 ) -> Result<(), Error> {
     let k = tpcb::key(id);
     let v = tx
-        .get_for_update(t, &k)?
+        .get_for_update(t, k)?
         .ok_or_else(|| Error::NotFound(format!("TPC-B row {id} in {}", t.name())))?;
     let (owner, bal) = tpcb::decode_row(&v)?;
-    tx.put(t, &k, &encode_row(owner, bal + delta))?;
+    tx.put(t, k, encode_row(owner, bal + delta))?;
     Ok(())
 }
 
@@ -69,7 +69,7 @@ impl Parted {
     /// The history row of transaction `history_id`, if it is there.
     pub fn history_row(&self, history_id: u64) -> Result<Option<Vec<u8>>, Error> {
         let mut tx = self.db.begin();
-        let row = tx.get(&self.history, &history_id.to_be_bytes())?;
+        let row = tx.get(&self.history, history_id.to_be_bytes())?;
         tx.commit()?;
         Ok(row)
     }
@@ -85,13 +85,13 @@ impl Parted {
         };
         let mut tx = p.db.begin();
         for b in 0..shape.scale {
-            tx.put(&p.branch, &tpcb::key(b), &encode_row(b, 0))?;
+            tx.put(&p.branch, tpcb::key(b), encode_row(b, 0))?;
         }
         for t in 0..shape.scale * tpcb::TELLERS_PER_BRANCH {
             tx.put(
                 &p.teller,
-                &tpcb::key(t),
-                &encode_row(t / tpcb::TELLERS_PER_BRANCH, 0),
+                tpcb::key(t),
+                encode_row(t / tpcb::TELLERS_PER_BRANCH, 0),
             )?;
         }
         tx.commit()?;
@@ -101,8 +101,8 @@ impl Parted {
             for &a in chunk {
                 tx.put(
                     &p.account,
-                    &tpcb::key(a),
-                    &encode_row(a / shape.accounts_per_branch, 0),
+                    tpcb::key(a),
+                    encode_row(a / shape.accounts_per_branch, 0),
                 )?;
             }
             tx.commit()?;
@@ -114,8 +114,8 @@ impl Parted {
         update(tx, &self.account, i.account, i.delta)?;
         tx.put(
             &self.history,
-            &i.history_id.to_be_bytes(),
-            &tpcb::encode_history(i),
+            i.history_id.to_be_bytes(),
+            tpcb::encode_history(i),
         )?;
         update(tx, &self.teller, i.teller, i.delta)?;
         update(tx, &self.branch, i.branch, i.delta)

@@ -41,7 +41,7 @@ pub fn assert_usage_error(args: &[&str], mentions: &str) -> Output {
 pub fn open_in_process(dir: &std::path::Path) -> sluice::Database {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        match sluice::Database::open_path(dir) {
+        match sluice::Database::open(dir) {
             Err(sluice::Error::Locked(_)) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }

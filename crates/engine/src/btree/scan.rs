@@ -215,11 +215,11 @@ mod tests {
     fn an_insert_behind_the_scan_cannot_commit_before_the_next_leaf_is_locked() {
         let mut o = Options::small();
         o.lock_timeout = Duration::from_secs(10);
-        let db = Database::open(Arc::new(SimStorage::new(7)), "/db", o).unwrap();
+        let db = Database::open_on(Arc::new(SimStorage::new(7)), "/db", o).unwrap();
         let t = db.create_table("t").unwrap();
         let mut tx = db.begin();
         for i in 0..100 {
-            tx.put(&t, format!("k{i:03}").as_bytes(), &[7u8; 20])
+            tx.put(&t, format!("k{i:03}").as_bytes(), [7u8; 20])
                 .unwrap();
         }
         tx.commit().unwrap();

@@ -16,14 +16,14 @@ use std::sync::Arc;
 fn database() -> (Database, PageId) {
     let mut o = Options::small();
     o.checkpoint_log_bytes = 0;
-    let db = Database::open(Arc::new(SimStorage::new(5)), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(5)), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     let log = &db.inner.store.log;
     let mut i = 0;
     while log.start_lsn() == Lsn(0) {
         let mut tx = db.begin();
         for _ in 0..50 {
-            tx.put(&t, format!("k{:03}", i % 200).as_bytes(), &[i as u8; 200])
+            tx.put(&t, format!("k{:03}", i % 200).as_bytes(), [i as u8; 200])
                 .unwrap();
             i += 1;
         }
@@ -169,13 +169,12 @@ fn a_latched_page_counts_as_dirty_from_where_it_was_latched() {
 fn heat_counts_hits_and_decays_as_the_clock_passes() {
     let mut o = Options::small();
     o.checkpoint_log_bytes = 0;
-    let db = Database::open(Arc::new(SimStorage::new(6)), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(6)), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     let pool = &db.inner.store.pool;
     let mut tx = db.begin();
     for i in 0..400 {
-        tx.put(&t, format!("k{i:04}").as_bytes(), &[1; 100])
-            .unwrap();
+        tx.put(&t, format!("k{i:04}").as_bytes(), [1; 100]).unwrap();
     }
     tx.commit().unwrap();
     let p = t.id();

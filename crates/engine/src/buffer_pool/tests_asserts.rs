@@ -19,7 +19,7 @@ const FAR: PageId = PageId(500);
 
 /// A database with one committed change, so the log is durable past 0; and a page of it.
 fn database() -> (Database, PageId) {
-    let db = Database::open(Arc::new(SimStorage::new(7)), "/db", Options::small()).unwrap();
+    let db = Database::open_on(Arc::new(SimStorage::new(7)), "/db", Options::small()).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     tx.put(&t, b"k", b"v").unwrap();

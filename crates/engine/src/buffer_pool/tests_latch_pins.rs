@@ -16,7 +16,7 @@ const FIRST: u64 = 10_000;
 fn database() -> Database {
     let mut o = Options::small();
     o.pool_pages = 16;
-    Database::open(Arc::new(SimStorage::new(7)), "/db", o).unwrap()
+    Database::open_on(Arc::new(SimStorage::new(7)), "/db", o).unwrap()
 }
 
 #[test]

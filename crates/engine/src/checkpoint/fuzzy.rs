@@ -309,7 +309,7 @@ mod tests {
         sim.crash();
         drop((t, db));
         tear(sim, p, 1024);
-        let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+        let db = Database::open_on(Arc::new(sim.pinned()), "/db", options()).unwrap();
         let t = db.table("t").unwrap();
         let mut tx = db.begin();
         for k in keys {
@@ -328,7 +328,7 @@ mod tests {
     #[test]
     fn page_changed_in_the_checkpoint_window_and_evicted_twice_survives_a_tear() {
         let sim = SimStorage::new(11);
-        let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+        let db = Database::open_on(Arc::new(sim.pinned()), "/db", options()).unwrap();
         let t = db.create_table("t").unwrap();
         let p = t.id(); // the root, the table's only leaf
         put(&db, &t, "k1");
@@ -351,7 +351,7 @@ mod tests {
     #[test]
     fn a_raced_page_written_after_the_checkpoint_gets_an_image_first() {
         let sim = SimStorage::new(13);
-        let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+        let db = Database::open_on(Arc::new(sim.pinned()), "/db", options()).unwrap();
         let t = db.create_table("t").unwrap();
         let p = t.id();
         put(&db, &t, "k1");
@@ -383,7 +383,7 @@ mod tests {
         use std::sync::mpsc;
         use std::time::Duration;
         let sim = SimStorage::new(14);
-        let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+        let db = Database::open_on(Arc::new(sim.pinned()), "/db", options()).unwrap();
         let t = db.create_table("t").unwrap();
         let value = [7u8; 100];
         let mut keys = Vec::new();
@@ -407,7 +407,7 @@ mod tests {
             }));
             let k = format!("k{i:03}");
             let mut tx = db.begin();
-            tx.put(&t, k.as_bytes(), &value).unwrap();
+            tx.put(&t, k.as_bytes(), value).unwrap();
             tx.commit().unwrap();
             keys.push(k);
             if let Ok((h, finished)) = ck_rx.try_recv() {
@@ -421,7 +421,7 @@ mod tests {
         sim.crash();
         drop((t, db));
 
-        let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+        let db = Database::open_on(Arc::new(sim.pinned()), "/db", options()).unwrap();
         let t = db.table("t").unwrap();
         let mut tx = db.begin();
         for k in &keys {
@@ -437,7 +437,7 @@ mod tests {
     #[test]
     fn a_reloaded_page_keeps_its_image_lsn() {
         let sim = SimStorage::new(12);
-        let db = Database::open(Arc::new(sim), "/db", options()).unwrap();
+        let db = Database::open_on(Arc::new(sim), "/db", options()).unwrap();
         let t = db.create_table("t").unwrap();
         let p = t.id();
         put(&db, &t, "k1");

@@ -94,7 +94,7 @@ impl Database {
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
-    /// # let db = sluice::Database::open_path(dir.path()).unwrap();
+    /// # let db = sluice::Database::open(dir.path()).unwrap();
     /// let t = db.table_or_create("counters")?;
     /// let n = db.transaction(|tx| {
     ///     let n = match tx.get_for_update(&t, b"hits")? {

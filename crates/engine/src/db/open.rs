@@ -286,12 +286,15 @@ fn assemble_and_recover(
 }
 
 impl Database {
-    /// Opens (creating if needed) the database in `dir` on `storage`, running restart
-    /// recovery, and starts its background checkpointer. Fails with [`Error::Locked`] if
+    /// Opens (creating if needed) the database in `dir` on `storage` with `options`,
+    /// running restart recovery, and starts its background checkpointer. Most
+    /// applications want [`Database::open`] (a directory on the real file system) or
+    /// [`Database::builder`]; this one is for another storage — the crash simulator
+    /// ([`sluice_storage::SimStorage`]) or a device model. Fails with [`Error::Locked`] if
     /// another handle holds it, with [`Error::InvalidArgument`] for a directory that is
     /// not a sluice database or options its log cannot serve, and with
     /// [`Error::Corruption`] for a damaged one (see [`Database::open_with_log`]).
-    pub fn open(
+    pub fn open_on(
         storage: Arc<dyn Storage>,
         dir: impl AsRef<Path>,
         options: Options,
@@ -300,7 +303,7 @@ impl Database {
         Database::open_with_log(storage.clone(), dir, storage, log_dir, options)
     }
 
-    /// As [`Database::open`], with the log in `log_dir` on its own storage — for example
+    /// As [`Database::open_on`], with the log in `log_dir` on its own storage — for example
     /// on another device, or behind a [`sluice_storage::DeviceModel`] that emulates a log
     /// device with a given latency, as the commit-protocol experiments do. The same
     /// `log_dir` must be given every time the database is opened.
@@ -568,9 +571,9 @@ impl Database {
     }
 
     /// Opens (creating if needed) the database in directory `path` on the real file
-    /// system with default options.
-    pub fn open_path(path: impl AsRef<Path>) -> Result<Database> {
-        Database::open(Arc::new(OsStorage::new()), path, Options::default())
+    /// system with default options (see [`Database::builder`] for others).
+    pub fn open(path: impl AsRef<Path>) -> Result<Database> {
+        Database::open_on(Arc::new(OsStorage::new()), path, Options::default())
     }
 
     /// Opens the existing database in directory `path` on the real file system

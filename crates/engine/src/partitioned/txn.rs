@@ -49,7 +49,11 @@ impl PartitionedTransaction {
     }
 
     /// The value of `key` in `table` (see [`Transaction::get`]).
-    pub fn get(&mut self, table: &PartitionedTable, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    pub fn get(
+        &mut self,
+        table: &PartitionedTable,
+        key: impl AsRef<[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
         self.part(table)?.get(&table.table, key)
     }
 
@@ -57,7 +61,7 @@ impl PartitionedTransaction {
     pub fn get_for_update(
         &mut self,
         table: &PartitionedTable,
-        key: &[u8],
+        key: impl AsRef<[u8]>,
     ) -> Result<Option<Vec<u8>>> {
         self.part(table)?.get_for_update(&table.table, key)
     }
@@ -66,14 +70,18 @@ impl PartitionedTransaction {
     pub fn put(
         &mut self,
         table: &PartitionedTable,
-        key: &[u8],
-        value: &[u8],
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
     ) -> Result<Option<Vec<u8>>> {
         self.part(table)?.put(&table.table, key, value)
     }
 
     /// Deletes `key`; the old value (see [`Transaction::delete`]).
-    pub fn delete(&mut self, table: &PartitionedTable, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    pub fn delete(
+        &mut self,
+        table: &PartitionedTable,
+        key: impl AsRef<[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
         self.part(table)?.delete(&table.table, key)
     }
 

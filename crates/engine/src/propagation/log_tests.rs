@@ -44,7 +44,7 @@ fn redo_point(db: &Database) -> u64 {
 #[test]
 fn log_propagation_writes_the_pages_and_redo_starts_where_it_ended() {
     let sim = SimStorage::new(21);
-    let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+    let db = Database::open_on(Arc::new(sim.pinned()), "/db", options()).unwrap();
     let t = db.create_table("t").unwrap();
     for i in 0..300 {
         put(&db, &t, &format!("k{i:04}"), &[i as u8; 40]);
@@ -77,7 +77,7 @@ fn log_propagation_writes_the_pages_and_redo_starts_where_it_ended() {
     sim.crash();
     drop((t, db));
 
-    let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+    let db = Database::open_on(Arc::new(sim.pinned()), "/db", options()).unwrap();
     let report = db.recovery_report().clone();
     assert_eq!(report.checkpoint, Some(Lsn(r)));
     let from = report
@@ -106,7 +106,7 @@ fn an_old_copy_plus_the_runs_rebuilds_every_page() {
     let sim = SimStorage::new(22);
     let mut o = options();
     o.keep_runs = true;
-    let db = Database::open(Arc::new(sim.pinned()), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(sim.pinned()), "/db", o).unwrap();
     let t = db.create_table("t").unwrap();
     for i in 0..100 {
         put(&db, &t, &format!("k{i:04}"), &[1; 30]);
@@ -157,7 +157,7 @@ fn an_old_copy_plus_the_runs_rebuilds_every_page() {
 #[test]
 fn a_damaged_run_is_reported_and_rebuilt_from_the_log() {
     let sim = SimStorage::new(23);
-    let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+    let db = Database::open_on(Arc::new(sim.pinned()), "/db", options()).unwrap();
     let t = db.create_table("t").unwrap();
     for i in 0..200 {
         put(&db, &t, &format!("k{i:04}"), &[3; 40]);
@@ -194,7 +194,7 @@ fn a_damaged_run_is_reported_and_rebuilt_from_the_log() {
     assert!(bl.propagated_bytes > 0);
     sim.crash();
     drop((t, db));
-    let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+    let db = Database::open_on(Arc::new(sim.pinned()), "/db", options()).unwrap();
     let t = db.table("t").unwrap();
     let mut tx = db.begin();
     for i in 0..200 {
@@ -218,7 +218,7 @@ fn the_strategy_can_change_between_opens() {
         .into_iter()
         .enumerate()
     {
-        let db = Database::open(Arc::new(sim.pinned()), "/db", o).unwrap();
+        let db = Database::open_on(Arc::new(sim.pinned()), "/db", o).unwrap();
         let t = db.table_or_create("t").unwrap();
         let mut tx = db.begin();
         for i in 0..n {
@@ -240,7 +240,7 @@ fn the_strategy_can_change_between_opens() {
         sim.crash();
         drop((t, db));
     }
-    let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+    let db = Database::open_on(Arc::new(sim.pinned()), "/db", options()).unwrap();
     let t = db.table("t").unwrap();
     let mut tx = db.begin();
     for i in 0..n {
@@ -258,7 +258,7 @@ fn the_strategy_can_change_between_opens() {
 #[test]
 fn an_eviction_never_lands_an_older_copy_over_the_log_cleaners_newer_page() {
     let sim = SimStorage::new(22);
-    let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+    let db = Database::open_on(Arc::new(sim.pinned()), "/db", options()).unwrap();
     let t = db.create_table("t").unwrap();
     let p = t.id(); // the root, the table's only leaf
     put(&db, &t, "k", b"v1");

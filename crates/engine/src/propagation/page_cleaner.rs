@@ -332,7 +332,7 @@ mod tests {
         }
 
         fn open(sim: &SimStorage, policy: Policy) -> Database {
-            let db = Database::open(Arc::new(sim.pinned()), "/db", options(policy)).unwrap();
+            let db = Database::open_on(Arc::new(sim.pinned()), "/db", options(policy)).unwrap();
             db.inner.propagation.cleaner.stop();
             db
         }
@@ -345,7 +345,7 @@ mod tests {
         fn put(db: &Database, t: &Table, keys: std::ops::Range<usize>, value: u8) {
             let mut tx = db.begin();
             for i in keys {
-                tx.put(t, &key(i), &[value; 100]).unwrap();
+                tx.put(t, key(i), [value; 100]).unwrap();
             }
             tx.commit().unwrap();
         }
@@ -614,7 +614,7 @@ mod tests {
             let mut tx = db.begin();
             for i in 0..100 {
                 assert_eq!(
-                    tx.get(&t, &key(i)).unwrap().as_deref(),
+                    tx.get(&t, key(i)).unwrap().as_deref(),
                     Some(&[2u8; 100][..])
                 );
             }
@@ -659,7 +659,7 @@ mod tests {
                 let mut tx = db.begin();
                 for (i, &v) in expected.iter().enumerate() {
                     assert_eq!(
-                        tx.get(&t, &key(i)).unwrap().as_deref(),
+                        tx.get(&t, key(i)).unwrap().as_deref(),
                         Some(&[v; 100][..]),
                         "{policy:?}: key {i}"
                     );
@@ -675,7 +675,7 @@ mod tests {
         fn a_dirty_victim_wakes_the_cleaner() {
             let sim = SimStorage::new(26);
             let db =
-                Database::open(Arc::new(sim.pinned()), "/db", options(Policy::Oldest)).unwrap();
+                Database::open_on(Arc::new(sim.pinned()), "/db", options(Policy::Oldest)).unwrap();
             let t = db.create_table("t").unwrap();
             assert_eq!(counted(&db), (0, 0));
             let deadline = Instant::now() + Duration::from_secs(10);
@@ -701,7 +701,7 @@ mod tests {
             let sim = SimStorage::new(27);
             let mut o = options(Policy::Oldest);
             o.checkpoint_log_bytes = 16 << 10;
-            let db = Database::open(Arc::new(sim.pinned()), "/db", o).unwrap();
+            let db = Database::open_on(Arc::new(sim.pinned()), "/db", o).unwrap();
             let t = db.create_table("t").unwrap();
             let mut pin = db.begin();
             pin.put(&t, b"pinned", b"x").unwrap();
@@ -726,7 +726,7 @@ mod tests {
                 let sim = SimStorage::new(seed);
                 let mut o = options(policy);
                 o.cleaner_interval = Duration::from_millis(1);
-                let db = Database::open(Arc::new(sim.pinned()), "/db", o).unwrap();
+                let db = Database::open_on(Arc::new(sim.pinned()), "/db", o).unwrap();
                 let t = db.create_table("t").unwrap();
                 std::thread::scope(|s| {
                     for w in 0..3 {
@@ -754,7 +754,7 @@ mod tests {
                 for w in 0..3 {
                     for i in 1000 * w..1000 * w + 200 {
                         assert_eq!(
-                            tx.get(&t, &key(i)).unwrap().as_deref(),
+                            tx.get(&t, key(i)).unwrap().as_deref(),
                             Some(&[w as u8 + 1; 100][..]),
                             "{policy:?}: key {i}"
                         );

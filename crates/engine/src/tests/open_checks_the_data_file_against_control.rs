@@ -13,11 +13,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 fn build(sim: &SimStorage) -> u64 {
-    let db = Database::open(Arc::new(sim.clone()), "/db", Options::small()).unwrap();
+    let db = Database::open_on(Arc::new(sim.clone()), "/db", Options::small()).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     for i in 0..400 {
-        tx.put(&t, format!("key{i:05}").as_bytes(), &[3u8; 100])
+        tx.put(&t, format!("key{i:05}").as_bytes(), [3u8; 100])
             .unwrap();
     }
     tx.commit().unwrap();
@@ -47,7 +47,7 @@ fn a_truncated_data_file_is_refused_at_open() {
     let f = data(&sim);
     f.set_len(4 * 1024).unwrap();
     f.sync_data().unwrap();
-    let e = Database::open(Arc::new(sim), "/db", Options::small()).unwrap_err();
+    let e = Database::open_on(Arc::new(sim), "/db", Options::small()).unwrap_err();
     assert_corruption_naming(&e, &["/db/data", "4096", &len.to_string()]);
 }
 
@@ -57,7 +57,7 @@ fn a_missing_data_file_is_refused_at_open() {
     build(&sim);
     sim.remove(Path::new("/db/data")).unwrap();
     sim.sync_dir(Path::new("/db")).unwrap();
-    let e = Database::open(Arc::new(sim.clone()), "/db", Options::small()).unwrap_err();
+    let e = Database::open_on(Arc::new(sim.clone()), "/db", Options::small()).unwrap_err();
     assert_corruption_naming(&e, &["/db/data"]);
     assert!(
         !sim.exists(Path::new("/db/data")).unwrap(),
@@ -83,6 +83,6 @@ fn a_catalog_root_past_the_allocated_pages_is_refused_at_open() {
     page::seal(&mut p);
     f.write_at(&p, 1024).unwrap();
     f.sync_data().unwrap();
-    let e = Database::open(Arc::new(sim), "/db", Options::small()).unwrap_err();
+    let e = Database::open_on(Arc::new(sim), "/db", Options::small()).unwrap_err();
     assert_corruption_naming(&e, &["10000", "\"t\""]);
 }

@@ -62,16 +62,20 @@ impl ChangeLogger for TxnLogger<'_> {
 impl Transaction {
     /// The value of `key`, read under a record S lock (which also holds for an absent
     /// key: inserting it needs record X).
-    pub fn get(&mut self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    pub fn get(&mut self, table: &Table, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.usable()?;
-        let r = self.read(table, key, LockMode::RECORD_S);
+        let r = self.read(table, key.as_ref(), LockMode::RECORD_S);
         self.settle(r)
     }
 
     /// The value of `key`, read under a record X lock (for read-modify-write).
-    pub fn get_for_update(&mut self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    pub fn get_for_update(
+        &mut self,
+        table: &Table,
+        key: impl AsRef<[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
         self.usable()?;
-        let r = self.read(table, key, LockMode::RECORD_X);
+        let r = self.read(table, key.as_ref(), LockMode::RECORD_X);
         self.settle(r)
     }
 
@@ -227,13 +231,18 @@ impl Transaction {
     /// a put of a large value writes about its size to the log and the data file, and
     /// replacing or deleting one reads the old value back (it is returned) and keeps it
     /// in memory for rollback until the transaction ends.
-    pub fn put(&mut self, table: &Table, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.set(table, key, Some(value))
+    pub fn put(
+        &mut self,
+        table: &Table,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
+        self.set(table, key.as_ref(), Some(value.as_ref()))
     }
 
     /// Deletes `key`; returns the value it had (`None` if it was absent).
-    pub fn delete(&mut self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.set(table, key, None)
+    pub fn delete(&mut self, table: &Table, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.set(table, key.as_ref(), None)
     }
 
     /// Deletes the entries in `range` for which `keep(key, value)` is false; returns how

@@ -55,7 +55,7 @@ pub fn commit_keys(db: &Database, table: &str, n: u32, tag: &str) {
     let t = db.table_or_create(table).unwrap();
     let mut tx = db.begin();
     for i in 0..n {
-        tx.put(&t, &key(i), format!("{tag}{i}").as_bytes()).unwrap();
+        tx.put(&t, key(i), format!("{tag}{i}").as_bytes()).unwrap();
     }
     tx.commit().unwrap();
 }
@@ -67,13 +67,13 @@ pub fn commit_keys(db: &Database, table: &str, n: u32, tag: &str) {
 /// Its records are durable (a later commit synced the log past them). Returns the
 /// contents a correct recovery must show.
 pub fn crashed_with_a_loser(sim: &SimStorage) -> Contents {
-    let db = Database::open(FencedStorage::for_incarnation(sim), DIR, options()).unwrap();
+    let db = Database::open_on(FencedStorage::for_incarnation(sim), DIR, options()).unwrap();
     commit_keys(&db, "t", 300, "old");
     db.checkpoint().unwrap();
     let t = db.table("t").unwrap();
     let mut loser = db.begin();
     for i in 0..300 {
-        loser.put(&t, &key(i), b"loser").unwrap();
+        loser.put(&t, key(i), b"loser").unwrap();
     }
     for i in 0..50 {
         loser
@@ -83,7 +83,7 @@ pub fn crashed_with_a_loser(sim: &SimStorage) -> Contents {
     let mut tx = db.begin();
     let u = db.table_or_create("u").unwrap();
     for i in 0..100 {
-        tx.put(&u, &key(i), b"committed after the loser").unwrap();
+        tx.put(&u, key(i), b"committed after the loser").unwrap();
     }
     tx.commit().unwrap(); // durable, and with it every record before it
     let mut expected = Contents::new();
@@ -107,7 +107,7 @@ pub fn crashed_with_a_loser(sim: &SimStorage) -> Contents {
 
 /// A database closed cleanly, with `t` = keys 0..200 "v…" and an empty table `e`.
 pub fn closed_cleanly(storage: Arc<dyn Storage>) -> Contents {
-    let db = Database::open(storage, DIR, options()).unwrap();
+    let db = Database::open_on(storage, DIR, options()).unwrap();
     commit_keys(&db, "t", 200, "v");
     db.table_or_create("e").unwrap();
     db.close().unwrap();

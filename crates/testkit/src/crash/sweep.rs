@@ -84,7 +84,7 @@ impl SeedResult {
 
 /// The next incarnation of the database on the rebooted (or still running) machine.
 fn reopen(sim: &SimStorage, options: Options) -> Result<Database, Error> {
-    Database::open(FencedStorage::for_incarnation(sim), DIR, options)
+    Database::open_on(FencedStorage::for_incarnation(sim), DIR, options)
 }
 
 /// A workload the crash sweep runs, halts and checks ([`sweep`]): the multi-key

@@ -30,7 +30,7 @@ pub struct Run {
 /// checker), creates the tables and loads half the keys in a recorded transaction.
 fn open(config: &Config) -> Result<(Database, Vec<Table>), Error> {
     let sim = SimStorage::new(config.seed);
-    let db = Database::open(Arc::new(sim), "/history", config.options())?;
+    let db = Database::open_on(Arc::new(sim), "/history", config.options())?;
     let tables = TABLES
         .iter()
         .map(|n| db.create_table(n))

@@ -108,7 +108,7 @@ pub fn run(
 ) -> Result<OverheadResult, String> {
     let shape = TpcbShape::standard(cfg.scale);
     let e = |e: Error| e.to_string();
-    let plain_db = Database::open_path(dir.join("plain")).map_err(e)?;
+    let plain_db = Database::open(dir.join("plain")).map_err(e)?;
     let tables = tpcb::load(&plain_db, &shape, |_| {}).map_err(e)?;
     let plain = Plain {
         db: plain_db,

@@ -164,7 +164,7 @@ pub fn run(cfg: &VerticalConfig, mut tick: impl FnMut(f64)) -> Result<VerticalRe
                     let mut tx = db.begin();
                     let r = (0..cfg.inserts_per_txn)
                         .try_for_each(|j| {
-                            tx.put(&tables[j % tables.len()], &key(c, n, j), value)
+                            tx.put(&tables[j % tables.len()], key(c, n, j), value)
                                 .map(drop)
                         })
                         .and_then(|()| tx.commit());

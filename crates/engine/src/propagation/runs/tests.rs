@@ -16,7 +16,7 @@ fn options() -> Options {
 /// multi-page images) and a rolled-back transaction every 10 (compensation records).
 fn database(seed: u64, n: usize) -> (SimStorage, Database, Table) {
     let sim = SimStorage::new(seed);
-    let db = Database::open(Arc::new(sim.pinned()), "/db", options()).unwrap();
+    let db = Database::open_on(Arc::new(sim.pinned()), "/db", options()).unwrap();
     let t = db.create_table("t").unwrap();
     write(&db, &t, 0..n);
     (sim, db, t)
@@ -27,7 +27,7 @@ fn write(db: &Database, t: &Table, keys: std::ops::Range<usize>) {
         let mut tx = db.begin();
         // Scattered keys, so changes are spread over many leaves.
         let k = format!("key{:05}", (i * 7919) % 100_000);
-        tx.put(t, k.as_bytes(), &[i as u8; 40]).unwrap();
+        tx.put(t, k.as_bytes(), [i as u8; 40]).unwrap();
         if i % 10 == 9 {
             tx.put(t, b"doomed", b"never").unwrap();
             tx.rollback().unwrap();
