@@ -18,12 +18,14 @@
 
 mod descend;
 mod page_op;
+mod reverse;
 mod scan;
 mod split;
 mod verify;
 mod write;
 
 pub(crate) use page_op::apply_op;
+pub(crate) use reverse::scan_batch_rev;
 pub(crate) use scan::{scan_batch, BatchEnd};
 pub use verify::TreeReport;
 pub(crate) use write::{ChangeLogger, ClrLogger, GapLocker, LeafChange, SetOutcome};
