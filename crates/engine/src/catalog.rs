@@ -3,8 +3,11 @@
 //! A table's root page never moves (root splits happen in place), so the catalog entry
 //! is written once, by the transaction that creates the table. Creating a table
 //! allocates and formats its root (a redo-only action) and then inserts the catalog entry
-//! in an ordinary transaction that commits at once; if that transaction does not commit,
-//! the root page stays allocated but unused (pages are never freed).
+//! as a change of the creating transaction (`txn/tables.rs`), under its X lock on the
+//! name; if that transaction does not commit, its rollback or recovery removes the
+//! entry and the root page stays allocated but unused (pages are never freed). The
+//! cache of names (`Inner::catalog`) holds only committed tables: a lookup that misses it
+//! reads the catalog under a lock, so it waits for a creating transaction to end.
 
 use crate::db::Database;
 use crate::error::{Error, Result};
@@ -54,7 +57,7 @@ impl Inner {
     }
 
     /// Allocates and formats an empty leaf as a new table's root.
-    fn allocate_root(&self) -> Result<PageId> {
+    pub(crate) fn allocate_root(&self) -> Result<PageId> {
         let mp = self.store.pool.fetch(PageId::META)?;
         let mut mw = mp.write_valid()?;
         let mut meta = mw.bytes().to_vec();
@@ -76,7 +79,7 @@ impl Inner {
     }
 }
 
-fn check_name(name: &str) -> Result<()> {
+pub(crate) fn check_name(name: &str) -> Result<()> {
     if name.is_empty() || name.len() > MAX_TABLE_NAME {
         return Err(Error::InvalidArgument(format!(
             "table name of {} bytes: must be 1..={MAX_TABLE_NAME}",
@@ -94,9 +97,11 @@ fn decode_root(name: &str, v: &[u8]) -> Result<PageId> {
 }
 
 impl Database {
-    /// Creates a table (committed and durable at once, whatever the commit protocol: a
-    /// table must not vanish in a crash even under `async`). [`Error::AlreadyExists`] if
-    /// it exists; [`Error::ReadOnly`] in a read-only database.
+    /// Creates a table in a transaction of its own, committed and durable at once,
+    /// whatever the commit protocol (a table must not vanish in a crash even under
+    /// `async`); [`Transaction::create_table`](crate::Transaction::create_table) creates
+    /// one inside a transaction. [`Error::AlreadyExists`] if it exists;
+    /// [`Error::ReadOnly`] in a read-only database.
     pub fn create_table(&self, name: &str) -> Result<Table> {
         check_name(name)?;
         let inner = &self.inner;
@@ -104,17 +109,12 @@ impl Database {
         if inner.options.read_only {
             return Err(Error::ReadOnly);
         }
-        let cat = inner.catalog_table();
         let mut tx = self.begin();
-        if tx.get_for_update(&cat, name.as_bytes())?.is_some() {
-            return Err(Error::AlreadyExists(format!("table {name:?}")));
-        }
-        let root = inner.allocate_root()?;
-        tx.put(&cat, name.as_bytes(), root.0.to_le_bytes())?;
+        let table = tx.create_table(name)?;
         tx.commit()?;
         inner.store.log.sync()?;
-        inner.catalog.lock().insert(name.to_string(), root);
-        Ok(Table::new(inner, name, root))
+        inner.catalog.lock().insert(name.to_string(), table.root);
+        Ok(table)
     }
 
     /// Opens an existing table. [`Error::NotFound`] if there is none by that name.

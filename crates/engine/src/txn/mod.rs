@@ -16,7 +16,8 @@
 //!
 //! Files: `transaction.rs` (the type, its state and the checks every operation passes),
 //! `locks.rs` (lock acquisition), `write.rs` (reads, puts, deletes), `large_values.rs`
-//! (values stored apart in chunks), `scan.rs` (range scans), `steps.rs` (the commit steps
+//! (values stored apart in chunks), `scan.rs` (range scans, both ways), `tables.rs`
+//! (tables created inside a transaction), `steps.rs` (the commit steps
 //! a transaction offers and `commit`), `rollback.rs` (undo, and the drop that rolls
 //! back), `commit.rs` (the commit sequencer: the protocols' order of those steps,
 //! written once, for direct commits, the agents and the partitioned coordinator). The
@@ -30,6 +31,7 @@ mod locks;
 mod rollback;
 mod scan;
 mod steps;
+mod tables;
 mod transaction;
 mod write;
 
