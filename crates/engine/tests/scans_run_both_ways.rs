@@ -5,7 +5,7 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use sluice::{Database, Options, Table, Transaction};
+use sluice::{Database, Options, Partitioned, Table, Transaction};
 use sluice_storage::SimStorage;
 use std::collections::BTreeMap;
 use std::ops::{Bound, RangeBounds};
@@ -228,5 +228,36 @@ fn a_reverse_scan_and_the_ends_see_no_phantom() {
     assert_eq!(all.len(), 8 + 5 - 1);
     assert_eq!(tx.first(&t).unwrap().unwrap().0, b"k05");
     assert_eq!(tx.last(&t).unwrap().unwrap().0, b"k95");
+    tx.commit().unwrap();
+}
+
+/// A partitioned database's scans run both ways, and it has `first` and `last` too.
+#[test]
+fn a_partitioned_table_scans_both_ways_and_has_ends() {
+    let sim = SimStorage::new(7);
+    let db = Partitioned::builder("/db")
+        .log_managers(2)
+        .options(Options::small())
+        .storage(Arc::new(sim.pinned()))
+        .assign("a", 1)
+        .open()
+        .unwrap();
+    let a = db.create_table("a").unwrap();
+    let mut tx = db.begin();
+    assert_eq!(tx.first(&a).unwrap(), None);
+    for i in 0..200u32 {
+        tx.put(&a, format!("k{i:03}"), b"v").unwrap();
+    }
+    let down: Vec<Vec<u8>> = tx
+        .scan(&a, ..)
+        .unwrap()
+        .rev()
+        .map(|e| e.map(|(k, _)| k))
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let want: Vec<Vec<u8>> = (0..200u32).rev().map(|i| format!("k{i:03}").into_bytes()).collect();
+    assert!(down == want);
+    assert_eq!(tx.first(&a).unwrap().unwrap().0, b"k000");
+    assert_eq!(tx.last(&a).unwrap().unwrap().0, b"k199");
     tx.commit().unwrap();
 }
