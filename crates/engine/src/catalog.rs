@@ -7,7 +7,9 @@
 //! name; if that transaction does not commit, its rollback or recovery removes the
 //! entry and the root page stays allocated but unused (pages are never freed). The
 //! cache of names (`Inner::catalog`) holds only committed tables: a lookup that misses it
-//! reads the catalog under a lock, so it waits for a creating transaction to end.
+//! reads the catalog under a lock, so it waits for a creating or renaming transaction
+//! to end, and fills the cache while it holds that lock; a rename evicts the old name
+//! once it holds the name X (`txn/tables.rs`).
 
 use crate::db::Database;
 use crate::error::{Error, Result};
@@ -89,7 +91,7 @@ pub(crate) fn check_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-fn decode_root(name: &str, v: &[u8]) -> Result<PageId> {
+pub(crate) fn decode_root(name: &str, v: &[u8]) -> Result<PageId> {
     let b: [u8; 8] = v
         .try_into()
         .map_err(|_| Error::Corruption(format!("catalog entry of {name:?} is malformed")))?;
@@ -113,7 +115,8 @@ impl Database {
         let table = tx.create_table(name)?;
         tx.commit()?;
         inner.store.log.sync()?;
-        inner.catalog.lock().insert(name.to_string(), table.root);
+        // Not cached here: by now a rename may have taken the name (the cache is filled
+        // only under the name's lock, by `table`).
         Ok(table)
     }
 
@@ -127,12 +130,15 @@ impl Database {
             None => {
                 let mut tx = self.begin();
                 let v = tx.get(&inner.catalog_table(), name.as_bytes())?;
-                tx.commit()?;
                 let Some(v) = v else {
+                    tx.commit()?;
                     return Err(Error::NotFound(format!("table {name:?}")));
                 };
                 let r = decode_root(name, &v)?;
+                // Cached under the name's S lock, so a rename (which evicts the name
+                // under its X lock) cannot come between the read and the cache.
                 inner.catalog.lock().insert(name.to_string(), r);
+                tx.commit()?;
                 r
             }
         };

@@ -1,7 +1,8 @@
 //! Tables created inside a transaction.
 
 use super::transaction::Transaction;
-use crate::catalog::check_name;
+use crate::catalog::{check_name, decode_root};
+use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::table::Table;
 
@@ -38,5 +39,64 @@ impl Transaction {
         let root = inner.allocate_root()?;
         self.put(&cat, name.as_bytes(), root.0.to_le_bytes())?;
         Ok(Table::new(&inner, name, root))
+    }
+}
+
+impl Transaction {
+    /// Renames `table` to `to` inside this transaction: undone by its rollback, or by
+    /// recovery if the transaction does not commit. Until the transaction ends, lookups
+    /// of either name wait for it (it holds both catalog entries X). A rename changes
+    /// only the name: handles of the table, taken before or after, keep reaching the
+    /// same tree and its data (as an open file survives a rename of its path).
+    ///
+    /// [`Error::NotFound`] if `table` is no longer listed under its handle's name
+    /// (renamed since); [`Error::AlreadyExists`] if a table is named `to`;
+    /// [`Error::InvalidArgument`] for a bad name or a table of another database;
+    /// [`Error::ReadOnly`] in a read-only database.
+    pub fn rename_table(&mut self, table: &Table, to: &str) -> Result<()> {
+        self.usable()?;
+        let r = self.rename_table_in(table, to);
+        self.settle(r)
+    }
+
+    fn rename_table_in(&mut self, table: &Table, to: &str) -> Result<()> {
+        check_name(to)?;
+        self.check_table(table)?;
+        let inner = self.db.clone();
+        inner.check()?;
+        if inner.options.read_only {
+            return Err(Error::ReadOnly);
+        }
+        let from = table.name();
+        let cat = inner.catalog_table();
+        let listed = self.get_for_update(&cat, from.as_bytes())?;
+        if listed.map(|v| decode_root(from, &v)).transpose()? != Some(table.root) {
+            return Err(Error::NotFound(format!(
+                "table {from:?} (renamed since this handle was taken)"
+            )));
+        }
+        // Under the X lock on the name: a lookup that filled the cache did so holding
+        // its S lock (`Database::table`), so it is done, and later ones wait for us.
+        inner.catalog.lock().remove(from);
+        if from == to {
+            return Ok(());
+        }
+        if self.get_for_update(&cat, to.as_bytes())?.is_some() {
+            return Err(Error::AlreadyExists(format!("table {to:?}")));
+        }
+        self.delete(&cat, from.as_bytes())?;
+        self.put(&cat, to.as_bytes(), table.root.0.to_le_bytes())?;
+        Ok(())
+    }
+}
+
+impl Database {
+    /// Renames table `from` to `to` in a transaction of its own, committed at once (see
+    /// [`Transaction::rename_table`]). [`Error::NotFound`] if there is no table `from`.
+    pub fn rename_table(&self, from: &str, to: &str) -> Result<()> {
+        let table = self.table(from)?;
+        let mut tx = self.begin();
+        tx.rename_table(&table, to)?;
+        tx.commit()
     }
 }
