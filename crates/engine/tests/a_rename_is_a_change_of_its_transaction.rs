@@ -73,9 +73,15 @@ fn a_committed_rename_moves_the_name() {
     assert!(matches!(tx.rename_table(&a, "d"), Err(Error::NotFound(_))));
     drop(tx);
     // Onto an existing name: refused; a missing source: refused.
-    assert!(matches!(db.rename_table("b", "c"), Err(Error::AlreadyExists(_))));
+    assert!(matches!(
+        db.rename_table("b", "c"),
+        Err(Error::AlreadyExists(_))
+    ));
     assert!(matches!(db.rename_table("a", "d"), Err(Error::NotFound(_))));
-    assert!(matches!(db.rename_table("b", ""), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        db.rename_table("b", ""),
+        Err(Error::InvalidArgument(_))
+    ));
     db.rename_table("b", "a").unwrap();
     assert_eq!(db.table_names().unwrap(), ["a", "c"]);
     assert_eq!(count(&db, "a"), 100);

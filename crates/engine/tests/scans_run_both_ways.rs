@@ -101,9 +101,7 @@ fn next_and_next_back_meet_in_the_middle() {
     let mut tx = db.begin();
     for round in 0..40 {
         let (from, to) = (bound(&mut rng), bound(&mut rng));
-        let want: Vec<&Vec<u8>> = in_range(&model, &from, &to)
-            .map(|(k, _)| k)
-            .collect();
+        let want: Vec<&Vec<u8>> = in_range(&model, &from, &to).map(|(k, _)| k).collect();
         let (mut lo, mut hi) = (Vec::new(), Vec::new());
         let mut s = tx.scan(&t, (from.clone(), to.clone()));
         // Runs of each direction, long enough to cross batches sometimes.
@@ -217,8 +215,16 @@ fn a_reverse_scan_and_the_ends_see_no_phantom() {
         range,
         "a phantom in the gap above the range"
     );
-    assert_eq!(reader.first(&t).unwrap(), first, "a phantom before the first key");
-    assert_eq!(reader.last(&t).unwrap(), last, "a phantom after the last key");
+    assert_eq!(
+        reader.first(&t).unwrap(),
+        first,
+        "a phantom before the first key"
+    );
+    assert_eq!(
+        reader.last(&t).unwrap(),
+        last,
+        "a phantom after the last key"
+    );
     reader.commit().unwrap();
     for w in writers {
         w.join().unwrap();
@@ -255,7 +261,10 @@ fn a_partitioned_table_scans_both_ways_and_has_ends() {
         .map(|e| e.map(|(k, _)| k))
         .collect::<Result<_, _>>()
         .unwrap();
-    let want: Vec<Vec<u8>> = (0..200u32).rev().map(|i| format!("k{i:03}").into_bytes()).collect();
+    let want: Vec<Vec<u8>> = (0..200u32)
+        .rev()
+        .map(|i| format!("k{i:03}").into_bytes())
+        .collect();
     assert!(down == want);
     assert_eq!(tx.first(&a).unwrap().unwrap().0, b"k000");
     assert_eq!(tx.last(&a).unwrap().unwrap().0, b"k199");
