@@ -23,6 +23,15 @@ fn fill(tx: &mut sluice::Transaction, t: &sluice::Table) {
     }
 }
 
+/// Table `name` holds what `fill` wrote, and the database verifies clean.
+fn assert_entries_and_verify(db: &Database, name: &str) {
+    let t = db.table(name).unwrap();
+    let mut tx = db.begin();
+    assert_eq!(tx.scan_all(&t).count(), 300);
+    tx.commit().unwrap();
+    db.verify().unwrap();
+}
+
 #[test]
 fn a_rolled_back_fill_leaves_no_table_behind() {
     let db = Database::open_on(Arc::new(SimStorage::new(1)), "/db", options()).unwrap();
@@ -47,11 +56,7 @@ fn a_rolled_back_fill_leaves_no_table_behind() {
         Err(Error::AlreadyExists(_))
     ));
     drop(tx);
-    let t = db.table("filled").unwrap();
-    let mut tx = db.begin();
-    assert_eq!(tx.scan_all(&t).count(), 300);
-    tx.commit().unwrap();
-    db.verify().unwrap();
+    assert_entries_and_verify(&db, "filled");
 }
 
 #[test]
@@ -73,11 +78,7 @@ fn recovery_removes_an_uncommitted_table_and_keeps_a_committed_one() {
     let db = Database::open_on(FencedStorage::for_incarnation(&sim), "/db", options()).unwrap();
     assert_eq!(db.table_names().unwrap(), ["kept", "later"]);
     assert!(matches!(db.table("lost"), Err(Error::NotFound(_))));
-    let k = db.table("kept").unwrap();
-    let mut tx = db.begin();
-    assert_eq!(tx.scan_all(&k).count(), 300);
-    tx.commit().unwrap();
-    db.verify().unwrap();
+    assert_entries_and_verify(&db, "kept");
 }
 
 #[test]

@@ -25,7 +25,6 @@ mod verify;
 mod write;
 
 pub(crate) use page_op::apply_op;
-pub(crate) use reverse::scan_batch_rev;
 pub(crate) use scan::{scan_batch, BatchEnd};
 pub use verify::TreeReport;
 pub(crate) use write::{ChangeLogger, ClrLogger, GapLocker, LeafChange, SetOutcome};

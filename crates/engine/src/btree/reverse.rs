@@ -104,87 +104,89 @@ impl Btree<'_> {
     }
 }
 
-/// Reads up to `max` entries of the range in descending key order from `tree`, calling
-/// `try_lock` (which must not block) with the tree latch exclusive (module docs).
-pub(crate) fn scan_batch_rev(
-    tree: &Btree<'_>,
-    from: Bound<&[u8]>,
-    to: Bound<&[u8]>,
-    max: usize,
-    try_lock: &mut ScanLocker<'_>,
-) -> Result<Batch> {
-    assert!(max >= 1);
-    let _exclusive = tree.latch.write();
-    let mut entries = Vec::new();
-    // The name bounding the range from above, and the leaf to start in.
-    let (beyond, start) = match to {
-        Bound::Unbounded => (None, Probe::Last),
-        Bound::Included(t) => (tree.first_from(t, false)?, Probe::At(t)),
-        Bound::Excluded(t) => (tree.first_from(t, true)?, Probe::At(t)),
-    };
-    let mode = if beyond.is_some() {
-        LockMode::SCANNED
-    } else {
-        LockMode::GAP_S
-    };
-    if let Err(name) = try_lock(beyond.as_deref(), mode) {
-        return Ok(Batch {
-            entries,
-            end: BatchEnd::Blocked(name, mode),
-        });
-    }
-    let (mut leaf, mut fence) = tree.descend_fenced(start)?;
-    loop {
-        {
-            let g = leaf.read_valid()?;
-            let n = Btree::node_of(&g, leaf.id())?;
-            if !n.is_leaf() {
-                return Err(Error::Corruption(format!(
-                    "tree {}: a descent ends at non-leaf {}",
-                    tree.root,
-                    leaf.id()
-                )));
-            }
-            for i in (0..n.len()).rev() {
-                let key = n.key(i);
-                if !below_upper(key, to) {
-                    continue;
-                }
-                if !above_lower(key, from) {
-                    // Below the range: the gap of the last key locked reaches here.
-                    return Ok(Batch {
-                        entries,
-                        end: BatchEnd::Done,
-                    });
-                }
-                if entries.len() >= max {
-                    return Ok(Batch {
-                        entries,
-                        end: BatchEnd::More,
-                    });
-                }
-                if let Err(name) = try_lock(Some(key), LockMode::SCANNED) {
-                    return Ok(Batch {
-                        entries,
-                        end: BatchEnd::Blocked(name, LockMode::SCANNED),
-                    });
-                }
-                entries.push((key.to_vec(), n.cell_value(i).to_owned()));
-            }
-        }
-        // The leaves before this one hold only keys below its fence.
-        let below_range = match (&fence, from) {
-            (None, _) => true,
-            (Some(f), Bound::Included(l) | Bound::Excluded(l)) => f.as_slice() <= l,
-            (Some(_), Bound::Unbounded) => false,
+impl Btree<'_> {
+    /// Reads up to `max` entries of `range` in descending key order, calling `try_lock`
+    /// (which must not block) with the tree latch exclusive (module docs).
+    pub(crate) fn scan_batch_rev(
+        &self,
+        (from, to): (Bound<&[u8]>, Bound<&[u8]>),
+        max: usize,
+        try_lock: &mut ScanLocker<'_>,
+    ) -> Result<Batch> {
+        assert!(max >= 1, "a batch of no entries");
+        let tree = self;
+        let _exclusive = tree.latch.write();
+        let mut entries = Vec::new();
+        // The name bounding the range from above, and the leaf to start in.
+        let (beyond, start) = match to {
+            Bound::Unbounded => (None, Probe::Last),
+            Bound::Included(t) => (tree.first_from(t, false)?, Probe::At(t)),
+            Bound::Excluded(t) => (tree.first_from(t, true)?, Probe::At(t)),
         };
-        if below_range {
+        let mode = if beyond.is_some() {
+            LockMode::SCANNED
+        } else {
+            LockMode::GAP_S
+        };
+        if let Err(name) = try_lock(beyond.as_deref(), mode) {
             return Ok(Batch {
                 entries,
-                end: BatchEnd::Done,
+                end: BatchEnd::Blocked(name, mode),
             });
         }
-        let f = fence.take().expect("checked above");
-        (leaf, fence) = tree.descend_fenced(Probe::Below(&f))?;
+        let (mut leaf, mut fence) = tree.descend_fenced(start)?;
+        loop {
+            {
+                let g = leaf.read_valid()?;
+                let n = Btree::node_of(&g, leaf.id())?;
+                if !n.is_leaf() {
+                    return Err(Error::Corruption(format!(
+                        "tree {}: a descent ends at non-leaf {}",
+                        tree.root,
+                        leaf.id()
+                    )));
+                }
+                for i in (0..n.len()).rev() {
+                    let key = n.key(i);
+                    if !below_upper(key, to) {
+                        continue;
+                    }
+                    if !above_lower(key, from) {
+                        // Below the range: the gap of the last key locked reaches here.
+                        return Ok(Batch {
+                            entries,
+                            end: BatchEnd::Done,
+                        });
+                    }
+                    if entries.len() >= max {
+                        return Ok(Batch {
+                            entries,
+                            end: BatchEnd::More,
+                        });
+                    }
+                    if let Err(name) = try_lock(Some(key), LockMode::SCANNED) {
+                        return Ok(Batch {
+                            entries,
+                            end: BatchEnd::Blocked(name, LockMode::SCANNED),
+                        });
+                    }
+                    entries.push((key.to_vec(), n.cell_value(i).to_owned()));
+                }
+            }
+            // The leaves before this one hold only keys below its fence.
+            let below_range = match (&fence, from) {
+                (None, _) => true,
+                (Some(f), Bound::Included(l) | Bound::Excluded(l)) => f.as_slice() <= l,
+                (Some(_), Bound::Unbounded) => false,
+            };
+            if below_range {
+                return Ok(Batch {
+                    entries,
+                    end: BatchEnd::Done,
+                });
+            }
+            let f = fence.take().expect("checked above");
+            (leaf, fence) = tree.descend_fenced(Probe::Below(&f))?;
+        }
     }
 }

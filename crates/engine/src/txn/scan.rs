@@ -3,7 +3,7 @@
 
 use super::locks::try_lock_name;
 use super::transaction::Transaction;
-use crate::btree::{scan_batch, scan_batch_rev, BatchEnd, Btree};
+use crate::btree::{scan_batch, BatchEnd, Btree};
 use crate::error::Result;
 use crate::key_range::KeyRange;
 use crate::lock::{LockMode, LockName};
@@ -144,7 +144,7 @@ impl Scan<'_> {
             let batch = if forward {
                 scan_batch(&tree, from, to, self.batch, &mut try_lock)?
             } else {
-                scan_batch_rev(&tree, from, to, self.batch, &mut try_lock)?
+                tree.scan_batch_rev((from, to), self.batch, &mut try_lock)?
             };
             if let Some((last, _)) = batch.entries.last() {
                 if forward {
