@@ -20,8 +20,8 @@ use crate::page::{compress, Meta, NodeMut};
 use crate::table::Table;
 use std::sync::Arc;
 
-/// The longest table name, in bytes.
-pub const MAX_TABLE_NAME: usize = 255;
+pub use crate::table::MAX_TABLE_NAME;
+use crate::table::{check_name, decode_root};
 
 impl Inner {
     pub(crate) fn catalog_table(self: &Arc<Self>) -> Table {
@@ -79,23 +79,6 @@ impl Inner {
         }
         Ok(id)
     }
-}
-
-pub(crate) fn check_name(name: &str) -> Result<()> {
-    if name.is_empty() || name.len() > MAX_TABLE_NAME {
-        return Err(Error::InvalidArgument(format!(
-            "table name of {} bytes: must be 1..={MAX_TABLE_NAME}",
-            name.len()
-        )));
-    }
-    Ok(())
-}
-
-pub(crate) fn decode_root(name: &str, v: &[u8]) -> Result<PageId> {
-    let b: [u8; 8] = v
-        .try_into()
-        .map_err(|_| Error::Corruption(format!("catalog entry of {name:?} is malformed")))?;
-    Ok(PageId(u64::from_le_bytes(b)))
 }
 
 impl Database {
@@ -174,5 +157,16 @@ impl Database {
         }
         tx.commit()?;
         Ok(names)
+    }
+}
+
+impl Database {
+    /// Renames table `from` to `to` in a transaction of its own, committed at once (see
+    /// [`Transaction::rename_table`](crate::Transaction::rename_table)). [`Error::NotFound`] if there is no table `from`.
+    pub fn rename_table(&self, from: &str, to: &str) -> Result<()> {
+        let table = self.table(from)?;
+        let mut tx = self.begin();
+        tx.rename_table(&table, to)?;
+        tx.commit()
     }
 }

@@ -1,10 +1,8 @@
 //! Tables created inside a transaction.
 
 use super::transaction::Transaction;
-use crate::catalog::{check_name, decode_root};
-use crate::db::Database;
 use crate::error::{Error, Result};
-use crate::table::Table;
+use crate::table::{check_name, decode_root, Table};
 
 impl Transaction {
     /// Creates a table inside this transaction: its catalog entry is a change of the
@@ -87,16 +85,5 @@ impl Transaction {
         self.delete(&cat, from.as_bytes())?;
         self.put(&cat, to.as_bytes(), table.root.0.to_le_bytes())?;
         Ok(())
-    }
-}
-
-impl Database {
-    /// Renames table `from` to `to` in a transaction of its own, committed at once (see
-    /// [`Transaction::rename_table`]). [`Error::NotFound`] if there is no table `from`.
-    pub fn rename_table(&self, from: &str, to: &str) -> Result<()> {
-        let table = self.table(from)?;
-        let mut tx = self.begin();
-        tx.rename_table(&table, to)?;
-        tx.commit()
     }
 }
