@@ -26,7 +26,7 @@
 //! tx.rollback()?; // as if it never happened
 //!
 //! // A closure run in a transaction, run again if it loses a deadlock.
-//! let n = db.transaction(|tx| Ok(tx.scan_prefix(&users, "a").count()))?;
+//! let n = db.transaction(|tx| Ok::<_, sluice::Error>(tx.scan_prefix(&users, "a").count()))?;
 //! assert_eq!(n, 2);
 //!
 //! // Values of any size up to 1 GiB: a large one is stored apart from the tree's leaves.
@@ -156,7 +156,7 @@ pub use propagation::{Backlog, PageCleaner, Policy, Strategy};
 pub use recovery::RecoveryReport;
 pub use sluice_wal::{LogOptions, Lsn};
 pub use table::Table;
-pub use txn::{Scan, Transaction};
+pub use txn::{Retry, Scan, Transaction};
 
 /// The commit steps and the lock manager are internal: called out of order they allow
 /// dirty reads or drop early-release dependencies (issue 8, defect 9). These must not
