@@ -174,9 +174,21 @@ impl Database {
         self.inner.checkpoint_now()
     }
 
-    /// Checkpoints and closes. Transactions still open fail from then on. A database
-    /// poisoned by an earlier failure (met by a client, or by a background thread after
-    /// the client's last call) closes without the checkpoint and returns the poisoning.
+    /// Checkpoints and closes the database — for every clone of this handle: their
+    /// later calls (and those of the [`Table`](crate::Table)s and transactions they
+    /// hold) return [`Error::Closed`]. The directory is let go at once: it can be opened
+    /// again as soon as this returns, in this process or another, while clones still
+    /// live.
+    ///
+    /// **Open transactions are rolled back**, not waited for: each one's later calls
+    /// return [`Error::Closed`] and nothing it wrote is committed (the closing
+    /// checkpoint records it as active, so the next open's recovery undoes what of it
+    /// reached the disk). The close then returns [`Error::OpenTransactions`] with their
+    /// number, to say so; the database is closed all the same.
+    ///
+    /// A database poisoned by an earlier failure (met by a client, or by a background
+    /// thread after the client's last call) closes without the checkpoint and returns
+    /// the poisoning. Closing twice (through two clones) is `Ok` the second time.
     pub fn close(self) -> Result<()> {
         self.inner.close()
     }
