@@ -197,7 +197,8 @@ impl Database {
     /// and the log stay as a crash at this moment would leave them (every acknowledged
     /// commit is in the log), so the next open runs restart recovery over everything
     /// since the last checkpoint. For measuring restart time
-    /// (`sluice bench propagation`) and for tests.
+    /// (`sluice bench propagation`) and for tests ([`crate::testing::close_as_crashed`]).
+    #[doc(hidden)]
     pub fn close_as_crashed(self) -> Result<()> {
         self.inner.close_without_checkpoint()
     }
