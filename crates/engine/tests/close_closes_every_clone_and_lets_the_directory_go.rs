@@ -14,13 +14,23 @@ fn closed<T: std::fmt::Debug>(r: sluice::Result<T>) -> bool {
         || matches!(r, Err(Error::TransactionFailed { ref cause, .. }) if matches!(**cause, Error::Closed(_)))
 }
 
+fn open_on(sim: &SimStorage) -> sluice::Result<Database> {
+    Database::open_on(Arc::new(sim.pinned()), "/db", Options::small())
+}
+
+/// A new database on `sim` whose table `t` holds `k` = `committed`.
+fn with_k_committed(sim: &SimStorage) -> (Database, sluice::Table) {
+    let db = open_on(sim).unwrap();
+    let t = db.create_table("t").unwrap();
+    db.transaction(|tx| tx.put(&t, b"k", b"committed")).unwrap();
+    (db, t)
+}
+
 #[test]
 fn a_clone_is_closed_too_and_the_directory_reopens_while_it_lives() {
     let sim = SimStorage::new(1);
-    let open = || Database::open_on(Arc::new(sim.pinned()), "/db", Options::small());
-    let db = open().unwrap();
-    let t = db.create_table("t").unwrap();
-    db.transaction(|tx| tx.put(&t, b"k", b"committed")).unwrap();
+    let open = || open_on(&sim);
+    let (db, t) = with_k_committed(&sim);
     let clone = db.clone();
     db.close().unwrap();
 
@@ -58,10 +68,8 @@ fn a_clone_is_closed_too_and_the_directory_reopens_while_it_lives() {
 #[test]
 fn a_transaction_open_across_close_is_rolled_back_and_the_close_says_so() {
     let sim = SimStorage::new(2);
-    let open = || Database::open_on(Arc::new(sim.pinned()), "/db", Options::small());
-    let db = open().unwrap();
-    let t = db.create_table("t").unwrap();
-    db.transaction(|tx| tx.put(&t, b"k", b"committed")).unwrap();
+    let open = || open_on(&sim);
+    let (db, t) = with_k_committed(&sim);
     let mut tx = db.begin();
     tx.put(&t, b"k", b"uncommitted").unwrap();
     tx.put(&t, b"new", b"uncommitted").unwrap();

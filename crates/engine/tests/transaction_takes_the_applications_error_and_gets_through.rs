@@ -27,6 +27,15 @@ fn open(seed: u64) -> Database {
     Database::open_on(Arc::new(SimStorage::new(seed)), "/db", Options::small()).unwrap()
 }
 
+/// A database whose lock waits end after `lock_timeout`, with a table `t`.
+fn open_with_table(seed: u64, lock_timeout: Duration) -> (Database, sluice::Table) {
+    let mut o = Options::small();
+    o.lock_timeout = lock_timeout;
+    let db = Database::open_on(Arc::new(SimStorage::new(seed)), "/db", o).unwrap();
+    let t = db.create_table("t").unwrap();
+    (db, t)
+}
+
 #[test]
 fn eight_threads_of_get_then_put_increments_all_commit() {
     let db = open(24);
@@ -102,10 +111,7 @@ fn an_abort_returns_the_applications_error_unchanged_and_rolls_back() {
 /// transaction knows it lost a conflict), and both sides commit.
 #[test]
 fn a_lost_conflict_is_retried_whatever_error_the_body_made_of_it() {
-    let mut o = Options::small();
-    o.lock_timeout = Duration::from_secs(20);
-    let db = Database::open_on(Arc::new(SimStorage::new(3)), "/db", o).unwrap();
-    let t = db.create_table("t").unwrap();
+    let (db, t) = open_with_table(3, Duration::from_secs(20));
     let barrier = Arc::new(Barrier::new(2));
     let attempts = Arc::new(AtomicU32::new(0));
     let handles: Vec<_> = [(b"a", b"b"), (b"b", b"a")]
@@ -142,10 +148,7 @@ fn a_lost_conflict_is_retried_whatever_error_the_body_made_of_it() {
 /// that keeps losing, then returns the retryable error; `Retry::never()` one.
 #[test]
 fn the_retry_budget_is_the_callers() {
-    let mut o = Options::small();
-    o.lock_timeout = Duration::from_millis(20);
-    let db = Database::open_on(Arc::new(SimStorage::new(4)), "/db", o).unwrap();
-    let t = db.create_table("t").unwrap();
+    let (db, t) = open_with_table(4, Duration::from_millis(20));
     let mut holder = db.begin();
     holder.put(&t, b"k", b"held").unwrap();
     for (retry, expected) in [(Retry::attempts(3), 3), (Retry::never(), 1)] {
