@@ -534,6 +534,14 @@ impl BufferPool {
         Ok(())
     }
 
+    /// The database closed: once every page write in flight has finished (the write
+    /// gate, held exclusively), no page is written again, so the data file is the next
+    /// opening's alone even while transactions of this one linger.
+    pub(crate) fn close(&self) {
+        let _gate = self.write_gate.write();
+        self.closed.store(true, Ordering::Release);
+    }
+
     /// Checkpoint step 1 holds this while it appends its begin record and moves the
     /// redo point: no page write is in flight meanwhile.
     pub(crate) fn exclusive_write_gate(&self) -> RwLockWriteGuard<'_, ()> {

@@ -279,7 +279,7 @@ fn assemble_and_recover(
         opened: AtomicBool::new(false),
         closed: AtomicBool::new(false),
         hooks,
-        _lock: lock,
+        lock: Mutex::new(lock),
     });
     let report = recovery::recover(&inner.recovery_context(), control.checkpoint)?;
     Ok((inner, report))

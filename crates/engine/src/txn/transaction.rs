@@ -87,6 +87,9 @@ pub struct Transaction {
     /// The coordinator's part of a transaction of a partitioned database: its commit
     /// record names these parts in the other logs (`partitioned`).
     pub(super) coordinated: Option<Vec<Participant>>,
+    /// Attempts at the same work this transaction's body lost before (`retry`): in a
+    /// deadlock, the waiter of least seniority is the victim (`crate::lock`).
+    pub(super) seniority: u32,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -117,6 +120,7 @@ impl Transaction {
             failure: None,
             deferred: false,
             coordinated: None,
+            seniority: 0,
         }
     }
 
