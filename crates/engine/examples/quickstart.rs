@@ -1,8 +1,6 @@
 //! The README's embedding example, verbatim below this header
 //! (`crates/cli/tests/docs_do_not_rot.rs` fails when the two differ).
 //! Run with `cargo run -p sluice --example quickstart`.
-//! The two lines marked `(t24)` use reverse scans and `drop_table`, written on another
-//! branch: uncomment them (here and in the README) once it is merged.
 
 use sluice::Database;
 
@@ -23,10 +21,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     })?;
     let mut tx = db.begin();
     let keys: Vec<_> = tx.scan(&accounts, ..).map(|e| e.map(|(k, _)| k)).collect();
-    // (t24) let newest_first: Vec<_> = tx.scan(&accounts, ..).rev().collect();
+    let last_first: Vec<_> = tx.scan(&accounts, ..).rev().map(|e| e.map(|(k, _)| k)).collect();
     tx.commit()?;
-    println!("ada has {left} left; keys: {keys:?}");
-    // (t24) db.drop_table("accounts")?;
+    println!("ada has {left} left; keys: {keys:?}, backwards: {last_first:?}");
     db.close()?; // closes every clone of `db`
     Ok(())
 }
