@@ -115,7 +115,11 @@ fn a_redo_far_larger_than_a_16_page_pool_opens_read_only_on_real_files() {
     let t = db.table("t").unwrap();
     let mut tx = db.begin();
     for i in 0..5000u32 {
-        assert_eq!(tx.get(&t, i.to_be_bytes()).unwrap(), Some(value(i)), "key {i}");
+        assert_eq!(
+            tx.get(&t, i.to_be_bytes()).unwrap(),
+            Some(value(i)),
+            "key {i}"
+        );
     }
     assert_eq!(tx.scan_all(&t).count(), 5000);
     tx.commit().unwrap();

@@ -365,9 +365,13 @@ impl BufferPool {
         // A read-only pool reads a page it spilled from the spill file: the data file
         // holds the version from before recovery.
         let read = match &self.spill {
-            Some(spill) => spill
-                .get(id, &mut g)
-                .and_then(|spilled| if spilled { Ok(()) } else { self.file.read(id, &mut g) }),
+            Some(spill) => spill.get(id, &mut g).and_then(|spilled| {
+                if spilled {
+                    Ok(())
+                } else {
+                    self.file.read(id, &mut g)
+                }
+            }),
             None => self.file.read(id, &mut g),
         };
         match read {
