@@ -197,7 +197,10 @@ fn a_kill_loop_that_checked_no_acknowledged_commit_fails() {
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     let j = last_json(&out);
-    assert_eq!(j["acknowledged"], 0, "the child was killed within a microsecond: {j}");
+    assert_eq!(
+        j["acknowledged"], 0,
+        "the child was killed within a microsecond: {j}"
+    );
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("checked nothing"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
