@@ -6,18 +6,9 @@
 
 mod common;
 
-use common::sluice;
+use common::run;
 use std::path::Path;
 use std::process::{Command, Stdio};
-
-fn run(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = sluice(args);
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    println!("$ sluice {}\n{stdout}{stderr}", args.join(" "));
-    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
-    (out.status.code(), stdout, stderr)
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()

@@ -8,45 +8,14 @@
 
 mod common;
 
-use common::sluice;
+use common::run;
 use sluice_storage::{OpenOptions, SimStorage, Storage};
-use std::collections::BTreeMap;
+use sluice_testkit::dir_snapshot::dir_snapshot;
 use std::path::Path;
 use std::time::Duration;
 
-fn run(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = sluice(args);
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    println!(
-        "$ sluice {}\n{}{stderr}",
-        args.join(" "),
-        &stdout[..stdout.len().min(2000)]
-    );
-    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
-    (out.status.code(), stdout, stderr)
-}
-
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-/// Every file under `dir` (relative path → bytes).
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().display().to_string();
-                files.insert(rel, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    files
 }
 
 fn value(i: u32) -> Vec<u8> {
@@ -78,7 +47,7 @@ fn the_read_only_tools_open_a_crash_whose_redo_outgrows_the_pool() {
     }
     drop(t);
     db.close_as_crashed().unwrap();
-    let files = snapshot(&dir);
+    let files = dir_snapshot(&dir);
 
     let (code, out, err) = run(&["stats", s(&dir)]);
     assert_eq!(code, Some(0), "{err}");
@@ -101,7 +70,7 @@ fn the_read_only_tools_open_a_crash_whose_redo_outgrows_the_pool() {
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["entries"], N);
     assert!(
-        snapshot(&dir) == files,
+        dir_snapshot(&dir) == files,
         "a read-only tool changed, added or removed a file of the database directory"
     );
 }

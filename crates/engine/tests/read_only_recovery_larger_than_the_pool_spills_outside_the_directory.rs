@@ -11,6 +11,7 @@ mod read_only;
 use read_only::*;
 use sluice::Database;
 use sluice_storage::{SimStorage, Storage};
+use sluice_testkit::dir_snapshot::dir_snapshot;
 use sluice_testkit::fence::FencedStorage;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -65,24 +66,6 @@ fn a_redo_far_larger_than_a_16_page_pool_opens_read_only_on_simulated_storage() 
     assert_only_syncs(&sim, before, "nothing written on the database's storage");
 }
 
-/// Every file under `dir` (relative path → bytes).
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().display().to_string();
-                files.insert(rel, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    files
-}
-
 #[test]
 fn a_redo_far_larger_than_a_16_page_pool_opens_read_only_on_real_files() {
     let tmp = tempfile::tempdir().unwrap();
@@ -105,7 +88,7 @@ fn a_redo_far_larger_than_a_16_page_pool_opens_read_only_on_real_files() {
         .unwrap();
     }
     db.close_as_crashed().unwrap();
-    let files = snapshot(&dir);
+    let files = dir_snapshot(&dir);
 
     let db = Database::builder(&dir)
         .pool_pages(16)
@@ -125,7 +108,7 @@ fn a_redo_far_larger_than_a_16_page_pool_opens_read_only_on_real_files() {
     tx.commit().unwrap();
     drop(db);
     assert!(
-        snapshot(&dir) == files,
+        dir_snapshot(&dir) == files,
         "the read-only open changed, added or removed a file of the database directory"
     );
 }
