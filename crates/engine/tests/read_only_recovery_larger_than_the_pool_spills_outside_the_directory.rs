@@ -14,7 +14,6 @@ use sluice_storage::{SimStorage, Storage};
 use sluice_testkit::dir_snapshot::dir_snapshot;
 use sluice_testkit::fence::FencedStorage;
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
