@@ -509,14 +509,16 @@ pub fn tpcb(a: TpcbArgs) -> Result<(), Failure> {
         ..TpcbShape::standard(scale)
     };
     let pool_pages = TpcbSession::pool_pages(scale);
-    if !a.common.check_only {
-        let what = format!(
-            "TPC-B at scale {scale} ({scale} branch(es), {} accounts)",
-            scale as u64 * tpcb::ACCOUNTS_PER_BRANCH as u64
-        );
+    let what = format!(
+        "TPC-B at scale {scale} ({scale} branch(es), {} accounts)",
+        scale as u64 * tpcb::ACCOUNTS_PER_BRANCH as u64
+    );
+    let started = start(&a.common, ck.latency, &want, pool_pages)?;
+    if !matches!(started, Start::Checked) {
+        // After `start`: a refused --dir prints nothing on stdout.
         println!("{}", config_line(&a.common, &ck, &what));
     }
-    let mut session = match start(&a.common, ck.latency, &want, pool_pages)? {
+    let mut session = match started {
         Start::Checked => return Ok(()),
         Start::Empty(b) => load(&a.common, &want, &format!("TPC-B SF {scale}"), |tick| {
             TpcbSession::load_into(b, shape, tick)
@@ -552,11 +554,13 @@ pub fn tatp(a: TatpArgs) -> Result<(), Failure> {
         size_given: a.subscribers.is_some(),
     };
     let pool_pages = TatpSession::pool_pages(subscribers);
-    if !a.common.check_only {
-        let what = format!("TATP with {subscribers} subscribers");
+    let what = format!("TATP with {subscribers} subscribers");
+    let started = start(&a.common, ck.latency, &want, pool_pages)?;
+    if !matches!(started, Start::Checked) {
+        // After `start`: a refused --dir prints nothing on stdout.
         println!("{}", config_line(&a.common, &ck, &what));
     }
-    let mut session = match start(&a.common, ck.latency, &want, pool_pages)? {
+    let mut session = match started {
         Start::Checked => return Ok(()),
         Start::Empty(b) => load(&a.common, &want, &format!("TATP {subscribers}"), |tick| {
             TatpSession::load_into(b, subscribers, tick)
