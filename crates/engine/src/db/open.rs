@@ -522,7 +522,8 @@ impl Database {
             // Creation writes CONTROL, then the log and the data file, and the first
             // checkpoint ends it: no data was ever committed here.
             return Err(Error::InvalidArgument(format!(
-                "the creation of the database in {} was interrupted before its first checkpoint: open it read-write once to finish it",
+                "the creation of the database in {} was interrupted before its first checkpoint: open it read-write once to finish it (`sluice verify {}` does; `Database::open` in code)",
+                dir.display(),
                 dir.display()
             )));
         };

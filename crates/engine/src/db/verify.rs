@@ -53,8 +53,12 @@ impl Database {
     pub fn verify(&self) -> Result<VerifyReport> {
         let superseded: std::collections::HashSet<PageId> = if self.inner.options.read_only {
             self.inner.check()?;
-            let dirty = self.inner.store.pool.dirty_pages();
-            dirty.into_iter().map(|(p, _)| p).collect()
+            self.inner
+                .store
+                .pool
+                .changed_by_recovery()
+                .into_iter()
+                .collect()
         } else {
             self.inner.check()?;
             self.inner.checkpoint_with(true)?;
