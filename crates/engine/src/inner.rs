@@ -53,6 +53,8 @@ pub(crate) struct Inner {
     pub(crate) closed: AtomicBool,
     /// What a partitioned database installed (`coordination`); none for an ordinary one.
     pub(crate) hooks: crate::coordination::Hooks,
+    /// What `Database::metrics` reports that has no other home (`crate::metrics`).
+    pub(crate) metrics: crate::metrics::Recorder,
     /// `None` only for a read-only database in a directory without a `LOCK` file.
     pub(crate) _lock: Option<Box<dyn LockGuard>>,
 }

@@ -116,6 +116,7 @@ mod key_range;
 mod lock;
 mod log_record;
 mod log_sink;
+mod metrics;
 #[cfg(test)]
 mod mutations;
 mod options;
@@ -146,6 +147,7 @@ pub use db::{Database, Stats, VerifyReport};
 pub use error::{Error, Result};
 pub use ids::{PageId, TxnId};
 pub use key_range::KeyRange;
+pub use metrics::{Durations, Latency, Metrics};
 pub use options::{CommitProtocol, Options};
 pub use page::Limits;
 pub use partitioned::{
@@ -156,7 +158,7 @@ pub use propagation::{Backlog, PageCleaner, Policy, Strategy};
 pub use recovery::RecoveryReport;
 pub use sluice_wal::{LogOptions, Lsn};
 pub use table::Table;
-pub use txn::{Scan, Transaction};
+pub use txn::{Durability, Scan, Transaction};
 
 /// The commit steps and the lock manager are internal: called out of order they allow
 /// dirty reads or drop early-release dependencies (issue 8, defect 9). These must not

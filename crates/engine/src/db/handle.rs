@@ -195,6 +195,13 @@ impl Database {
         Ok(())
     }
 
+    /// A snapshot of the database's metrics, for a service to export: commit latency,
+    /// lock waits and deadlocks, log flushes and bytes, pool hits and misses, checkpoint
+    /// durations ([`crate::Metrics`]). Cheap enough to call every second.
+    pub fn metrics(&self) -> crate::Metrics {
+        crate::Metrics::of(&self.inner)
+    }
+
     /// Where update propagation stands ([`Options::propagation`]): dirty pages, REDO
     /// length, and what the strategy wrote. What `sluice bench propagation` samples.
     pub fn backlog(&self) -> Backlog {

@@ -12,7 +12,7 @@ use hashbrown::DefaultHashBuilder;
 use parking_lot::{Condvar, Mutex};
 use sluice_wal::Lsn;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 const SHARDS: usize = 64;
@@ -79,6 +79,11 @@ pub(crate) struct LockManager {
     waits: Mutex<WaitsFor>,
     /// Set by [`LockManager::stop`]: no wait begins or goes on.
     stopped: std::sync::atomic::AtomicBool,
+    /// Requests that waited, and those refused as deadlock victims or after the
+    /// timeout (`Database::metrics`; counted off the fast path, by waiters only).
+    pub(crate) lock_waits: AtomicU64,
+    pub(crate) deadlocks: AtomicU64,
+    pub(crate) timeouts: AtomicU64,
 }
 
 impl LockManager {
@@ -98,6 +103,9 @@ impl LockManager {
             timeout,
             waits: Mutex::new(WaitsFor::default()),
             stopped: std::sync::atomic::AtomicBool::new(false),
+            lock_waits: AtomicU64::new(0),
+            deadlocks: AtomicU64::new(0),
+            timeouts: AtomicU64::new(0),
         }
     }
 
@@ -218,6 +226,7 @@ impl LockManager {
         } else {
             e.waiting.push_back((txn, mode));
         }
+        self.lock_waits.fetch_add(1, Ordering::Relaxed);
         let start = Instant::now();
         let deadline = start + self.timeout;
         let (mut blockers, mut fresh) = (Vec::new(), Vec::new());
@@ -266,8 +275,10 @@ impl LockManager {
             return Err(if stopped {
                 Refused::Stopped
             } else if deadlock {
+                self.deadlocks.fetch_add(1, Ordering::Relaxed);
                 Refused::Deadlock { waited_ms }
             } else {
+                self.timeouts.fetch_add(1, Ordering::Relaxed);
                 Refused::Timeout { waited_ms }
             });
         }

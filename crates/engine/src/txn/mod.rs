@@ -33,6 +33,7 @@ mod steps;
 mod transaction;
 mod write;
 
+pub use commit::Durability;
 pub(crate) use commit::{harden_parts, Sequencer};
 pub use scan::Scan;
 pub use transaction::Transaction;
