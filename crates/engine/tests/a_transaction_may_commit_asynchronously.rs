@@ -4,6 +4,9 @@
 //! never a durable one; and a durable transaction that read what an async commit wrote is
 //! handed nothing, and not acknowledged, before that commit is durable.
 
+mod gated;
+
+use gated::{open_gated, Opens};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sluice::{CommitProtocol, Database, Durability, Lsn, Options, Table};
@@ -20,25 +23,9 @@ const DURABLE: [CommitProtocol; 4] = [
     CommitProtocol::ElrPipelined,
 ];
 
-/// Opens the gate when dropped: a failed assertion must not leave the log held, or the
-/// database's teardown would wait for it forever.
-struct Opens(GatedStorage);
-
-impl Drop for Opens {
-    fn drop(&mut self) {
-        self.0.open();
-    }
-}
-
-/// A database whose log storage the test can hold (`gate.close()` stops its syncs).
+/// A gated database with `k = old` committed.
 fn gated(protocol: CommitProtocol, seed: u64) -> (Database, Table, GatedStorage) {
-    let sim: Arc<dyn Storage> = Arc::new(SimStorage::new(seed));
-    let gate = GatedStorage::new(sim.clone());
-    let mut o = Options::small();
-    o.commit = protocol;
-    o.lock_timeout = Duration::from_secs(10);
-    o.checkpoint_log_bytes = 0; // no checkpoint may need the held log
-    let db = Database::open_with_log(sim, "/db", Arc::new(gate.clone()), "/db/log", o).unwrap();
+    let (db, gate) = open_gated(protocol, seed);
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     tx.put(&t, "k", "old").unwrap();
@@ -65,6 +52,19 @@ fn async_write(db: &Database, t: &Table) -> Lsn {
         .expect("an async commit waited for the held log flush")
 }
 
+/// Runs `f` on a thread while the log is held, lets the log go after 30 ms, and returns
+/// whether `f` had already returned by then, with its result.
+fn run_while_held<T: Send + 'static>(
+    gate: &GatedStorage,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> (bool, T) {
+    let h = std::thread::spawn(f);
+    std::thread::sleep(Duration::from_millis(30));
+    let returned = h.is_finished();
+    gate.open();
+    (returned, h.join().unwrap())
+}
+
 #[test]
 fn an_async_commit_returns_before_the_flush() {
     for (i, protocol) in DURABLE.into_iter().enumerate() {
@@ -78,19 +78,15 @@ fn an_async_commit_returns_before_the_flush() {
         );
         // The gate does hold the flush: a durable commit of another key waits.
         let (db2, t2) = (db.clone(), t.clone());
-        let durable = std::thread::spawn(move || {
+        let (returned, ()) = run_while_held(&gate, move || {
             let mut tx = db2.begin();
             tx.put(&t2, "other", "x").unwrap();
             tx.commit().unwrap();
         });
-        std::thread::sleep(Duration::from_millis(30));
-        let returned = durable.is_finished();
-        gate.open();
         assert!(
             !returned,
             "{protocol}: a durable commit returned with the log held"
         );
-        durable.join().unwrap();
         assert!(db.log().durable_lsn() >= end);
         db.close().unwrap();
     }
@@ -106,21 +102,17 @@ fn a_durable_transaction_that_read_an_async_write_waits_for_it() {
         // A durable read-only transaction reads the async write: it writes no record of
         // its own, so only the dependency makes it wait.
         let (db2, t2) = (db.clone(), t.clone());
-        let reader = std::thread::spawn(move || {
+        let (returned, (v, seen, acked)) = run_while_held(&gate, move || {
             let mut tx = db2.begin();
             let v = tx.get(&t2, "k").unwrap();
             let seen = db2.log().durable_lsn();
             tx.commit().unwrap();
             (v, seen, db2.log().durable_lsn())
         });
-        std::thread::sleep(Duration::from_millis(30));
-        let returned = reader.is_finished();
-        gate.open();
         assert!(
             !returned,
             "{protocol}: a durable transaction read an async write that is not durable"
         );
-        let (v, seen, acked) = reader.join().unwrap();
         assert_eq!(v.as_deref(), Some(&b"new"[..]));
         assert!(
             seen >= end && acked >= end,
