@@ -12,7 +12,6 @@
 //! is contended only by threads that share a stripe), and the pool's hits into a striped
 //! counter (one cache line per stripe). A snapshot merges the stripes.
 
-use crate::inner::Inner;
 use crossbeam_utils::CachePadded;
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
@@ -188,26 +187,6 @@ impl LatencyRecorder {
             p99_us: all.value_at_quantile(0.99),
             p999_us: all.value_at_quantile(0.999),
             max_us: all.max(),
-        }
-    }
-}
-
-impl Metrics {
-    /// The snapshot of `db`: each counter read from its home.
-    pub(crate) fn of(db: &Inner) -> Metrics {
-        let log = db.store.log.stats();
-        let pool = db.store.pool.stats();
-        Metrics {
-            commit_latency: db.metrics.commits.snapshot(),
-            lock_waits: db.locks.lock_waits.load(Ordering::Relaxed),
-            deadlocks: db.locks.deadlocks.load(Ordering::Relaxed),
-            lock_timeouts: db.locks.timeouts.load(Ordering::Relaxed),
-            log_flushes: log.flushes,
-            log_syncs: log.syncs,
-            log_bytes: log.bytes_written,
-            pool_hits: pool.hits,
-            pool_misses: pool.reads,
-            checkpoints: db.checkpoints.durations.snapshot(),
         }
     }
 }
