@@ -25,7 +25,7 @@ fn get_takes_back_a_key_in_the_escaped_form_scan_prints() {
         for (i, k) in keys.iter().enumerate() {
             tx.put(&t, k, format!("v{i}"))?;
         }
-        Ok(())
+        Ok::<_, sluice::Error>(())
     })
     .unwrap();
     drop(t);
@@ -96,7 +96,7 @@ fn a_benchmark_directory_whose_load_was_killed_is_refused_naming_what_to_do() {
             for i in 0..rows {
                 tx.put(&t, i.to_be_bytes(), [0u8; 8])?;
             }
-            Ok(())
+            Ok::<_, sluice::Error>(())
         })
         .unwrap();
     }

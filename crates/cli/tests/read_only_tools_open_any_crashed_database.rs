@@ -41,7 +41,7 @@ fn the_read_only_tools_open_a_crash_whose_redo_outgrows_the_pool() {
             for i in chunk * 1000..(chunk + 1) * 1000 {
                 tx.put(&t, format!("k{i:05}"), value(i))?;
             }
-            Ok(())
+            Ok::<_, sluice::Error>(())
         })
         .unwrap();
     }

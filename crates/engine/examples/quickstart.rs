@@ -21,7 +21,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     })?;
     let mut tx = db.begin();
     let keys: Vec<_> = tx.scan(&accounts, ..).map(|e| e.map(|(k, _)| k)).collect();
-    let last_first: Vec<_> = tx.scan(&accounts, ..).rev().map(|e| e.map(|(k, _)| k)).collect();
+    let last_first: Vec<_> = tx
+        .scan(&accounts, ..)
+        .rev()
+        .map(|e| e.map(|(k, _)| k))
+        .collect();
     tx.commit()?;
     println!("ada has {left} left; keys: {keys:?}, backwards: {last_first:?}");
     db.close()?; // closes every clone of `db`

@@ -57,6 +57,8 @@ pub(crate) struct Inner {
     /// holds this state. `None` only for a read-only database in a directory without a
     /// `LOCK` file, and once closed.
     pub(crate) lock: Mutex<Option<Box<dyn LockGuard>>>,
+    /// What `Database::metrics` reports that has no other home (`crate::metrics`).
+    pub(crate) metrics: crate::metrics::Recorder,
 }
 
 impl Inner {

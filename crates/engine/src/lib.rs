@@ -123,6 +123,7 @@ mod key_range;
 mod lock;
 mod log_record;
 mod log_sink;
+mod metrics;
 #[cfg(test)]
 mod mutations;
 mod options;
@@ -150,6 +151,7 @@ pub use db::{Database, Stats, VerifyReport};
 pub use error::{Error, Result};
 pub use ids::{PageId, TxnId};
 pub use key_range::KeyRange;
+pub use metrics::{Durations, Latency, Metrics};
 pub use options::{CommitProtocol, Options};
 pub use page::Limits;
 pub use partitioned::{
@@ -160,7 +162,7 @@ pub use propagation::Strategy;
 pub use recovery::RecoveryReport;
 pub use sluice_wal::{LogOptions, Lsn};
 pub use table::Table;
-pub use txn::{Retry, Scan, Transaction};
+pub use txn::{Durability, Retry, Scan, Transaction};
 
 /// Experiments and tuning beyond [`Options`]: the agent pool that runs transactions
 /// with flush pipelining, and the update-propagation knobs and gauges (what `sluice

@@ -82,7 +82,7 @@ fn a_redo_far_larger_than_a_16_page_pool_opens_read_only_on_real_files() {
             for i in chunk * 500..(chunk + 1) * 500 {
                 tx.put(&t, i.to_be_bytes(), value(i))?;
             }
-            Ok(())
+            Ok::<_, sluice::Error>(())
         })
         .unwrap();
     }

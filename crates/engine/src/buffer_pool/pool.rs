@@ -40,6 +40,8 @@ pub struct PoolStats {
     pub evictions: u64,
     /// Dirty victims written by eviction (included in `writes`).
     pub victim_writes: u64,
+    /// Fetches served from memory (the misses are `reads`).
+    pub hits: u64,
 }
 
 /// Whether [`BufferPool::write_frame`] may wait for the frame's latch and I/O lock.
@@ -69,6 +71,8 @@ pub(crate) struct BufferPool {
     /// any recovery from the same checkpoint replays for them (`set_redo`).
     redo_imaged: Mutex<HashSet<PageId>>,
     reads: AtomicU64,
+    /// Striped: every fetch of every thread counts one.
+    hits: crate::metrics::StripedCounter,
     pub(super) writes: AtomicU64,
     evictions: AtomicU64,
     victim_writes: AtomicU64,
@@ -113,6 +117,7 @@ impl BufferPool {
             spill: read_only.then(|| Spill::new(page_size)),
             redo_imaged: Mutex::new(HashSet::new()),
             reads: AtomicU64::new(0),
+            hits: Default::default(),
             writes: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             victim_writes: AtomicU64::new(0),
@@ -128,6 +133,7 @@ impl BufferPool {
             writes: self.writes.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
             victim_writes: self.victim_writes.load(Ordering::Relaxed),
+            hits: self.hits.get(),
         }
     }
 
@@ -175,7 +181,10 @@ impl BufferPool {
             // from different threads must not exclude each other.
             if let Some(r) = self.pin_mapped(id) {
                 match r {
-                    Some(r) => return Ok(Some(r)),
+                    Some(r) => {
+                        self.hits.add(1);
+                        return Ok(Some(r));
+                    }
                     None => continue,
                 }
             }

@@ -236,6 +236,27 @@ impl Database {
         Ok(())
     }
 
+    /// A snapshot of the database's metrics, for a service to export: commit latency,
+    /// lock waits and deadlocks, log flushes and bytes, pool hits and misses, checkpoint
+    /// durations ([`crate::Metrics`]). Cheap enough to call every second.
+    pub fn metrics(&self) -> crate::Metrics {
+        // Each counter read from its home (`crate::metrics`).
+        let db = &self.inner;
+        let (log, pool) = (db.store.log.stats(), db.store.pool.stats());
+        crate::Metrics {
+            commit_latency: db.metrics.commits.snapshot(),
+            lock_waits: db.locks.lock_waits.load(Ordering::Relaxed),
+            deadlocks: db.locks.deadlocks.load(Ordering::Relaxed),
+            lock_timeouts: db.locks.timeouts.load(Ordering::Relaxed),
+            log_flushes: log.flushes,
+            log_syncs: log.syncs,
+            log_bytes: log.bytes_written,
+            pool_hits: pool.hits,
+            pool_misses: pool.reads,
+            checkpoints: db.checkpoints.durations.snapshot(),
+        }
+    }
+
     /// Where update propagation stands ([`Options::propagation`]): dirty pages, REDO
     /// length, and what the strategy wrote. What `sluice bench propagation` samples.
     pub fn backlog(&self) -> Backlog {

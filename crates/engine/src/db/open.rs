@@ -280,6 +280,7 @@ fn assemble_and_recover(
         closed: AtomicBool::new(false),
         hooks,
         lock: Mutex::new(lock),
+        metrics: Default::default(),
     });
     let report = recovery::recover(&inner.recovery_context(), control.checkpoint)?;
     Ok((inner, report))
@@ -347,6 +348,9 @@ impl Database {
         options.check()?;
         let dir = dir.as_ref().to_path_buf();
         let log_dir = log_dir.as_ref().to_path_buf();
+        let _span =
+            tracing::info_span!("open", dir = %dir.display(), read_only = options.read_only)
+                .entered();
         if !hooks.partition {
             refuse_partition(&*storage, &dir)?;
         }

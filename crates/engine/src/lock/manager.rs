@@ -12,7 +12,7 @@ use hashbrown::DefaultHashBuilder;
 use parking_lot::{Condvar, Mutex};
 use sluice_wal::Lsn;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 const SHARDS: usize = 64;
@@ -82,6 +82,11 @@ pub(crate) struct LockManager {
     /// Waiters chosen as another's cycle's victim that have not left yet: a waiter's
     /// wake-up looks here first, so the common case costs no trip to the graph's mutex.
     doomed: AtomicUsize,
+    /// Requests that waited, and those refused as deadlock victims or after the
+    /// timeout (`Database::metrics`; counted off the fast path, by waiters only).
+    pub(crate) lock_waits: AtomicU64,
+    pub(crate) deadlocks: AtomicU64,
+    pub(crate) timeouts: AtomicU64,
 }
 
 impl LockManager {
@@ -102,6 +107,9 @@ impl LockManager {
             waits: Mutex::new(WaitsFor::default()),
             stopped: std::sync::atomic::AtomicBool::new(false),
             doomed: AtomicUsize::new(0),
+            lock_waits: AtomicU64::new(0),
+            deadlocks: AtomicU64::new(0),
+            timeouts: AtomicU64::new(0),
         }
     }
 
@@ -243,6 +251,7 @@ impl LockManager {
         } else {
             e.waiting.push_back((txn, mode));
         }
+        self.lock_waits.fetch_add(1, Ordering::Relaxed);
         let start = Instant::now();
         let deadline = start + self.timeout;
         let (mut blockers, mut fresh) = (Vec::new(), Vec::new());
@@ -298,8 +307,10 @@ impl LockManager {
             return Err(if stopped {
                 Refused::Stopped
             } else if deadlock {
+                self.deadlocks.fetch_add(1, Ordering::Relaxed);
                 Refused::Deadlock { waited_ms }
             } else {
+                self.timeouts.fetch_add(1, Ordering::Relaxed);
                 Refused::Timeout { waited_ms }
             });
         }

@@ -36,6 +36,7 @@ mod tables;
 mod transaction;
 mod write;
 
+pub use commit::Durability;
 pub(crate) use commit::{harden_parts, Sequencer};
 pub(crate) use retry::run as run_retrying;
 pub use retry::Retry;
