@@ -21,13 +21,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     })?;
     let mut tx = db.begin();
     let keys: Vec<_> = tx.scan(&accounts, ..).map(|e| e.map(|(k, _)| k)).collect();
-    let last_first: Vec<_> = tx
-        .scan(&accounts, ..)
-        .rev()
-        .map(|e| e.map(|(k, _)| k))
-        .collect();
+    let back: Vec<_> = tx.scan(&accounts, ..).rev().collect::<Result<_, _>>()?;
     tx.commit()?;
-    println!("ada has {left} left; keys: {keys:?}, backwards: {last_first:?}");
+    println!("ada has {left} left; keys: {keys:?}, backwards: {back:?}");
     db.close()?; // closes every clone of `db`
     Ok(())
 }
