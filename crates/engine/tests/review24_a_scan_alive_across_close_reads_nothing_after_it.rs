@@ -64,3 +64,30 @@ fn a_scan_alive_across_close_returns_closed_not_the_reopened_databases_values() 
     drop(reader);
     db2.close().unwrap();
 }
+
+/// The same with small values: the entries the scan had buffered before the close are
+/// handed out after it, one by one, where every call of a closed database's transaction
+/// is to return `Closed` (a `get` of the same transaction does).
+#[test]
+fn a_scan_alive_across_close_hands_out_its_buffer_instead_of_closed() {
+    let sim = SimStorage::new(25);
+    let db = Database::open_on(Arc::new(sim.clone()), "/db", Options::small()).unwrap();
+    let t = db.create_table("t").unwrap();
+    let mut tx = db.begin();
+    for i in 0..100u32 {
+        tx.put(&t, i.to_be_bytes(), b"v").unwrap();
+    }
+    tx.commit().unwrap();
+    let mut reader = db.begin();
+    let mut scan = reader.scan_all(&t);
+    scan.next().unwrap().unwrap();
+    db.clone().close().unwrap_err(); // OpenTransactions(1)
+    let next = scan.next();
+    drop(scan);
+    let get = reader.get(&t, 5u32.to_be_bytes());
+    assert!(matches!(get, Err(Error::Closed(_))), "get: {get:?}");
+    assert!(
+        matches!(next, Some(Err(Error::Closed(_)))),
+        "the scan's next call after the close returned {next:?}, not Closed"
+    );
+}
