@@ -18,6 +18,7 @@ use crate::inner::Inner;
 use crate::log_record::Record;
 use crate::page::{compress, Meta, NodeMut};
 use crate::table::Table;
+use crate::txn::Durability;
 use std::sync::Arc;
 
 pub use crate::table::MAX_TABLE_NAME;
@@ -29,10 +30,16 @@ impl Inner {
     }
 
     /// The hidden table of large values' chunks (`crate::blob`), listed in the catalog
-    /// under the empty name, which no user table can have. Created with `create` if it
-    /// does not exist yet (committed and durable at once, as any table); `None` if it
-    /// does not exist and `create` is false.
-    pub(crate) fn blob_table(self: &Arc<Self>, create: bool) -> Result<Option<Table>> {
+    /// under the empty name, which no user table can have. Created if it does not exist
+    /// yet and `create` says how durable: `Some(Durable)` commits it durable at once, as
+    /// any table; `Some(Async)` (for a transaction that chose not to wait for the log)
+    /// commits it without waiting — every commit that writes into the table comes after
+    /// its creation in the log, so none can survive a crash that loses it. `None` if it
+    /// does not exist and `create` is `None`.
+    pub(crate) fn blob_table(
+        self: &Arc<Self>,
+        create: Option<Durability>,
+    ) -> Result<Option<Table>> {
         const NAME: &str = "";
         const SHOWN: &str = "(large values)";
         if let Some(root) = self.catalog.lock().get(NAME).copied() {
@@ -45,12 +52,17 @@ impl Inner {
                 tx.commit()?;
                 decode_root(SHOWN, &v)?
             }
-            None if !create => return Ok(None),
             None => {
+                let Some(durability) = create else {
+                    return Ok(None);
+                };
                 let root = self.allocate_root()?;
                 tx.put(&cat, NAME.as_bytes(), root.0.to_le_bytes())?;
+                tx.set_durability(durability);
                 tx.commit()?;
-                self.store.log.sync()?;
+                if durability == Durability::Durable {
+                    self.store.log.sync()?;
+                }
                 root
             }
         };

@@ -170,6 +170,12 @@ impl BufferPool {
 
     fn fetch_with(&self, id: PageId, wait: bool) -> Result<Option<PageRef<'_>>> {
         assert!(id.is_some());
+        if self.closed.load(Ordering::Acquire) {
+            // The data file is the next opening's: a leftover transaction or scan of this
+            // one reads nothing more, neither from the file nor from frames that may
+            // be stale by now (`close`).
+            return Err(Error::Closed("database"));
+        }
         let mut deadline = None;
         // Victims given up in a row: a pool whose dirty pages cannot be written now (the
         // redo pass's, see `set_redo`) waits, as a pool of pinned pages does.
@@ -580,8 +586,8 @@ impl BufferPool {
     }
 
     /// The database closed: once every page write in flight has finished (the write
-    /// gate, held exclusively), no page is written again, so the data file is the next
-    /// opening's alone even while transactions of this one linger.
+    /// gate, held exclusively), no page is written or fetched again, so the data file is
+    /// the next opening's alone even while transactions or scans of this one linger.
     pub(crate) fn close(&self) {
         let _gate = self.write_gate.write();
         self.closed.store(true, Ordering::Release);

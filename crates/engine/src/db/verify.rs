@@ -37,7 +37,7 @@ impl Database {
     pub fn large_value_chunks(&self) -> Result<u64> {
         let inner = &self.inner;
         inner.check()?;
-        match inner.blob_table(false)? {
+        match inner.blob_table(None)? {
             Some(t) => Ok(Btree::new(&inner.store, t.root, &t.latch).verify()?.entries),
             None => Ok(0),
         }
@@ -79,7 +79,7 @@ impl Database {
             report.entries += r.entries;
             report.per_table.push((name, r));
         }
-        if let Some(t) = inner.blob_table(false)? {
+        if let Some(t) = inner.blob_table(None)? {
             Btree::new(&inner.store, t.root, &t.latch)
                 .verify()
                 .map_err(|e| in_table("(large values)", e))?;

@@ -186,14 +186,21 @@ impl Scan<'_> {
         } else {
             self.back.is_empty()
         };
-        if empty && !self.done {
-            if let Err(e) = self.refill(forward) {
-                self.done = true;
-                self.front.clear();
-                self.back.clear();
-                self.txn.fail(&e);
-                return Some(Err(e));
-            }
+        if self.done && self.front.is_empty() && self.back.is_empty() {
+            return None;
+        }
+        // A closed (or poisoned) database hands out nothing more, not even what the scan
+        // read before: its calls return `Closed`, as every other operation's do.
+        let refilled = match self.txn.db.check() {
+            Ok(()) if empty && !self.done => self.refill(forward),
+            checked => checked,
+        };
+        if let Err(e) = refilled {
+            self.done = true;
+            self.front.clear();
+            self.back.clear();
+            self.txn.fail(&e);
+            return Some(Err(e));
         }
         let (k, v) = if forward {
             self.front.pop_front().or_else(|| self.back.pop_back())?

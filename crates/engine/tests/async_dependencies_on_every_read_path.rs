@@ -75,7 +75,9 @@ fn scenario(
         Some(end) => end,
         None => {
             gate.open();
-            return Some(format!("{name} under {protocol}: the async commit waited for the held log flush"));
+            return Some(format!(
+                "{name} under {protocol}: the async commit waited for the held log flush"
+            ));
         }
     };
     assert!(db.log().durable_lsn() < end, "the gate holds the flush");
@@ -214,9 +216,7 @@ fn no_read_path_hands_out_a_dependency_on_an_async_commit_before_it_is_durable()
             "db.transaction body reading an async write",
             |tx, t| put_k(tx, t, "c", b"new"),
             |db, t| {
-                let v = db
-                    .transaction(|tx| tx.get(t, "c"))
-                    .unwrap();
+                let v = db.transaction(|tx| tx.get(t, "c")).unwrap();
                 format!("{v:?}")
             },
         ),

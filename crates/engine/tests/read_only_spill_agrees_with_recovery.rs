@@ -67,7 +67,10 @@ fn crash(sim: &SimStorage, o: &Options) {
 #[test]
 fn read_only_open_with_a_16_page_pool_agrees_with_recovery_under_every_strategy() {
     let mut failures = Vec::new();
-    for (n, strategy) in ["checkpoint-sweep", "page-oldest", "log"].into_iter().enumerate() {
+    for (n, strategy) in ["checkpoint-sweep", "page-oldest", "log"]
+        .into_iter()
+        .enumerate()
+    {
         for (m, page_size) in [1024usize, 4096].into_iter().enumerate() {
             let sim = SimStorage::new(100 + (n * 10 + m) as u64);
             let o = opts(strategy, page_size);
@@ -84,7 +87,9 @@ fn read_only_open_with_a_16_page_pool_agrees_with_recovery_under_every_strategy(
             let ro = match ro {
                 Ok(db) => db,
                 Err(e) => {
-                    failures.push(format!("{strategy} {page_size}: read-only open failed: {e}"));
+                    failures.push(format!(
+                        "{strategy} {page_size}: read-only open failed: {e}"
+                    ));
                     continue;
                 }
             };
@@ -93,7 +98,10 @@ fn read_only_open_with_a_16_page_pool_agrees_with_recovery_under_every_strategy(
             let verified = ro.verify().map(|r| r.entries);
             drop(ro);
             if !guard.refused().is_empty() {
-                failures.push(format!("{strategy} {page_size}: wrote {:?}", guard.refused()));
+                failures.push(format!(
+                    "{strategy} {page_size}: wrote {:?}",
+                    guard.refused()
+                ));
             }
             let db = Database::open_on(Arc::new(sim.clone()), DIR, o.clone()).unwrap();
             let truth = contents(&db);
