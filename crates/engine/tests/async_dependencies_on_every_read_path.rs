@@ -99,10 +99,13 @@ fn put_k(tx: &mut sluice::Transaction, t: &Table, k: &str, v: &[u8]) {
     let _ = tx.put(t, k, v).unwrap();
 }
 
+/// A case: its name, what the async writer does, and how the durable reader reads.
+type Case = (&'static str, fn(&mut sluice::Transaction, &Table), Reader);
+
 #[test]
 fn no_read_path_hands_out_a_dependency_on_an_async_commit_before_it_is_durable() {
     let mut failures = Vec::new();
-    let cases: Vec<(&str, fn(&mut sluice::Transaction, &Table), Reader)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "reverse scan of an async insert",
             |tx, t| put_k(tx, t, "cc", b"new"),
@@ -246,7 +249,11 @@ fn a_read_that_waited_for_an_async_writers_lock_waits_for_its_durability() {
         let (db2, t2) = (db.clone(), t.clone());
         let reader = std::thread::spawn(move || {
             let mut tx = db2.begin();
-            let v = tx.scan(&t2, "a".."z").rev().map(|e| e.unwrap()).count();
+            let v = tx
+                .scan(&t2, "a".."z")
+                .rev()
+                .inspect(|e| assert!(e.is_ok()))
+                .count();
             (v, db2.log().durable_lsn())
         });
         std::thread::sleep(Duration::from_millis(50));

@@ -20,7 +20,11 @@ fn opts(strategy: &str, page_size: usize) -> Options {
 }
 
 fn big(i: u32, tag: &str, page_size: usize) -> Vec<u8> {
-    let len = if i % 3 == 0 { page_size * 3 + 17 } else { 40 };
+    let len = if i.is_multiple_of(3) {
+        page_size * 3 + 17
+    } else {
+        40
+    };
     let mut v = format!("{tag}{i}:").into_bytes();
     v.resize(len, (i % 251) as u8);
     v
@@ -28,7 +32,7 @@ fn big(i: u32, tag: &str, page_size: usize) -> Vec<u8> {
 
 fn crash(sim: &SimStorage, o: &Options) {
     let ps = o.page_size;
-    let db = Database::open_on(FencedStorage::for_incarnation(sim), DIR, o.clone()).unwrap();
+    let db = Database::open_on(FencedStorage::for_incarnation(sim), DIR, *o).unwrap();
     let t = db.table_or_create("t").unwrap();
     let mut tx = db.begin();
     for i in 0..200 {
@@ -80,7 +84,7 @@ fn read_only_open_with_a_16_page_pool_agrees_with_recovery_under_every_strategy(
                 .options(Options {
                     read_only: true,
                     pool_pages: 16,
-                    ..o.clone()
+                    ..o
                 })
                 .storage(guard.clone() as Arc<dyn Storage>)
                 .open();
@@ -103,7 +107,7 @@ fn read_only_open_with_a_16_page_pool_agrees_with_recovery_under_every_strategy(
                     guard.refused()
                 ));
             }
-            let db = Database::open_on(Arc::new(sim.clone()), DIR, o.clone()).unwrap();
+            let db = Database::open_on(Arc::new(sim.clone()), DIR, o).unwrap();
             let truth = contents(&db);
             db.close().unwrap();
             if seen != truth {
