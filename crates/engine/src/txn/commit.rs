@@ -87,8 +87,10 @@ pub(crate) trait Steps: Send + 'static {
 /// **What an [`Async`](Durability::Async) commit guarantees after a crash.** It is
 /// atomic (all of its changes or none) and in commit order: the commits a crash keeps are
 /// a prefix of the log, so a crash loses at most a suffix of the async commits not yet
-/// flushed, never a part of one, never one that an acknowledged durable commit came after,
-/// and never a durable commit. It is lost only if the crash comes before the log is
+/// flushed, never a part of one, never one that an acknowledged durable commit came after
+/// in the same log, and never a durable commit. (A partitioned database has a log per
+/// partition: an async commit through one partition's handle orders nothing with a
+/// durable commit through another's.) It is lost only if the crash comes before the log is
 /// flushed past its commit record (the next group commit, a durable commit after it, a
 /// checkpoint or a clean close flush it). The guarantees of every other transaction are
 /// unchanged: a durable transaction that reads or overwrites data an async commit wrote
