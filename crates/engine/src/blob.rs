@@ -210,6 +210,39 @@ pub(crate) fn read(
     Ok(value)
 }
 
+/// Deletes every chunk of every large value of `table` from the hidden tree `blobs`, as
+/// changes `logger` logs (a dropped table's: the caller holds the table's drop lock, so
+/// nobody reads or writes them). Returns how many it deleted.
+pub(crate) fn delete_table(
+    blobs: &Btree<'_>,
+    table: PageId,
+    logger: &mut dyn ChangeLogger,
+) -> Result<u64> {
+    let from = table.0.to_be_bytes().to_vec();
+    let to = match table.0.checked_add(1) {
+        Some(next) => Bound::Excluded(next.to_be_bytes().to_vec()),
+        None => Bound::Unbounded,
+    };
+    let mut no_locks = |_: Option<&[u8]>, _: LockMode| Ok(());
+    let mut deleted = 0;
+    loop {
+        let batch = scan_batch(
+            blobs,
+            Bound::Included(&from[..]),
+            as_ref(&to),
+            1024,
+            &mut no_locks,
+        )?;
+        if batch.entries.is_empty() {
+            return Ok(deleted);
+        }
+        for (k, _) in &batch.entries {
+            blobs.set(k, None, logger)?;
+            deleted += 1;
+        }
+    }
+}
+
 fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     match b {
         Bound::Included(v) => Bound::Included(v),

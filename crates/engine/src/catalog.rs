@@ -173,6 +173,17 @@ impl Database {
 }
 
 impl Database {
+    /// Drops table `name` in a transaction of its own, committed at once (see
+    /// [`Transaction::drop_table`](crate::Transaction::drop_table): it waits for every
+    /// transaction that uses the table, and later uses of any handle on it return
+    /// [`Error::NotFound`]). [`Error::NotFound`] if there is no such table.
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        let table = self.table(name)?;
+        let mut tx = self.begin();
+        tx.drop_table(&table)?;
+        tx.commit()
+    }
+
     /// Renames table `from` to `to` in a transaction of its own, committed at once (see
     /// [`Transaction::rename_table`](crate::Transaction::rename_table)). [`Error::NotFound`] if there is no table `from`.
     pub fn rename_table(&self, from: &str, to: &str) -> Result<()> {

@@ -21,12 +21,38 @@ use crate::page::Limits;
 use parking_lot::{Mutex, RwLock};
 use sluice_wal::Appended;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// A B+tree's structure latch (see `btree`). The store keeps one per tree, so that every
-/// handle on a tree shares it.
-pub(crate) type TreeLatch = RwLock<()>;
+/// A B+tree's structure latch (see `btree`), and whether the tree's table has been
+/// dropped. The store keeps one per tree, so that every handle on a tree shares it; a
+/// drop marks it and forgets it (`Store::tree_dropped`), so a new tree whose root reuses
+/// the page gets a fresh one and old handles stay marked.
+pub(crate) struct TreeLatch {
+    latch: RwLock<()>,
+    dropped: AtomicBool,
+}
+
+impl TreeLatch {
+    fn new() -> TreeLatch {
+        TreeLatch {
+            latch: RwLock::new(()),
+            dropped: AtomicBool::new(false),
+        }
+    }
+
+    /// True once a drop of the tree's table committed.
+    pub(crate) fn is_dropped(&self) -> bool {
+        self.dropped.load(Ordering::Acquire)
+    }
+}
+
+impl std::ops::Deref for TreeLatch {
+    type Target = RwLock<()>;
+    fn deref(&self) -> &RwLock<()> {
+        &self.latch
+    }
+}
 
 /// The buffer pool, the log, and what logging a page change needs.
 pub(crate) struct Store {
@@ -71,8 +97,16 @@ impl Store {
         self.trees
             .lock()
             .entry(root)
-            .or_insert_with(|| Arc::new(TreeLatch::new(())))
+            .or_insert_with(|| Arc::new(TreeLatch::new()))
             .clone()
+    }
+
+    /// Marks the tree at `root` dropped (every handle on it sees it) and forgets its
+    /// latch. The caller holds the table's X lock, so no transaction uses the tree.
+    pub(crate) fn tree_dropped(&self, root: PageId) {
+        if let Some(l) = self.trees.lock().remove(&root) {
+            l.dropped.store(true, Ordering::Release);
+        }
     }
 
     /// Appends a record that belongs to no transaction.

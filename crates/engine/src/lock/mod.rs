@@ -61,4 +61,4 @@ mod waits_for;
 pub(crate) use entry::Granted;
 pub(crate) use manager::{LockManager, Refused};
 pub(crate) use mode::LockMode;
-pub(crate) use name::{LockKey, LockName};
+pub(crate) use name::{LockKey, LockName, TableLock};

@@ -22,6 +22,54 @@ pub(crate) enum LockName {
     /// `+∞`, the end of the table: one of [`END_STRIPES`] stripes (see
     /// [`LockName::end_stripes`]).
     End(u16),
+    /// The table itself: one of [`TABLE_STRIPES`] stripes (see [`TableLock`]).
+    Table(u16),
+}
+
+/// The table-level lock a transaction takes on its first use of a table, in the modes of
+/// the key-range lock table (no mode of its own is needed). Every use takes an intention
+/// on one stripe (picked by the transaction id, as the end's gap I), so uses never
+/// meet each other on one lock entry; the whole-table modes take every stripe and so
+/// meet every use.
+///
+/// | mode | as | conflicts with |
+/// |---|---|---|
+/// | `Read` (a get or scan) | record S | `Drop` |
+/// | `Write` (a put or delete) | gap I | `Count`, `Drop` |
+/// | `Count` (`len`: no uncommitted change of another) | gap S | `Write`, `Drop` |
+/// | `Drop` | record X + gap D | everything |
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TableLock {
+    Read,
+    Write,
+    Count,
+    Drop,
+}
+
+/// The table lock's stripes.
+pub(crate) const TABLE_STRIPES: u16 = 16;
+
+impl TableLock {
+    /// The lock mode that stands for it.
+    pub(crate) fn mode(self) -> LockMode {
+        match self {
+            TableLock::Read => LockMode::RECORD_S,
+            TableLock::Write => LockMode::GAP_I,
+            TableLock::Count => LockMode::GAP_S,
+            TableLock::Drop => LockMode::RECORD_X.with(LockMode::GAP_D),
+        }
+    }
+
+    /// The stripes of the table lock `txn` takes.
+    pub(crate) fn stripes(self, txn: TxnId) -> std::ops::Range<u16> {
+        match self {
+            TableLock::Read | TableLock::Write => {
+                let s = (txn.0 % u64::from(TABLE_STRIPES)) as u16;
+                s..s + 1
+            }
+            TableLock::Count | TableLock::Drop => 0..TABLE_STRIPES,
+        }
+    }
 }
 
 /// The end of a table is locked in stripes. Appends (TPC-B's history) all take gap I on

@@ -87,6 +87,20 @@ impl Transaction {
         )
     }
 
+    /// Deletes the chunks of every large value of `table` (dropped by this transaction),
+    /// as its changes.
+    pub(super) fn delete_table_blobs(&mut self, table: PageId) -> Result<()> {
+        let Some(blobs) = self.db.blob_table(None)? else {
+            return Ok(());
+        };
+        let mut logger = TxnLogger {
+            txn: &self.shared,
+            undo: &mut self.undo,
+        };
+        let tree = Btree::new(&self.db.store, blobs.root, &blobs.latch).for_runs();
+        blob::delete_table(&tree, table, &mut logger).map(drop)
+    }
+
     /// Reads the large value of `key` from its chunks. The caller holds a lock on the
     /// key, so nobody changes them meanwhile; no page latch is held.
     pub(super) fn read_blob(&self, table: PageId, key: &[u8], desc: &[u8]) -> Result<Vec<u8>> {

@@ -64,6 +64,7 @@ pub(super) fn try_lock_name(
         LockName::Key(_) => one(name, check)?,
         LockName::End(_) => LockName::end_stripes(txn, mode)
             .try_for_each(|s| one(LockName::End(s), LockMode::NONE))?,
+        LockName::Table(_) => unreachable!("table locks are taken by waiting (`use_table`)"),
     }
     Ok(holds)
 }

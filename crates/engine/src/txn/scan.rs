@@ -6,7 +6,7 @@ use super::transaction::Transaction;
 use crate::btree::{scan_batch, BatchEnd, Btree};
 use crate::error::Result;
 use crate::key_range::KeyRange;
-use crate::lock::{LockMode, LockName};
+use crate::lock::{LockMode, LockName, TableLock};
 use crate::page::StoredValue;
 use crate::table::Table;
 use std::collections::VecDeque;
@@ -107,7 +107,7 @@ impl Scan<'_> {
     /// Reads the next batch from the front (`forward`) or the back of what is left.
     fn refill(&mut self, forward: bool) -> Result<()> {
         self.txn.usable()?;
-        self.txn.check_table(&self.table)?;
+        self.txn.use_table(&self.table, TableLock::Read)?;
         self.txn.db.check()?;
         let root = self.table.root;
         let buf_empty = |s: &Self| {

@@ -40,6 +40,7 @@ impl Transaction {
         self.state = State::Committed;
         self.undo.clear();
         self.commit_end = end;
+        self.finish_drops();
         Ok(end)
     }
 

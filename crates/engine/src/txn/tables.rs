@@ -1,8 +1,58 @@
-//! Tables created inside a transaction.
+//! Tables inside a transaction: the table lock every operation takes first, and
+//! creating, renaming and dropping tables as changes of the transaction.
 
 use super::transaction::Transaction;
 use crate::error::{Error, Result};
+use crate::ids::PageId;
+use crate::lock::{LockName, TableLock};
 use crate::table::{check_name, decode_root, Table};
+
+impl Transaction {
+    /// What every operation on `table` passes first: the handle must be this database's,
+    /// and the transaction takes the table lock `how` (`crate::lock::TableLock`) on its
+    /// first use of the table in that mode (later uses find it in `tables`, held until
+    /// the transaction ends). A handle on a table that has been dropped —
+    /// by a committed transaction, or by this one — is refused with
+    /// [`Error::NotFound`]; the table lock makes that check exact: a drop holds the lock
+    /// in a mode no use is compatible with until its commit marks the tree dropped.
+    /// The catalog takes no table lock: it is never dropped.
+    pub(super) fn use_table(&mut self, table: &Table, how: TableLock) -> Result<()> {
+        self.check_table(table)?;
+        if table.root == PageId::CATALOG {
+            return Ok(());
+        }
+        if self.dropping.iter().any(|t| t.root == table.root) {
+            return Err(Error::NotFound(format!(
+                "table {:?} (dropped by this transaction)",
+                table.name()
+            )));
+        }
+        let want = how.mode();
+        let i = self.tables.iter().position(|(r, _)| *r == table.root);
+        if let Some(i) = i {
+            if self.tables[i].1.covers(want) {
+                return Ok(());
+            }
+        }
+        for s in how.stripes(self.shared.id) {
+            self.lock(table, LockName::Table(s), want)?;
+        }
+        match i {
+            Some(i) => self.tables[i].1 = self.tables[i].1.with(want),
+            None => self.tables.push((table.root, want)),
+        }
+        if table.latch.is_dropped() {
+            // The drop released its lock early, perhaps: the refusal is an outcome that
+            // depends on its commit, so it waits for it to be durable.
+            self.read_barrier()?;
+            return Err(Error::NotFound(format!(
+                "table {:?} (dropped)",
+                table.name()
+            )));
+        }
+        Ok(())
+    }
+}
 
 impl Transaction {
     /// Creates a table inside this transaction: its catalog entry is a change of the
@@ -41,6 +91,62 @@ impl Transaction {
 }
 
 impl Transaction {
+    /// Drops `table` inside this transaction: its catalog entry goes (undone by a
+    /// rollback, or by recovery if the transaction does not commit), with the chunks of
+    /// its large values. It first takes the table's drop lock, so it waits for every
+    /// other transaction that uses the table to end, and until it ends every other use
+    /// waits; once it commits, every use of a handle on the table — taken before or
+    /// after — returns [`Error::NotFound`], and so does a use in this transaction after
+    /// the drop. The table's pages are freed when it commits.
+    ///
+    /// [`Error::NotFound`] if `table` is no longer listed under its handle's name
+    /// (renamed or dropped since); [`Error::InvalidArgument`] for a table of another
+    /// database; [`Error::ReadOnly`] in a read-only database. A lock wait that times
+    /// out or is chosen as a deadlock victim fails the transaction, as any.
+    pub fn drop_table(&mut self, table: &Table) -> Result<()> {
+        self.usable()?;
+        let r = self.drop_table_in(table);
+        self.settle(r)
+    }
+
+    fn drop_table_in(&mut self, table: &Table) -> Result<()> {
+        self.check_table(table)?;
+        let inner = self.db.clone();
+        inner.check()?;
+        if inner.options.read_only {
+            return Err(Error::ReadOnly);
+        }
+        if table.root == PageId::CATALOG {
+            return Err(Error::InvalidArgument(
+                "the catalog cannot be dropped".into(),
+            ));
+        }
+        self.use_table(table, TableLock::Drop)?;
+        let name = table.name();
+        let cat = inner.catalog_table();
+        let listed = self.get_for_update(&cat, name.as_bytes())?;
+        if listed.map(|v| decode_root(name, &v)).transpose()? != Some(table.root) {
+            return Err(Error::NotFound(format!(
+                "table {name:?} (renamed or dropped since this handle was taken)"
+            )));
+        }
+        // Under the X lock on the name, as in a rename.
+        inner.catalog.lock().remove(name);
+        self.delete(&cat, name.as_bytes())?;
+        self.delete_table_blobs(table.root)?;
+        self.dropping.push(table.clone());
+        Ok(())
+    }
+
+    /// At commit, with the commit record in the log and every lock still held: marks
+    /// the tables this transaction dropped, so that a use waiting for the drop lock
+    /// finds them dropped, and frees their pages.
+    pub(super) fn finish_drops(&mut self) {
+        for t in std::mem::take(&mut self.dropping) {
+            self.db.store.tree_dropped(t.root);
+        }
+    }
+
     /// Renames `table` to `to` inside this transaction: undone by its rollback, or by
     /// recovery if the transaction does not commit. Until the transaction ends, lookups
     /// of either name wait for it (it holds both catalog entries X). A rename changes

@@ -6,12 +6,13 @@ use crate::blob::chunk_size;
 use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
 use crate::inner::Inner;
-use crate::lock::LockKey;
+use crate::lock::{LockKey, LockMode};
 use crate::log_record::Participant;
 use crate::page::StoredValue;
 use crate::table::Table;
 use crate::txn_table::TxnShared;
 use sluice_wal::Lsn;
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// Locks a transaction has room for before its list of them grows.
@@ -92,6 +93,10 @@ pub struct Transaction {
     pub(super) seniority: u32,
     /// The transaction's own choice of durability (`set_durability`).
     pub(super) durability: Durability,
+    /// The table locks it holds: each table's modes, ORed (`use_table`).
+    pub(super) tables: SmallVec<[(PageId, LockMode); 4]>,
+    /// Tables it dropped: marked dropped and freed when it commits (`tables.rs`).
+    pub(super) dropping: Vec<Table>,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -124,6 +129,8 @@ impl Transaction {
             coordinated: None,
             seniority: 0,
             durability: Durability::Durable,
+            tables: SmallVec::new(),
+            dropping: Vec::new(),
         }
     }
 

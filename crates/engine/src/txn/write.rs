@@ -6,7 +6,7 @@ use super::transaction::{Transaction, UndoEntry};
 use crate::btree::{Btree, ChangeLogger, LeafChange, SetOutcome};
 use crate::error::{Error, Result};
 use crate::key_range::KeyRange;
-use crate::lock::{LockMode, LockName};
+use crate::lock::{LockMode, LockName, TableLock};
 use crate::log_record::{Change, Record};
 use crate::page::CellValue;
 use crate::store::Store;
@@ -85,7 +85,7 @@ impl Transaction {
         key: &[u8],
         mode: LockMode,
     ) -> Result<Option<Vec<u8>>> {
-        self.check_table(table)?;
+        self.use_table(table, TableLock::Read)?;
         self.check_key(key, None)?;
         self.db.check()?;
         self.lock(table, LockName::key(key), mode)?;
@@ -119,7 +119,7 @@ impl Transaction {
         if self.db.options.read_only {
             return Err(Error::ReadOnly);
         }
-        self.check_table(table)?;
+        self.use_table(table, TableLock::Write)?;
         let large = self.check_key(key, new)?;
         self.db.check()?;
         // A delete's gap I on its own key comes with the record lock (module docs of
