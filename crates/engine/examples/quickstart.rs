@@ -24,6 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let back: Vec<_> = tx.scan(&accounts, ..).rev().collect::<Result<_, _>>()?;
     tx.commit()?;
     println!("ada has {left} left; keys: {keys:?}, backwards: {back:?}");
+    db.drop_table("accounts")?; // waits for its users; old handles then get `NotFound`
     db.close()?; // closes every clone of `db`
     Ok(())
 }
