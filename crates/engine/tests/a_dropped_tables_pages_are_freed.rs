@@ -1,5 +1,5 @@
 //! `Transaction::drop_table` says "The table's pages are freed when it commits" (and
-//! `finish_drops`, txn/tables.rs:143, "frees their pages"), but the commit only marks
+//! `finish_drops`, txn/tables.rs:144, "frees their pages"), but the commit only marks
 //! the tree dropped (`Store::tree_dropped`): no page goes anywhere, and `allocate_root`
 //! and every split take new pages from the end of the file (catalog.rs:78, "pages are
 //! never freed"). So dropping a table and filling another of the same size doubles the

@@ -1,7 +1,7 @@
 //! A partitioned database offers no `drop_table`, but a drop is reachable: each
 //! partition is a `Database` (`Partitioned::partition`), whose `drop_table` runs its own
 //! one-partition transaction. It drops the table from the partition's catalog, yet the
-//! partitioned database's own map of names (`Shared::tables`, partitioned/mod.rs:522)
+//! partitioned database's own map of names (`Shared::tables`, partitioned/mod.rs:523)
 //! keeps it: `tables()` still lists it, `table()` gives NotFound, and `create_table` of
 //! the name is refused with AlreadyExists for as long as the database stays open — so
 //! `table_or_create` of the name fails both ways. Guarantee broken: after a drop

@@ -2,8 +2,8 @@
 //! the crate-private catalog cache and `Table::new`.)
 //!
 //! `Database::table` on a cache hit reads the root from `Inner::catalog` with no lock
-//! (catalog.rs:127) and only then builds the handle, whose `Table::new` fetches the
-//! tree's latch from `Store::trees` (table.rs:55, store.rs:96). A drop that commits in
+//! (catalog.rs:122) and only then builds the handle, whose `Table::new` fetches the
+//! tree's latch from `Store::trees` (table.rs:55, store.rs:100). A drop that commits in
 //! between has already marked that latch dropped and *forgotten* it
 //! (`Store::tree_dropped`, store.rs:107), so `tree_latch` creates a fresh latch whose
 //! `dropped` flag is false. The handle the lookup returns — taken before the drop's
@@ -27,11 +27,11 @@ fn a_handle_looked_up_across_a_committed_drop_is_refused() {
     tx.commit().unwrap();
     drop(db.table("a").unwrap()); // the name is now cached
 
-    // Thread L, `db.table("a")`, first step (catalog.rs:127): a cache hit.
+    // Thread L, `db.table("a")`, first step (catalog.rs:122): a cache hit.
     let root = db.inner.catalog.lock().get("a").copied().unwrap();
     // Thread D: the drop commits meanwhile.
     db.drop_table("a").unwrap();
-    // Thread L, second step (catalog.rs:146): the handle it returns.
+    // Thread L, second step (catalog.rs:140): the handle it returns.
     let looked_up = Table::new(&db.inner, "a", root);
 
     // The handle taken before the drop (`t`) is refused, as documented...
