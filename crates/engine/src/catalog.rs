@@ -89,6 +89,7 @@ impl Inner {
             w.mark_dirty(a.lsn, a.end);
             w.set_image_lsn(a.lsn);
         }
+        self.store.tree_created(id);
         Ok(id)
     }
 }
@@ -119,25 +120,27 @@ impl Database {
     pub fn table(&self, name: &str) -> Result<Table> {
         check_name(name)?;
         let inner = &self.inner;
-        let cached = inner.catalog.lock().get(name).copied();
-        let root = match cached {
-            Some(r) => r,
-            None => {
-                let mut tx = self.begin();
-                let v = tx.get(&inner.catalog_table(), name.as_bytes())?;
-                let Some(v) = v else {
-                    tx.commit()?;
-                    return Err(Error::NotFound(format!("table {name:?}")));
-                };
-                let r = decode_root(name, &v)?;
-                // Cached under the name's S lock, so a rename (which evicts the name
-                // under its X lock) cannot come between the read and the cache.
-                inner.catalog.lock().insert(name.to_string(), r);
-                tx.commit()?;
-                r
-            }
+        // The handle takes the tree's latch while the name is known to be listed: under
+        // the cache's mutex (a drop evicts the name before it commits and marks the
+        // latch after), or under the name's S lock. Taken after, a drop could have
+        // committed and forgotten the latch in between, and the handle would get a
+        // fresh latch that no drop marked.
+        if let Some(&root) = inner.catalog.lock().get(name) {
+            return Ok(Table::new(inner, name, root));
+        }
+        let mut tx = self.begin();
+        let v = tx.get(&inner.catalog_table(), name.as_bytes())?;
+        let Some(v) = v else {
+            tx.commit()?;
+            return Err(Error::NotFound(format!("table {name:?}")));
         };
-        Ok(Table::new(inner, name, root))
+        let root = decode_root(name, &v)?;
+        let table = Table::new(inner, name, root);
+        // Cached under the name's S lock, so a rename or drop (which evicts the name
+        // under its X lock) cannot come between the read and the cache.
+        inner.catalog.lock().insert(name.to_string(), root);
+        tx.commit()?;
+        Ok(table)
     }
 
     /// Opens the table, creating it if it does not exist (which a read-only database

@@ -26,8 +26,8 @@ use std::sync::Arc;
 
 /// A B+tree's structure latch (see `btree`), and whether the tree's table has been
 /// dropped. The store keeps one per tree, so that every handle on a tree shares it; a
-/// drop marks it and forgets it (`Store::tree_dropped`), so a new tree whose root reuses
-/// the page gets a fresh one and old handles stay marked.
+/// drop marks it (`Store::tree_dropped`) and a new tree on the same root page replaces
+/// it (`Store::tree_created`), so old handles stay marked.
 pub(crate) struct TreeLatch {
     latch: RwLock<()>,
     dropped: AtomicBool,
@@ -101,12 +101,18 @@ impl Store {
             .clone()
     }
 
-    /// Marks the tree at `root` dropped (every handle on it sees it) and forgets its
-    /// latch. The caller holds the table's X lock, so no transaction uses the tree.
+    /// Marks the tree at `root` dropped: every handle on it, taken before or after,
+    /// shares the mark until a new tree is made on the same root page
+    /// (`tree_created`). The caller holds the table's drop lock, so no transaction
+    /// uses the tree.
     pub(crate) fn tree_dropped(&self, root: PageId) {
-        if let Some(l) = self.trees.lock().remove(&root) {
-            l.dropped.store(true, Ordering::Release);
-        }
+        self.tree_latch(root).dropped.store(true, Ordering::Release);
+    }
+
+    /// A new tree at `root` (a page just allocated): it gets a fresh latch, not the
+    /// mark of a dropped tree whose root the page was.
+    pub(crate) fn tree_created(&self, root: PageId) {
+        self.trees.lock().insert(root, Arc::new(TreeLatch::new()));
     }
 
     /// Appends a record that belongs to no transaction.

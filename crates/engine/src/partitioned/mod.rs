@@ -520,8 +520,14 @@ impl Partitioned {
     /// table of that name exists in any partition.
     pub fn create_table(&self, name: &str) -> Result<PartitionedTable> {
         let mut tables = self.shared.tables.lock();
-        if tables.contains_key(name) {
-            return Err(Error::AlreadyExists(format!("table {name:?}")));
+        if let Some(&i) = tables.get(name) {
+            // Listed, unless a drop through the partition itself took it since.
+            match self.shared.parts[i].table(name) {
+                Err(Error::NotFound(_)) => {
+                    tables.remove(name);
+                }
+                _ => return Err(Error::AlreadyExists(format!("table {name:?}"))),
+            }
         }
         let i = self.partition_for(name);
         let table = self.shared.parts[i].create_table(name)?;
@@ -545,6 +551,28 @@ impl Partitioned {
             partition: i,
             table: self.shared.parts[i].table(name)?,
         })
+    }
+
+    /// Drops table `name` in its partition (see
+    /// [`Database::drop_table`]: it waits for every transaction using the table, and
+    /// later uses of any handle on it return [`Error::NotFound`]) and frees the name.
+    /// [`Error::NotFound`] if there is no such table.
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        let i = self
+            .shared
+            .tables
+            .lock()
+            .get(name)
+            .copied()
+            .ok_or_else(|| Error::NotFound(format!("table {name:?}")))?;
+        // Not under the map's lock: the drop waits for the table's users, who may look
+        // names up meanwhile.
+        self.shared.parts[i].drop_table(name)?;
+        let mut tables = self.shared.tables.lock();
+        if tables.get(name) == Some(&i) {
+            tables.remove(name);
+        }
+        Ok(())
     }
 
     /// Opens the table, creating it if it does not exist.

@@ -1,5 +1,5 @@
 //! Scenario tests that need the crate's private modules (the page format); the others
 //! are in `crates/engine/tests`.
 
-mod open_checks_the_data_file_against_control;
 mod a_handle_looked_up_across_a_committed_drop_is_refused;
+mod open_checks_the_data_file_against_control;
