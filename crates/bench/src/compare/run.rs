@@ -232,7 +232,7 @@ pub fn compare(
                         row.durability = how;
                         trackers.push(Tracker::new(row, c));
                     }
-                    Err(e) => trackers.push(Tracker::gone(CompareRow::unavailable(
+                    Err(e) => trackers.push(Tracker::gone(CompareRow::failure(
                         w,
                         engine,
                         "",
@@ -258,7 +258,7 @@ pub fn compare(
                         }
                         cluster = Some(c);
                     }
-                    Err(e) => trackers.push(Tracker::gone(CompareRow::unavailable(
+                    Err(e) => trackers.push(Tracker::gone(CompareRow::failure(
                         w,
                         engine,
                         "",
@@ -304,7 +304,7 @@ pub fn compare(
                 Err(e) if t.row.engine == Engine::Sluice => return Err(format!("sluice: {e}")),
                 Err(e) => {
                     t.contestant = None;
-                    t.row = CompareRow::unavailable(
+                    t.row = CompareRow::failure(
                         w,
                         t.row.engine,
                         &t.row.variant,
