@@ -4,13 +4,15 @@
 //! from there (`buffer_pool::spill`): the open succeeds with the smallest pool, shows every
 //! committed value, and changes nothing on the database's storage, simulated or real.
 //! Before (issue 24, item 1) the open failed: "the buffer pool of 16 pages is too small
-//! for this read-only database".
+//! for this read-only database". The spill file is the storage's scratch file
+//! (`Storage::scratch`), so on the simulator it is simulated too: a fault in it is the
+//! open's I/O error.
 
 mod read_only;
 
 use read_only::*;
 use sluice::Database;
-use sluice_storage::{SimStorage, Storage};
+use sluice_storage::{FaultKind, FaultOp, FaultPlan, SimStorage, Storage};
 use sluice_testkit::dir_snapshot::dir_snapshot;
 use sluice_testkit::fence::FencedStorage;
 use std::collections::BTreeMap;
@@ -26,10 +28,10 @@ fn rows(db: &Database) -> BTreeMap<Vec<u8>, Vec<u8>> {
     rows
 }
 
-#[test]
-fn a_redo_far_larger_than_a_16_page_pool_opens_read_only_on_simulated_storage() {
-    let sim = SimStorage::new(7);
-    let db = Database::open_on(FencedStorage::for_incarnation(&sim), DIR, options()).unwrap();
+/// A database on `sim` crashed with a redo of far more than 16 pages past its last
+/// checkpoint, and a loser over some of it.
+fn crash_with_a_large_redo(sim: &SimStorage) {
+    let db = Database::open_on(FencedStorage::for_incarnation(sim), DIR, options()).unwrap();
     commit_keys(&db, "t", 300, "before the checkpoint ");
     db.checkpoint().unwrap();
     // Far more than 16 pages, all in the log past the checkpoint; and a loser over some.
@@ -43,6 +45,12 @@ fn a_redo_far_larger_than_a_16_page_pool_opens_read_only_on_simulated_storage() 
     sim.crash();
     drop(loser);
     drop(db);
+}
+
+#[test]
+fn a_redo_far_larger_than_a_16_page_pool_opens_read_only_on_simulated_storage() {
+    let sim = SimStorage::new(7);
+    crash_with_a_large_redo(&sim);
     let storage: Arc<dyn Storage> = Arc::new(sim.clone());
     let before = sim.stats();
 
@@ -61,6 +69,38 @@ fn a_redo_far_larger_than_a_16_page_pool_opens_read_only_on_simulated_storage() 
     assert_eq!(rows(&db), expected);
     let report = db.verify().unwrap();
     assert_eq!(report.entries, 3010);
+    drop(db);
+    assert_only_syncs(&sim, before, "nothing written on the database's storage");
+}
+
+/// The spill goes through the storage seam: a write error injected into the simulated
+/// scratch file fails the read-only open with an I/O error that names the scratch file,
+/// and the database's files are untouched — a later read-only open shows every value.
+#[test]
+fn a_failed_spill_on_simulated_storage_fails_the_read_only_open_with_an_io_error() {
+    let sim = SimStorage::new(8);
+    crash_with_a_large_redo(&sim);
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    let before = sim.stats();
+    sim.inject(
+        FaultPlan::new(FaultOp::Write, 1, FaultKind::Eio)
+            .persistent()
+            .on(SimStorage::SCRATCH),
+    );
+    let open = || {
+        Database::builder(DIR)
+            .options(options())
+            .pool_pages(16)
+            .storage(storage.clone())
+            .read_only(true)
+            .open()
+    };
+    let e = open().map(|db| rows(&db).len()).unwrap_err();
+    assert!(e.is_io(), "{e}");
+    assert!(e.to_string().contains("scratch file"), "{e}");
+    sim.clear_faults();
+    let db = open().unwrap();
+    assert_eq!(rows(&db).len(), 3000);
     drop(db);
     assert_only_syncs(&sim, before, "nothing written on the database's storage");
 }
