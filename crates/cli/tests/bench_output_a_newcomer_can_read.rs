@@ -6,28 +6,17 @@
 
 mod common;
 
-use common::sluice;
+use common::{bench_args, run, sluice};
 
 #[test]
 fn a_tpcb_run_says_what_runs_explains_its_columns_and_shows_progress_in_a_pipe() {
     let dir = tempfile::tempdir_in(".").unwrap();
-    let out = sluice(&[
-        "bench",
+    let db = dir.path().join("db");
+    let out = sluice(&bench_args(
         "tpcb",
-        "--scale",
-        "1",
-        "--clients",
-        "2",
-        "--commit",
-        "classic",
-        "--seconds",
-        "0.3",
-        "--warmup",
-        "0",
-        "--dir",
-        dir.path().join("db").to_str().unwrap(),
-        "--wide",
-    ]);
+        db.to_str().unwrap(),
+        &["--scale", "1", "--wide"],
+    ));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("{stdout}\n--- stderr\n{stderr}");
@@ -37,7 +26,7 @@ fn a_tpcb_run_says_what_runs_explains_its_columns_and_shows_progress_in_a_pipe()
         "TPC-B at scale 1",
         "2 client(s)",
         "classic",
-        "0.3 s measured",
+        "0.2 s measured",
     ] {
         assert!(
             first.contains(says),
@@ -106,32 +95,10 @@ fn table_and_legend(stdout: &str) -> (Vec<String>, Vec<String>) {
 fn bench_tpcb(extra: &[&str]) -> String {
     let dir = tempfile::tempdir_in(".").unwrap();
     let db = dir.path().join("db");
-    let mut args = vec![
-        "bench",
-        "tpcb",
-        "--scale",
-        "1",
-        "--clients",
-        "2",
-        "--commit",
-        "classic",
-        "--seconds",
-        "0.2",
-        "--warmup",
-        "0",
-        "--dir",
-        db.to_str().unwrap(),
-    ];
+    let mut args = vec!["--scale", "1"];
     args.extend(extra);
-    let out = sluice(&args);
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    println!("{stdout}");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, stdout, stderr) = run(&bench_args("tpcb", db.to_str().unwrap(), &args));
+    assert_eq!(code, Some(0), "{stderr}");
     stdout
 }
 

@@ -3,7 +3,7 @@
 //! figure, with each missing peer reported as unavailable with how to build it.
 
 mod common;
-use common::{assert_usage_error, sluice};
+use common::{assert_usage_error, json_lines, sluice};
 
 #[test]
 fn bad_flags_are_usage_errors() {
@@ -51,11 +51,7 @@ fn a_small_run_writes_every_file_and_names_missing_peers() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let rows: Vec<serde_json::Value> = stdout
-        .lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = json_lines(&stdout);
     assert_eq!(rows.len(), 2, "{stdout}");
     let sluice_row = &rows[0];
     assert_eq!(sluice_row["engine"], "sluice");
@@ -118,11 +114,7 @@ fn a_failed_engine_row_makes_the_command_exit_1_after_the_whole_table() {
     assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(stderr.contains("postgres"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
-    let rows: Vec<serde_json::Value> = stdout
-        .lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = json_lines(&stdout);
     assert_eq!(rows.len(), 2, "{stdout}");
     assert_eq!(rows[0]["engine"], "sluice");
     assert_eq!(rows[0]["failed"], false);

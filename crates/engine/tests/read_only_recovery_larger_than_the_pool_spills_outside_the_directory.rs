@@ -12,7 +12,7 @@ mod read_only;
 
 use read_only::*;
 use sluice::Database;
-use sluice_storage::{FaultKind, FaultOp, FaultPlan, SimStorage, Storage};
+use sluice_storage::{FaultKind, FaultOp, FaultPlan, SimStats, SimStorage, Storage};
 use sluice_testkit::dir_snapshot::dir_snapshot;
 use sluice_testkit::fence::FencedStorage;
 use std::collections::BTreeMap;
@@ -28,10 +28,12 @@ fn rows(db: &Database) -> BTreeMap<Vec<u8>, Vec<u8>> {
     rows
 }
 
-/// A database on `sim` crashed with a redo of far more than 16 pages past its last
-/// checkpoint, and a loser over some of it.
-fn crash_with_a_large_redo(sim: &SimStorage) {
-    let db = Database::open_on(FencedStorage::for_incarnation(sim), DIR, options()).unwrap();
+/// A simulated disk (from `seed`) holding a database that crashed with a redo of far more
+/// than 16 pages past its last checkpoint, and a loser over some of it; the disk as a
+/// storage, and its stats now.
+fn crashed_with_a_large_redo(seed: u64) -> (SimStorage, Arc<dyn Storage>, SimStats) {
+    let sim = SimStorage::new(seed);
+    let db = Database::open_on(FencedStorage::for_incarnation(&sim), DIR, options()).unwrap();
     commit_keys(&db, "t", 300, "before the checkpoint ");
     db.checkpoint().unwrap();
     // Far more than 16 pages, all in the log past the checkpoint; and a loser over some.
@@ -45,21 +47,26 @@ fn crash_with_a_large_redo(sim: &SimStorage) {
     sim.crash();
     drop(loser);
     drop(db);
-}
-
-#[test]
-fn a_redo_far_larger_than_a_16_page_pool_opens_read_only_on_simulated_storage() {
-    let sim = SimStorage::new(7);
-    crash_with_a_large_redo(&sim);
     let storage: Arc<dyn Storage> = Arc::new(sim.clone());
     let before = sim.stats();
+    (sim, storage, before)
+}
 
-    let db = Database::builder(DIR)
+/// A read-only open of the database on `storage` with a pool of 16 pages.
+fn open_read_only_16(storage: &Arc<dyn Storage>) -> sluice::Result<Database> {
+    Database::builder(DIR)
         .options(options())
         .pool_pages(16)
         .storage(storage.clone())
         .read_only(true)
         .open()
+}
+
+#[test]
+fn a_redo_far_larger_than_a_16_page_pool_opens_read_only_on_simulated_storage() {
+    let (sim, storage, before) = crashed_with_a_large_redo(7);
+
+    let db = open_read_only_16(&storage)
         .expect("a read-only open whose recovery outgrows the pool spills, not fails");
     let expected: BTreeMap<_, _> = (0..3000)
         .map(|i| (key(i), format!("after the checkpoint {i}").into_bytes()))
@@ -78,28 +85,19 @@ fn a_redo_far_larger_than_a_16_page_pool_opens_read_only_on_simulated_storage() 
 /// and the database's files are untouched — a later read-only open shows every value.
 #[test]
 fn a_failed_spill_on_simulated_storage_fails_the_read_only_open_with_an_io_error() {
-    let sim = SimStorage::new(8);
-    crash_with_a_large_redo(&sim);
-    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
-    let before = sim.stats();
+    let (sim, storage, before) = crashed_with_a_large_redo(8);
     sim.inject(
         FaultPlan::new(FaultOp::Write, 1, FaultKind::Eio)
             .persistent()
             .on(SimStorage::SCRATCH),
     );
-    let open = || {
-        Database::builder(DIR)
-            .options(options())
-            .pool_pages(16)
-            .storage(storage.clone())
-            .read_only(true)
-            .open()
-    };
-    let e = open().map(|db| rows(&db).len()).unwrap_err();
+    let e = open_read_only_16(&storage)
+        .map(|db| rows(&db).len())
+        .unwrap_err();
     assert!(e.is_io(), "{e}");
     assert!(e.to_string().contains("scratch file"), "{e}");
     sim.clear_faults();
-    let db = open().unwrap();
+    let db = open_read_only_16(&storage).unwrap();
     assert_eq!(rows(&db).len(), 3000);
     drop(db);
     assert_only_syncs(&sim, before, "nothing written on the database's storage");

@@ -127,17 +127,12 @@ impl CompareRow {
         }
     }
 
-    /// A row for an engine that failed (see [`CompareRow::failed`]).
-    pub fn failure(
-        workload: CompareWorkload,
-        engine: Engine,
-        variant: &str,
-        clients: usize,
-        why: String,
-    ) -> CompareRow {
+    /// This row (of an engine that did not run) marked failed (see
+    /// [`CompareRow::failed`]).
+    pub fn into_failed(self) -> CompareRow {
         CompareRow {
             failed: true,
-            ..CompareRow::unavailable(workload, engine, variant, clients, why)
+            ..self
         }
     }
 
@@ -288,7 +283,8 @@ mod tests {
 
     #[test]
     fn a_failed_row_says_so_and_an_unavailable_one_does_not() {
-        let f = CompareRow::failure(CompareWorkload::Tpcb, Engine::Postgres, "", 8, "x".into());
+        let f = CompareRow::unavailable(CompareWorkload::Tpcb, Engine::Postgres, "", 8, "x".into())
+            .into_failed();
         assert!(f.failed && !f.available);
         assert_eq!(f.cells()[2], "FAILED");
         let u = CompareRow::unavailable(CompareWorkload::Tpcb, Engine::Sqlite, "", 8, "y".into());

@@ -232,13 +232,9 @@ pub fn compare(
                         row.durability = how;
                         trackers.push(Tracker::new(row, c));
                     }
-                    Err(e) => trackers.push(Tracker::gone(CompareRow::failure(
-                        w,
-                        engine,
-                        "",
-                        cfg.clients,
-                        e,
-                    ))),
+                    Err(e) => trackers.push(Tracker::gone(
+                        CompareRow::unavailable(w, engine, "", cfg.clients, e).into_failed(),
+                    )),
                 }
             }
             Engine::Postgres => {
@@ -258,13 +254,9 @@ pub fn compare(
                         }
                         cluster = Some(c);
                     }
-                    Err(e) => trackers.push(Tracker::gone(CompareRow::failure(
-                        w,
-                        engine,
-                        "",
-                        cfg.clients,
-                        e,
-                    ))),
+                    Err(e) => trackers.push(Tracker::gone(
+                        CompareRow::unavailable(w, engine, "", cfg.clients, e).into_failed(),
+                    )),
                 }
             }
         }
@@ -304,13 +296,14 @@ pub fn compare(
                 Err(e) if t.row.engine == Engine::Sluice => return Err(format!("sluice: {e}")),
                 Err(e) => {
                     t.contestant = None;
-                    t.row = CompareRow::failure(
+                    t.row = CompareRow::unavailable(
                         w,
                         t.row.engine,
                         &t.row.variant,
                         cfg.clients,
                         format!("failed in round {}: {e}", round + 1),
-                    );
+                    )
+                    .into_failed();
                 }
             }
         }
