@@ -8,7 +8,8 @@
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use sluice::{AgentOptions, Agents, CommitProtocol, Database, Error, Options, Outcome};
+use sluice::experiment::{AgentOptions, Agents, Outcome};
+use sluice::{CommitProtocol, Database, Error, Options};
 use sluice_bench::workloads::tpcb::{self, TpcbGenerator, TpcbShape, TpcbTables};
 use sluice_storage::{FaultKind, FaultOp, FaultPlan, SimStorage};
 use sluice_testkit::fence::FencedStorage;
@@ -45,7 +46,7 @@ struct Tally {
 }
 
 struct Client {
-    sub: sluice::Submitter,
+    sub: sluice::experiment::Submitter,
     tables: TpcbTables,
     gen: Arc<TpcbGenerator>,
     rng: Mutex<SmallRng>,
@@ -70,7 +71,7 @@ fn next(c: Arc<Client>, i: usize) {
             tpcb::run(tx, &tables, &input)?;
             Ok(Outcome::Commit(hid))
         },
-        move |r: Result<sluice::Finished<u64>, Error>| match r {
+        move |r: Result<sluice::experiment::Finished<u64>, Error>| match r {
             Ok(f) => {
                 c2.tally.0.lock().unwrap().acked.insert(f.value);
                 next(c2, i + 1);

@@ -66,6 +66,10 @@ pub struct Common {
     /// Print one JSON object per result row at the end of stdout.
     #[arg(long)]
     json: bool,
+    /// Print every column of the results table (default: throughput, latency, aborts
+    /// and the consistency check; the JSON always has every field).
+    #[arg(long)]
+    wide: bool,
 }
 
 /// Flags of `sluice bench tpcb`.
@@ -150,19 +154,45 @@ fn setup(c: &Common, latency: Option<Duration>, pool_pages: usize) -> Setup {
     }
 }
 
-/// Prints the rows as a table (and JSON lines with `--json`).
-pub fn print_rows(rows: &[Row], json: bool) {
+/// The columns of the results table without `--wide`: what a first reading needs.
+const NARROW: [&str; 9] = [
+    "workload",
+    "commit",
+    "clients",
+    "tps",
+    "MQTh",
+    "p50 µs",
+    "p99 µs",
+    "aborted",
+    "consistent",
+];
+
+/// Prints the rows as a table (every column with `wide`, else those of [`NARROW`]) with
+/// its legend, and JSON lines with `--json`.
+fn print_rows(rows: &[Row], json: bool, wide: bool) {
     let tatp = rows.iter().all(|r| r.workload == "tatp");
-    let mut header = vec!["workload"];
-    header.extend(Row::columns(tatp));
+    let mut all = vec!["workload"];
+    all.extend(Row::columns(tatp));
+    let shown: Vec<usize> = (0..all.len())
+        .filter(|&i| wide || NARROW.contains(&all[i]))
+        .collect();
+    let header: Vec<&str> = shown.iter().map(|&i| all[i]).collect();
     let mut t = Table::new(header.clone());
     for r in rows {
         let mut cells = vec![r.workload.to_string()];
         cells.extend(r.cells());
-        t.row(cells);
+        t.row(shown.iter().map(|&i| cells[i].clone()));
     }
     println!("{}", t.render());
     println!("{}", legend(&header));
+    if !wide {
+        let more: Vec<&str> = all
+            .iter()
+            .copied()
+            .filter(|c| !header.contains(c))
+            .collect();
+        println!("more columns with --wide: {}", more.join(", "));
+    }
     for r in rows {
         for v in &r.violations {
             println!("INCONSISTENT ({} {}): {v}", r.workload, r.commit);
@@ -255,8 +285,8 @@ fn config_line(c: &Common, ck: &Checked, workload: &str) -> String {
     )
 }
 
-fn finish(rows: Vec<Row>, json: bool) -> Result<(), Failure> {
-    print_rows(&rows, json);
+fn finish(rows: Vec<Row>, json: bool, wide: bool) -> Result<(), Failure> {
+    print_rows(&rows, json, wide);
     if rows.iter().any(|r| !r.consistent) {
         return Err(Failure::Runtime("a consistency check failed".into()));
     }
@@ -488,7 +518,7 @@ fn run_all(
         let name = format!("{workload} {}", spec.protocol);
         rows.push(progress::fraction(&name, c.json, |tick| run(spec, tick))?);
     }
-    finish(rows, c.json)
+    finish(rows, c.json, c.wide)
 }
 
 pub fn tpcb(a: TpcbArgs) -> Result<(), Failure> {

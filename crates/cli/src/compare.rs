@@ -102,6 +102,7 @@ fn notes(rows: &[CompareRow]) -> Vec<String> {
     let mut out = Vec::new();
     for r in rows {
         let what = match &r.unavailable {
+            Some(why) if r.failed => format!("FAILED: {why}"),
             Some(why) => format!("unavailable: {why}"),
             None => format!("durability: {}", r.durability),
         };
@@ -159,6 +160,7 @@ fn write_out(
                 },
                 value: r.tps,
                 note: match (r.available, r.ratio_to_sluice) {
+                    (false, _) if r.failed => "failed".into(),
                     (false, _) => "unavailable".into(),
                     (true, Some(x)) => {
                         format!("{} ({x:.3}×)", sluice_bench::output::thousands(r.tps))
@@ -235,6 +237,18 @@ pub fn run(a: Args) -> Result<(), Failure> {
     }
     if rows.iter().any(|r| r.available && !r.consistent) {
         return Err(Failure::Runtime("a consistency check failed".into()));
+    }
+    let mut failed: Vec<String> = rows
+        .iter()
+        .filter(|r| r.failed)
+        .map(|r| r.engine.to_string())
+        .collect();
+    failed.dedup();
+    if !failed.is_empty() {
+        return Err(Failure::Runtime(format!(
+            "an engine failed: {} (its row says why)",
+            failed.join(", ")
+        )));
     }
     Ok(())
 }

@@ -18,9 +18,8 @@ use crate::Failure;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
-use sluice::{
-    AgentOptions, Agents, CommitProtocol, Database, Options, Outcome, Partitioned, Strategy,
-};
+use sluice::experiment::{AgentOptions, Agents, Outcome};
+use sluice::{CommitProtocol, Database, Options, Partitioned, Strategy};
 use sluice_bench::knobs::in_range;
 use sluice_bench::output::{json_line, thousands, Table};
 use sluice_bench::workloads::driver::DriverConfig;
@@ -260,7 +259,7 @@ pub fn child(a: ChildArgs) -> Result<(), Failure> {
     let marker = if a.log_managers == 0 {
         "CONTROL"
     } else {
-        sluice::MANIFEST
+        sluice::testing::MANIFEST
     };
     if !a.dir.join(marker).is_file() {
         return Err(Failure::Usage(format!(

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_usage_error, sluice};
+use common::{assert_usage_error, bench_args, sluice};
 use std::path::Path;
 
 /// The tests of this file run one at a time. A test that opens a database in this
@@ -33,24 +33,9 @@ fn run(args: &[&str]) -> (Option<i32>, String, String) {
 
 /// A short TPC-B run on `dir` at `scale`, plus `extra` flags.
 fn tpcb(dir: &Path, scale: &str, extra: &[&str]) -> (Option<i32>, String, String) {
-    let mut args = vec![
-        "bench",
-        "tpcb",
-        "--dir",
-        s(dir),
-        "--scale",
-        scale,
-        "--clients",
-        "2",
-        "--commit",
-        "classic",
-        "--seconds",
-        "0.2",
-        "--warmup",
-        "0",
-    ];
-    args.extend_from_slice(extra);
-    run(&args)
+    let mut more = vec!["--scale", scale];
+    more.extend_from_slice(extra);
+    run(&bench_args("tpcb", s(dir), &more))
 }
 
 #[test]
@@ -199,24 +184,9 @@ fn a_tatp_directory_is_reused_and_checked() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     let tatp = |extra: &[&str]| {
-        let mut args = vec![
-            "bench",
-            "tatp",
-            "--dir",
-            s(&dir),
-            "--subscribers",
-            "500",
-            "--clients",
-            "2",
-            "--commit",
-            "classic",
-            "--seconds",
-            "0.2",
-            "--warmup",
-            "0",
-        ];
-        args.extend_from_slice(extra);
-        run(&args)
+        let mut more = vec!["--subscribers", "500"];
+        more.extend_from_slice(extra);
+        run(&bench_args("tatp", s(&dir), &more))
     };
     let (code, out, err) = tatp(&[]);
     assert_eq!(code, Some(0), "{err}");

@@ -3,7 +3,7 @@
 //! figure, with each missing peer reported as unavailable with how to build it.
 
 mod common;
-use common::{assert_usage_error, sluice};
+use common::{assert_usage_error, json_lines, sluice};
 
 #[test]
 fn bad_flags_are_usage_errors() {
@@ -51,11 +51,7 @@ fn a_small_run_writes_every_file_and_names_missing_peers() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let rows: Vec<serde_json::Value> = stdout
-        .lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = json_lines(&stdout);
     assert_eq!(rows.len(), 2, "{stdout}");
     let sluice_row = &rows[0];
     assert_eq!(sluice_row["engine"], "sluice");
@@ -81,4 +77,51 @@ fn a_small_run_writes_every_file_and_names_missing_peers() {
     }
     // Every data directory is gone afterwards.
     assert_eq!(std::fs::read_dir(data.path()).unwrap().count(), 0);
+}
+
+/// An engine that was asked for and failed (here a PostgreSQL whose programs are not
+/// where `SLUICE_PG_BIN` says) gets a FAILED row; the whole table and the JSON are still
+/// printed, and then the command exits 1 naming the engine.
+#[test]
+fn a_failed_engine_row_makes_the_command_exit_1_after_the_whole_table() {
+    let data = tempfile::tempdir_in(".").unwrap();
+    let no_pg = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "compare",
+            "tpcb",
+            "--engines",
+            "sluice,postgres",
+            "--scale",
+            "1",
+            "--clients",
+            "2",
+            "--seconds",
+            "0.2",
+            "--warmup",
+            "0",
+            "--rounds",
+            "1",
+            "--dir",
+            data.path().to_str().unwrap(),
+            "--json",
+        ])
+        .env("SLUICE_PG_BIN", no_pg.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("postgres"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let rows = json_lines(&stdout);
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert_eq!(rows[0]["engine"], "sluice");
+    assert_eq!(rows[0]["failed"], false);
+    assert!(rows[0]["tps"].as_f64().unwrap() > 0.0);
+    assert_eq!(rows[1]["engine"], "postgres");
+    assert_eq!(rows[1]["failed"], true);
+    let why = rows[1]["unavailable"].as_str().unwrap();
+    assert!(why.contains("SLUICE_PG_BIN"), "{why}");
+    assert!(stdout.contains("FAILED"), "{stdout}");
 }

@@ -372,7 +372,8 @@ impl Shared {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use sluice::{Agents, Database, Options, Outcome};
+/// use sluice::{Database, Options};
+/// use sluice::experiment::{Agents, Outcome};
 /// use sluice_storage::SimStorage;
 ///
 /// let db = Database::open_on(Arc::new(SimStorage::new(3)), "/db", Options::default())?;

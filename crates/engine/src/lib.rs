@@ -188,13 +188,6 @@ pub mod testing {
     }
 }
 
-// The experiment and test hooks under their former names at the root, hidden from the
-// documentation, so that code written before they moved keeps compiling.
-#[doc(hidden)]
-pub use experiment::*;
-#[doc(hidden)]
-pub use testing::{partition_dir, MANIFEST, PARTITION_MARKER};
-
 /// The commit steps and the lock manager are internal: called out of order they allow
 /// dirty reads or drop early-release dependencies (issue 8, defect 9). These must not
 /// compile.

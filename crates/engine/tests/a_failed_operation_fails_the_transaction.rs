@@ -4,7 +4,8 @@
 //! nothing the transaction did lands — on every path (get, get_for_update, put, delete,
 //! scan, agent bodies), and for argument errors too (an oversized key).
 
-use sluice::{Agents, Database, Error, Options, Outcome, Table, Transaction};
+use sluice::experiment::{Agents, Outcome};
+use sluice::{Database, Error, Options, Table, Transaction};
 use sluice_storage::SimStorage;
 use std::sync::Arc;
 use std::time::Duration;

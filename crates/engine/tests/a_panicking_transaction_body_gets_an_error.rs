@@ -2,7 +2,8 @@
 //! the agent or leave the request unanswered: the agent catches it, rolls the transaction
 //! back, delivers an error and goes on. Before, two panics stalled a 2-agent pool.
 
-use sluice::{Agents, Database, Error, Options, Outcome, Table};
+use sluice::experiment::{Agents, Outcome};
+use sluice::{Database, Error, Options, Table};
 use sluice_storage::SimStorage;
 use std::sync::mpsc;
 use std::sync::Arc;

@@ -51,7 +51,7 @@ fn a_partition_log_directory_symlinked_to_another_not_yet_created_is_refused() {
         Err(e) => panic!(
             "not refused as one directory under two names before anything was created \
              (partition 0 created: {created}, manifest written: {}): {e}",
-            db_dir.join(sluice::MANIFEST).exists()
+            db_dir.join(sluice::testing::MANIFEST).exists()
         ),
     }
 }

@@ -3,7 +3,8 @@
 //! written the directory and a `PARTITIONS` manifest — one naming 0 log managers that no
 //! later open could read. The manifest was written before the arguments were checked.
 
-use sluice::{Options, Partitioned, Unassigned, MANIFEST, MAX_LOG_MANAGERS};
+use sluice::testing::MANIFEST;
+use sluice::{Options, Partitioned, Unassigned, MAX_LOG_MANAGERS};
 use sluice_storage::{SimStorage, Storage};
 use std::path::Path;
 use std::sync::Arc;

@@ -3,7 +3,8 @@
 //! later opening of the same directory — every operation is refused with a one-line
 //! `InvalidArgument`, and nothing is read from or written to the wrong table.
 
-use sluice::{Agents, Database, Error, Options, Outcome, Table};
+use sluice::experiment::{Agents, Outcome};
+use sluice::{Database, Error, Options, Table};
 use sluice_storage::SimStorage;
 use std::sync::Arc;
 

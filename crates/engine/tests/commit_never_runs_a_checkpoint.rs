@@ -4,7 +4,8 @@
 
 mod spy;
 
-use sluice::{Agents, Database, Options, Outcome};
+use sluice::experiment::{Agents, Outcome};
+use sluice::{Database, Options};
 use sluice_storage::SimStorage;
 use spy::Spy;
 use std::sync::Arc;

@@ -1,7 +1,8 @@
 //! Commit protocols (Aether §3–4): what each one promises, shown with a log whose syncs
 //! the test holds, plus the crash sweep under each protocol.
 
-use sluice::{AgentOptions, Agents, CommitProtocol, Database, Error, Options, Outcome};
+use sluice::experiment::{AgentOptions, Agents, Outcome};
+use sluice::{CommitProtocol, Database, Error, Options};
 use sluice_storage::{GatedStorage, SimStorage, Storage};
 use sluice_testkit::crash::{crash_test_mode, CrashMode};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -3,7 +3,8 @@
 //! run; a `Submitter` used after its pool is gone is refused at once; submissions racing
 //! with shutdown are answered one way or the other, never dropped.
 
-use sluice::{Agents, Database, Error, Options, Outcome};
+use sluice::experiment::{Agents, Outcome};
+use sluice::{Database, Error, Options};
 use sluice_storage::SimStorage;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;

@@ -8,9 +8,8 @@
 mod gated;
 
 use gated::open_gated;
-use sluice::{
-    AgentOptions, Agents, CommitProtocol, Database, Error, Finished, Lsn, Outcome, Table,
-};
+use sluice::experiment::{AgentOptions, Agents, Finished, Outcome};
+use sluice::{CommitProtocol, Database, Error, Lsn, Table};
 use sluice_storage::GatedStorage;
 use std::sync::mpsc;
 use std::sync::Arc;

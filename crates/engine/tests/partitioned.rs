@@ -2,9 +2,8 @@
 //! routing, atomic commit across logs, recovery of a commit decided by the coordinator,
 //! and refusing missing or foreign partitions.
 
-use sluice::{
-    partition_dir, CommitProtocol, Database, Error, Options, Partitioned, PARTITION_MARKER,
-};
+use sluice::testing::{partition_dir, PARTITION_MARKER};
+use sluice::{CommitProtocol, Database, Error, Options, Partitioned};
 use sluice_storage::{SimStorage, Storage};
 use std::path::Path;
 use std::sync::Arc;

@@ -102,6 +102,8 @@ fn read_only_open_of_a_missing_partitioned_database_creates_nothing() {
     );
     assert!(open(storage.clone(), dir, false).is_err());
     sim.clear_faults();
-    assert!(storage.exists(&dir.join(sluice::MANIFEST)).unwrap());
+    assert!(storage
+        .exists(&dir.join(sluice::testing::MANIFEST))
+        .unwrap());
     fails_and_creates_nothing(storage.clone(), root, dir, "sim, interrupted creation");
 }

@@ -4,13 +4,15 @@
 //! from there (`buffer_pool::spill`): the open succeeds with the smallest pool, shows every
 //! committed value, and changes nothing on the database's storage, simulated or real.
 //! Before (issue 24, item 1) the open failed: "the buffer pool of 16 pages is too small
-//! for this read-only database".
+//! for this read-only database". The spill file is the storage's scratch file
+//! (`Storage::scratch`), so on the simulator it is simulated too: a fault in it is the
+//! open's I/O error.
 
 mod read_only;
 
 use read_only::*;
 use sluice::Database;
-use sluice_storage::{SimStorage, Storage};
+use sluice_storage::{FaultKind, FaultOp, FaultPlan, SimStats, SimStorage, Storage};
 use sluice_testkit::dir_snapshot::dir_snapshot;
 use sluice_testkit::fence::FencedStorage;
 use std::collections::BTreeMap;
@@ -26,9 +28,11 @@ fn rows(db: &Database) -> BTreeMap<Vec<u8>, Vec<u8>> {
     rows
 }
 
-#[test]
-fn a_redo_far_larger_than_a_16_page_pool_opens_read_only_on_simulated_storage() {
-    let sim = SimStorage::new(7);
+/// A simulated disk (from `seed`) holding a database that crashed with a redo of far more
+/// than 16 pages past its last checkpoint, and a loser over some of it; the disk as a
+/// storage, and its stats now.
+fn crashed_with_a_large_redo(seed: u64) -> (SimStorage, Arc<dyn Storage>, SimStats) {
+    let sim = SimStorage::new(seed);
     let db = Database::open_on(FencedStorage::for_incarnation(&sim), DIR, options()).unwrap();
     commit_keys(&db, "t", 300, "before the checkpoint ");
     db.checkpoint().unwrap();
@@ -45,13 +49,24 @@ fn a_redo_far_larger_than_a_16_page_pool_opens_read_only_on_simulated_storage() 
     drop(db);
     let storage: Arc<dyn Storage> = Arc::new(sim.clone());
     let before = sim.stats();
+    (sim, storage, before)
+}
 
-    let db = Database::builder(DIR)
+/// A read-only open of the database on `storage` with a pool of 16 pages.
+fn open_read_only_16(storage: &Arc<dyn Storage>) -> sluice::Result<Database> {
+    Database::builder(DIR)
         .options(options())
         .pool_pages(16)
         .storage(storage.clone())
         .read_only(true)
         .open()
+}
+
+#[test]
+fn a_redo_far_larger_than_a_16_page_pool_opens_read_only_on_simulated_storage() {
+    let (sim, storage, before) = crashed_with_a_large_redo(7);
+
+    let db = open_read_only_16(&storage)
         .expect("a read-only open whose recovery outgrows the pool spills, not fails");
     let expected: BTreeMap<_, _> = (0..3000)
         .map(|i| (key(i), format!("after the checkpoint {i}").into_bytes()))
@@ -61,6 +76,29 @@ fn a_redo_far_larger_than_a_16_page_pool_opens_read_only_on_simulated_storage() 
     assert_eq!(rows(&db), expected);
     let report = db.verify().unwrap();
     assert_eq!(report.entries, 3010);
+    drop(db);
+    assert_only_syncs(&sim, before, "nothing written on the database's storage");
+}
+
+/// The spill goes through the storage seam: a write error injected into the simulated
+/// scratch file fails the read-only open with an I/O error that names the scratch file,
+/// and the database's files are untouched — a later read-only open shows every value.
+#[test]
+fn a_failed_spill_on_simulated_storage_fails_the_read_only_open_with_an_io_error() {
+    let (sim, storage, before) = crashed_with_a_large_redo(8);
+    sim.inject(
+        FaultPlan::new(FaultOp::Write, 1, FaultKind::Eio)
+            .persistent()
+            .on(SimStorage::SCRATCH),
+    );
+    let e = open_read_only_16(&storage)
+        .map(|db| rows(&db).len())
+        .unwrap_err();
+    assert!(e.is_io(), "{e}");
+    assert!(e.to_string().contains("scratch file"), "{e}");
+    sim.clear_faults();
+    let db = open_read_only_16(&storage).unwrap();
+    assert_eq!(rows(&db).len(), 3000);
     drop(db);
     assert_only_syncs(&sim, before, "nothing written on the database's storage");
 }

@@ -52,6 +52,9 @@ impl<L: StorageLayer> Storage for L {
     fn dir_identity(&self, dir: &Path) -> io::Result<DirIdentity> {
         self.below().dir_identity(dir)
     }
+    fn scratch(&self) -> io::Result<Box<dyn FileHandle>> {
+        Ok(self.wrap(self.below().scratch()?))
+    }
     fn failpoint(&self, name: &'static str, path: &Path) -> io::Result<()> {
         self.below().failpoint(name, path)
     }

@@ -228,6 +228,14 @@ pub trait Storage: Send + Sync + 'static {
     /// wrapper that compared spellings instead would bring back the bug this exists to
     /// prevent.)
     fn dir_identity(&self, dir: &Path) -> io::Result<DirIdentity>;
+    /// A new, empty scratch file for bytes a process needs only while it runs: in no
+    /// directory the engine uses (no path names it, nothing lists it), gone when its
+    /// handle drops, and never surviving a crash or a process kill. [`OsStorage`]: an
+    /// unlinked temporary file in the system's temporary directory (`TMPDIR`);
+    /// [`SimStorage`]: a file in no directory of the simulated disk, whose writes are
+    /// counted operations a crash can land on. (Wrappers must forward it: there is no
+    /// default.)
+    fn scratch(&self) -> io::Result<Box<dyn FileHandle>>;
 
     /// The named failure point `name` ([`failpoint`]) concerning the file or directory
     /// `path`: `Ok` unless a test armed it on a simulated disk

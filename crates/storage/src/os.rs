@@ -258,6 +258,13 @@ impl Storage for OsStorage {
     fn dir_identity(&self, dir: &Path) -> io::Result<DirIdentity> {
         crate::identity::os_identity(dir).map_err(|e| with_path(dir, e))
     }
+
+    fn scratch(&self) -> io::Result<Box<dyn FileHandle>> {
+        // Errors name the directory it is in (it has no name of its own).
+        let path = std::env::temp_dir();
+        let file = tempfile::tempfile_in(&path).map_err(|e| with_path(&path, e))?;
+        Ok(Box::new(OsFile { file, path }))
+    }
 }
 
 #[cfg(test)]

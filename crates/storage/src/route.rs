@@ -87,6 +87,10 @@ impl Storage for RoutedStorage {
     fn dir_identity(&self, dir: &Path) -> io::Result<crate::DirIdentity> {
         self.route(dir).dir_identity(dir)
     }
+    /// The default storage's: a scratch file lies in no mounted directory.
+    fn scratch(&self) -> io::Result<Box<dyn FileHandle>> {
+        self.default.scratch()
+    }
     fn failpoint(&self, name: &'static str, path: &Path) -> io::Result<()> {
         self.route(path).failpoint(name, path)
     }

@@ -17,7 +17,8 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use sluice::{Agents, Database, Error, Outcome, Result, Table, Transaction};
+use sluice::experiment::{Agents, Outcome};
+use sluice::{Database, Error, Result, Table, Transaction};
 use std::sync::Mutex;
 
 /// Keys the range can hold.

@@ -27,7 +27,7 @@ fn swarm_of_configurations_loses_nothing_and_breaks_no_rule() {
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let r = swarm(seeds, first, jobs, |_| {});
     println!(
-        "{seeds} seeds from {first}: {} acknowledged, {} lost, {} lost under async, {} violations, {} halts mid-run, {} in recovery, {} read-only opens ({} refused), {} clean closes, {} states rechecked, {} audits, {} pool-full",
+        "{seeds} seeds from {first}: {} acknowledged, {} lost, {} lost under async, {} violations, {} halts mid-run, {} in recovery, {} read-only opens ({} spilled), {} clean closes, {} states rechecked, {} audits, {} pool-full",
         r.acknowledged,
         r.lost,
         r.lost_async,
@@ -35,7 +35,7 @@ fn swarm_of_configurations_loses_nothing_and_breaks_no_rule() {
         r.halts_mid_run,
         r.halts_in_recovery,
         r.read_only_opens,
-        r.read_only_refused,
+        r.read_only_spilled,
         r.clean_closes,
         r.states_rechecked,
         r.audits,
@@ -59,6 +59,7 @@ fn swarm_of_configurations_loses_nothing_and_breaks_no_rule() {
         "layout=partitioned",
         "driver=agents",
         "read-only=opened",
+        "read-only=spilled",
         "async-commits",
     ] {
         assert!(count(c.to_string()) > 0, "no seed covered {c}");

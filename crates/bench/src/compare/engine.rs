@@ -60,6 +60,10 @@ pub struct CompareRow {
     /// Why the engine did not run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
+    /// The engine was asked for and is in this build but failed: it could not start or
+    /// load, or it failed in a round (`unavailable` says how). An engine not built in,
+    /// or PostgreSQL asked for TATP, is unavailable without having failed.
+    pub failed: bool,
     /// Clients (transactions in the system at once).
     pub clients: usize,
     /// Threads that ran them (sluice: agents; peers: one per client; pgbench: `-j`).
@@ -106,6 +110,7 @@ impl CompareRow {
             variant: variant.to_string(),
             available: false,
             unavailable: Some(why),
+            failed: false,
             clients,
             threads: 0,
             tps: 0.0,
@@ -119,6 +124,15 @@ impl CompareRow {
             ratio_to_sluice: None,
             rounds: 0,
             seconds: 0.0,
+        }
+    }
+
+    /// This row (of an engine that did not run) marked failed (see
+    /// [`CompareRow::failed`]).
+    pub fn into_failed(self) -> CompareRow {
+        CompareRow {
+            failed: true,
+            ..self
         }
     }
 
@@ -141,7 +155,7 @@ impl CompareRow {
     pub fn cells(&self) -> Vec<String> {
         if !self.available {
             let mut c = vec![self.engine.to_string(), self.variant.clone()];
-            c.push("unavailable".into());
+            c.push(if self.failed { "FAILED" } else { "unavailable" }.into());
             c.extend(std::iter::repeat_n("-".to_string(), 8));
             return c;
         }
@@ -265,6 +279,17 @@ mod tests {
         let row = lines.next().unwrap();
         assert!(row.starts_with("tpcb,sqlite,\"WAL, a\",false,8,"), "{row}");
         assert!(row.ends_with(",why"), "{row}");
+    }
+
+    #[test]
+    fn a_failed_row_says_so_and_an_unavailable_one_does_not() {
+        let f = CompareRow::unavailable(CompareWorkload::Tpcb, Engine::Postgres, "", 8, "x".into())
+            .into_failed();
+        assert!(f.failed && !f.available);
+        assert_eq!(f.cells()[2], "FAILED");
+        let u = CompareRow::unavailable(CompareWorkload::Tpcb, Engine::Sqlite, "", 8, "y".into());
+        assert!(!u.failed);
+        assert_eq!(u.cells()[2], "unavailable");
     }
 
     #[test]

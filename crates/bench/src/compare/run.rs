@@ -232,13 +232,9 @@ pub fn compare(
                         row.durability = how;
                         trackers.push(Tracker::new(row, c));
                     }
-                    Err(e) => trackers.push(Tracker::gone(CompareRow::unavailable(
-                        w,
-                        engine,
-                        "",
-                        cfg.clients,
-                        e,
-                    ))),
+                    Err(e) => trackers.push(Tracker::gone(
+                        CompareRow::unavailable(w, engine, "", cfg.clients, e).into_failed(),
+                    )),
                 }
             }
             Engine::Postgres => {
@@ -258,13 +254,9 @@ pub fn compare(
                         }
                         cluster = Some(c);
                     }
-                    Err(e) => trackers.push(Tracker::gone(CompareRow::unavailable(
-                        w,
-                        engine,
-                        "",
-                        cfg.clients,
-                        e,
-                    ))),
+                    Err(e) => trackers.push(Tracker::gone(
+                        CompareRow::unavailable(w, engine, "", cfg.clients, e).into_failed(),
+                    )),
                 }
             }
         }
@@ -310,7 +302,8 @@ pub fn compare(
                         &t.row.variant,
                         cfg.clients,
                         format!("failed in round {}: {e}", round + 1),
-                    );
+                    )
+                    .into_failed();
                 }
             }
         }

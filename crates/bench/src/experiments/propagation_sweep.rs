@@ -20,7 +20,8 @@ use super::propagation::{self, DeviceBandwidth, PropagationConfig, PropagationRe
 use crate::knobs::named_values;
 use crate::output::thousands;
 use serde::Serialize;
-use sluice::{CommitProtocol, PageCleaner, Policy, Strategy};
+use sluice::experiment::{PageCleaner, Policy};
+use sluice::{CommitProtocol, Strategy};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -10,9 +10,8 @@ use crate::metrics::{self, CpuCost, Latency, Usage};
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use sluice::{
-    AgentOptions, Agents, CommitProtocol, Database, Error, Finished, Outcome, Transaction,
-};
+use sluice::experiment::{AgentOptions, Agents, Finished, Outcome};
+use sluice::{CommitProtocol, Database, Error, Transaction};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -159,7 +158,7 @@ struct Run<W: Workload> {
     all_done: Condvar,
 }
 
-fn step<W: Workload>(run: Arc<Run<W>>, sub: sluice::Submitter, c: ClientState) {
+fn step<W: Workload>(run: Arc<Run<W>>, sub: sluice::experiment::Submitter, c: ClientState) {
     if run.stop.load(Ordering::Acquire) {
         run.finished.lock().expect("driver").push(c);
         run.all_done.notify_all();
@@ -179,7 +178,12 @@ fn step<W: Workload>(run: Arc<Run<W>>, sub: sluice::Submitter, c: ClientState) {
     submit(run, sub, c, seq);
 }
 
-fn submit<W: Workload>(run: Arc<Run<W>>, sub: sluice::Submitter, mut c: ClientState, seq: u64) {
+fn submit<W: Workload>(
+    run: Arc<Run<W>>,
+    sub: sluice::experiment::Submitter,
+    mut c: ClientState,
+    seq: u64,
+) {
     let input = run.w.input(&mut c.rng, c.id, seq);
     let kind = run.w.kind(&input);
     let w = run.w.clone();

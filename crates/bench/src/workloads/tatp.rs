@@ -686,13 +686,17 @@ impl super::driver::Workload for TatpWorkload {
             .position(|&k| k == i.kind)
             .expect("a known kind")
     }
-    fn body(&self, tx: &mut Transaction, i: &TatpInput) -> Result<sluice::Outcome<bool>, Error> {
+    fn body(
+        &self,
+        tx: &mut Transaction,
+        i: &TatpInput,
+    ) -> Result<sluice::experiment::Outcome<bool>, Error> {
         let found = run(tx, &self.tables, i)?;
         // A failed update rolls back what it did so far; "not found" still completes.
         Ok(if found || i.kind.read_only() {
-            sluice::Outcome::Commit(found)
+            sluice::experiment::Outcome::Commit(found)
         } else {
-            sluice::Outcome::Rollback(false)
+            sluice::experiment::Outcome::Rollback(false)
         })
     }
 }

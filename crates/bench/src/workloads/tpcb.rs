@@ -485,9 +485,13 @@ impl super::driver::Workload for TpcbWorkload {
     fn kind(&self, _: &TpcbInput) -> usize {
         0
     }
-    fn body(&self, tx: &mut Transaction, i: &TpcbInput) -> Result<sluice::Outcome<bool>, Error> {
+    fn body(
+        &self,
+        tx: &mut Transaction,
+        i: &TpcbInput,
+    ) -> Result<sluice::experiment::Outcome<bool>, Error> {
         run(tx, &self.tables, i)?;
-        Ok(sluice::Outcome::Commit(true))
+        Ok(sluice::experiment::Outcome::Commit(true))
     }
 }
 

@@ -11,6 +11,36 @@ pub fn sluice(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
+/// The arguments of a short `sluice bench WORKLOAD` (tpcb, tatp) in `dir`: 2 clients,
+/// classic commits, 0.2 s measured, no warm-up, then `extra`.
+pub fn bench_args<'a>(workload: &'a str, dir: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "bench",
+        workload,
+        "--dir",
+        dir,
+        "--clients",
+        "2",
+        "--commit",
+        "classic",
+        "--seconds",
+        "0.2",
+        "--warmup",
+        "0",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// The JSON lines of a command's stdout.
+pub fn json_lines(stdout: &str) -> Vec<serde_json::Value> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// Runs `sluice args`, prints the command and what it printed, asserts no panic; returns
 /// (exit code, stdout, stderr).
 pub fn run(args: &[&str]) -> (Option<i32>, String, String) {

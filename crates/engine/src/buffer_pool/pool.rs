@@ -10,6 +10,7 @@ use crate::log_record::Record;
 use crate::log_sink::LogSink;
 use crate::page;
 use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
+use sluice_storage::Storage;
 use sluice_wal::Lsn;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,7 +35,7 @@ pub struct PoolStats {
     pub reads: u64,
     /// Pages the pool wrote from its frames (evictions, checkpoint sweeps, page-cleaner
     /// clusters); the log cleaner's writes, made from the log, are counted in
-    /// [`Backlog`](crate::Backlog) instead.
+    /// [`Backlog`](crate::experiment::Backlog) instead.
     pub writes: u64,
     /// Pages evicted to make room.
     pub evictions: u64,
@@ -96,14 +97,15 @@ impl std::ops::Deref for BufferPool {
 impl BufferPool {
     /// A pool over `file`; `image_floor` is the redo point of the checkpoint the control
     /// file names (0 if none): recovery starts there, so it can restore any page whose
-    /// image is above it.
+    /// image is above it. A read-only pool (`read_only`: the storage) spills to that
+    /// storage's scratch file.
     pub(crate) fn new(
         frames: usize,
         page_size: usize,
         file: DataFile,
         log: Arc<LogSink>,
         image_floor: Lsn,
-        read_only: bool,
+        read_only: Option<Arc<dyn Storage>>,
     ) -> Self {
         assert!(frames >= 2);
         let slots = (0..frames).map(|_| Frame::new(page_size)).collect();
@@ -113,8 +115,8 @@ impl BufferPool {
                 map: hashbrown::HashMap::with_capacity(frames),
                 hand: 0,
             }),
-            read_only,
-            spill: read_only.then(|| Spill::new(page_size)),
+            read_only: read_only.is_some(),
+            spill: read_only.map(|storage| Spill::new(page_size, storage)),
             redo_imaged: Mutex::new(HashSet::new()),
             reads: AtomicU64::new(0),
             hits: Default::default(),

@@ -253,7 +253,7 @@ fn assemble_and_recover(
         file,
         log.clone(),
         redo_point,
-        options.read_only,
+        options.read_only.then(|| storage.clone()),
     );
     let inner = Arc::new(Inner {
         store: Store::new(pool, log, page_size, redo_point.0),

@@ -194,7 +194,7 @@ pub struct PartitionedStats {
 /// record exists, under every protocol (`async` included: atomicity needs it), and keeps
 /// its locks outside partition 0 until its commit is durable (early lock release applies
 /// to partition 0's part). A commit that a partition cannot finish (its data file failed)
-/// returns an error (see [`PartitionedTransaction::commit`]). [`crate::Agents`] serve
+/// returns an error (see [`PartitionedTransaction::commit`]). [`crate::experiment::Agents`] serve
 /// ordinary databases only.
 #[derive(Clone)]
 pub struct Partitioned {

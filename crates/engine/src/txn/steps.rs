@@ -134,7 +134,7 @@ impl Transaction {
     /// depends on, is durable (at once under `Async`, or for a transaction that chose
     /// [`Durability::Async`](crate::Durability::Async): see [`Transaction::set_durability`]). Without an agent to detach from,
     /// the pipelined protocols behave as their blocking counterparts; see
-    /// [`crate::Agents`] for flush pipelining. A failed transaction (see the type's
+    /// [`crate::experiment::Agents`] for flush pipelining. A failed transaction (see the type's
     /// docs) is rolled back and its [`Error::TransactionFailed`] returned.
     pub fn commit(self) -> Result<()> {
         self.commit_observed(|_| {})

@@ -153,6 +153,9 @@ impl Storage for HoldReads {
     fn dir_identity(&self, dir: &Path) -> io::Result<DirIdentity> {
         self.inner.dir_identity(dir)
     }
+    fn scratch(&self) -> io::Result<Box<dyn FileHandle>> {
+        self.inner.scratch()
+    }
     fn failpoint(&self, name: &'static str, path: &Path) -> io::Result<()> {
         self.inner.failpoint(name, path)
     }

@@ -245,6 +245,10 @@ impl Storage for NoChanges {
     fn dir_identity(&self, dir: &Path) -> io::Result<sluice_storage::DirIdentity> {
         self.inner.dir_identity(dir)
     }
+    /// Outside every directory: nothing to watch, passed through.
+    fn scratch(&self) -> io::Result<Box<dyn FileHandle>> {
+        self.inner.scratch()
+    }
 }
 
 /// Asserts that every counted operation on `sim` since `before` (its stats then) was a

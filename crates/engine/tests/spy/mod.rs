@@ -160,4 +160,7 @@ impl Storage for Spy {
     fn dir_identity(&self, dir: &Path) -> io::Result<sluice_storage::DirIdentity> {
         self.inner.dir_identity(dir)
     }
+    fn scratch(&self) -> io::Result<Box<dyn FileHandle>> {
+        self.inner.scratch()
+    }
 }

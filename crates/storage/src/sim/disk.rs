@@ -237,6 +237,15 @@ impl Disk {
         Ok(())
     }
 
+    /// Creates an empty file that no directory names (a scratch file): it lives while a
+    /// handle holds it and a power loss or process kill frees it.
+    pub(super) fn create_unlinked(&mut self) -> InodeId {
+        let inode = self.next_inode;
+        self.next_inode += 1;
+        self.inodes.insert(inode, Inode::default());
+        inode
+    }
+
     /// Creates an empty file; the caller checked that `path` is free and valid.
     pub(super) fn create_file(&mut self, path: &Path) -> InodeId {
         assert!(self.lookup(path).is_none(), "create over {path:?}");

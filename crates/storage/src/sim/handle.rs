@@ -55,6 +55,10 @@ pub(super) struct SimHandle {
     /// Opened with [`OpenOptions::read_only`](crate::OpenOptions::read_only): writes and length changes fail (syncs and
     /// cache drops work, as on Linux).
     pub(super) read_only: bool,
+    /// A scratch file ([`Storage::scratch`](crate::Storage::scratch)): in no directory,
+    /// so nothing it does changes what a crash leaves. Its calls pass injected faults but
+    /// are not counted operations (no crash lands on them) and not in the stats.
+    pub(super) scratch: bool,
 }
 
 impl SimHandle {
@@ -83,11 +87,25 @@ impl SimHandle {
         Ok(())
     }
 
+    /// The gate of a change: a counted operation, or for a scratch file the fault check
+    /// alone.
+    fn begin(&self, state: &mut State, op: OpKind) -> io::Result<()> {
+        if self.scratch {
+            state.fault(op, &[&self.path])
+        } else {
+            state.begin(op, &[&self.path])
+        }
+    }
+
     fn write(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         let mut state = self.live()?;
         self.writable()?;
         Inode::check_size(offset.checked_add(buf.len() as u64))?;
-        state.begin(OpKind::Write, &[&self.path])?;
+        self.begin(&mut state, OpKind::Write)?;
+        if self.scratch {
+            state.disk.inode_mut(self.inode).write(offset, buf);
+            return Ok(());
+        }
         state.disk.inode_mut(self.inode).write(offset, buf);
         state.stats.writes += 1;
         state.stats.bytes_written += buf.len() as u64;
@@ -104,7 +122,7 @@ impl SimHandle {
     /// it makes the file's pending writes — a killed process's included — durable.
     fn sync(&self) -> io::Result<()> {
         let mut state = self.live()?;
-        if let Err(e) = state.begin(OpKind::SyncData, &[&self.path]) {
+        if let Err(e) = self.begin(&mut state, OpKind::SyncData) {
             // An injected failure has Linux's semantics (the type's docs). A halt that
             // fired here left the disk to the power loss or the next incarnation.
             if !is_halt_error(&e) {
@@ -113,6 +131,9 @@ impl SimHandle {
             return Err(e);
         }
         state.disk.inode_mut(self.inode).sync();
+        if self.scratch {
+            return Ok(());
+        }
         state.stats.syncs += 1;
         state.record(|| TraceEvent::SyncData(self.path.clone()));
         Ok(())
@@ -122,8 +143,11 @@ impl SimHandle {
         let mut state = self.live()?;
         self.writable()?;
         Inode::check_size(Some(len))?;
-        state.begin(OpKind::SetLen, &[&self.path])?;
+        self.begin(&mut state, OpKind::SetLen)?;
         state.disk.inode_mut(self.inode).set_len(len);
+        if self.scratch {
+            return Ok(());
+        }
         state.record(|| TraceEvent::SetLen {
             path: self.path.clone(),
             len,

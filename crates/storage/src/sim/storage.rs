@@ -78,6 +78,10 @@ impl fmt::Debug for SimStorage {
 }
 
 impl SimStorage {
+    /// What a scratch file ([`Storage::scratch`]) is called in errors and path-scoped
+    /// faults (no directory of the simulated disk holds it).
+    pub const SCRATCH: &str = "/(scratch)";
+
     /// An empty disk whose crash outcomes are drawn from `seed`.
     pub fn new(seed: u64) -> SimStorage {
         let state = State {
@@ -320,6 +324,7 @@ impl SimStorage {
             incarnation: state.incarnation,
             path,
             read_only: false,
+            scratch: false,
         }
     }
 
@@ -515,6 +520,20 @@ impl Storage for SimStorage {
             return Err(with_path(&dir, e));
         }
         Ok(DirIdentity::sim(self.shared.disk, dir))
+    }
+
+    fn scratch(&self) -> io::Result<Box<dyn FileHandle>> {
+        // It changes nothing a crash leaves, so neither its creation nor its calls are
+        // counted operations; they pass injected faults (path-scoped ones by this name).
+        let path = PathBuf::from(SimStorage::SCRATCH);
+        let mut state = self.live().map_err(|e| with_path(&path, e))?;
+        state
+            .fault(OpKind::Create, &[&path])
+            .map_err(|e| with_path(&path, e))?;
+        let inode = state.disk.create_unlinked();
+        let mut handle = self.new_handle(&mut state, inode, path);
+        handle.scratch = true;
+        Ok(Box::new(handle))
     }
 
     fn failpoint(&self, name: &'static str, path: &Path) -> io::Result<()> {

@@ -8,10 +8,8 @@ use super::model::{
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use sluice::{
-    AgentOptions, Agents, CommitProtocol, Database, Error, Finished, Outcome as TxnOutcome,
-    Submitter, Table, TxnId,
-};
+use sluice::experiment::{AgentOptions, Agents, Finished, Outcome as TxnOutcome, Submitter};
+use sluice::{CommitProtocol, Database, Error, Table, TxnId};
 use sluice_wal::Lsn;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex};

@@ -4,7 +4,8 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use sluice::{CommitProtocol, Options, PageCleaner, Policy, Strategy};
+use sluice::experiment::{PageCleaner, Policy};
+use sluice::{CommitProtocol, Options, Strategy};
 use std::fmt;
 use std::time::Duration;
 

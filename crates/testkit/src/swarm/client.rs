@@ -9,7 +9,8 @@ use super::engine::{Db, Rows, Tbl, Tx};
 use super::workload::{audit, draw_plan, owned_range, run_plan, Attempt, Body, Plan, ThreadLog};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use sluice::{AgentOptions, Agents, Durability, Error, Finished, Outcome, Transaction};
+use sluice::experiment::{AgentOptions, Agents, Finished, Outcome};
+use sluice::{Durability, Error, Transaction};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 

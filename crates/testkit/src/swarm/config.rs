@@ -5,7 +5,8 @@
 use crate::crash::Halt;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use sluice::{CommitProtocol, Options, PageCleaner, Policy, Strategy, Unassigned};
+use sluice::experiment::{PageCleaner, Policy};
+use sluice::{CommitProtocol, Options, Strategy, Unassigned};
 use sluice_wal::{GroupCommit, InsertVariant};
 use std::time::Duration;
 

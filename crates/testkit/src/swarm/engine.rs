@@ -86,6 +86,17 @@ impl Db {
         }
     }
 
+    /// Pages the pools wrote back to make room: for a read-only database, the pages
+    /// restart recovery changed that it spilled to its scratch file.
+    pub(crate) fn victim_writes(&self) -> u64 {
+        match self {
+            Db::Plain(d) => d.stats().pool.victim_writes,
+            Db::Part(d) => (0..d.log_managers())
+                .map(|i| d.partition(i).stats().pool.victim_writes)
+                .sum(),
+        }
+    }
+
     /// Creates every table of [`TABLES`].
     pub(crate) fn create_tables(&self) -> Result<Vec<Tbl>, Error> {
         TABLES
@@ -183,16 +194,6 @@ impl Db {
         }
         tx.commit()?;
         Ok(rows)
-    }
-}
-
-/// True for the documented refusal of a read-only database whose recovery in memory
-/// outgrew its pool (`Builder::read_only`).
-pub(crate) fn pool_too_small(e: &Error) -> bool {
-    match e {
-        Error::TransactionFailed { cause, .. } => pool_too_small(cause),
-        Error::InvalidArgument(m) => m.contains("too small for this read-only database"),
-        _ => false,
     }
 }
 

@@ -27,8 +27,9 @@ pub struct SwarmReport {
     pub halts_in_recovery: u64,
     /// Read-only opens whose state was shown and checked.
     pub read_only_opens: u64,
-    /// Read-only opens refused because recovery in memory outgrew the pool (documented).
-    pub read_only_refused: u64,
+    /// Read-only opens whose recovery changed more pages than the pool held, which it
+    /// spilled to a scratch file.
+    pub read_only_spilled: u64,
     /// Opens refused, as they must be, because a read failed during recovery.
     pub refused_opens: u64,
     /// Sessions that ended in a clean close.
@@ -101,7 +102,7 @@ pub fn swarm(
         report.halts_mid_run += r.halts_mid_run;
         report.halts_in_recovery += r.halts_in_recovery;
         report.read_only_opens += r.read_only_opens;
-        report.read_only_refused += r.read_only_refused;
+        report.read_only_spilled += r.read_only_spilled;
         report.refused_opens += r.refused_opens;
         report.clean_closes += r.clean_closes;
         report.states_rechecked += r.states_rechecked;
