@@ -2,7 +2,7 @@
 //! and recovery. The state its threads share is in `shared.rs`, its options in
 //! `options.rs`.
 
-use crate::error::{Result, WalError};
+use crate::error::{io_context, Result, WalError};
 use crate::flush::FlushDaemon;
 use crate::notify::{DurableCallback, DurableFuture};
 use crate::options::LogOptions;
@@ -577,10 +577,17 @@ impl Log {
         s.buffer.stop();
         s.waiters.fail_all(&WalError::Closed);
         s.sync_done_parker.notify_all();
+        let mut spares = Ok(());
+        if s.health.error().is_none() {
+            // Nothing writes the files any more: the disk space kept for segments to come
+            // goes back (segment recycling is for a running log).
+            spares = s.segments.release_spares(s.buffer.durable());
+        }
         drop(s.lock.lock().take());
         if let Some(e) = s.health.error() {
             return Err(e);
         }
+        spares.map_err(|e| io_context("closing the log could not remove its spare segments", e))?;
         Ok(s.buffer.durable())
     }
 }

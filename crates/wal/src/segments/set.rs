@@ -271,6 +271,53 @@ impl SegmentSet {
         }
     }
 
+    /// At a clean close, with the daemon and the preparer stopped and everything appended
+    /// durable at `durable`: removes the disk space kept for segments to come, which a
+    /// closed log does not need — the retired files of the recycling pool, and segments
+    /// made ahead that start above `durable` (they hold no record). Newest segment first,
+    /// each directory synced before the next is touched, so a crash at any point leaves
+    /// a contiguous run of segments that still holds the last durable byte (a segment
+    /// made ahead is one a crash could as well have caught before it was made). The
+    /// next open makes what it needs, as after a crash.
+    pub(crate) fn release_spares(&self, durable: Lsn) -> io::Result<()> {
+        let _one_at_a_time = self.truncation.lock();
+        let ahead: Vec<Lsn> = self
+            .segments
+            .lock()
+            .iter()
+            .rev()
+            .copied()
+            .filter(|&st| st > durable)
+            .collect();
+        for start in ahead {
+            let dir = self.dir_of(start);
+            match self.storage.remove(&dir.join(segment::segment_name(start))) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+            self.storage.sync_dir(dir)?;
+            self.segments.lock().retain(|&s| s != start);
+        }
+        let pool = std::mem::take(&mut *self.recycled.lock());
+        for (i, &old) in pool.iter().enumerate() {
+            let dir = self.dir_of(old);
+            match self.storage.remove(&dir.join(segment::free_name(old))) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    // Left to the next open, which removes every retired file it finds.
+                    self.recycled.lock().extend(&pool[i..]);
+                    return Err(e);
+                }
+                _ => {}
+            }
+        }
+        let mut dirs: Vec<&Path> = pool.iter().map(|&old| self.dir_of(old)).collect();
+        dirs.dedup();
+        for dir in dirs {
+            self.storage.sync_dir(dir)?;
+        }
+        Ok(())
+    }
+
     /// Syncs `dir` after removals and retirements in it; then the retired files in
     /// `retired` (all in `dir`) join the recycling pool.
     fn settle_retirements(&self, dir: &Path, retired: &mut Vec<Lsn>) -> io::Result<()> {
