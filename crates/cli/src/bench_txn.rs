@@ -155,13 +155,14 @@ pub fn print_rows(rows: &[Row], json: bool) {
     let tatp = rows.iter().all(|r| r.workload == "tatp");
     let mut header = vec!["workload"];
     header.extend(Row::columns(tatp));
-    let mut t = Table::new(header);
+    let mut t = Table::new(header.clone());
     for r in rows {
         let mut cells = vec![r.workload.to_string()];
         cells.extend(r.cells());
         t.row(cells);
     }
     println!("{}", t.render());
+    println!("{}", legend(&header));
     for r in rows {
         for v in &r.violations {
             println!("INCONSISTENT ({} {}): {v}", r.workload, r.commit);
@@ -189,6 +190,69 @@ pub fn print_rows(rows: &[Row], json: bool) {
             println!("{}", json_line(r));
         }
     }
+}
+
+/// What each column of the results table means, printed under it.
+const LEGEND: [(&str, &str); 17] = [
+    ("workload", "the benchmark"),
+    ("commit", "commit protocol: classic (each commit waits for its log sync), elr (early lock release), pipelined (the sync is waited for off the agent thread), elr-pipelined (both), async (no wait: not durable)"),
+    ("log buffer", "how records are inserted into the log buffer"),
+    ("clients", "transactions in the system at once"),
+    ("agents", "threads that run them"),
+    ("skew", "Zipf skew of the key choice (0 = uniform)"),
+    ("log", "the log device: the real disk, or an emulated latency"),
+    ("tps", "committed transactions per second"),
+    ("MQTh", "committed transactions per second (TATP's name for it)"),
+    ("p50 µs", "median transaction latency, microseconds"),
+    ("p99 µs", "99th-percentile transaction latency, microseconds"),
+    ("ctx sw/txn", "context switches per committed transaction"),
+    ("(vol)", "of those, voluntary ones (a thread waited)"),
+    ("cpu", "CPU used by the process over the run (100 % = one core)"),
+    ("log B/txn", "log bytes per committed transaction"),
+    ("aborted", "transactions aborted (deadlock victims, lock timeouts), then retried"),
+    ("consistent", "the workload's consistency check after the run passed"),
+];
+
+/// The legend of the columns of a results table, one `  name  meaning` line each.
+fn legend(columns: &[&str]) -> String {
+    let w = columns.iter().map(|c| c.chars().count()).max().unwrap_or(0);
+    let mut out = String::from("columns:");
+    for c in columns {
+        let meaning = LEGEND
+            .iter()
+            .find(|(name, _)| name == c)
+            .map_or("", |(_, m)| m);
+        let pad = w - c.chars().count();
+        out.push_str(&format!("\n  {c}{:pad$}  {meaning}", ""));
+    }
+    out
+}
+
+/// The first line of a run: what runs, on what, for how long.
+fn config_line(c: &Common, ck: &Checked, workload: &str) -> String {
+    let protocols: Vec<String> = c.commit.iter().map(|p| p.to_string()).collect();
+    let agents = c
+        .agents
+        .map_or("agents per protocol's default".to_string(), |a| {
+            format!("{a} agents")
+        });
+    let log = match &c.log_latency {
+        Some(l) => format!("log latency {l} (emulated)"),
+        None => "log on the real disk".to_string(),
+    };
+    let dir = c
+        .dir
+        .as_ref()
+        .map_or("a temporary directory".to_string(), |d| {
+            d.display().to_string()
+        });
+    let seconds = ck.specs.first().map_or(0.0, |s| s.seconds.as_secs_f64());
+    let warmup = ck.specs.first().map_or(0.0, |s| s.warmup.as_secs_f64());
+    format!(
+        "running {workload}: {} client(s), {agents}; commit {} ({seconds} s measured after {warmup} s warm-up, each); {log}; data in {dir}",
+        c.clients,
+        protocols.join(", then "),
+    )
 }
 
 fn finish(rows: Vec<Row>, json: bool) -> Result<(), Failure> {
@@ -279,6 +343,28 @@ impl Want {
     /// The refusal of a database holding `found`, with the size flag that would take it
     /// when it holds this workload at another size.
     fn refuse(&self, dir: &Path, found: &Stored) -> Failure {
+        if let (
+            Stored::Tpcb {
+                accounts_per_branch: found_apb,
+                ..
+            },
+            Stored::Tpcb {
+                accounts_per_branch: want_apb,
+                ..
+            },
+        ) = (found, &self.stored)
+        {
+            if found_apb != want_apb {
+                // No load of this command makes that: a load killed before it recorded
+                // itself, recognised by its row counts (`stored::identify`). Saying "holds
+                // TPC-B at scale 1, not TPC-B at scale 1; use --scale 1" contradicts itself.
+                return Failure::Usage(format!(
+                    "{} holds a TPC-B load that did not finish ({found}; a load has {want_apb}): remove the directory (rm -r {}) to load it again, or use another --dir",
+                    dir.display(),
+                    dir.display()
+                ));
+            }
+        }
         let hint = match found {
             _ if std::mem::discriminant(found) != std::mem::discriminant(&self.stored) => {
                 String::new()
@@ -423,7 +509,16 @@ pub fn tpcb(a: TpcbArgs) -> Result<(), Failure> {
         ..TpcbShape::standard(scale)
     };
     let pool_pages = TpcbSession::pool_pages(scale);
-    let mut session = match start(&a.common, ck.latency, &want, pool_pages)? {
+    let what = format!(
+        "TPC-B at scale {scale} ({scale} branch(es), {} accounts)",
+        scale as u64 * tpcb::ACCOUNTS_PER_BRANCH as u64
+    );
+    let started = start(&a.common, ck.latency, &want, pool_pages)?;
+    if !matches!(started, Start::Checked) {
+        // After `start`: a refused --dir prints nothing on stdout.
+        println!("{}", config_line(&a.common, &ck, &what));
+    }
+    let mut session = match started {
         Start::Checked => return Ok(()),
         Start::Empty(b) => load(&a.common, &want, &format!("TPC-B SF {scale}"), |tick| {
             TpcbSession::load_into(b, shape, tick)
@@ -459,7 +554,13 @@ pub fn tatp(a: TatpArgs) -> Result<(), Failure> {
         size_given: a.subscribers.is_some(),
     };
     let pool_pages = TatpSession::pool_pages(subscribers);
-    let mut session = match start(&a.common, ck.latency, &want, pool_pages)? {
+    let what = format!("TATP with {subscribers} subscribers");
+    let started = start(&a.common, ck.latency, &want, pool_pages)?;
+    if !matches!(started, Start::Checked) {
+        // After `start`: a refused --dir prints nothing on stdout.
+        println!("{}", config_line(&a.common, &ck, &what));
+    }
+    let mut session = match started {
         Start::Checked => return Ok(()),
         Start::Empty(b) => load(&a.common, &want, &format!("TATP {subscribers}"), |tick| {
             TatpSession::load_into(b, subscribers, tick)

@@ -680,6 +680,13 @@ pub fn kill(a: KillArgs) -> Result<(), Failure> {
     if a.json {
         println!("{}", json_line(&report));
     }
+    if acknowledged == 0 {
+        // A check that checked nothing is not a pass: no run lived long enough to have
+        // a commit acknowledged, so no recovery was asked to keep one.
+        return Err(Failure::Runtime(format!(
+            "checked nothing: none of the {runs} run(s) had a commit acknowledged before its kill (seed {seed}); give --seconds-per-run more time or --runs more runs"
+        )));
+    }
     let lost_counts = a.commit.durable() && lost > 0;
     if lost_counts || inconsistent > 0 {
         // Keep the database for a look.

@@ -2,16 +2,20 @@
 //! `sluice get` and `sluice scan`.
 //!
 //! Exit codes, the same for every one of them: 0 when the command did what it was asked
-//! (and, for `verify`, found nothing wrong); 2 when DIR is not something it can work on —
-//! a missing directory, a directory that is not a sluice database, an unknown table, a
-//! bad argument; 1 when the database is there but the command failed — damage found,
-//! the database held by another process, an I/O error. Each failure is one line on
-//! stderr (`verify --json` prints its verdict as JSON on stdout as well).
+//! (and, for `verify`, found nothing wrong); 2 only for bad arguments — a missing
+//! directory, a directory that is not a sluice database (no `CONTROL`), an unknown
+//! table, a key that is not valid hex or escaped text; 1 when the database is there but
+//! the command failed — it cannot be opened (damage, a creation interrupted before its
+//! first checkpoint, held by another process, an I/O error), damage found, a key absent.
+//! A crashed database is not a failure: the read-only tools recover it in memory,
+//! whatever the size of its redo (pages beyond the pool go to a temporary file outside
+//! DIR). Each failure is one line on stderr (`verify --json` prints its verdict as JSON
+//! on stdout as well).
 
 use crate::Failure;
 use clap::{Args, Subcommand};
 use serde_json::json;
-use sluice::inspect::{dump_log, escape_bytes};
+use sluice::inspect::{dump_log, escape_bytes, unescape_bytes};
 use sluice::{Database, Error};
 use std::path::{Path, PathBuf};
 
@@ -80,7 +84,9 @@ pub struct GetArgs {
     pub dir: PathBuf,
     /// The table.
     pub table: String,
-    /// The key (its UTF-8 bytes; hex digits with `--hex`).
+    /// The key as `scan` prints it: its UTF-8 bytes, with `\\`, `\"`, `\n`, `\t`,
+    /// `\xNN`… read as escapes (a key with a backslash is written `\\`); hex digits
+    /// with `--hex`.
     pub key: String,
     /// KEY is given in hex, and the value is printed in hex.
     #[arg(long)]
@@ -94,7 +100,7 @@ pub struct ScanArgs {
     pub dir: PathBuf,
     /// The table.
     pub table: String,
-    /// Only keys starting with this (UTF-8 bytes; hex digits with `--hex`).
+    /// Only keys starting with this (escaped as KEY of `get`; hex digits with `--hex`).
     #[arg(long)]
     pub prefix: Option<String>,
     /// Print at most this many entries.
@@ -136,9 +142,15 @@ fn failure(e: Error) -> Failure {
     }
 }
 
+/// An error opening DIR, which `check_dir` found to be a database: never a usage error
+/// (the arguments were right), whatever the engine calls it.
+fn open_failure(dir: &Path, e: Error) -> Failure {
+    Failure::Runtime(format!("cannot open {}: {e}", dir.display()))
+}
+
 fn open_read_only(dir: &Path) -> Result<Database, Failure> {
     check_dir(dir)?;
-    Database::open_read_only(dir).map_err(failure)
+    Database::open_read_only(dir).map_err(|e| open_failure(dir, e))
 }
 
 /// `sluice verify DIR`.
@@ -148,6 +160,16 @@ pub fn verify(a: VerifyArgs) -> Result<(), Failure> {
         Database::open_read_only(&a.dir)
     } else {
         Database::open(&a.dir)
+    };
+    let opened: Result<Database, Error> = match opened {
+        Ok(db) => Ok(db),
+        Err(e) => {
+            if a.json {
+                let j = json!({ "ok": false, "dir": a.dir.display().to_string(), "error": e.to_string() });
+                println!("{j}");
+            }
+            return Err(open_failure(&a.dir, e));
+        }
     };
     let result = opened.and_then(|db| {
         let rec = db.recovery_report().clone();
@@ -371,7 +393,8 @@ pub fn tables(a: TablesArgs) -> Result<(), Failure> {
 
 fn parse_bytes(s: &str, hex: bool, what: &str) -> Result<Vec<u8>, Failure> {
     if !hex {
-        return Ok(s.as_bytes().to_vec());
+        // The form `scan` prints (`sluice::inspect::escape_bytes`), read back.
+        return unescape_bytes(s).map_err(|e| Failure::Usage(format!("{what} {e}")));
     }
     let bad = || {
         Failure::Usage(format!(

@@ -162,6 +162,14 @@ impl<E: std::error::Error> From<E> for Failure {
 }
 
 fn main() -> ExitCode {
+    // A closed stdout (`sluice bench … | head -1`) ends the process quietly, as it ends
+    // `cat` or `grep`: Rust ignores SIGPIPE, so every later `println!` would panic on the
+    // broken pipe (exit 101 and a backtrace) instead.
+    // SAFETY: called first thing, before any other thread exists; SIG_DFL is a valid
+    // disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

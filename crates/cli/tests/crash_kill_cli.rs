@@ -173,3 +173,35 @@ fn crash_test_sim_tpcb_reports_json() {
     assert_eq!(v["lost"], 0, "{v}");
     assert_eq!(v["violations"], 0, "{v}");
 }
+
+/// A kill loop whose children were all killed before any commit was acknowledged
+/// checked nothing, and a check that checked nothing is not a pass (issue 24, item 7: it
+/// exited 0 with "0 acknowledged").
+#[test]
+fn a_kill_loop_that_checked_no_acknowledged_commit_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sluice(&[
+        "crash-test",
+        "kill",
+        "--runs",
+        "1",
+        "--seconds-per-run",
+        "0.000001",
+        "--accounts-per-branch",
+        "1000",
+        "--seed",
+        "1",
+        "--json",
+        "--dir",
+        dir.path().to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let j = last_json(&out);
+    assert_eq!(
+        j["acknowledged"], 0,
+        "the child was killed within a microsecond: {j}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("checked nothing"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -38,7 +38,7 @@ fn main() -> Result<(), Error> {
                             };
                             tx.put(t, k.as_bytes(), (n + 1).to_le_bytes())?;
                         }
-                        Ok(())
+                        Ok::<_, sluice::Error>(())
                     })
                     .unwrap_or_else(|e| panic!("a bump failed after retries: {e}"));
                 }
@@ -62,6 +62,6 @@ fn read_total(db: &Database, t: &sluice::Table) -> Result<u64, Error> {
             let (_, v) = entry?;
             sum += u64::from_le_bytes(v.try_into().expect("8 bytes"));
         }
-        Ok(sum)
+        Ok::<_, sluice::Error>(sum)
     })
 }

@@ -2,27 +2,28 @@
 //! (`crates/cli/tests/docs_do_not_rot.rs` fails when the two differ).
 //! Run with `cargo run -p sluice --example quickstart`.
 
-use sluice::{Database, Error};
+use sluice::Database;
 
-fn main() -> Result<(), Error> {
-    // Creates the database, or recovers it after a crash.
-    let db = Database::open(std::env::temp_dir().join("sluice-quickstart"))?;
-    let users = db.table_or_create("users")?;
-
-    // Serializable; `commit` returns once the commit record is on disk.
-    let mut tx = db.begin();
-    tx.put(&users, b"ada", b"lovelace")?;
-    tx.put(&users, b"alan", b"turing")?;
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let db = Database::open(std::env::temp_dir().join("sluice-quickstart"))?; // or recovers it
+    let accounts = db.table_or_create("accounts")?;
+    let mut tx = db.begin(); // serializable; `commit` returns once it is on disk
+    tx.put(&accounts, "ada", 100u64.to_le_bytes())?;
+    tx.put(&accounts, "alan", 50u64.to_le_bytes())?;
     tx.commit()?;
-
-    // A closure in a transaction, run again after a deadlock or a lock timeout.
-    db.transaction(|tx| tx.put(&users, b"grace", b"hopper"))?;
-
+    // Run again, with backoff, while it loses a lock conflict; its own error aborts it.
+    let left = db.transaction(|tx| {
+        // Write-locks at once: a `get` then `put` in two transactions would deadlock.
+        let ada: [u8; 8] = tx.get_for_update(&accounts, "ada")?.ok_or("no ada")?[..].try_into()?;
+        let left = u64::from_le_bytes(ada).checked_sub(30).ok_or("overdrawn")?;
+        tx.put(&accounts, "ada", left.to_le_bytes())?;
+        Ok::<_, Box<dyn std::error::Error>>(left) // the application's own error type
+    })?;
     let mut tx = db.begin();
-    for entry in tx.scan(&users, "a".."h") {
-        let (key, value) = entry?;
-        println!("{} {}", key.escape_ascii(), value.escape_ascii());
-    }
+    let keys: Vec<_> = tx.scan(&accounts, ..).map(|e| e.map(|(k, _)| k)).collect();
+    let back: Vec<_> = tx.scan(&accounts, ..).rev().collect::<Result<_, _>>()?;
     tx.commit()?;
-    db.close()
+    println!("ada has {left} left; keys: {keys:?}, backwards: {back:?}");
+    db.close()?; // closes every clone of `db`
+    Ok(())
 }

@@ -28,7 +28,7 @@ fn main() -> Result<(), Error> {
         ] {
             tx.put(&cities, name.as_bytes(), population.to_le_bytes())?;
         }
-        Ok(())
+        Ok::<_, sluice::Error>(())
     })?;
     drop(cities);
     db.close()?;

@@ -24,7 +24,7 @@ fn main() -> Result<(), Error> {
             let k = format!("session/{user}/{id}");
             tx.put(&t, k.as_bytes(), expires.to_be_bytes())?;
         }
-        Ok(())
+        Ok::<_, sluice::Error>(())
     })?;
 
     let now = 150u64;
@@ -33,7 +33,7 @@ fn main() -> Result<(), Error> {
         let expired = tx.retain(&t, "session/".."session0", |_, v| {
             u64::from_be_bytes(v.try_into().expect("8 bytes")) > now
         })?;
-        Ok((anns, expired))
+        Ok::<_, sluice::Error>((anns, expired))
     })?;
     println!("ann had {anns} sessions; {expired} sessions expired at time {now}");
 

@@ -54,6 +54,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 /// What a transaction body decides.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -282,6 +283,7 @@ impl Shared {
             Err(e) => return self.abort(tx, Err(e), done),
         };
         // Refused for a failed transaction: the abort delivers the first error.
+        let started = Instant::now();
         let seq = Sequencer::new(&self.db.inner.store.log, self.protocol);
         let recorded = match seq.record(&mut tx) {
             Ok(r) => r,
@@ -302,7 +304,7 @@ impl Shared {
             value,
             committed: true,
         });
-        self.deliver_when_durable(recorded.ack, Some(tx), ok, done);
+        self.deliver_when_durable(recorded.ack, Some(tx), ok, done, Some(started));
     }
 
     /// Delivers `result` once the log is durable up to `ack` (at once for `None`), by the
@@ -310,13 +312,15 @@ impl Shared {
     /// and picks up other work while the log daemon waits; the finishing step is then
     /// queued for an agent (the daemon does no transaction work itself). `tx` (still
     /// holding its locks under the strict protocols) is dropped once durable, which
-    /// releases them.
+    /// releases them. A commit's latency (from `started`) is recorded once it is
+    /// durable (`Database::metrics`).
     fn deliver_when_durable<R: Send + 'static>(
         self: &Arc<Self>,
         ack: Option<Lsn>,
         tx: Option<Transaction>,
         result: Result<Finished<R>>,
         done: impl FnOnce(Result<Finished<R>>) + Send + 'static,
+        started: Option<Instant>,
     ) {
         let seq = Sequencer::new(&self.db.inner.store.log, self.protocol);
         match ack {
@@ -324,11 +328,17 @@ impl Shared {
                 self.in_flight.fetch_add(1, Ordering::SeqCst);
                 let me = self.clone();
                 seq.detach(ack, tx, move |r| {
+                    if let (Ok(()), Some(s)) = (&r, started) {
+                        me.db.inner.metrics.commits.record(s.elapsed());
+                    }
                     me.push_hardened(Box::new(move || deliver(done, r.and(result))));
                 });
             }
             _ => {
                 let r = seq.wait(ack, tx);
+                if let (Ok(()), Some(s)) = (&r, started) {
+                    self.db.inner.metrics.commits.record(s.elapsed());
+                }
                 deliver(done, r.and(result));
             }
         }
@@ -354,7 +364,7 @@ impl Shared {
             value,
             committed: false,
         });
-        self.deliver_when_durable(ack, None, r, done);
+        self.deliver_when_durable(ack, None, r, done, None);
     }
 }
 

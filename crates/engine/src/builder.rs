@@ -188,12 +188,12 @@ impl Builder {
     /// * **A database that was not closed cleanly** (a crash: log beyond the last
     ///   checkpoint) shows the state recovery would give it: restart recovery runs *in
     ///   memory* — redo into the buffer pool, losers undone without logging — and the
-    ///   pages it changed stay in the pool, never written back, for as long as the
-    ///   database is open. If they do not fit,
-    ///   opening fails with [`Error::InvalidArgument`](crate::Error::InvalidArgument)
-    ///   asking for a larger [`Builder::pool_pages`] or a read-write open (which
-    ///   recovers on disk). Writes a killed process left unsynced in the page cache
-    ///   count: they were made durable first (above).
+    ///   pages it changed are never written back to the data file. Those the pool has no
+    ///   room for go to a temporary file outside the database directory (an anonymous
+    ///   file in the system's temporary directory, `TMPDIR`, gone when the process
+    ///   ends) and are read back from there, so a pool of any size opens a redo of any
+    ///   size. Writes a killed process left unsynced in the page cache count: they were
+    ///   made durable first (above).
     /// * **Transactions.** Reads (`get`, `get_for_update`, `scan`, `scan_prefix`) work;
     ///   every write (`put`, `delete`, a `retain` that deletes, creating a table, also
     ///   through [`Database::table_or_create`](crate::Database::table_or_create) of a

@@ -3,8 +3,13 @@
 //! A table's root page never moves (root splits happen in place), so the catalog entry
 //! is written once, by the transaction that creates the table. Creating a table
 //! allocates and formats its root (a redo-only action) and then inserts the catalog entry
-//! in an ordinary transaction that commits at once; if that transaction does not commit,
-//! the root page stays allocated but unused (pages are never freed).
+//! as a change of the creating transaction (`txn/tables.rs`), under its X lock on the
+//! name; if that transaction does not commit, its rollback or recovery removes the
+//! entry and the root page stays allocated but unused (pages are never freed). The
+//! cache of names (`Inner::catalog`) holds only committed tables: a lookup that misses it
+//! reads the catalog under a lock, so it waits for a creating or renaming transaction
+//! to end, and fills the cache while it holds that lock; a rename evicts the old name
+//! once it holds the name X (`txn/tables.rs`).
 
 use crate::db::Database;
 use crate::error::{Error, Result};
@@ -13,10 +18,11 @@ use crate::inner::Inner;
 use crate::log_record::Record;
 use crate::page::{compress, Meta, NodeMut};
 use crate::table::Table;
+use crate::txn::Durability;
 use std::sync::Arc;
 
-/// The longest table name, in bytes.
-pub const MAX_TABLE_NAME: usize = 255;
+pub use crate::table::MAX_TABLE_NAME;
+use crate::table::{check_name, decode_root};
 
 impl Inner {
     pub(crate) fn catalog_table(self: &Arc<Self>) -> Table {
@@ -24,10 +30,16 @@ impl Inner {
     }
 
     /// The hidden table of large values' chunks (`crate::blob`), listed in the catalog
-    /// under the empty name, which no user table can have. Created with `create` if it
-    /// does not exist yet (committed and durable at once, as any table); `None` if it
-    /// does not exist and `create` is false.
-    pub(crate) fn blob_table(self: &Arc<Self>, create: bool) -> Result<Option<Table>> {
+    /// under the empty name, which no user table can have. Created if it does not exist
+    /// yet and `create` says how durable: `Some(Durable)` commits it durable at once, as
+    /// any table; `Some(Async)` (for a transaction that chose not to wait for the log)
+    /// commits it without waiting — every commit that writes into the table comes after
+    /// its creation in the log, so none can survive a crash that loses it. `None` if it
+    /// does not exist and `create` is `None`.
+    pub(crate) fn blob_table(
+        self: &Arc<Self>,
+        create: Option<Durability>,
+    ) -> Result<Option<Table>> {
         const NAME: &str = "";
         const SHOWN: &str = "(large values)";
         if let Some(root) = self.catalog.lock().get(NAME).copied() {
@@ -40,12 +52,17 @@ impl Inner {
                 tx.commit()?;
                 decode_root(SHOWN, &v)?
             }
-            None if !create => return Ok(None),
             None => {
+                let Some(durability) = create else {
+                    return Ok(None);
+                };
                 let root = self.allocate_root()?;
                 tx.put(&cat, NAME.as_bytes(), root.0.to_le_bytes())?;
+                tx.set_durability(durability);
                 tx.commit()?;
-                self.store.log.sync()?;
+                if durability == Durability::Durable {
+                    self.store.log.sync()?;
+                }
                 root
             }
         };
@@ -54,7 +71,7 @@ impl Inner {
     }
 
     /// Allocates and formats an empty leaf as a new table's root.
-    fn allocate_root(&self) -> Result<PageId> {
+    pub(crate) fn allocate_root(&self) -> Result<PageId> {
         let mp = self.store.pool.fetch(PageId::META)?;
         let mut mw = mp.write_valid()?;
         let mut meta = mw.bytes().to_vec();
@@ -76,27 +93,12 @@ impl Inner {
     }
 }
 
-fn check_name(name: &str) -> Result<()> {
-    if name.is_empty() || name.len() > MAX_TABLE_NAME {
-        return Err(Error::InvalidArgument(format!(
-            "table name of {} bytes: must be 1..={MAX_TABLE_NAME}",
-            name.len()
-        )));
-    }
-    Ok(())
-}
-
-fn decode_root(name: &str, v: &[u8]) -> Result<PageId> {
-    let b: [u8; 8] = v
-        .try_into()
-        .map_err(|_| Error::Corruption(format!("catalog entry of {name:?} is malformed")))?;
-    Ok(PageId(u64::from_le_bytes(b)))
-}
-
 impl Database {
-    /// Creates a table (committed and durable at once, whatever the commit protocol: a
-    /// table must not vanish in a crash even under `async`). [`Error::AlreadyExists`] if
-    /// it exists; [`Error::ReadOnly`] in a read-only database.
+    /// Creates a table in a transaction of its own, committed and durable at once,
+    /// whatever the commit protocol (a table must not vanish in a crash even under
+    /// `async`); [`Transaction::create_table`](crate::Transaction::create_table) creates
+    /// one inside a transaction. [`Error::AlreadyExists`] if it exists;
+    /// [`Error::ReadOnly`] in a read-only database.
     pub fn create_table(&self, name: &str) -> Result<Table> {
         check_name(name)?;
         let inner = &self.inner;
@@ -104,17 +106,13 @@ impl Database {
         if inner.options.read_only {
             return Err(Error::ReadOnly);
         }
-        let cat = inner.catalog_table();
         let mut tx = self.begin();
-        if tx.get_for_update(&cat, name.as_bytes())?.is_some() {
-            return Err(Error::AlreadyExists(format!("table {name:?}")));
-        }
-        let root = inner.allocate_root()?;
-        tx.put(&cat, name.as_bytes(), root.0.to_le_bytes())?;
+        let table = tx.create_table(name)?;
         tx.commit()?;
         inner.store.log.sync()?;
-        inner.catalog.lock().insert(name.to_string(), root);
-        Ok(Table::new(inner, name, root))
+        // Not cached here: by now a rename may have taken the name (the cache is filled
+        // only under the name's lock, by `table`).
+        Ok(table)
     }
 
     /// Opens an existing table. [`Error::NotFound`] if there is none by that name.
@@ -127,12 +125,15 @@ impl Database {
             None => {
                 let mut tx = self.begin();
                 let v = tx.get(&inner.catalog_table(), name.as_bytes())?;
-                tx.commit()?;
                 let Some(v) = v else {
+                    tx.commit()?;
                     return Err(Error::NotFound(format!("table {name:?}")));
                 };
                 let r = decode_root(name, &v)?;
+                // Cached under the name's S lock, so a rename (which evicts the name
+                // under its X lock) cannot come between the read and the cache.
                 inner.catalog.lock().insert(name.to_string(), r);
+                tx.commit()?;
                 r
             }
         };
@@ -168,5 +169,16 @@ impl Database {
         }
         tx.commit()?;
         Ok(names)
+    }
+}
+
+impl Database {
+    /// Renames table `from` to `to` in a transaction of its own, committed at once (see
+    /// [`Transaction::rename_table`](crate::Transaction::rename_table)). [`Error::NotFound`] if there is no table `from`.
+    pub fn rename_table(&self, from: &str, to: &str) -> Result<()> {
+        let table = self.table(from)?;
+        let mut tx = self.begin();
+        tx.rename_table(&table, to)?;
+        tx.commit()
     }
 }

@@ -57,6 +57,12 @@ pub enum Error {
     /// The database (or the transaction, or an agent pool) was closed.
     #[error("closed: {0}")]
     Closed(&'static str),
+    /// [`Database::close`](crate::Database::close) closed the database with this many
+    /// transactions still open: it rolled them back (their later calls return
+    /// [`Error::Closed`]; nothing they wrote is committed). The database is closed all
+    /// the same.
+    #[error("closed with {0} transaction(s) still open: they were rolled back")]
+    OpenTransactions(usize),
     /// An earlier operation of the transaction returned an error (`cause`, the first
     /// one), so the transaction has failed: it takes no more operations, and
     /// [`Transaction::commit`](crate::Transaction::commit) rolls it back and returns this.

@@ -53,8 +53,12 @@ pub(crate) struct Inner {
     pub(crate) closed: AtomicBool,
     /// What a partitioned database installed (`coordination`); none for an ordinary one.
     pub(crate) hooks: crate::coordination::Hooks,
-    /// `None` only for a read-only database in a directory without a `LOCK` file.
-    pub(crate) _lock: Option<Box<dyn LockGuard>>,
+    /// The directory lock, let go when the database closes (`let_go`), whoever still
+    /// holds this state. `None` only for a read-only database in a directory without a
+    /// `LOCK` file, and once closed.
+    pub(crate) lock: Mutex<Option<Box<dyn LockGuard>>>,
+    /// What `Database::metrics` reports that has no other home (`crate::metrics`).
+    pub(crate) metrics: crate::metrics::Recorder,
 }
 
 impl Inner {
@@ -167,9 +171,26 @@ impl Inner {
         self.checkpointer.stop();
         self.propagation.stop();
         self.closed.store(true, Ordering::Release);
-        self.store.log.close().map(|_| ()).map_err(Error::from)
+        let r = self.store.log.close().map(|_| ()).map_err(Error::from);
+        self.let_go();
+        r
     }
 
+    /// The end of every close: no page is written from now on, and the directory lock
+    /// is released, so the directory can be opened again at once, even while clones of
+    /// the handle or transactions still hold this state (their calls return
+    /// [`Error::Closed`]).
+    fn let_go(&self) {
+        self.store.pool.close();
+        drop(self.lock.lock().take());
+    }
+
+    /// Closes: background work stopped, the last checkpoint (read-write, healthy), the
+    /// log closed, the directory let go. Transactions still open are rolled back: their
+    /// later calls return [`Error::Closed`], nothing they wrote is committed (the closing
+    /// checkpoint lists them as active, so the next open's restart recovery undoes what
+    /// reached the disk), and the close returns [`Error::OpenTransactions`] with their
+    /// number once it is done.
     pub(crate) fn close(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Ok(());
@@ -187,8 +208,13 @@ impl Inner {
             Ok(())
         };
         self.closed.store(true, Ordering::Release);
+        let open = self.txns.len();
         let closed = self.store.log.close().map(|_| ()).map_err(Error::from);
-        r.and(closed)
+        self.let_go();
+        r.and(closed).and(match open {
+            0 => Ok(()),
+            n => Err(Error::OpenTransactions(n)),
+        })
     }
 }
 

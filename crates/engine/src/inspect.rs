@@ -92,6 +92,16 @@ pub fn dump_log(dir: impl AsRef<Path>, from: Option<u64>, limit: Option<usize>) 
     let mut entries = Vec::new();
     let explicit = from.is_some();
     let from = from.map_or(start, Lsn);
+    if from < start || from > end {
+        return Err(Error::InvalidArgument(format!(
+            "LSN {from} is outside the log, which holds [{start}, {end})"
+        )));
+    }
+    if !from.0.is_multiple_of(8) {
+        return Err(Error::InvalidArgument(format!(
+            "LSN {from} is inside the log [{start}, {end}) but no record starts there (records start at multiples of 8): start at an LSN a dump printed"
+        )));
+    }
     for item in log.read_from(from).map_err(wal)? {
         if limit.is_some_and(|l| entries.len() >= l) {
             break;
@@ -128,7 +138,8 @@ pub fn dump_log(dir: impl AsRef<Path>, from: Option<u64>, limit: Option<usize>) 
 }
 
 /// `bytes` escaped like a Rust byte string (printable ASCII as is, `\"`, `\\`, `\n`,
-/// `\xNN`), cut at `max` input bytes with `…` after it.
+/// `\xNN`), cut at `max` input bytes with `…` after it. [`unescape_bytes`] reads the
+/// uncut form back: `sluice scan` prints keys this way and `sluice get` takes them so.
 pub fn escape_bytes(bytes: &[u8], max: usize) -> String {
     let mut s: String = bytes
         .iter()
@@ -140,6 +151,46 @@ pub fn escape_bytes(bytes: &[u8], max: usize) -> String {
         s.push('…');
     }
     s
+}
+
+/// The bytes [`escape_bytes`] printed as `text` (uncut): `\\`, `\"`, `\'`, `\n`, `\r`,
+/// `\t` and `\xNN` are escapes, every other character stands for its UTF-8 bytes. A
+/// backslash followed by anything else is an error naming it.
+pub fn unescape_bytes(text: &str) -> std::result::Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut chars = text.char_indices();
+    while let Some((at, c)) = chars.next() {
+        if c != '\\' {
+            let mut buf = [0u8; 4];
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            continue;
+        }
+        let bad = || {
+            format!(
+                "{text:?}: the backslash at byte {at} starts no escape (\\\\, \\\", \\', \\n, \\r, \\t or \\xNN, as `sluice scan` prints them)"
+            )
+        };
+        let b = match chars.next().ok_or_else(bad)?.1 {
+            '\\' => b'\\',
+            '"' => b'"',
+            '\'' => b'\'',
+            'n' => b'\n',
+            'r' => b'\r',
+            't' => b'\t',
+            'x' => {
+                let hex: String = (0..2)
+                    .filter_map(|_| chars.next().map(|(_, c)| c))
+                    .collect();
+                if hex.len() != 2 {
+                    return Err(bad());
+                }
+                u8::from_str_radix(&hex, 16).map_err(|_| bad())?
+            }
+            _ => return Err(bad()),
+        };
+        out.push(b);
+    }
+    Ok(out)
 }
 
 fn value(v: &StoredValue) -> String {
@@ -262,5 +313,26 @@ fn entry(at: u64, len: u64, payload_len: u64, rec: &Record) -> LogEntry {
         kind,
         pages,
         summary,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{escape_bytes, unescape_bytes};
+
+    /// One escaping rule, both directions: what `sluice scan` prints, `sluice get` reads
+    /// back to the same bytes, for every byte value and for text with quotes, backslashes
+    /// and non-ASCII characters.
+    #[test]
+    fn unescape_reads_back_every_escaped_key() {
+        let all: Vec<u8> = (0..=255).collect();
+        for key in [&all[..], b"a\\b\"c'd\te\n", "naïve ключ".as_bytes(), b""] {
+            assert_eq!(unescape_bytes(&escape_bytes(key, usize::MAX)).unwrap(), key);
+        }
+        assert_eq!(unescape_bytes("plain").unwrap(), b"plain");
+        for bad in ["\\", "a\\q", "\\x4", "\\xzz"] {
+            let e = unescape_bytes(bad).unwrap_err();
+            assert!(e.contains("starts no escape"), "{e}");
+        }
     }
 }

@@ -26,7 +26,7 @@
 //! tx.rollback()?; // as if it never happened
 //!
 //! // A closure run in a transaction, run again if it loses a deadlock.
-//! let n = db.transaction(|tx| Ok(tx.scan_prefix(&users, "a").count()))?;
+//! let n = db.transaction(|tx| Ok::<_, sluice::Error>(tx.scan_prefix(&users, "a").count()))?;
 //! assert_eq!(n, 2);
 //!
 //! // Values of any size up to 1 GiB: a large one is stored apart from the tree's leaves.
@@ -65,22 +65,29 @@
 //! write or sync of the disk stops the database (every later call returns the error);
 //! reopening it recovers.
 //!
-//! **Commit protocols** ([`CommitProtocol`]) decide when locks are released and who
-//! waits for the disk; every one but `async` acknowledges a commit only once it is
-//! durable. *Early lock release* (`elr`): locks are released as soon as the commit record
-//! is in the log's memory buffer, before it is on disk, so the next transaction on the
-//! same keys need not wait for the disk; whatever it returns is held back until the
-//! commit it read from is durable, so no client ever sees data a crash could take away.
-//! *Flush pipelining* (`pipelined`): through an [`Agents`] pool, a committing transaction
-//! is set aside while the log writes it, and its agent thread runs other requests
-//! meanwhile. `elr-pipelined` (the default) is both. `classic` holds locks until the
-//! commit is durable; `async` acknowledges before the disk (a crash can lose the last
-//! acknowledged commits).
+//! **Commit protocols** ([`CommitProtocol`]) decide when locks are released and who waits
+//! for the disk; every one but `async` acknowledges a commit only once it is durable.
+//! *Early lock release* (`elr`): locks are released as soon as the commit record is in the
+//! log's memory buffer, before it is on disk, so the next transaction on the same keys need
+//! not wait for the disk; whatever it returns is held back until the commit it read from is
+//! durable, so no client ever sees data a crash could take away. *Flush pipelining*
+//! (`pipelined`): through an [`experiment::Agents`] pool, a committing transaction is set
+//! aside while the log writes it, and its agent thread runs other requests meanwhile.
+//! `elr-pipelined` (the default) is both. `classic` holds locks until the commit is
+//! durable; `async` acknowledges before the disk (a crash can lose the last acknowledged
+//! commits).
 //!
-//! **Agents.** [`Agents::submit`] runs a closure as a transaction on a small pool of
-//! threads and returns a [`Completion`]: [`Completion::wait`] blocks for the result, or
-//! `.await` it. Dropping a `Completion` does not cancel anything: the transaction runs,
-//! commits or rolls back as its closure decides, and the result is discarded.
+//! **Agents.** [`experiment::Agents::submit`] runs a closure as a transaction on a small
+//! pool of threads and returns a [`experiment::Completion`]:
+//! [`experiment::Completion::wait`] blocks for the result, or `.await` it. Dropping a
+//! `Completion` does not cancel anything: the transaction runs, commits or rolls back as
+//! its closure decides, and the result is discarded.
+//!
+//! **What is where.** The crate root is the application API: [`Database`] and its
+//! [`Builder`] and [`Options`], [`Transaction`], [`Table`], [`Scan`], [`KeyRange`],
+//! [`Retry`], [`Error`], and the partitioned database ([`Partitioned`] and its types).
+//! [`experiment`] holds the agent pool and the propagation knobs, [`testing`] the hooks
+//! for tests and crash experiments, [`inspect`] what the tools read.
 //!
 //! Every disk access goes through [`sluice_storage::Storage`], so the same code runs on
 //! real files ([`Database::open`], [`Database::builder`]) and on the crash-simulating
@@ -116,6 +123,7 @@ mod key_range;
 mod lock;
 mod log_record;
 mod log_sink;
+mod metrics;
 #[cfg(test)]
 mod mutations;
 mod options;
@@ -134,29 +142,58 @@ mod txn;
 mod txn_table;
 mod worker;
 
-pub use agents::{
-    AgentOptions, AgentStats, Agents, CommitHook, Completion, Finished, Outcome, Submitter,
-};
+// The application API.
 pub use btree::TreeReport;
 pub use buffer_pool::PoolStats;
 pub use builder::Builder;
 pub use catalog::MAX_TABLE_NAME;
-pub use coordination::PARTITION_MARKER;
 pub use db::{Database, Stats, VerifyReport};
 pub use error::{Error, Result};
 pub use ids::{PageId, TxnId};
 pub use key_range::KeyRange;
+pub use metrics::{Durations, Latency, Metrics};
 pub use options::{CommitProtocol, Options};
 pub use page::Limits;
 pub use partitioned::{
-    partition_dir, Partitioned, PartitionedBuilder, PartitionedStats, PartitionedTable,
-    PartitionedTransaction, Unassigned, MANIFEST, MAX_LOG_MANAGERS,
+    Partitioned, PartitionedBuilder, PartitionedStats, PartitionedTable, PartitionedTransaction,
+    Unassigned, MAX_LOG_MANAGERS,
 };
-pub use propagation::{Backlog, PageCleaner, Policy, Strategy};
+pub use propagation::Strategy;
 pub use recovery::RecoveryReport;
 pub use sluice_wal::{LogOptions, Lsn};
 pub use table::Table;
-pub use txn::{Scan, Transaction};
+pub use txn::{Durability, Retry, Scan, Transaction};
+
+/// Experiments and tuning beyond [`Options`]: the agent pool that runs transactions
+/// with flush pipelining, and the update-propagation knobs and gauges (what `sluice
+/// bench` measures). Stable enough to use, but shaped by the experiments, not by
+/// applications; the crate root is the application API.
+pub mod experiment {
+    pub use crate::agents::{
+        AgentOptions, AgentStats, Agents, CommitHook, Completion, Finished, Outcome, Submitter,
+    };
+    pub use crate::propagation::{Backlog, PageCleaner, Policy};
+}
+
+/// Hooks for tests, crash experiments and tools, not for applications: closing as a
+/// crash would, and the names of a partitioned database's files.
+pub mod testing {
+    pub use crate::coordination::PARTITION_MARKER;
+    pub use crate::partitioned::{partition_dir, MANIFEST};
+
+    /// Closes `db` without the final checkpoint and without writing a page, as a crash
+    /// at this moment would leave it ([`crate::Database::close_as_crashed`]).
+    pub fn close_as_crashed(db: crate::Database) -> crate::Result<()> {
+        db.close_as_crashed()
+    }
+}
+
+// The experiment and test hooks under their former names at the root, hidden from the
+// documentation, so that code written before they moved keeps compiling.
+#[doc(hidden)]
+pub use experiment::*;
+#[doc(hidden)]
+pub use testing::{partition_dir, MANIFEST, PARTITION_MARKER};
 
 /// The commit steps and the lock manager are internal: called out of order they allow
 /// dirty reads or drop early-release dependencies (issue 8, defect 9). These must not

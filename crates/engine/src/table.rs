@@ -2,6 +2,7 @@
 //! instance that gave it out.
 
 use crate::btree::TreeLatch;
+use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::inner::Inner;
 use std::sync::{Arc, Weak};
@@ -55,4 +56,24 @@ impl Table {
             db: Arc::downgrade(inner),
         }
     }
+}
+
+/// The longest table name, in bytes.
+pub const MAX_TABLE_NAME: usize = 255;
+
+pub(crate) fn check_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > MAX_TABLE_NAME {
+        return Err(Error::InvalidArgument(format!(
+            "table name of {} bytes: must be 1..={MAX_TABLE_NAME}",
+            name.len()
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn decode_root(name: &str, v: &[u8]) -> Result<PageId> {
+    let b: [u8; 8] = v
+        .try_into()
+        .map_err(|_| Error::Corruption(format!("catalog entry of {name:?} is malformed")))?;
+    Ok(PageId(u64::from_le_bytes(b)))
 }

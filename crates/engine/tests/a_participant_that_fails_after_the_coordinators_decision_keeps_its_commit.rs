@@ -12,12 +12,13 @@
 use sluice::{Options, Partitioned};
 use sluice_storage::{FaultKind, FaultOp, FaultPlan, GatedStorage, SimStorage, Storage};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 fn options() -> Options {
     let mut o = Options::small();
     o.log.segment_bytes = 16 << 10;
     o.checkpoint_log_bytes = 0;
-    o.checkpoint_interval = std::time::Duration::ZERO;
+    o.checkpoint_interval = Duration::ZERO;
     o
 }
 
@@ -49,15 +50,19 @@ fn a_participant_that_fails_after_the_coordinators_decision_keeps_its_commit() {
     // the record's sync is held.
     gate.close();
     let committing = std::thread::spawn(move || tx.commit());
-    // Held syncs of partition 0's log storage until one follows the commit record (the
-    // log's segment preparer syncs there too): the commit has passed its vote then.
-    let mut held = 1;
-    loop {
-        gate.wait_held(held);
-        if db.partition(0).log().released_lsn() > end_before {
-            break;
-        }
-        held += 1;
+    // Partition 0's log syncs are held, and the coordinator's record reaches its buffer:
+    // the commit has passed its vote then, and its record cannot become durable. (This
+    // used to wait for one more held sync per look, which hung once syncs of one file
+    // were serialised by the sync fence: a sync held before the record was appended
+    // leaves no second sync of the segment to hold.)
+    gate.wait_held(1);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while db.partition(0).log().released_lsn() <= end_before {
+        assert!(
+            Instant::now() < deadline,
+            "the coordinator's commit record never reached partition 0's log"
+        );
+        std::thread::sleep(Duration::from_millis(1));
     }
 
     // Partition 1's data file fails now, after the decision was taken.

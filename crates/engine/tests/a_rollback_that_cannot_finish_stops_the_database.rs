@@ -28,7 +28,7 @@ fn a_rollback_that_cannot_finish_stops_the_database_and_recovery_finishes_it() {
         for i in 0..400u32 {
             f.put(&filler, i.to_be_bytes(), [1u8; 100])?;
         }
-        Ok(())
+        Ok::<_, sluice::Error>(())
     })
     .unwrap();
     assert!(db.stats().pool.evictions > 16, "the pool evicted pages");
@@ -79,7 +79,7 @@ fn a_waiter_behind_a_rollback_that_cannot_finish_gets_an_error_not_the_change() 
         for i in 0..400u32 {
             f.put(&filler, i.to_be_bytes(), [1u8; 100])?;
         }
-        Ok(())
+        Ok::<_, sluice::Error>(())
     })
     .unwrap();
     std::thread::scope(|s| {

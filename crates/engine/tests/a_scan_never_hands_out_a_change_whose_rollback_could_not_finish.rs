@@ -57,7 +57,7 @@ fn a_scan_never_hands_out_a_change_whose_rollback_could_not_finish() {
         for i in 0..400u32 {
             f.put(&filler, i.to_be_bytes(), [1u8; 100])?;
         }
-        Ok(())
+        Ok::<_, sluice::Error>(())
     })
     .unwrap();
 

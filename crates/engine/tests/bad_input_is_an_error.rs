@@ -69,7 +69,12 @@ fn a_transaction_of_a_closed_database_takes_no_more_work() {
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     tx.put(&t, b"k", b"v").unwrap();
-    db.clone().close().unwrap();
+    // The close rolls the open transaction back, and says so.
+    let closed = db.clone().close();
+    assert!(
+        matches!(closed, Err(Error::OpenTransactions(1))),
+        "{closed:?}"
+    );
     let e = tx.put(&t, b"k2", b"v").unwrap_err();
     assert!(matches!(e, Error::Closed(_)), "{e}");
     assert!(

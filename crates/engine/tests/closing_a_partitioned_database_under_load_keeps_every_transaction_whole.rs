@@ -52,7 +52,11 @@ fn round(seed: u64, protocol: CommitProtocol) {
             })
             .collect();
         std::thread::sleep(std::time::Duration::from_millis(30));
-        db.clone().close().unwrap();
+        // A writer may be between begin and commit: close rolls it back and says so.
+        match db.clone().close() {
+            Ok(()) | Err(sluice::Error::OpenTransactions(_)) => {}
+            Err(e) => panic!("{protocol}: close failed: {e}"),
+        }
         writers
             .into_iter()
             .flat_map(|w| w.join().unwrap())

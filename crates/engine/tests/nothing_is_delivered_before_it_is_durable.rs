@@ -5,10 +5,13 @@
 //! agents a commit, a read-only result, a rollback's value and an error — must wait until
 //! the writer's commit is durable.
 
+mod gated;
+
+use gated::open_gated;
 use sluice::{
-    AgentOptions, Agents, CommitProtocol, Database, Error, Finished, Lsn, Options, Outcome, Table,
+    AgentOptions, Agents, CommitProtocol, Database, Error, Finished, Lsn, Outcome, Table,
 };
-use sluice_storage::{GatedStorage, SimStorage, Storage};
+use sluice_storage::GatedStorage;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,13 +28,7 @@ struct Setup {
 
 /// A database whose writer has committed `k = new` under ELR, with the sync held.
 fn setup(protocol: CommitProtocol, seed: u64) -> Setup {
-    let sim: Arc<dyn Storage> = Arc::new(SimStorage::new(seed));
-    let gate = GatedStorage::new(sim.clone());
-    let mut o = Options::small();
-    o.commit = protocol;
-    o.lock_timeout = Duration::from_secs(10);
-    o.checkpoint_log_bytes = 0; // no checkpoint may need the held log
-    let db = Database::open_with_log(sim, "/db", Arc::new(gate.clone()), "/db/log", o).unwrap();
+    let (db, gate) = open_gated(protocol, seed);
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     tx.put(&t, b"k", b"old").unwrap();

@@ -40,7 +40,9 @@ fn read_only_database_refuses_every_write() {
     assert_eq!(tx.scan_prefix(&t, b"key0001").count(), 10);
     assert_eq!(tx.retain(&t, .., |_, _| true).unwrap(), 0);
     tx.commit().unwrap();
-    let n = db.transaction(|tx| Ok(tx.scan_all(&t).count())).unwrap();
+    let n = db
+        .transaction(|tx| Ok::<_, sluice::Error>(tx.scan_all(&t).count()))
+        .unwrap();
     assert_eq!(n, 200);
 
     // Every write is refused, and fails its transaction.

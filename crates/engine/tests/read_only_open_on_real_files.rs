@@ -72,7 +72,7 @@ fn read_only_open_on_real_files() {
         for i in 0..100u32 {
             tx.put(&t, i.to_be_bytes(), b"before the checkpoint")?;
         }
-        Ok(())
+        Ok::<_, sluice::Error>(())
     })
     .unwrap();
     db.checkpoint().unwrap();

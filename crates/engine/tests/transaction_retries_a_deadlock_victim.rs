@@ -22,7 +22,7 @@ fn both_sides_of_a_forced_deadlock_commit_exactly_once() {
     db.transaction(|tx| {
         tx.put(&t, b"a", 100i64.to_le_bytes())?;
         tx.put(&t, b"b", 100i64.to_le_bytes())?;
-        Ok(())
+        Ok::<_, sluice::Error>(())
     })
     .unwrap();
 
@@ -41,7 +41,7 @@ fn both_sides_of_a_forced_deadlock_commit_exactly_once() {
                 let g = balance(tx.get_for_update(&t, to)?);
                 tx.put(&t, from, (f - amount).to_le_bytes())?;
                 tx.put(&t, to, (g + amount).to_le_bytes())?;
-                Ok(attempt)
+                Ok::<_, sluice::Error>(attempt)
             })
         })
     };

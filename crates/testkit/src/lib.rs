@@ -5,6 +5,7 @@
 //! modules keep ([`layers::Layers`]).
 
 pub mod crash;
+pub mod dir_snapshot;
 pub mod fence;
 pub mod history;
 pub mod io_errors;

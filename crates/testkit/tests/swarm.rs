@@ -59,6 +59,7 @@ fn swarm_of_configurations_loses_nothing_and_breaks_no_rule() {
         "layout=partitioned",
         "driver=agents",
         "read-only=opened",
+        "async-commits",
     ] {
         assert!(count(c.to_string()) > 0, "no seed covered {c}");
     }

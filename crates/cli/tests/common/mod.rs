@@ -11,6 +11,18 @@ pub fn sluice(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
+/// Runs `sluice args`, prints the command and what it printed, asserts no panic; returns
+/// (exit code, stdout, stderr).
+pub fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = sluice(args);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let shown = &stdout[..stdout.floor_char_boundary(2000)];
+    println!("$ sluice {}\n{shown}{stderr}", args.join(" "));
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    (out.status.code(), stdout, stderr)
+}
+
 /// Asserts that `sluice args` is a usage error: exit code 2, one line on stderr that
 /// contains `mentions`, no panic, nothing on stdout. Returns the output.
 pub fn assert_usage_error(args: &[&str], mentions: &str) -> Output {

@@ -18,6 +18,7 @@
 
 mod descend;
 mod page_op;
+mod reverse;
 mod scan;
 mod split;
 mod verify;

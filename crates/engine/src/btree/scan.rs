@@ -53,7 +53,7 @@ pub(crate) struct Batch {
     pub(crate) end: BatchEnd,
 }
 
-fn below_upper(key: &[u8], to: Bound<&[u8]>) -> bool {
+pub(super) fn below_upper(key: &[u8], to: Bound<&[u8]>) -> bool {
     match to {
         Bound::Included(t) => key <= t,
         Bound::Excluded(t) => key < t,
@@ -61,7 +61,7 @@ fn below_upper(key: &[u8], to: Bound<&[u8]>) -> bool {
     }
 }
 
-fn above_lower(key: &[u8], from: Bound<&[u8]>) -> bool {
+pub(super) fn above_lower(key: &[u8], from: Bound<&[u8]>) -> bool {
     match from {
         Bound::Included(f) => key >= f,
         Bound::Excluded(f) => key > f,

@@ -14,6 +14,7 @@ mod frame;
 mod page_ref;
 mod pool;
 mod pool_core;
+mod spill;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

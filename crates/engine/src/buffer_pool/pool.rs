@@ -2,6 +2,7 @@
 
 use crate::buffer_pool::frame::{Frame, NOT_LATCHED, STATE_LOADING, STATE_READY};
 use crate::buffer_pool::pool_core::PoolCore;
+use crate::buffer_pool::spill::Spill;
 use crate::buffer_pool::{DataFile, Landed, LatchPin, PageRef, PageWrite};
 use crate::error::{Error, Result};
 use crate::ids::PageId;
@@ -39,6 +40,8 @@ pub struct PoolStats {
     pub evictions: u64,
     /// Dirty victims written by eviction (included in `writes`).
     pub victim_writes: u64,
+    /// Fetches served from memory (the misses are `reads`).
+    pub hits: u64,
 }
 
 /// Whether [`BufferPool::write_frame`] may wait for the frame's latch and I/O lock.
@@ -58,14 +61,18 @@ pub(crate) struct BufferPool {
     core: PoolCore,
     /// Read-locked by every hit; write-locked to change the map or pick a victim.
     table: RwLock<Table>,
-    /// A read-only database's pool: it never writes a page back. A dirty frame (changed
-    /// by restart recovery in memory) is never a victim; when only dirty or pinned frames
-    /// are left, a fetch fails (`read_only_full`).
+    /// A read-only database's pool: it never writes a page back to the data file. A
+    /// dirty victim (a page restart recovery changed in memory) goes to the spill file
+    /// instead, outside the database directory, and is read back from there (`spill`).
     pub(super) read_only: bool,
+    /// The spill file of a read-only pool (`Some` iff `read_only`).
+    spill: Option<Spill>,
     /// During the redo pass: the pages it has met a full image of in the part of the log
     /// any recovery from the same checkpoint replays for them (`set_redo`).
     redo_imaged: Mutex<HashSet<PageId>>,
     reads: AtomicU64,
+    /// Striped: every fetch of every thread counts one.
+    hits: crate::metrics::StripedCounter,
     pub(super) writes: AtomicU64,
     evictions: AtomicU64,
     victim_writes: AtomicU64,
@@ -107,8 +114,10 @@ impl BufferPool {
                 hand: 0,
             }),
             read_only,
+            spill: read_only.then(|| Spill::new(page_size)),
             redo_imaged: Mutex::new(HashSet::new()),
             reads: AtomicU64::new(0),
+            hits: Default::default(),
             writes: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             victim_writes: AtomicU64::new(0),
@@ -124,6 +133,7 @@ impl BufferPool {
             writes: self.writes.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
             victim_writes: self.victim_writes.load(Ordering::Relaxed),
+            hits: self.hits.get(),
         }
     }
 
@@ -160,6 +170,12 @@ impl BufferPool {
 
     fn fetch_with(&self, id: PageId, wait: bool) -> Result<Option<PageRef<'_>>> {
         assert!(id.is_some());
+        if self.closed.load(Ordering::Acquire) {
+            // The data file is the next opening's: a leftover transaction or scan of this
+            // one reads nothing more, neither from the file nor from frames that may
+            // be stale by now (`close`).
+            return Err(Error::Closed("database"));
+        }
         let mut deadline = None;
         // Victims given up in a row: a pool whose dirty pages cannot be written now (the
         // redo pass's, see `set_redo`) waits, as a pool of pinned pages does.
@@ -171,7 +187,10 @@ impl BufferPool {
             // from different threads must not exclude each other.
             if let Some(r) = self.pin_mapped(id) {
                 match r {
-                    Some(r) => return Ok(Some(r)),
+                    Some(r) => {
+                        self.hits.add(1);
+                        return Ok(Some(r));
+                    }
                     None => continue,
                 }
             }
@@ -191,15 +210,8 @@ impl BufferPool {
                 if !wait {
                     return Ok(None);
                 }
-                if self.read_only && self.dirty_count() == self.frames.len() {
-                    // Nothing can ever free a frame: dirty ones stay for good.
-                    return Err(self.read_only_full());
-                }
                 let deadline = *deadline.get_or_insert_with(|| Instant::now() + FULL_WAIT);
                 if Instant::now() > deadline {
-                    if self.read_only && self.dirty_count() > 0 {
-                        return Err(self.read_only_full());
-                    }
                     return Err(Error::BufferPoolFull(self.frames.len()));
                 }
                 std::thread::sleep(Duration::from_micros(200));
@@ -210,10 +222,15 @@ impl BufferPool {
             let old = f.page_id();
             let t = if old.is_some() && f.is_dirty() {
                 drop(t);
-                if let Some(hook) = self.dirty_victim_hook.get() {
-                    hook();
-                }
-                let written = self.write_frame(i, Wait::Try);
+                let written = match &self.spill {
+                    Some(spill) => self.spill_frame(spill, i),
+                    None => {
+                        if let Some(hook) = self.dirty_victim_hook.get() {
+                            hook();
+                        }
+                        self.write_frame(i, Wait::Try)
+                    }
+                };
                 let t2 = self.table.write();
                 let ok = matches!(written, Ok(true))
                     && f.pin.load(Ordering::Acquire) == 1
@@ -279,9 +296,6 @@ impl BufferPool {
             if !f.page_id().is_some() {
                 return Some(i);
             }
-            if self.read_only && f.is_dirty() {
-                continue; // it cannot be written back
-            }
             if f.referenced.swap(false, Ordering::Relaxed) {
                 continue;
             }
@@ -290,21 +304,46 @@ impl BufferPool {
         None
     }
 
-    /// Frames holding a dirty page.
-    fn dirty_count(&self) -> usize {
-        self.frames
-            .iter()
-            .filter(|f| f.page_id().is_some() && f.is_dirty())
-            .count()
+    /// A read-only pool's write of dirty frame `i` (pinned by us): to the spill file, not
+    /// the data file. Returns false if the frame is busy (its I/O lock or latch held).
+    /// No write-ahead or torn-page rule applies: the spill file is private to this
+    /// process and dies with it, and the copy is exactly what the frame holds, sealed so
+    /// that the load that reads it back validates it as it validates a data-file page.
+    fn spill_frame(&self, spill: &Spill, i: usize) -> Result<bool> {
+        let f = &self.frames[i];
+        assert!(
+            f.pin.load(Ordering::Acquire) >= 1,
+            "frame {i} spilled unpinned (its page could change mid-write)"
+        );
+        let Some(_io) = f.io.try_lock() else {
+            return Ok(false);
+        };
+        let Some(g) = f.latch.try_read() else {
+            return Ok(false);
+        };
+        if !f.is_dirty() {
+            return Ok(true);
+        }
+        assert!(f.valid.load(Ordering::Acquire), "dirty page must be valid");
+        let (id, lsn) = (f.page_id(), f.page_lsn.load(Ordering::SeqCst));
+        let mut copy = g.to_vec();
+        drop(g);
+        assert_eq!(page::page_lsn(&copy), lsn);
+        page::seal(&mut copy);
+        spill.put(id, &copy)?;
+        f.written(lsn);
+        Ok(true)
     }
 
-    /// The error of a read-only pool that has no frame left to load a page into.
-    fn read_only_full(&self) -> Error {
-        Error::InvalidArgument(format!(
-            "the buffer pool of {} pages is too small for this read-only database: {} of them hold pages that restart recovery changed in memory and a read-only database never writes back; open it with a larger pool (pool_pages) or read-write once, which recovers on disk",
-            self.frames.len(),
-            self.dirty_count()
-        ))
+    /// A read-only pool's pages whose data-file image is superseded by what restart
+    /// recovery changed in memory: the dirty ones in the pool and those in the spill
+    /// file (for verification, which skips their disk images).
+    pub(crate) fn changed_by_recovery(&self) -> Vec<PageId> {
+        let mut pages: Vec<PageId> = self.dirty_pages().into_iter().map(|(p, _)| p).collect();
+        if let Some(spill) = &self.spill {
+            pages.extend(spill.pages());
+        }
+        pages
     }
 
     /// Maps frame `i` (pinned by us, clean) to `id` and reads the page in.
@@ -338,7 +377,19 @@ impl BufferPool {
         f.referenced.store(true, Ordering::Relaxed);
         // A new page: the old one's references say nothing about it.
         f.heat.store(1, Ordering::Relaxed);
-        match self.file.read(id, &mut g) {
+        // A read-only pool reads a page it spilled from the spill file: the data file
+        // holds the version from before recovery.
+        let read = match &self.spill {
+            Some(spill) => spill.get(id, &mut g).and_then(|spilled| {
+                if spilled {
+                    Ok(())
+                } else {
+                    self.file.read(id, &mut g)
+                }
+            }),
+            None => self.file.read(id, &mut g),
+        };
+        match read {
             Ok(()) => {
                 self.reads.fetch_add(1, Ordering::Relaxed);
                 let valid = page::checksum_ok(&g) && page::validate(&g, id).is_ok();
@@ -532,6 +583,14 @@ impl BufferPool {
         w.mark_dirty(a.lsn, a.end);
         w.set_image_lsn(a.lsn);
         Ok(())
+    }
+
+    /// The database closed: once every page write in flight has finished (the write
+    /// gate, held exclusively), no page is written or fetched again, so the data file is
+    /// the next opening's alone even while transactions or scans of this one linger.
+    pub(crate) fn close(&self) {
+        let _gate = self.write_gate.write();
+        self.closed.store(true, Ordering::Release);
     }
 
     /// Checkpoint step 1 holds this while it appends its begin record and moves the

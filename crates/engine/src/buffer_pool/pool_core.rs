@@ -28,6 +28,9 @@ pub(crate) struct PoolCore {
     /// floor, so that no write straddles either move. Nobody waits for a latch while
     /// holding it, in either mode.
     pub(super) write_gate: RwLock<()>,
+    /// Set, under the write gate held exclusively, when the database closes: no page is
+    /// written from then on (`BufferPool::close`).
+    pub(super) closed: AtomicBool,
     /// The first data-file write or sync failure (`fail`).
     pub(super) health: Health,
 }
@@ -41,6 +44,7 @@ impl PoolCore {
             image_floor: AtomicU64::new(floor),
             redo: AtomicBool::new(false),
             write_gate: RwLock::new(()),
+            closed: AtomicBool::new(false),
             health: Health::default(),
         }
     }

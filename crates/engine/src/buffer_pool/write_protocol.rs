@@ -46,7 +46,7 @@
 
 use super::data_file::DataFile;
 use super::pool_core::PoolCore;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::page;
 use parking_lot::{MutexGuard, RwLockReadGuard};
@@ -100,6 +100,9 @@ impl PoolCore {
         );
         let count = (buf.len() / page_size) as u64;
         let gate = self.write_gate.read();
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed("database"));
+        }
         let floor =
             (!self.redo.load(Ordering::Acquire)).then(|| self.image_floor.load(Ordering::SeqCst));
         let segments = self.file.lock_pages(first, count);

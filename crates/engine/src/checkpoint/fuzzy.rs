@@ -56,6 +56,8 @@ pub(crate) struct Checkpoints {
     pub(crate) last_end: AtomicU64,
     /// When the last checkpoint completed.
     pub(crate) last_at: Mutex<Instant>,
+    /// How long the completed checkpoints took (`Database::metrics`).
+    pub(crate) durations: crate::metrics::DurationRecorder,
     /// Test-only pause point: runs once, inside the next checkpoint, right after its
     /// begin record and redo point (to drive races with that window deterministically).
     #[cfg(test)]
@@ -70,6 +72,7 @@ impl Checkpoints {
             last_begin: AtomicU64::new(redo_point.0),
             last_end: AtomicU64::new(0),
             last_at: Mutex::new(Instant::now()),
+            durations: Default::default(),
             #[cfg(test)]
             after_begin: Mutex::new(None),
         }
@@ -98,7 +101,17 @@ pub(crate) struct Scope<'a> {
 
 /// Runs a checkpoint taken on `occasion`, writing what the propagation strategy chooses
 /// for it; the caller holds `state.lock` (passed as proof).
-pub(super) fn run(cx: &Scope<'_>, occasion: Occasion, _held: &MutexGuard<'_, ()>) -> Result<()> {
+/// Each one is a `tracing` span (`checkpoint`, with its occasion), and a completed one
+/// adds its duration to `state.durations`.
+pub(super) fn run(cx: &Scope<'_>, occasion: Occasion, held: &MutexGuard<'_, ()>) -> Result<()> {
+    let _span = tracing::info_span!("checkpoint", ?occasion).entered();
+    let started = Instant::now();
+    take(cx, occasion, held)?;
+    cx.state.durations.record(started.elapsed());
+    Ok(())
+}
+
+fn take(cx: &Scope<'_>, occasion: Occasion, _held: &MutexGuard<'_, ()>) -> Result<()> {
     let (store, state) = (cx.store, cx.state);
     // 1. The begin record and the redo point, with no page write in flight.
     let r = {

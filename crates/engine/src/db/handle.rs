@@ -7,11 +7,10 @@ use crate::options::Options;
 use crate::page::Limits;
 use crate::propagation::Backlog;
 use crate::recovery::RecoveryReport;
-use crate::txn::Transaction;
+use crate::txn::{Retry, Transaction};
 use sluice_wal::{Log, Lsn};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Counters of a database.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -80,57 +79,86 @@ impl Database {
         Transaction::new(self.inner.clone())
     }
 
-    /// Runs `body` in a new transaction and commits it, retrying the whole transaction
-    /// when it fails with a retryable error ([`Error::is_retryable`]: a deadlock victim
-    /// or a lock-timeout), from the body or from the commit. Each failed attempt is rolled
-    /// back before the next one, which starts after a randomised, growing pause (1 ms
-    /// doubling to 64 ms, jittered, so that two victims of one deadlock do not meet
-    /// again in step). After [`Database::TRANSACTION_ATTEMPTS`] attempts the last error
-    /// is returned. Any other error is returned at once, after the rollback.
+    /// Runs `body` in a new transaction and commits it, running it again in a new
+    /// transaction while an attempt loses a lock conflict (a deadlock victim or a lock
+    /// timeout: [`Error::is_retryable`]), from the body or from the commit, for up to
+    /// 30 s ([`Retry::default`]; [`Database::transaction_with`] takes another budget).
+    /// Each lost attempt is rolled back, and the next one starts after a jittered,
+    /// growing pause. Returns what the committed attempt's body returned.
+    ///
+    /// **Errors.** The body's error type is the application's own: any `E` that a
+    /// [`sluice::Error`](Error) converts into (`?` on an operation converts), and
+    /// `sluice::Error` itself. A body that returns `Err` aborts: the transaction rolls
+    /// back and its error comes back unchanged, not retried — unless an operation of
+    /// the attempt lost a lock conflict (the transaction's [`Transaction::failure`] is
+    /// retryable), whatever error the body made of it. Any other engine error, and the
+    /// last retryable one once the budget is spent, is returned converted into `E`.
     ///
     /// `body` may run more than once, so it should have no effects outside the
-    /// transaction (or only ones that can be repeated). Returns what the committed
-    /// attempt's body returned.
+    /// transaction (or only ones that can be repeated).
+    ///
+    /// **Read-modify-write.** Read a key you will write with
+    /// [`Transaction::get_for_update`], which takes the write lock at once. Read with
+    /// `get`, two transactions both hold a shared lock on the key and both then wait for
+    /// the other's to upgrade to a write lock: a deadlock, and one of them starts over
+    /// (it does get through: a retried attempt wins the conflicts it meets against
+    /// fresher ones, but every round costs an attempt).
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let db = sluice::Database::open(dir.path()).unwrap();
-    /// let t = db.table_or_create("counters")?;
-    /// let n = db.transaction(|tx| {
-    ///     let n = match tx.get_for_update(&t, b"hits")? {
-    ///         Some(v) => u64::from_le_bytes(v.try_into().unwrap()) + 1,
-    ///         None => 1,
+    /// #[derive(Debug)]
+    /// enum AppError {
+    ///     Db(sluice::Error),
+    ///     Overdrawn,
+    /// }
+    /// impl From<sluice::Error> for AppError {
+    ///     fn from(e: sluice::Error) -> Self {
+    ///         AppError::Db(e)
+    ///     }
+    /// }
+    ///
+    /// let t = db.table_or_create("accounts")?;
+    /// let r = db.transaction(|tx| {
+    ///     let balance = match tx.get_for_update(&t, b"ada")? {
+    ///         Some(v) => u64::from_le_bytes(v.try_into().unwrap()),
+    ///         None => 0,
     ///     };
-    ///     tx.put(&t, b"hits", &n.to_le_bytes())?;
-    ///     Ok(n)
-    /// })?;
-    /// assert_eq!(n, 1);
+    ///     let Some(left) = balance.checked_sub(10) else {
+    ///         return Err(AppError::Overdrawn); // rolled back, returned as it is
+    ///     };
+    ///     tx.put(&t, b"ada", left.to_le_bytes())?;
+    ///     Ok(left)
+    /// });
+    /// assert!(matches!(r, Err(AppError::Overdrawn)));
     /// # Ok::<(), sluice::Error>(())
     /// ```
-    pub fn transaction<R>(&self, mut body: impl FnMut(&mut Transaction) -> Result<R>) -> Result<R> {
-        let mut pause = Duration::from_millis(1);
-        let mut attempt = 1;
-        loop {
-            let mut tx = self.begin();
-            let r = match body(&mut tx) {
-                Ok(v) => tx.commit().map(|()| v),
-                Err(e) => tx.rollback().and(Err(e)),
-            };
-            match r {
-                Err(e) if e.is_retryable() && attempt < Self::TRANSACTION_ATTEMPTS => {
-                    let jitter = rand::Rng::gen_range(&mut rand::thread_rng(), 0.5..1.5);
-                    std::thread::sleep(pause.mul_f64(jitter));
-                    pause = (pause * 2).min(Duration::from_millis(64));
-                    attempt += 1;
-                }
-                r => return r,
-            }
-        }
+    pub fn transaction<T, E: From<Error>>(
+        &self,
+        body: impl FnMut(&mut Transaction) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        self.transaction_with(Retry::default(), body)
     }
 
-    /// How many times [`Database::transaction`] runs a transaction that keeps failing
-    /// with retryable errors before it gives up.
-    pub const TRANSACTION_ATTEMPTS: u32 = 10;
+    /// [`Database::transaction`] within the budget `retry`: so many attempts
+    /// ([`Retry::attempts`]), so long ([`Retry::for_time`]), or no retry
+    /// ([`Retry::never`]).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = sluice::Database::open(dir.path()).unwrap();
+    /// use sluice::Retry;
+    /// let t = db.table_or_create("t")?;
+    /// db.transaction_with(Retry::attempts(3), |tx| tx.put(&t, "k", "v"))?;
+    /// # Ok::<(), sluice::Error>(())
+    /// ```
+    pub fn transaction_with<T, E: From<Error>>(
+        &self,
+        retry: Retry,
+        body: impl FnMut(&mut Transaction) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        crate::txn::run_retrying(&self.inner, retry, body)
+    }
 
     /// Takes a checkpoint now, on this thread: flushes dirty pages, records the active
     /// transactions, updates the control file and truncates the log below what recovery
@@ -146,9 +174,21 @@ impl Database {
         self.inner.checkpoint_now()
     }
 
-    /// Checkpoints and closes. Transactions still open fail from then on. A database
-    /// poisoned by an earlier failure (met by a client, or by a background thread after
-    /// the client's last call) closes without the checkpoint and returns the poisoning.
+    /// Checkpoints and closes the database — for every clone of this handle: their
+    /// later calls (and those of the [`Table`](crate::Table)s and transactions they
+    /// hold) return [`Error::Closed`]. The directory is let go at once: it can be opened
+    /// again as soon as this returns, in this process or another, while clones still
+    /// live.
+    ///
+    /// **Open transactions are rolled back**, not waited for: each one's later calls
+    /// return [`Error::Closed`] and nothing it wrote is committed (the closing
+    /// checkpoint records it as active, so the next open's recovery undoes what of it
+    /// reached the disk). The close then returns [`Error::OpenTransactions`] with their
+    /// number, to say so; the database is closed all the same.
+    ///
+    /// A database poisoned by an earlier failure (met by a client, or by a background
+    /// thread after the client's last call) closes without the checkpoint and returns
+    /// the poisoning. Closing twice (through two clones) is `Ok` the second time.
     pub fn close(self) -> Result<()> {
         self.inner.close()
     }
@@ -157,7 +197,8 @@ impl Database {
     /// and the log stay as a crash at this moment would leave them (every acknowledged
     /// commit is in the log), so the next open runs restart recovery over everything
     /// since the last checkpoint. For measuring restart time
-    /// (`sluice bench propagation`) and for tests.
+    /// (`sluice bench propagation`) and for tests ([`crate::testing::close_as_crashed`]).
+    #[doc(hidden)]
     pub fn close_as_crashed(self) -> Result<()> {
         self.inner.close_without_checkpoint()
     }
@@ -193,6 +234,27 @@ impl Database {
     pub fn wait_durable(&self, lsn: Lsn) -> Result<()> {
         self.inner.store.log.wait_durable(lsn)?;
         Ok(())
+    }
+
+    /// A snapshot of the database's metrics, for a service to export: commit latency,
+    /// lock waits and deadlocks, log flushes and bytes, pool hits and misses, checkpoint
+    /// durations ([`crate::Metrics`]). Cheap enough to call every second.
+    pub fn metrics(&self) -> crate::Metrics {
+        // Each counter read from its home (`crate::metrics`).
+        let db = &self.inner;
+        let (log, pool) = (db.store.log.stats(), db.store.pool.stats());
+        crate::Metrics {
+            commit_latency: db.metrics.commits.snapshot(),
+            lock_waits: db.locks.lock_waits.load(Ordering::Relaxed),
+            deadlocks: db.locks.deadlocks.load(Ordering::Relaxed),
+            lock_timeouts: db.locks.timeouts.load(Ordering::Relaxed),
+            log_flushes: log.flushes,
+            log_syncs: log.syncs,
+            log_bytes: log.bytes_written,
+            pool_hits: pool.hits,
+            pool_misses: pool.reads,
+            checkpoints: db.checkpoints.durations.snapshot(),
+        }
     }
 
     /// Where update propagation stands ([`Options::propagation`]): dirty pages, REDO

@@ -279,7 +279,8 @@ fn assemble_and_recover(
         opened: AtomicBool::new(false),
         closed: AtomicBool::new(false),
         hooks,
-        _lock: lock,
+        lock: Mutex::new(lock),
+        metrics: Default::default(),
     });
     let report = recovery::recover(&inner.recovery_context(), control.checkpoint)?;
     Ok((inner, report))
@@ -347,6 +348,9 @@ impl Database {
         options.check()?;
         let dir = dir.as_ref().to_path_buf();
         let log_dir = log_dir.as_ref().to_path_buf();
+        let _span =
+            tracing::info_span!("open", dir = %dir.display(), read_only = options.read_only)
+                .entered();
         if !hooks.partition {
             refuse_partition(&*storage, &dir)?;
         }
@@ -522,7 +526,8 @@ impl Database {
             // Creation writes CONTROL, then the log and the data file, and the first
             // checkpoint ends it: no data was ever committed here.
             return Err(Error::InvalidArgument(format!(
-                "the creation of the database in {} was interrupted before its first checkpoint: open it read-write once to finish it",
+                "the creation of the database in {} was interrupted before its first checkpoint: open it read-write once to finish it (`sluice verify {}` does; `Database::open` in code)",
+                dir.display(),
                 dir.display()
             )));
         };

@@ -37,7 +37,7 @@ impl Database {
     pub fn large_value_chunks(&self) -> Result<u64> {
         let inner = &self.inner;
         inner.check()?;
-        match inner.blob_table(false)? {
+        match inner.blob_table(None)? {
             Some(t) => Ok(Btree::new(&inner.store, t.root, &t.latch).verify()?.entries),
             None => Ok(0),
         }
@@ -53,8 +53,12 @@ impl Database {
     pub fn verify(&self) -> Result<VerifyReport> {
         let superseded: std::collections::HashSet<PageId> = if self.inner.options.read_only {
             self.inner.check()?;
-            let dirty = self.inner.store.pool.dirty_pages();
-            dirty.into_iter().map(|(p, _)| p).collect()
+            self.inner
+                .store
+                .pool
+                .changed_by_recovery()
+                .into_iter()
+                .collect()
         } else {
             self.inner.check()?;
             self.inner.checkpoint_with(true)?;
@@ -75,7 +79,7 @@ impl Database {
             report.entries += r.entries;
             report.per_table.push((name, r));
         }
-        if let Some(t) = inner.blob_table(false)? {
+        if let Some(t) = inner.blob_table(None)? {
             Btree::new(&inner.store, t.root, &t.latch)
                 .verify()
                 .map_err(|e| in_table("(large values)", e))?;

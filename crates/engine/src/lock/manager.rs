@@ -3,7 +3,7 @@
 //! release included).
 
 use super::entry::{Entry, Granted, LockMap};
-use super::waits_for::WaitsFor;
+use super::waits_for::{Verdict, WaitsFor};
 use super::{LockKey, LockMode};
 use crate::error::Error;
 use crate::ids::TxnId;
@@ -12,7 +12,7 @@ use hashbrown::DefaultHashBuilder;
 use parking_lot::{Condvar, Mutex};
 use sluice_wal::Lsn;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 const SHARDS: usize = 64;
@@ -79,6 +79,14 @@ pub(crate) struct LockManager {
     waits: Mutex<WaitsFor>,
     /// Set by [`LockManager::stop`]: no wait begins or goes on.
     stopped: std::sync::atomic::AtomicBool,
+    /// Waiters chosen as another's cycle's victim that have not left yet: a waiter's
+    /// wake-up looks here first, so the common case costs no trip to the graph's mutex.
+    doomed: AtomicUsize,
+    /// Requests that waited, and those refused as deadlock victims or after the
+    /// timeout (`Database::metrics`; counted off the fast path, by waiters only).
+    pub(crate) lock_waits: AtomicU64,
+    pub(crate) deadlocks: AtomicU64,
+    pub(crate) timeouts: AtomicU64,
 }
 
 impl LockManager {
@@ -98,6 +106,10 @@ impl LockManager {
             timeout,
             waits: Mutex::new(WaitsFor::default()),
             stopped: std::sync::atomic::AtomicBool::new(false),
+            doomed: AtomicUsize::new(0),
+            lock_waits: AtomicU64::new(0),
+            deadlocks: AtomicU64::new(0),
+            timeouts: AtomicU64::new(0),
         }
     }
 
@@ -125,7 +137,12 @@ impl LockManager {
 
     /// The shard of a name whose hash is `hash`.
     fn shard(&self, hash: u64) -> &Shard {
-        &self.shards[(hash >> 32) as usize % SHARDS]
+        &self.shards[Self::shard_no(hash)]
+    }
+
+    /// The index of the shard of a name whose hash is `hash`.
+    fn shard_no(hash: u64) -> usize {
+        (hash >> 32) as usize % SHARDS
     }
 
     /// Grants `mode` on `key` to `txn` if that is possible without waiting (callable
@@ -186,6 +203,7 @@ impl LockManager {
     /// Grants `mode` on `key` to `txn`, parking until it can (FIFO) or the timeout
     /// passes. Must not be called while holding a page or tree latch.
     /// A dependency on an early-released commit is folded into `dep`.
+    #[cfg(test)]
     pub(crate) fn lock(
         &self,
         txn: TxnId,
@@ -193,7 +211,22 @@ impl LockManager {
         mode: LockMode,
         dep: &mut Option<Lsn>,
     ) -> std::result::Result<Granted, Refused> {
+        self.lock_as(txn, 0, key, mode, dep)
+    }
+
+    /// [`LockManager::lock`] for a transaction of `seniority` (attempts at the same work
+    /// it lost before): in a deadlock, the waiter of least seniority on the cycle is the
+    /// victim, the requester when it is among the least (`WaitsFor`).
+    pub(crate) fn lock_as(
+        &self,
+        txn: TxnId,
+        seniority: u32,
+        key: &LockKey,
+        mode: LockMode,
+        dep: &mut Option<Lsn>,
+    ) -> std::result::Result<Granted, Refused> {
         let hash = self.hash(key);
+        let shard_no = Self::shard_no(hash);
         let shard = self.shard(hash);
         let mut map = shard.map.lock();
         // One lookup; the key is cloned only when a new entry is inserted.
@@ -218,20 +251,28 @@ impl LockManager {
         } else {
             e.waiting.push_back((txn, mode));
         }
+        self.lock_waits.fetch_add(1, Ordering::Relaxed);
         let start = Instant::now();
         let deadline = start + self.timeout;
         let (mut blockers, mut fresh) = (Vec::new(), Vec::new());
         e.blockers(txn, mode, &mut blockers);
-        let mut deadlock = self.waits.lock().wait(txn, &blockers);
+        // `recheck`: the shard's mutex was let go (to wake a victim elsewhere), so a
+        // wake-up may have been missed: look at the queue again before parking.
+        let (mut deadlock, mut recheck) = self.judge(txn, seniority, shard_no, &blockers, &mut map);
         loop {
             let timed_out = !deadlock
+                && !std::mem::take(&mut recheck)
                 && !self.stopped.load(Ordering::SeqCst)
                 && shard.cv.wait_until(&mut map, deadline).timed_out();
             let stopped = self.stopped.load(Ordering::SeqCst);
+            // Chosen as the victim of a cycle another waiter closed (checked under the
+            // shard's mutex, which the waiter that chose it takes to wake us).
+            deadlock = deadlock
+                || (self.doomed.load(Ordering::SeqCst) > 0 && self.waits.lock().is_doomed(txn));
             let e = map.get_mut(hash, key).expect("an entry with waiters stays");
             let first = e.waiting.front().map(|w| w.0) == Some(txn);
             if !deadlock && !stopped && first && e.compatible_with_others(txn, mode) {
-                self.waits.lock().done(txn);
+                self.leave_graph(txn);
                 e.waiting.pop_front();
                 let g = if e.held_by(txn).is_some_and(|h| h.covers(mode)) {
                     Granted::AlreadyHeld
@@ -251,11 +292,11 @@ impl LockManager {
                 e.blockers(txn, mode, &mut fresh);
                 if fresh.iter().any(|t| !blockers.contains(t)) {
                     std::mem::swap(&mut fresh, &mut blockers);
-                    deadlock = self.waits.lock().wait(txn, &blockers);
+                    (deadlock, recheck) = self.judge(txn, seniority, shard_no, &blockers, &mut map);
                 }
                 continue;
             }
-            self.waits.lock().done(txn);
+            self.leave_graph(txn);
             e.waiting.retain(|w| w.0 != txn);
             if e.unused() {
                 map.remove(hash, key);
@@ -266,10 +307,54 @@ impl LockManager {
             return Err(if stopped {
                 Refused::Stopped
             } else if deadlock {
+                self.deadlocks.fetch_add(1, Ordering::Relaxed);
                 Refused::Deadlock { waited_ms }
             } else {
+                self.timeouts.fetch_add(1, Ordering::Relaxed);
                 Refused::Timeout { waited_ms }
             });
+        }
+    }
+
+    /// Records that `txn` waits for `blockers` (holding `map`, its shard's mutex, whose
+    /// index is `shard_no`); returns whether it is the victim of the cycle that closes,
+    /// and whether `map` was let go meanwhile. If another
+    /// waiter is the victim, that one's shard is woken so that it sees it: at once if it
+    /// is this shard (it wakes when this waiter parks), else with `map` let go meanwhile
+    /// (a shard's mutex is never taken under another's).
+    fn judge(
+        &self,
+        txn: TxnId,
+        seniority: u32,
+        shard_no: usize,
+        blockers: &[TxnId],
+        map: &mut parking_lot::MutexGuard<'_, LockMap>,
+    ) -> (bool, bool) {
+        let verdict = self.waits.lock().wait(txn, seniority, shard_no, blockers);
+        match verdict {
+            Verdict::Wait => (false, false),
+            Verdict::Victim => (true, false),
+            Verdict::Doomed { shard, .. } => {
+                self.doomed.fetch_add(1, Ordering::SeqCst);
+                let theirs = &self.shards[shard];
+                if shard == shard_no {
+                    theirs.cv.notify_all();
+                    (false, false)
+                } else {
+                    parking_lot::MutexGuard::unlocked(map, || {
+                        let _map = theirs.map.lock();
+                        theirs.cv.notify_all();
+                    });
+                    (false, true)
+                }
+            }
+        }
+    }
+
+    /// `txn` stops waiting: out of the wait-for graph (and off the doomed count).
+    fn leave_graph(&self, txn: TxnId) {
+        if self.waits.lock().done(txn) {
+            self.doomed.fetch_sub(1, Ordering::SeqCst);
         }
     }
 

@@ -432,3 +432,85 @@ fn releasing_many_locks_is_not_quadratic() {
         .iter()
         .all(|s| s.prune_at.load(Ordering::Relaxed) == PRUNE_AT));
 }
+
+/// Waits until some request is queued.
+fn until_someone_waits(lm: &LockManager) {
+    while lm
+        .shards
+        .iter()
+        .all(|s| s.map.lock().values().all(|e| e.waiting.is_empty()))
+    {
+        std::thread::yield_now();
+    }
+}
+
+/// Two readers of one key both upgrade to X (get, then put): a deadlock every time. The
+/// one that closes the cycle used to be its victim whatever it had lost before, so a
+/// retried transaction could lose every round; now the waiter of least seniority is,
+/// and the senior one (which lost an attempt before) gets its X lock.
+#[test]
+fn in_an_upgrade_deadlock_the_senior_transaction_wins() {
+    let lm = Arc::new(LockManager::new(Duration::from_secs(20)));
+    let u = k("u");
+    lm.lock(TxnId(1), &u, RS, &mut None).unwrap();
+    lm.lock(TxnId(2), &u, RS, &mut None).unwrap();
+    let (lm2, u2) = (lm.clone(), u.clone());
+    let fresh = std::thread::spawn(move || {
+        let r = lm2.lock_as(TxnId(2), 0, &u2, RX, &mut None);
+        // A victim rolls back: its locks go.
+        lm2.unlock_all(TxnId(2), [&u2]);
+        r
+    });
+    until_someone_waits(&lm);
+    let senior = lm.lock_as(TxnId(1), 1, &u, RX, &mut None);
+    assert_eq!(
+        senior,
+        Ok(Granted::Upgraded),
+        "the senior upgrade is granted"
+    );
+    assert!(
+        matches!(fresh.join().unwrap(), Err(Refused::Deadlock { .. })),
+        "the fresh one is the victim"
+    );
+    lm.unlock_all(TxnId(1), [&u]);
+    assert!(lm.is_empty());
+}
+
+/// The victim chosen may wait on another name (another shard): it is woken there and
+/// leaves with a deadlock; between equals the requester is still the victim.
+#[test]
+fn a_doomed_waiter_on_another_name_leaves_and_equals_keep_the_old_rule() {
+    let lm = Arc::new(LockManager::new(Duration::from_secs(20)));
+    let (a, b) = (k("a"), k("b"));
+    lm.lock(TxnId(1), &a, RX, &mut None).unwrap();
+    lm.lock(TxnId(2), &b, RX, &mut None).unwrap();
+    let (lm2, a2, b2) = (lm.clone(), a.clone(), b.clone());
+    let fresh = std::thread::spawn(move || {
+        let r = lm2.lock_as(TxnId(2), 0, &a2, RX, &mut None);
+        lm2.unlock_all(TxnId(2), [&b2]);
+        r
+    });
+    until_someone_waits(&lm);
+    assert_eq!(lm.lock_as(TxnId(1), 3, &b, RX, &mut None), Ok(Granted::New));
+    assert!(matches!(
+        fresh.join().unwrap(),
+        Err(Refused::Deadlock { .. })
+    ));
+    lm.unlock_all(TxnId(1), [&a, &b]);
+    assert!(lm.is_empty());
+
+    // Equal seniority: the request that closes the cycle loses, at once.
+    lm.lock(TxnId(3), &a, RX, &mut None).unwrap();
+    lm.lock(TxnId(4), &b, RX, &mut None).unwrap();
+    let (lm2, a2) = (lm.clone(), a.clone());
+    let first = std::thread::spawn(move || lm2.lock_as(TxnId(4), 2, &a2, RX, &mut None));
+    until_someone_waits(&lm);
+    assert!(matches!(
+        lm.lock_as(TxnId(3), 2, &b, RX, &mut None),
+        Err(Refused::Deadlock { .. })
+    ));
+    lm.unlock_all(TxnId(3), [&a]);
+    assert_eq!(first.join().unwrap(), Ok(Granted::New));
+    lm.unlock_all(TxnId(4), [&a, &b]);
+    assert!(lm.is_empty());
+}

@@ -90,6 +90,16 @@ impl PartitionedTransaction {
         Ok(self.part(table)?.scan(&table.table, range))
     }
 
+    /// The entry with the smallest key of `table` (see [`Transaction::first`]).
+    pub fn first(&mut self, table: &PartitionedTable) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.part(table)?.first(&table.table)
+    }
+
+    /// The entry with the largest key of `table` (see [`Transaction::last`]).
+    pub fn last(&mut self, table: &PartitionedTable) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.part(table)?.last(&table.table)
+    }
+
     /// The first error an operation of any part returned, if any.
     pub fn failure(&self) -> Option<&Error> {
         self.parts.iter().flatten().find_map(Transaction::failure)

@@ -90,8 +90,27 @@ pub struct RecoveryReport {
     pub created: bool,
 }
 
+/// Restart recovery: analysis, redo, undo — each pass a `tracing` span inside the
+/// `recovery` span, which records what the passes found when they are done.
 pub(crate) fn recover(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<RecoveryReport> {
-    let a = analysis::run(cx, control)?;
+    let span = tracing::info_span!(
+        "recovery",
+        records = tracing::field::Empty,
+        redone = tracing::field::Empty,
+        losers = tracing::field::Empty,
+        undone = tracing::field::Empty,
+    );
+    let _entered = span.enter();
+    let report = passes(cx, control)?;
+    span.record("records", report.records);
+    span.record("redone", report.redone);
+    span.record("losers", report.losers);
+    span.record("undone", report.undone);
+    Ok(report)
+}
+
+fn passes(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<RecoveryReport> {
+    let a = tracing::info_span!("analysis").in_scope(|| analysis::run(cx, control))?;
     let mut report = RecoveryReport {
         checkpoint: control.map(|c| c.begin),
         scan_from: a.scan_from,
@@ -105,7 +124,7 @@ pub(crate) fn recover(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<R
     // No full images while redo runs, and no writes of pages without one in reach
     // (`BufferPool::set_redo`).
     cx.store.pool.set_redo(true);
-    let redo = redo::run(cx, &a);
+    let redo = tracing::info_span!("redo").in_scope(|| redo::run(cx, &a));
     cx.store.pool.set_redo(false);
     let (redone, restored) = redo?;
     report.redone = redone;
@@ -121,7 +140,7 @@ pub(crate) fn recover(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<R
         report.in_doubt_committed = undo::commit_in_doubt(cx, &mut losers, &**decide)?;
         report.losers = losers.len();
     }
-    report.undone = undo::run(cx, losers)?;
+    report.undone = tracing::info_span!("undo").in_scope(|| undo::run(cx, losers))?;
     Ok(report)
 }
 

@@ -5,7 +5,8 @@
 //!
 //! 1. **record** — the commit record goes into the log buffer (the transaction is now
 //!    committed: recovery will redo it once the record is durable);
-//! 2. **early release** (`elr`, `elr-pipelined`, `async`) — the locks are released now,
+//! 2. **early release** (`elr`, `elr-pipelined`, `async`, and a transaction that chose
+//!    [`Durability::Async`] under every protocol) — the locks are released now,
 //!    before the record is durable; whoever takes them next inherits a dependency on this
 //!    commit (`crate::lock`) and is not acknowledged before it is durable;
 //! 3. **wait or detach** — the thread blocks until the log is durable up to the
@@ -75,6 +76,39 @@ pub(crate) trait Steps: Send + 'static {
     /// Releases every lock leaving no dependency behind: the commit is decided and
     /// durable elsewhere (a decided part of a coordinated commit).
     fn release_locks_decided(&mut self);
+    /// The transaction's own choice of durability ([`Transaction::set_durability`](crate::Transaction::set_durability)).
+    fn durability(&self) -> Durability;
+}
+
+/// How one transaction's commit is acknowledged: its own choice within the database's
+/// [`CommitProtocol`] (as redb's `set_durability` and fjall's `PersistMode`), set with
+/// [`Transaction::set_durability`](crate::Transaction::set_durability).
+///
+/// **What an [`Async`](Durability::Async) commit guarantees after a crash.** It is
+/// atomic (all of its changes or none) and in commit order: the commits a crash keeps are
+/// a prefix of the log, so a crash loses at most a suffix of the async commits not yet
+/// flushed, never a part of one, never one that an acknowledged durable commit came after
+/// in the same log, and never a durable commit. (A partitioned database has a log per
+/// partition: an async commit through one partition's handle orders nothing with a
+/// durable commit through another's.) It is lost only if the crash comes before the log is
+/// flushed past its commit record (the next group commit, a durable commit after it, a
+/// checkpoint or a clean close flush it). The guarantees of every other transaction are
+/// unchanged: a durable transaction that reads or overwrites data an async commit wrote
+/// is handed nothing, and acknowledged only, once that commit is durable (the
+/// early-lock-release dependency, `crate::lock`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Durability {
+    /// As the database's commit protocol says (the default): under every protocol but
+    /// [`CommitProtocol::Async`] the commit is acknowledged once it and every commit it
+    /// read from are durable.
+    #[default]
+    Durable,
+    /// Acknowledged as soon as the commit record is in the log's memory buffer, without
+    /// waiting for the flush, and its locks are released at once (early, leaving its
+    /// commit LSN to whoever takes them next). Its reads are not held back for commits
+    /// not yet durable. A crash may lose it (see the type's docs); under
+    /// [`CommitProtocol::Async`] every commit is this.
+    Async,
 }
 
 /// Runs the commit steps of one protocol over one log.
@@ -103,16 +137,25 @@ impl<'a> Sequencer<'a> {
     /// rolls it back.
     pub(crate) fn record(&self, tx: &mut impl Steps) -> Result<Recorded> {
         let record = tx.commit_record()?;
-        if self.protocol.early_release() {
+        let durable = self.durable(tx);
+        // An async commit releases early under every protocol: it waits for nothing, and
+        // whoever takes its locks next inherits the dependency on its record.
+        if self.protocol.early_release() || !durable {
             tx.release_locks();
         }
-        let ack = tx.ack_lsn().filter(|_| self.protocol.durable());
+        let ack = tx.ack_lsn().filter(|_| durable);
         // The acknowledgement waits for the commit's own record at least.
         debug_assert!(
             ack.is_none() || ack >= record,
             "the acknowledgement LSN {ack:?} is below the commit record's end {record:?}"
         );
         Ok(Recorded { record, ack })
+    }
+
+    /// True if `tx`'s acknowledgement waits for durability: the protocol is durable and
+    /// the transaction did not choose [`Durability::Async`].
+    pub(crate) fn durable(&self, tx: &impl Steps) -> bool {
+        self.protocol.durable() && tx.durability() == Durability::Durable
     }
 
     /// Steps 3 and 4 on this thread: blocks until `ack` is durable, then drops `tx` —
@@ -180,6 +223,7 @@ impl<'a> Sequencer<'a> {
     /// rollback (Aether §4.2: rare, so the agent does it itself).
     pub(crate) fn rollback(&self, tx: impl Steps) -> (Result<()>, Option<Lsn>) {
         let own = tx.last_lsn();
+        let durable = self.durable(&tx);
         let hardened = match own {
             Some(end) if self.protocol.pipelined() => {
                 self.log.wait_durable(end).map(drop).map_err(Error::from)
@@ -188,16 +232,21 @@ impl<'a> Sequencer<'a> {
         };
         let ack = own
             .max(tx.dependency())
-            .filter(|&a| self.protocol.durable() && a > self.log.durable_lsn());
+            .filter(|&a| durable && a > self.log.durable_lsn());
         (hardened.and(tx.rollback()), ack)
     }
 
     /// The read barrier of a direct transaction: returns once the commit `dep` (the
     /// latest early-released commit whose data the transaction locked) is durable, so
-    /// that no value handed out depends on a commit a crash could take away.
-    pub(crate) fn barrier(&self, dep: Option<Lsn>) -> Result<()> {
+    /// that no value handed out depends on a commit a crash could take away. Nothing to
+    /// wait for when `durability` is [`Durability::Async`] or the protocol `async`.
+    pub(crate) fn barrier(&self, dep: Option<Lsn>, durability: Durability) -> Result<()> {
         match dep {
-            Some(d) if self.protocol.durable() && d > self.log.durable_lsn() => {
+            Some(d)
+                if self.protocol.durable()
+                    && durability == Durability::Durable
+                    && d > self.log.durable_lsn() =>
+            {
                 self.log.wait_durable(d)?;
                 Ok(())
             }

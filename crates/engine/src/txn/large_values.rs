@@ -12,9 +12,11 @@ use crate::table::Table;
 impl Transaction {
     /// The hidden table of large values (`crate::blob`), created if `create` and absent.
     pub(super) fn blob_table(&self, create: bool) -> Result<Table> {
-        self.db.blob_table(create)?.ok_or_else(|| {
-            Error::Corruption("a large value's descriptor, but no table of large values".into())
-        })
+        self.db
+            .blob_table(create.then_some(self.durability))?
+            .ok_or_else(|| {
+                Error::Corruption("a large value's descriptor, but no table of large values".into())
+            })
     }
 
     /// The descriptor a large `value` of `key` will have: its chunks go under the

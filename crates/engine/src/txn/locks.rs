@@ -79,7 +79,7 @@ impl Transaction {
         let g = self
             .db
             .locks
-            .lock(self.shared.id, &k, mode, &mut self.dep)
+            .lock_as(self.shared.id, self.seniority, &k, mode, &mut self.dep)
             .map_err(|r| match (r, self.db.check()) {
                 // Say why the database stopped, not only that the wait ended.
                 (Refused::Stopped, Err(stopped)) => stopped,

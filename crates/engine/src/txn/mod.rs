@@ -16,9 +16,10 @@
 //!
 //! Files: `transaction.rs` (the type, its state and the checks every operation passes),
 //! `locks.rs` (lock acquisition), `write.rs` (reads, puts, deletes), `large_values.rs`
-//! (values stored apart in chunks), `scan.rs` (range scans), `steps.rs` (the commit steps
+//! (values stored apart in chunks), `scan.rs` (range scans, both ways), `tables.rs`
+//! (tables created inside a transaction), `steps.rs` (the commit steps
 //! a transaction offers and `commit`), `rollback.rs` (undo, and the drop that rolls
-//! back), `commit.rs` (the commit sequencer: the protocols' order of those steps,
+//! back), `retry.rs` (`Database::transaction`'s loop and its [`Retry`] budget), `commit.rs` (the commit sequencer: the protocols' order of those steps,
 //! written once, for direct commits, the agents and the partitioned coordinator). The
 //! table of active transactions (`crate::txn_table`) is a layer below: the B+tree,
 //! recovery and the checkpoint read it, so it cannot live in this folder without an
@@ -27,12 +28,17 @@
 mod commit;
 mod large_values;
 mod locks;
+mod retry;
 mod rollback;
 mod scan;
 mod steps;
+mod tables;
 mod transaction;
 mod write;
 
+pub use commit::Durability;
 pub(crate) use commit::{harden_parts, Sequencer};
+pub(crate) use retry::run as run_retrying;
+pub use retry::Retry;
 pub use scan::Scan;
 pub use transaction::Transaction;

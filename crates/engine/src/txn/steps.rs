@@ -2,11 +2,12 @@
 //! record, its lock release (early or late), what its acknowledgement waits for — and
 //! [`Transaction::commit`], which runs them in the protocol's order.
 
-use super::commit::{Sequencer, Steps};
+use super::commit::{Durability, Sequencer, Steps};
 use super::transaction::{State, Transaction};
 use crate::error::{Error, Result};
 use crate::log_record::{Participant, Record};
 use sluice_wal::Lsn;
+use std::time::Instant;
 
 impl Transaction {
     /// Commit step 1: appends the commit record (nothing for a read-only transaction)
@@ -129,7 +130,8 @@ impl Transaction {
 
     /// Commits by the database's [`CommitProtocol`](crate::CommitProtocol): commit record, then durability and
     /// lock release in the protocol's order. Returns once the commit, and every commit it
-    /// depends on, is durable (at once under `Async`). Without an agent to detach from,
+    /// depends on, is durable (at once under `Async`, or for a transaction that chose
+    /// [`Durability::Async`](crate::Durability::Async): see [`Transaction::set_durability`]). Without an agent to detach from,
     /// the pipelined protocols behave as their blocking counterparts; see
     /// [`crate::Agents`] for flush pipelining. A failed transaction (see the type's
     /// docs) is rolled back and its [`Error::TransactionFailed`] returned.
@@ -153,13 +155,18 @@ impl Transaction {
             };
             return rolled.and(Err(failed));
         }
+        let started = Instant::now();
         let db = self.db.clone();
         let seq = Sequencer::new(&db.store.log, db.options.commit);
         let recorded = seq.record(&mut self)?;
         observe(recorded.record);
         db.maybe_checkpoint();
         // Direct transactions have no agent to detach from: they wait.
-        seq.wait(recorded.ack, Some(self))
+        let r = seq.wait(recorded.ack, Some(self));
+        if r.is_ok() {
+            db.metrics.commits.record(started.elapsed());
+        }
+        r
     }
 }
 
@@ -184,5 +191,8 @@ impl Steps for Transaction {
     }
     fn release_locks_decided(&mut self) {
         Transaction::release_locks_decided(self)
+    }
+    fn durability(&self) -> Durability {
+        self.durability
     }
 }

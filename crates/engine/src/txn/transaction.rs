@@ -1,7 +1,7 @@
 //! The transaction itself: its state, what it holds (the undo list, the locks, the
 //! early-release dependency, the first failure), and the checks every operation passes.
 
-use super::commit::Sequencer;
+use super::commit::{Durability, Sequencer};
 use crate::blob::chunk_size;
 use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
@@ -87,6 +87,11 @@ pub struct Transaction {
     /// The coordinator's part of a transaction of a partitioned database: its commit
     /// record names these parts in the other logs (`partitioned`).
     pub(super) coordinated: Option<Vec<Participant>>,
+    /// Attempts at the same work this transaction's body lost before (`retry`): in a
+    /// deadlock, the waiter of least seniority is the victim (`crate::lock`).
+    pub(super) seniority: u32,
+    /// The transaction's own choice of durability (`set_durability`).
+    pub(super) durability: Durability,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -117,6 +122,8 @@ impl Transaction {
             failure: None,
             deferred: false,
             coordinated: None,
+            seniority: 0,
+            durability: Durability::Durable,
         }
     }
 
@@ -131,6 +138,22 @@ impl Transaction {
     /// The transaction's number.
     pub fn id(&self) -> TxnId {
         self.shared.id
+    }
+
+    /// Chooses how this transaction's commit is acknowledged (any time before it ends):
+    /// [`Durability::Async`] commits without waiting for the log flush, even on a
+    /// database whose commit protocol is durable, and may be lost by a crash that comes
+    /// before the flush — atomically and in commit order; see [`Durability`] for exactly
+    /// what survives. Every other transaction keeps its guarantees: one that reads what
+    /// this one wrote is not handed it, nor acknowledged, before this commit is durable.
+    /// [`Durability::Durable`] (the default) follows the database's protocol.
+    pub fn set_durability(&mut self, durability: Durability) {
+        self.durability = durability;
+    }
+
+    /// This transaction's choice of durability ([`Transaction::set_durability`]).
+    pub fn durability(&self) -> Durability {
+        self.durability
     }
 
     /// The first error an operation of this transaction returned, if any: the
@@ -181,7 +204,8 @@ impl Transaction {
         if self.deferred {
             return Ok(());
         }
-        Sequencer::new(&self.db.store.log, self.db.options.commit).barrier(self.dep)
+        Sequencer::new(&self.db.store.log, self.db.options.commit)
+            .barrier(self.dep, self.durability)
     }
 
     pub(super) fn check_table(&self, table: &Table) -> Result<()> {

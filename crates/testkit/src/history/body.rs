@@ -118,6 +118,7 @@ pub(super) fn scan(
     tx: &mut Transaction,
     t: &Table,
     span: &Span,
+    walk: Walk,
 ) -> Result<Vec<(Vec<u8>, Val)>, Error> {
     let (a, b) = (as_slice(&span.from), as_slice(&span.to));
     let it = match &span.form {
@@ -130,7 +131,51 @@ pub(super) fn scan(
         Form::Bounds => tx.scan(t, (span.from.clone(), span.to.clone())),
         Form::Prefix(p) => tx.scan_prefix(t, p),
     };
-    it.map(|e| e.map(|(k, v)| (k, decode_value(&v)))).collect()
+    let entry = |e: Result<(Vec<u8>, Vec<u8>), Error>| e.map(|(k, v)| (k, decode_value(&v)));
+    match walk {
+        Walk::Forward => it.map(entry).collect(),
+        Walk::Reverse => {
+            let mut seen: Vec<_> = it.rev().map(entry).collect::<Result<_, _>>()?;
+            seen.reverse();
+            Ok(seen)
+        }
+        Walk::Mixed(seed) => {
+            // Runs of `next` and `next_back`, long enough to cross batches at times.
+            let mut coin = StdRng::seed_from_u64(seed);
+            let (mut low, mut high) = (Vec::new(), Vec::new());
+            let mut it = it;
+            loop {
+                let forward = coin.gen_bool(0.5);
+                let e = if forward { it.next() } else { it.next_back() };
+                let Some(e) = e else { break };
+                let e = entry(e)?;
+                if forward { &mut low } else { &mut high }.push(e);
+            }
+            high.reverse();
+            low.extend(high);
+            Ok(low)
+        }
+    }
+}
+
+/// How a scan is read, a dimension of the run: forwards, backwards (`.rev()`), or both
+/// ends at once until they meet. Each hands its entries to the checks in key order, so
+/// an entry missed, repeated or out of order in any walk fails them.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Walk {
+    Forward,
+    Reverse,
+    Mixed(u64),
+}
+
+impl Walk {
+    pub(super) fn pick(rng: &mut StdRng) -> Walk {
+        match rng.gen_range(0..3) {
+            0 => Walk::Forward,
+            1 => Walk::Reverse,
+            _ => Walk::Mixed(rng.gen()),
+        }
+    }
 }
 
 /// `retain` over `span` (a prefix goes as its bounds: `retain` has no prefix form),
@@ -215,7 +260,8 @@ impl Work<'_> {
 
     /// Scans `span` of table `ti` and records what it saw.
     pub(super) fn scan(&mut self, ti: usize, span: Span) -> Result<(), Error> {
-        let seen = scan(self.tx, &self.ctx.tables[ti], &span)?;
+        let walk = Walk::pick(self.rng);
+        let seen = scan(self.tx, &self.ctx.tables[ti], &span, walk)?;
         self.scanned(ti, span, seen);
         Ok(())
     }
@@ -234,7 +280,8 @@ impl Work<'_> {
         let ti = self.table();
         let ctx = self.ctx;
         let span = ctx.span(self.rng);
-        let seen = scan(self.tx, &ctx.tables[ti], &span)?;
+        let walk = Walk::pick(self.rng);
+        let seen = scan(self.tx, &ctx.tables[ti], &span, walk)?;
         let unseen: Vec<&Vec<u8>> = ctx
             .keys
             .iter()
@@ -307,9 +354,39 @@ impl Work<'_> {
                     got,
                 });
             }
-            30..=47 => {
+            30..=44 => {
                 let span = ctx.span(self.rng);
                 self.scan(ti, span)?;
+            }
+            45..=47 => {
+                // `first` or `last`: a scan from the table's end to the key it returns
+                // (the keys and gaps it locks), which saw that one entry.
+                let last = self.rng.gen_bool(0.5);
+                let end = if last { tx.last(t)? } else { tx.first(t)? };
+                let (span, seen) = match end {
+                    None => {
+                        let span = Span {
+                            from: Bound::Unbounded,
+                            to: Bound::Unbounded,
+                            form: Form::Full,
+                        };
+                        (span, Vec::new())
+                    }
+                    Some((k, v)) => {
+                        let (from, to) = if last {
+                            (Bound::Included(k.clone()), Bound::Unbounded)
+                        } else {
+                            (Bound::Unbounded, Bound::Included(k.clone()))
+                        };
+                        let span = Span {
+                            from,
+                            to,
+                            form: Form::Bounds,
+                        };
+                        (span, vec![(k, decode_value(&v))])
+                    }
+                };
+                self.scanned(ti, span, seen);
             }
             48..=52 => {
                 let mut span = ctx.span(self.rng);

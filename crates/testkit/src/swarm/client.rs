@@ -9,7 +9,7 @@ use super::engine::{Db, Rows, Tbl, Tx};
 use super::workload::{audit, draw_plan, owned_range, run_plan, Attempt, Body, Plan, ThreadLog};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use sluice::{AgentOptions, Agents, Error, Finished, Outcome, Transaction};
+use sluice::{AgentOptions, Agents, Durability, Error, Finished, Outcome, Transaction};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -222,6 +222,7 @@ impl Client<'_> {
                     index: plan.index,
                     writes,
                     acked: true,
+                    is_async: plan.durability == Durability::Async,
                 });
                 Ended::Done
             }
@@ -236,6 +237,7 @@ impl Client<'_> {
                     index: plan.index,
                     writes: plan.writes(),
                     acked: false,
+                    is_async: plan.durability == Durability::Async,
                 });
                 match self.error(e) {
                     Ended::Broke(b) => Ended::Broke(b),

@@ -140,6 +140,11 @@ pub struct Config {
     pub layout: Layout,
     /// The sessions, in order (2 or 3).
     pub sessions: Vec<SessionPlan>,
+    /// The share of writing transactions that commit with
+    /// [`sluice::Durability::Async`] (per transaction; 0 for a partitioned database, whose
+    /// transactions have no such choice): a crash may take those away, never a durable
+    /// one acknowledged.
+    pub async_share: f64,
 }
 
 /// The balance each account is loaded with.
@@ -301,6 +306,12 @@ impl Config {
                 }
             })
             .collect();
+        // Drawn last, so that every other draw of a seed is what it was before.
+        let async_share = match (partitioned, rng.gen_range(0..3)) {
+            (true, _) | (false, 0) => 0.0,
+            (false, 1) => 0.3,
+            (false, _) => 0.8,
+        };
         Config {
             seed,
             protocol,
@@ -327,6 +338,7 @@ impl Config {
             accounts,
             layout,
             sessions,
+            async_share,
         }
     }
 
@@ -438,7 +450,7 @@ impl Config {
             .collect();
         let gc = &self.group_commit;
         format!(
-            "{} {driver} strategies={} page={}K pool={} large={large} ckpt={}/{}ms seg={} buf={} {}:{} gc={}/{}/{}us{} cleaner={}ms propseg={}p run={}{} threads={}x{} keys={}{} accts={} {layout} sessions=[{}]",
+            "{} {driver} strategies={} page={}K pool={} large={large} ckpt={}/{}ms seg={} buf={} {}:{} gc={}/{}/{}us{} cleaner={}ms propseg={}p run={}{} threads={}x{} keys={}{} accts={} {layout} sessions=[{}] async={}%",
             self.protocol,
             strategies.join(">"),
             self.page_size >> 10,
@@ -462,7 +474,8 @@ impl Config {
             self.owned_keys,
             if self.wide_values { "/wide" } else { "" },
             self.accounts,
-            sessions.join(",")
+            sessions.join(","),
+            self.async_share * 100.0
         )
     }
 }

@@ -6,8 +6,8 @@ use super::config::{Config, Layout, TABLES};
 use crate::crash::DIR;
 use crate::fence::FencedStorage;
 use sluice::{
-    Database, Error, Options, Partitioned, PartitionedTable, PartitionedTransaction, Table,
-    Transaction,
+    Database, Durability, Error, Options, Partitioned, PartitionedTable, PartitionedTransaction,
+    Table, Transaction,
 };
 use sluice_storage::SimStorage;
 use std::collections::BTreeMap;
@@ -228,9 +228,15 @@ pub(crate) trait Ops {
     fn delete(&mut self, t: &Tbl, key: &[u8]) -> Result<Option<Vec<u8>>, Error>;
     /// The rows of `[from, to)` (`None`: the whole table), collected.
     fn scan(&mut self, t: &Tbl, range: Option<(Vec<u8>, Vec<u8>)>) -> Result<Scanned, Error>;
+    /// Chooses how the transaction commits (a partitioned transaction has no such
+    /// choice: the swarm never draws `Async` for one, `Config::async_share`).
+    fn set_durability(&mut self, d: Durability);
 }
 
 impl Ops for Transaction {
+    fn set_durability(&mut self, d: Durability) {
+        Transaction::set_durability(self, d)
+    }
     fn get(&mut self, t: &Tbl, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         Transaction::get(self, t.plain(), key)
     }
@@ -252,6 +258,13 @@ impl Ops for Transaction {
 }
 
 impl Ops for PartitionedTransaction {
+    fn set_durability(&mut self, d: Durability) {
+        assert_eq!(
+            d,
+            Durability::Durable,
+            "a partitioned transaction commits durably"
+        );
+    }
     fn get(&mut self, t: &Tbl, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         PartitionedTransaction::get(self, t.part(), key)
     }
@@ -273,6 +286,12 @@ impl Ops for PartitionedTransaction {
 }
 
 impl Ops for Tx {
+    fn set_durability(&mut self, d: Durability) {
+        match self {
+            Tx::Plain(x) => Ops::set_durability(x, d),
+            Tx::Part(x) => Ops::set_durability(x, d),
+        }
+    }
     fn get(&mut self, t: &Tbl, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         match self {
             Tx::Plain(x) => Ops::get(x, t, key),

@@ -7,8 +7,10 @@
 //!   transaction appears.
 //! * **Each thread's transactions form a prefix**: those whose markers are present are
 //!   the thread's first `p` attempted commits of the session, and `p` covers every
-//!   acknowledged one unless the protocol is `async` (then the missing ones are counted,
-//!   not a violation — unless the database was closed cleanly, which must keep them).
+//!   acknowledged one unless the protocol is `async` or the transaction chose
+//!   `Durability::Async` (then the missing ones are counted, not a violation — unless the
+//!   database was closed cleanly, which must keep them). An async commit missing before
+//!   an acknowledged durable one of its thread breaks the prefix rule.
 //! * **Owned keys and markers exactly**: every row outside the accounts equals the state
 //!   the previous recovery showed (`settled`) with the writes of each thread's prefix
 //!   applied, values byte for byte.
@@ -30,9 +32,12 @@ pub(crate) struct Expected<'a> {
     pub(crate) total: i64,
     /// Accounts in all.
     pub(crate) accounts: usize,
-    /// Acknowledged commits must all be present (every protocol but `async`, and
-    /// `async` after a clean close).
+    /// Acknowledged durable commits must all be present (every protocol but `async`,
+    /// and `async` after a clean close).
     pub(crate) durable: bool,
+    /// Acknowledged async commits ([`sluice::Durability::Async`]) must be present too
+    /// (after a clean close).
+    pub(crate) keep_async: bool,
 }
 
 impl Expected<'_> {
@@ -41,6 +46,7 @@ impl Expected<'_> {
         settled: &'a Rows,
         threads: &'a [ThreadLog],
         durable: bool,
+        keep_async: bool,
     ) -> Expected<'a> {
         Expected {
             settled,
@@ -48,14 +54,16 @@ impl Expected<'_> {
             total: total(cfg),
             accounts: cfg.accounts as usize * ACCT.len(),
             durable,
+            keep_async,
         }
     }
 
     /// Judges the rows a recovered database shows: how many acknowledged commits are
-    /// missing, and what rule broke, if any.
-    pub(crate) fn judge(&self, got: &Rows) -> (u64, Result<(), String>) {
+    /// missing (those that had to survive, and those a crash may take), and what rule
+    /// broke, if any.
+    pub(crate) fn judge(&self, got: &Rows) -> (Lost, Result<(), String>) {
         if let Err(p) = self.accounts(got) {
-            return (0, Err(p));
+            return (Lost::default(), Err(p));
         }
         let mut want: Rows = self
             .settled
@@ -63,7 +71,7 @@ impl Expected<'_> {
             .filter(|((t, _), _)| !ACCT.contains(t))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        let mut lost = 0;
+        let mut lost = Lost::default();
         let mut problem = None;
         for (t, log) in self.threads.iter().enumerate() {
             for (tb, k, _) in &log.rolled_back {
@@ -75,8 +83,14 @@ impl Expected<'_> {
                     ));
                 }
             }
-            let (p, l, broke) = prefix(t, &log.attempts, got);
-            lost += l;
+            let (p, broke) = prefix(t, &log.attempts, got);
+            for a in log.attempts[p..].iter().filter(|a| a.acked) {
+                if self.durable && (!a.is_async || self.keep_async) {
+                    lost.kept += 1;
+                } else {
+                    lost.allowed += 1;
+                }
+            }
             if let Some(b) = broke {
                 problem.get_or_insert(b);
             }
@@ -106,10 +120,13 @@ impl Expected<'_> {
                 )),
             );
         }
-        if self.durable && lost > 0 {
+        if lost.kept > 0 {
             return (
                 lost,
-                Err(format!("{lost} acknowledged commits are missing")),
+                Err(format!(
+                    "{} acknowledged commits that had to survive are missing",
+                    lost.kept
+                )),
             );
         }
         (lost, Ok(()))
@@ -140,10 +157,19 @@ impl Expected<'_> {
     }
 }
 
-/// Thread `t`'s prefix in `got`: how many of its attempts are present, how many
-/// acknowledged ones are not, and what broke (a partial transaction, or a present one
-/// after an absent one).
-fn prefix(t: usize, attempts: &[Attempt], got: &Rows) -> (usize, u64, Option<String>) {
+/// Acknowledged commits a recovered state misses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Lost {
+    /// Those that had to survive (a violation).
+    pub(crate) kept: u64,
+    /// Those a crash may take: under the `async` protocol, or async commits
+    /// ([`sluice::Durability::Async`]), before a clean close.
+    pub(crate) allowed: u64,
+}
+
+/// Thread `t`'s prefix in `got`: how many of its attempts are present, and what broke (a
+/// partial transaction, or a present one after an absent one).
+fn prefix(t: usize, attempts: &[Attempt], got: &Rows) -> (usize, Option<String>) {
     let mut p = None;
     let mut broke = None;
     for (n, a) in attempts.iter().enumerate() {
@@ -181,9 +207,7 @@ fn prefix(t: usize, attempts: &[Attempt], got: &Rows) -> (usize, u64, Option<Str
             _ => {}
         }
     }
-    let p = p.unwrap_or(attempts.len());
-    let lost = attempts[p..].iter().filter(|a| a.acked).count() as u64;
-    (p, lost, broke)
+    (p.unwrap_or(attempts.len()), broke)
 }
 
 /// Checks that each database's hidden table of large values holds exactly the chunks of

@@ -16,7 +16,8 @@ pub struct SwarmReport {
     pub acknowledged: u64,
     /// Acknowledged commits missing after a recovery where they must not be (must be 0).
     pub lost: u64,
-    /// Acknowledged commits a crash took away under `async`, as that protocol allows.
+    /// Acknowledged commits a crash took away under `async`, or async commits
+    /// ([`sluice::Durability::Async`]) under any protocol, as they allow.
     pub lost_async: u64,
     /// Seeds that broke a rule (must be 0).
     pub violations: u64,

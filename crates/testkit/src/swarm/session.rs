@@ -9,7 +9,7 @@
 use super::client::run_session;
 use super::config::{Config, Layout, MARK};
 use super::engine::{open, pool_too_small, Db, Ops, Rows, Tbl};
-use super::oracle::{check_chunks, Expected};
+use super::oracle::{check_chunks, Expected, Lost};
 use super::workload::initial_rows;
 use crate::crash::{diff_message, halted_recoveries, open_with_read_errors, Halt};
 use rand::rngs::StdRng;
@@ -23,7 +23,8 @@ pub(crate) struct SeedResult {
     pub(crate) acknowledged: u64,
     /// Acknowledged commits missing where they must not be.
     pub(crate) lost: u64,
-    /// Acknowledged commits a crash took away under `async` (allowed).
+    /// Acknowledged commits a crash took away under `async`, or async commits
+    /// (`Durability::Async`) under any protocol (allowed).
     pub(crate) lost_async: u64,
     /// The first broken rule.
     pub(crate) problem: Option<String>,
@@ -84,6 +85,9 @@ fn coverage(cfg: &Config) -> Vec<String> {
     }
     if cfg.large.share > 0.0 {
         c.push("large-values".into());
+    }
+    if cfg.async_share > 0.0 {
+        c.push("async-commits".into());
     }
     match &cfg.layout {
         Layout::Plain { log_dir } => {
@@ -262,18 +266,15 @@ impl<'a> Seed<'a> {
         let settled = std::mem::take(&mut self.settled);
         let mut shown = Shown {
             trace: self.trace.then_some(cfg.seed),
-            expected: Expected::new(cfg, &settled, &run.threads, durable),
+            expected: Expected::new(cfg, &settled, &run.threads, durable, clean),
             state: None,
-            lost: 0,
+            lost: Lost::default(),
             rechecked: 0,
         };
         let r = self.recover(s, end.killed, &mut shown);
         self.res.states_rechecked += shown.rechecked;
-        if durable {
-            self.res.lost += shown.lost;
-        } else {
-            self.res.lost_async += shown.lost;
-        }
+        self.res.lost += shown.lost.kept;
+        self.res.lost_async += shown.lost.allowed;
         // How the session ended, for the failure: the halt, whether it struck while the
         // work ran, whether the process was killed, whether the database closed cleanly.
         let how = format!(
@@ -359,7 +360,7 @@ struct Shown<'a> {
     /// The state the last completed recovery showed.
     state: Option<Rows>,
     /// The most acknowledged commits any recovery missed.
-    lost: u64,
+    lost: Lost,
     rechecked: u64,
 }
 
@@ -387,7 +388,8 @@ impl Shown<'_> {
             eprintln!("seed {seed}: a {db_kind} open shows {} rows", rows.len());
         }
         let (lost, r) = self.expected.judge(&rows);
-        self.lost = self.lost.max(lost);
+        self.lost.kept = self.lost.kept.max(lost.kept);
+        self.lost.allowed = self.lost.allowed.max(lost.allowed);
         r?;
         check_chunks(db, &tables, &rows)?;
         db.verify().map_err(|e| format!("verify failed: {e}"))?;

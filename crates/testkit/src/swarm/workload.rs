@@ -19,7 +19,7 @@ use super::engine::{Ops, Rows, Tbl};
 use crate::crash::{make_value, ValueShape};
 use rand::rngs::StdRng;
 use rand::Rng;
-use sluice::Error;
+use sluice::{Durability, Error};
 
 /// A write of a transaction: (table index, key, new value or `None` for a delete).
 pub(crate) type Write = (usize, Vec<u8>, Option<Vec<u8>>);
@@ -83,6 +83,9 @@ pub(crate) struct Attempt {
     /// The commit returned (`false`: it failed, and the transaction may or may not
     /// have committed).
     pub(crate) acked: bool,
+    /// It committed with [`Durability::Async`]: a crash may take it away even when
+    /// acknowledged (as a suffix of the thread's commits).
+    pub(crate) is_async: bool,
 }
 
 /// What one thread did in a session.
@@ -106,6 +109,8 @@ pub(super) struct Plan {
     marker: Vec<u8>,
     /// Roll back at the end: `Some(true)` by dropping the transaction.
     pub(super) rollback: Option<bool>,
+    /// How it commits ([`Config::async_share`]).
+    pub(super) durability: Durability,
 }
 
 #[derive(Debug, Clone)]
@@ -129,6 +134,7 @@ pub(super) fn run_plan(
     model: &Rows,
     plan: &Plan,
 ) -> Result<Body, Error> {
+    tx.set_durability(plan.durability);
     let mut view = model.clone();
     let mut writes = Vec::new();
     let expect = |what: &str, key: &[u8], want: Option<&Vec<u8>>, got: Option<&Vec<u8>>| {
@@ -349,6 +355,12 @@ pub(super) fn draw_plan(
         markers.push(MARK[rng.gen_range(0..MARK.len())]);
     }
     let rollback = rng.gen_bool(0.15).then(|| rng.gen_bool(0.5));
+    // Only when the seed mixes them in, so that other seeds draw what they did before.
+    let durability = if cfg.async_share > 0.0 && rng.gen_bool(cfg.async_share) {
+        Durability::Async
+    } else {
+        Durability::Durable
+    };
     Plan {
         index,
         ops,
@@ -356,6 +368,7 @@ pub(super) fn draw_plan(
         markers,
         marker: marker_key(t, session, index),
         rollback,
+        durability,
     }
 }
 
