@@ -318,6 +318,13 @@ pub fn stats(a: StatsArgs) -> Result<(), Failure> {
         total += n;
         tables.push((name, n));
     }
+    // Leaf fill: the trees walked (read-only, nothing checkpointed or written).
+    let fill: std::collections::HashMap<String, sluice::TreeReport> = db
+        .verify()
+        .map_err(failure)?
+        .per_table
+        .into_iter()
+        .collect();
     let rec = db.recovery_report();
     let log_start = db.log().start_lsn().0;
     let log_end = db.stats().log_end;
@@ -328,7 +335,10 @@ pub fn stats(a: StatsArgs) -> Result<(), Failure> {
     if a.json {
         let t: Vec<_> = tables
             .iter()
-            .map(|(n, e)| json!({ "name": n, "entries": e }))
+            .map(|(n, e)| {
+                let f = fill.get(n).map(sluice::TreeReport::leaf_fill);
+                json!({ "name": n, "entries": e, "leaf_fill": f })
+            })
             .collect();
         let j = json!({
             "dir": a.dir.display().to_string(),
@@ -366,7 +376,8 @@ pub fn stats(a: StatsArgs) -> Result<(), Failure> {
     }
     println!("tables       {} ({total} entries)", tables.len());
     for (n, e) in &tables {
-        println!("  {n:<30} {e:>10} entries");
+        let f = fill.get(n).map_or(0.0, sluice::TreeReport::leaf_fill);
+        println!("  {n:<30} {e:>10} entries, leaves {:.1} % full", 100.0 * f);
     }
     Ok(())
 }

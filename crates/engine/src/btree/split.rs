@@ -25,16 +25,20 @@ impl Btree<'_> {
         for _ in 0..2 * MAX_DEPTH + 2 {
             let (path, leaf) = self.descend(root, key)?;
             let mut split_at = None;
+            // The key goes to the level's first leaf: the leftmost child at every level.
+            let mut leftmost = true;
             for (depth, &id) in path[..path.len() - 1].iter().enumerate() {
                 let p = self.store.pool.fetch(id)?;
                 let g = p.read_valid()?;
-                if Self::node_of(&g, id)?.free_space() < need {
+                let n = Self::node_of(&g, id)?;
+                if n.free_space() < need {
                     split_at = Some(depth);
                     break;
                 }
+                leftmost &= n.search(key) == Err(0);
             }
-            let (depth, append) = match split_at {
-                Some(d) => (d, None),
+            let (depth, how) = match split_at {
+                Some(d) => (d, Split::Middle),
                 None => {
                     let g = leaf.read_valid()?;
                     let n = Self::node_of(&g, leaf.id())?;
@@ -43,24 +47,14 @@ impl Btree<'_> {
                         drop(g);
                         return Ok(leaf);
                     }
-                    // A tree whose keys come in ascending runs (a large value's chunks):
-                    // an insert past the leaf's last key keeps the leaf full and starts
-                    // an empty one, instead of leaving a trail of half-full leaves.
-                    // Not for ordinary trees, not even at their end: a table loaded in
-                    // key order would have full leaves, and a random update after a
-                    // checkpoint logs a compact image of its page first — twice the
-                    // bytes for a full page (TPC-B: 0.67 of the throughput when every
-                    // tree did this).
-                    let last = n.len().checked_sub(1).map(|i| n.key(i));
-                    let appending = self.runs && last.is_some_and(|l| key > l);
-                    (path.len() - 1, appending.then_some(key))
+                    (path.len() - 1, leaf_split(&n, key, self.runs, leftmost))
                 }
             };
             drop(leaf);
             if depth == 0 {
-                self.split_root(root, append)?;
+                self.split_root(root, how)?;
             } else {
-                self.split_child(path[depth - 1], path[depth], append)?;
+                self.split_child(path[depth - 1], path[depth], how)?;
             }
         }
         Err(Error::Corruption(format!(
@@ -77,10 +71,9 @@ impl Btree<'_> {
         (first..first + n).map(PageId).collect()
     }
 
-    /// Splits non-root node `child` of `parent`. With `append` (a key above every key of
-    /// the leaf `child`), every cell stays and the new sibling starts empty,
-    /// separated at that key.
-    fn split_child(&self, parent: PageId, child: PageId, append: Option<&[u8]>) -> Result<()> {
+    /// Splits non-root node `child` of `parent` where `how` says (see [`Split`]); the
+    /// new sibling takes the upper part.
+    fn split_child(&self, parent: PageId, child: PageId, how: Split<'_>) -> Result<()> {
         let pp = self.store.pool.fetch(parent)?;
         let cp = self.store.pool.fetch(child)?;
         let mp = self.store.pool.fetch(PageId::META)?;
@@ -96,7 +89,7 @@ impl Btree<'_> {
         let mut sib = vec![0u8; left.len()];
         let sep = {
             let n = Self::node_of(&left, child)?;
-            let (m, sep) = split_point(&n, child, append)?;
+            let (m, sep) = split_point(&n, child, how)?;
             let cells: Vec<Vec<u8>> = (0..n.len()).map(|i| n.cell(i).to_vec()).collect();
             let mut s = NodeMut::format(&mut sib, sib_id, n.level());
             let leaf = n.is_leaf();
@@ -138,9 +131,9 @@ impl Btree<'_> {
     }
 
     /// Splits the root in place: its cells move to two new children and it becomes
-    /// their parent, one level higher, so a table's root page never changes. `append`:
-    /// as for [`Btree::split_child`].
-    fn split_root(&self, root: PageId, append: Option<&[u8]>) -> Result<()> {
+    /// their parent, one level higher, so a table's root page never changes. `how`: as
+    /// for [`Btree::split_child`].
+    fn split_root(&self, root: PageId, how: Split<'_>) -> Result<()> {
         let rp = self.store.pool.fetch(root)?;
         let mp = self.store.pool.fetch(PageId::META)?;
         let mut rw = rp.write_valid()?;
@@ -161,7 +154,7 @@ impl Btree<'_> {
             if level as usize + 1 >= MAX_DEPTH {
                 return Err(Error::Corruption(format!("tree {root} too deep to split")));
             }
-            let (m, sep) = split_point(&n, root, append)?;
+            let (m, sep) = split_point(&n, root, how)?;
             let cells: Vec<Vec<u8>> = (0..n.len()).map(|i| n.cell(i).to_vec()).collect();
             let mut l = NodeMut::format(&mut lbuf, lid, level);
             let mut r = NodeMut::format(&mut rbuf, rid, level);
@@ -244,14 +237,90 @@ fn debug_assert_split(left: &Node<'_>, sep: &[u8], right: &Node<'_>, cells: usiz
     );
 }
 
-/// Where to split a node and its separator: an append to a leaf (a key above all of its
-/// keys) keeps every cell on the left and separates at that key; otherwise
-/// [`split_index`].
-fn split_point(n: &Node<'_>, id: PageId, append: Option<&[u8]>) -> Result<(usize, Vec<u8>)> {
-    match append {
-        Some(key) if n.is_leaf() => Ok((n.len(), key.to_vec())),
-        _ => {
+/// How a full node splits.
+#[derive(Clone, Copy)]
+enum Split<'k> {
+    /// In the middle by bytes ([`split_index`]).
+    Middle,
+    /// A key above every key of a leaf in a tree of ascending runs (a large value's
+    /// chunks): every cell stays and the new sibling starts empty, separated at the key.
+    Append(&'k [u8]),
+    /// A key above every key of the level's last leaf (ascending inserts): the leaf keeps
+    /// [`FILL`] of its space, the rest and the key go to the new sibling.
+    Ascending(&'k [u8]),
+    /// A key below every key of the level's first leaf (descending inserts): the new
+    /// sibling takes [`FILL`] of a page from the top, the leaf keeps the rest and the key.
+    Descending,
+}
+
+/// The share of a page that a split at an end of the leaf level leaves filled at least
+/// (up to the cell that crosses it), as InnoDB's 15/16: full pages, with some room for
+/// values that grow in place (a full leaf would split again at its first growing update).
+const FILL: (usize, usize) = (15, 16);
+
+/// How the leaf `n`, full, splits for `key`: at the level's ends (the last leaf, or with
+/// `leftmost` the first) the half that stays behind sequential inserts is kept full,
+/// as InnoDB and SQLite do; anywhere else in the middle (random inserts, which a
+/// lopsided split would not help), except in a tree of ascending runs (`runs`).
+fn leaf_split<'k>(n: &Node<'_>, key: &'k [u8], runs: bool, leftmost: bool) -> Split<'k> {
+    let len = n.len();
+    if len == 0 {
+        return Split::Middle;
+    }
+    if key > n.key(len - 1) {
+        if runs {
+            return Split::Append(key);
+        }
+        if !n.link().is_some() {
+            return Split::Ascending(key);
+        }
+    }
+    if leftmost && key < n.key(0) {
+        return Split::Descending;
+    }
+    Split::Middle
+}
+
+/// Where to split a node and its separator (see [`Split`]).
+fn split_point(n: &Node<'_>, id: PageId, how: Split<'_>) -> Result<(usize, Vec<u8>)> {
+    if !n.is_leaf() {
+        let m = split_index(n, id)?;
+        return Ok((m, n.key(m).to_vec()));
+    }
+    let len = n.len();
+    // A cell's bytes in the page: the cell and its slot.
+    let size = |i: usize| n.cell(i).len() + SLOT;
+    let capacity = n.free_space() + (0..len).map(size).sum::<usize>();
+    let target = capacity * FILL.0 / FILL.1;
+    match how {
+        Split::Middle => {
             let m = split_index(n, id)?;
+            Ok((m, n.key(m).to_vec()))
+        }
+        Split::Append(key) => Ok((len, key.to_vec())),
+        Split::Ascending(key) => {
+            // The shortest prefix that reaches the target (keeping the cell that crosses
+            // it: with small pages one cell is several percent); all cells if they do
+            // not reach it.
+            let mut used = 0;
+            let mut m = 0;
+            while m < len && used < target {
+                used += size(m);
+                m += 1;
+            }
+            if m == len {
+                Ok((len, key.to_vec()))
+            } else {
+                Ok((m, n.key(m).to_vec()))
+            }
+        }
+        Split::Descending => {
+            // As for `Ascending`, from the top.
+            let (mut used, mut m) = (0, len);
+            while m > 0 && used < target {
+                used += size(m - 1);
+                m -= 1;
+            }
             Ok((m, n.key(m).to_vec()))
         }
     }

@@ -4,6 +4,7 @@ use crate::btree::Btree;
 use crate::btree::MAX_DEPTH;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
+use crate::page::node::SLOT;
 use crate::store::Store;
 
 /// What a verified tree holds.
@@ -15,6 +16,23 @@ pub struct TreeReport {
     pub pages: u64,
     /// Levels (1 for a lone leaf).
     pub depth: u32,
+    /// Leaf pages.
+    pub leaves: u64,
+    /// Bytes the leaves' cells and slots take.
+    pub leaf_bytes: u64,
+    /// Bytes the leaves could hold (each page less its header).
+    pub leaf_capacity: u64,
+}
+
+impl TreeReport {
+    /// The share of the leaves' space that holds entries, 0 to 1 (0 for no leaves).
+    pub fn leaf_fill(&self) -> f64 {
+        if self.leaf_capacity == 0 {
+            0.0
+        } else {
+            self.leaf_bytes as f64 / self.leaf_capacity as f64
+        }
+    }
 }
 
 struct Walk {
@@ -81,7 +99,11 @@ fn walk(
         }
     }
     if n.is_leaf() {
+        let used: usize = (0..n.len()).map(|i| n.cell(i).len() + SLOT).sum();
         w.report.entries += n.len() as u64;
+        w.report.leaves += 1;
+        w.report.leaf_bytes += used as u64;
+        w.report.leaf_capacity += (used + n.free_space()) as u64;
         w.leaves.push((id, n.link()));
         return Ok(1);
     }
