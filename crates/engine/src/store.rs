@@ -41,6 +41,14 @@ pub(crate) struct Store {
     pub(crate) redo_point: AtomicU64,
     /// Structure latches by tree root.
     trees: Mutex<HashMap<PageId, Arc<TreeLatch>>>,
+    /// Held shared by every allocation of pages (a split, a new table's root until its
+    /// latch is registered); exclusively while compaction decides which pages nothing
+    /// reaches and shortens the file, and while a dropped tree is freed (`space`).
+    /// Taken before any page latch, never while holding one.
+    pub(crate) space_gate: RwLock<()>,
+    /// Roots of dropped trees not yet freed (`Inner::will_free_tree`): in use for
+    /// compaction.
+    pub(crate) dropping: Mutex<std::collections::HashSet<PageId>>,
     /// Test-only pause point: runs once, in the next split, after its record is logged
     /// and before its pages are installed and stamped (their X latches held throughout).
     #[cfg(test)]
@@ -61,6 +69,8 @@ impl Store {
             limits: Limits::for_page_size(page_size),
             redo_point: AtomicU64::new(redo_point),
             trees: Mutex::new(HashMap::new()),
+            space_gate: RwLock::new(()),
+            dropping: Mutex::new(Default::default()),
             #[cfg(test)]
             after_split_logged: Mutex::new(None),
         }
@@ -73,6 +83,11 @@ impl Store {
             .entry(root)
             .or_insert_with(|| Arc::new(TreeLatch::new(())))
             .clone()
+    }
+
+    /// The roots of every tree a structure latch was handed out for.
+    pub(crate) fn latched_roots(&self) -> Vec<PageId> {
+        self.trees.lock().keys().copied().collect()
     }
 
     /// Appends a record that belongs to no transaction.
