@@ -46,9 +46,7 @@ pub(crate) struct Store {
     /// reaches and shortens the file, and while a dropped tree is freed (`space`).
     /// Taken before any page latch, never while holding one.
     pub(crate) space_gate: RwLock<()>,
-    /// Roots of dropped trees not yet freed (`Inner::will_free_tree`): in use for
-    /// compaction.
-    pub(crate) dropping: Mutex<std::collections::HashSet<PageId>>,
+
     /// Test-only pause point: runs once, in the next split, after its record is logged
     /// and before its pages are installed and stamped (their X latches held throughout).
     #[cfg(test)]
@@ -70,7 +68,6 @@ impl Store {
             redo_point: AtomicU64::new(redo_point),
             trees: Mutex::new(HashMap::new()),
             space_gate: RwLock::new(()),
-            dropping: Mutex::new(Default::default()),
             #[cfg(test)]
             after_split_logged: Mutex::new(None),
         }

@@ -8,7 +8,8 @@
 //!    page. A tree with some keys left keeps its empty leaves (no merges).
 //! 2. **Unreachable pages.** Under the space gate held exclusively (no allocation runs),
 //!    every page that no tree (the catalog, every root it names, every root a latch was
-//!    handed out for, every dropped root not yet freed) and not the free list reaches is
+//!    handed out for in this session: a dropped tree not yet freed, a new root not yet in
+//!    the catalog) and not the free list reaches is
 //!    freed: a crash between a drop's commit and its `free_tree`, between the records of
 //!    a large free, or after a rolled-back create leaves such pages.
 //! 3. **The file's end.** Still under the gate: the free pages at the end of the file are
@@ -158,9 +159,8 @@ impl Inner {
         // not yet committed or not yet freed; a create not yet inserted): counted with
         // their pages when they still hold a tree. One that was freed meanwhile (or
         // reused) only makes this count more pages in use, never fewer.
-        let dropping: Vec<PageId> = self.store.dropping.lock().iter().copied().collect();
         let count = self.page_count()?;
-        for root in self.store.latched_roots().into_iter().chain(dropping) {
+        for root in self.store.latched_roots() {
             if root.0 >= 2 && root.0 < count && !free.contains(&root) {
                 if let Ok(pages) = tree_pages(&self.store, root) {
                     reached.extend(pages);

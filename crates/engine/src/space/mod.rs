@@ -20,6 +20,8 @@
 //! when the list is empty.
 
 mod compact;
+#[cfg(test)]
+mod tests;
 
 pub use compact::CompactReport;
 
@@ -288,24 +290,16 @@ pub(crate) fn check_not_free(store: &Store, root: PageId, free: &HashSet<PageId>
 impl crate::inner::Inner {
     /// Frees every page of the tree at `root`, root included, onto the free list. The
     /// caller guarantees that nothing uses the tree any more (`drop_table`, after its
-    /// transaction committed under the table's X lock) and must have called
-    /// [`Inner::will_free_tree`] before that commit, so that a compaction in between
-    /// does not reclaim the tree as unreachable first. A crash part-way leaves the rest
-    /// of the tree unreachable; compaction reclaims it.
+    /// transaction committed under the table's X lock). Until then compaction counts the
+    /// tree in use: its root had a structure latch handed out in this session (the
+    /// dropping transaction held a `Table`), and compaction counts every such root's
+    /// pages. A crash part-way leaves the rest of the tree unreachable; compaction
+    /// reclaims it.
     // Called by `drop_table` (being written beside this) and by the tests.
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn free_tree(&self, root: PageId) -> Result<()> {
         let _gate = self.store.space_gate.write();
         let pages = tree_pages(&self.store, root)?;
-        free_pages(&self.store, &pages)?;
-        self.store.dropping.lock().remove(&root);
-        Ok(())
-    }
-
-    /// Announces that the tree at `root` is about to leave the catalog and be freed by
-    /// [`Inner::free_tree`]: until then compaction counts its pages as in use.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn will_free_tree(&self, root: PageId) {
-        self.store.dropping.lock().insert(root);
+        free_pages(&self.store, &pages)
     }
 }
