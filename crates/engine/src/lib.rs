@@ -161,8 +161,8 @@ pub use partitioned::{
 };
 pub use propagation::Strategy;
 pub use recovery::RecoveryReport;
-pub use space::CompactReport;
 pub use sluice_wal::{LogOptions, Lsn};
+pub use space::CompactReport;
 pub use table::Table;
 pub use txn::{Durability, Retry, Scan, Transaction};
 

@@ -69,7 +69,6 @@ impl Btree<'_> {
         )))
     }
 
-
     /// Splits non-root node `child` of `parent`. With `append` (a key above every key of
     /// the leaf `child`), every cell stays and the new sibling starts empty,
     /// separated at that key.
@@ -124,7 +123,12 @@ impl Btree<'_> {
             );
             p.insert_internal(i, &sep, sib_id);
         }
-        let mut pages = vec![(&mut cw, left), (&mut sw, sib), (&mut pw, par), (&mut mw, meta)];
+        let mut pages = vec![
+            (&mut cw, left),
+            (&mut sw, sib),
+            (&mut pw, par),
+            (&mut mw, meta),
+        ];
         if let Some((w, img)) = list.as_mut() {
             pages.push((w, std::mem::take(img)));
         }
@@ -175,7 +179,12 @@ impl Btree<'_> {
             t.set_link(lid);
             t.insert_internal(0, &sep, rid);
         }
-        let mut pages = vec![(&mut rw, top), (&mut lw, lbuf), (&mut qw, rbuf), (&mut mw, meta)];
+        let mut pages = vec![
+            (&mut rw, top),
+            (&mut lw, lbuf),
+            (&mut qw, rbuf),
+            (&mut mw, meta),
+        ];
         if let Some((w, img)) = list.as_mut() {
             pages.push((w, std::mem::take(img)));
         }

@@ -237,7 +237,9 @@ impl DataFile {
     /// [`DataFile::cap_len`], so that a crash after the truncation finds the file no
     /// shorter than the control file says.
     pub(crate) fn recorded_len(&self) -> Result<u64> {
-        Ok(self.len()?.min(self.len_cap.load(std::sync::atomic::Ordering::SeqCst)))
+        Ok(self
+            .len()?
+            .min(self.len_cap.load(std::sync::atomic::Ordering::SeqCst)))
     }
 
     /// Caps [`DataFile::recorded_len`] (`u64::MAX`: no cap).

@@ -72,10 +72,13 @@ impl Meta {
         let count = Meta::page_count(b);
         if let Some(h) = Meta::free_head(b) {
             if h.0 < 2 || h.0 >= count {
-                return Err(format!("meta page: free list head {h} outside pages 2..{count}"));
+                return Err(format!(
+                    "meta page: free list head {h} outside pages 2..{count}"
+                ));
             }
         }
-        if Meta::free_len(b) > count - 2 || (Meta::free_head(b).is_none() && Meta::free_len(b) != 0) {
+        if Meta::free_len(b) > count - 2 || (Meta::free_head(b).is_none() && Meta::free_len(b) != 0)
+        {
             return Err(format!(
                 "meta page: free list of {} pages in a file of {count}",
                 Meta::free_len(b)

@@ -67,7 +67,7 @@ impl Database {
             size_before: inner.store.pool.data_len()?,
             ..CompactReport::default()
         };
-        for root in inner.tree_roots()? {
+        for root in inner.tree_roots(false)? {
             report.pages_freed += inner.cut_back_if_empty(root)?;
         }
         let _gate = inner.store.space_gate.write();
@@ -83,10 +83,12 @@ impl Database {
 
 impl Inner {
     /// The catalog's root and every root the catalog's leaves hold, as they are on the
-    /// pages (uncommitted entries included).
-    fn tree_roots(&self) -> Result<Vec<PageId>> {
+    /// pages (uncommitted entries included). Under the catalog's structure latch, unless
+    /// `gated` (the space gate held exclusively: no split can run, and a split waiting
+    /// for the gate holds its tree's latch exclusively, so taking it here would deadlock).
+    fn tree_roots(&self, gated: bool) -> Result<Vec<PageId>> {
         let latch = self.store.tree_latch(PageId::CATALOG);
-        let _shared = latch.read();
+        let _shared = (!gated).then(|| latch.read());
         let mut roots = vec![PageId::CATALOG];
         for id in tree_pages(&self.store, PageId::CATALOG)? {
             let p = self.store.pool.fetch(id)?;
@@ -130,7 +132,13 @@ impl Inner {
             let mut mw = mp.write_valid()?;
             let mut meta = mw.bytes().to_vec();
             let mut changed = Vec::new();
-            let n = give(&self.store, &mut meta, rest, &mut changed, PAGES_PER_RECORD - 2)?;
+            let n = give(
+                &self.store,
+                &mut meta,
+                rest,
+                &mut changed,
+                PAGES_PER_RECORD - 2,
+            )?;
             let mut img = vec![0u8; self.store.page_size];
             NodeMut::format(&mut img, root, 0);
             let mut pages: Vec<(&mut PageWrite<'_>, Vec<u8>)> = changed
@@ -152,7 +160,7 @@ impl Inner {
         let (_, free) = free_list(&self.store)?;
         let mut reached: HashSet<PageId> = free.clone();
         reached.insert(PageId::META);
-        for root in self.tree_roots()? {
+        for root in self.tree_roots(true)? {
             reached.extend(tree_pages(&self.store, root)?);
         }
         // Roots whose trees may be in use without being in the catalog's pages (a drop
@@ -172,7 +180,10 @@ impl Inner {
             .filter(|id| !reached.contains(id))
             .collect();
         if !lost.is_empty() {
-            tracing::info!(pages = lost.len(), "compaction: reclaiming unreachable pages");
+            tracing::info!(
+                pages = lost.len(),
+                "compaction: reclaiming unreachable pages"
+            );
         }
         free_pages(&self.store, &lost)?;
         Ok(lost.len() as u64)
@@ -217,12 +228,20 @@ impl Inner {
         keep.sort_unstable();
         let per_page = ids_per_list_page(self.store.page_size);
         let need = keep.len().div_ceil(per_page + 1);
-        let mut heads: Vec<PageId> = keep.iter().copied().filter(|id| !old.contains(id)).collect();
+        let mut heads: Vec<PageId> = keep
+            .iter()
+            .copied()
+            .filter(|id| !old.contains(id))
+            .collect();
         if heads.len() < need {
             return Ok(false);
         }
         heads.truncate(need);
-        let held: Vec<PageId> = keep.iter().copied().filter(|id| !heads.contains(id)).collect();
+        let held: Vec<PageId> = keep
+            .iter()
+            .copied()
+            .filter(|id| !heads.contains(id))
+            .collect();
         // The new list's pages, written while the old list is still the meta page's.
         let mut images = Vec::with_capacity(need);
         for (i, (&id, ids)) in heads.iter().zip(held.chunks(per_page.max(1))).enumerate() {

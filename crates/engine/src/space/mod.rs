@@ -46,7 +46,9 @@ fn key_of(id: PageId) -> [u8; 8] {
 
 fn id_of(list: PageId, key: &[u8]) -> Result<PageId> {
     let b: [u8; 8] = key.try_into().map_err(|_| {
-        Error::Corruption(format!("free list page {list} holds a key that is not a page id"))
+        Error::Corruption(format!(
+            "free list page {list} holds a key that is not a page id"
+        ))
     })?;
     Ok(PageId(u64::from_be_bytes(b)))
 }
@@ -98,7 +100,9 @@ pub(crate) fn take<'a>(
         let (_, img) = list.as_mut().expect("loaded above");
         let len = Meta::free_len(meta);
         if len == 0 {
-            return Err(Error::Corruption("meta page: free list head with length 0".into()));
+            return Err(Error::Corruption(
+                "meta page: free list head with length 0".into(),
+            ));
         }
         let node = list_node(img, head)?;
         if node.is_empty() {
@@ -142,7 +146,10 @@ fn give<'a>(
                 let img = w.bytes().to_vec();
                 changed.push((w, img));
             }
-            let (_, img) = changed.iter_mut().find(|(w, _)| w.id() == h).expect("above");
+            let (_, img) = changed
+                .iter_mut()
+                .find(|(w, _)| w.id() == h)
+                .expect("above");
             let mut node = NodeMut::new(img);
             let key = key_of(id);
             if node.fits(crate::page::node::LEAF_CELL_HEADER + key.len()) {
@@ -173,7 +180,10 @@ fn give<'a>(
 /// Logs `pages` (the meta page among them) as one redo-only record, then installs them.
 pub(crate) fn log_images(store: &Store, pages: &mut [(&mut PageWrite<'_>, Vec<u8>)]) -> Result<()> {
     let rec = Record::Images {
-        pages: pages.iter().map(|(w, img)| (w.id(), compress(img))).collect(),
+        pages: pages
+            .iter()
+            .map(|(w, img)| (w.id(), compress(img)))
+            .collect(),
     };
     let a = store.append(&rec)?;
     for (w, img) in pages.iter_mut() {
@@ -243,7 +253,11 @@ pub(crate) fn free_list(store: &Store) -> Result<(Vec<PageId>, HashSet<PageId>)>
     let (head, len, count) = {
         let p = store.pool.fetch(PageId::META)?;
         let g = p.read_valid()?;
-        (Meta::free_head(&g), Meta::free_len(&g), Meta::page_count(&g))
+        (
+            Meta::free_head(&g),
+            Meta::free_len(&g),
+            Meta::page_count(&g),
+        )
     };
     let mut lists = Vec::new();
     let mut free = HashSet::new();
@@ -279,7 +293,10 @@ pub(crate) fn free_list(store: &Store) -> Result<(Vec<PageId>, HashSet<PageId>)>
 
 /// Verification: no page of the tree at `root` is on the free list `free`.
 pub(crate) fn check_not_free(store: &Store, root: PageId, free: &HashSet<PageId>) -> Result<()> {
-    match tree_pages(store, root)?.into_iter().find(|p| free.contains(p)) {
+    match tree_pages(store, root)?
+        .into_iter()
+        .find(|p| free.contains(p))
+    {
         Some(p) => Err(Error::Corruption(format!(
             "page {p} is both in the tree and on the free list"
         ))),

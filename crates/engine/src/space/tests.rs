@@ -113,7 +113,8 @@ fn verify_finds_a_page_both_free_and_in_a_tree() {
     let e = db.verify().unwrap_err();
     assert!(matches!(e, Error::Corruption(_)), "{e}");
     assert!(
-        e.to_string().contains("both in the tree and on the free list"),
+        e.to_string()
+            .contains("both in the tree and on the free list"),
         "{e}"
     );
 }
