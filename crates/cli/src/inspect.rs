@@ -114,7 +114,7 @@ pub struct ScanArgs {
 /// DIR must be an existing sluice database directory (one holding `CONTROL`): checked
 /// before anything opens it, so that a read-write open never creates a database where
 /// an operator mistyped a path.
-fn check_dir(dir: &Path) -> Result<(), Failure> {
+pub(crate) fn check_dir(dir: &Path) -> Result<(), Failure> {
     if !dir.exists() {
         return Err(Failure::Usage(format!("{} does not exist", dir.display())));
     }
@@ -144,7 +144,7 @@ fn failure(e: Error) -> Failure {
 
 /// An error opening DIR, which `check_dir` found to be a database: never a usage error
 /// (the arguments were right), whatever the engine calls it.
-fn open_failure(dir: &Path, e: Error) -> Failure {
+pub(crate) fn open_failure(dir: &Path, e: Error) -> Failure {
     Failure::Runtime(format!("cannot open {}: {e}", dir.display()))
 }
 

@@ -10,6 +10,7 @@ mod bench_propagation;
 mod bench_sweep;
 mod bench_txn;
 mod bench_wal;
+mod compact;
 mod compare;
 mod crash_history;
 mod crash_kill;
@@ -66,6 +67,9 @@ enum Command {
     /// Open a database (recovering it, unless --read-only) and check every page's
     /// checksum, every B+tree and the catalog; exit 1 naming the damage if any.
     Verify(inspect::VerifyArgs),
+    /// Give free space back: cut emptied tables back to one page, reclaim pages nothing
+    /// reaches, and shorten the data file by the free pages at its end.
+    Compact(compact::CompactArgs),
     /// Read a database's write-ahead log.
     Log {
         #[command(subcommand)]
@@ -234,6 +238,7 @@ fn main() -> ExitCode {
             CrashTest::Swarm(a) => crash_swarm::run(a),
         },
         Command::Verify(a) => inspect::verify(a),
+        Command::Compact(a) => compact::run(a),
         Command::Log { which } => inspect::log(which),
         Command::Stats(a) => inspect::stats(a),
         Command::Tables(a) => inspect::tables(a),

@@ -5,7 +5,9 @@
 //! allocates and formats its root (a redo-only action) and then inserts the catalog entry
 //! as a change of the creating transaction (`txn/tables.rs`), under its X lock on the
 //! name; if that transaction does not commit, its rollback or recovery removes the
-//! entry and the root page stays allocated but unused (pages are never freed). The
+//! entry and the root page stays allocated but unreachable until compaction reclaims
+//! it (`space`; a new root's latch is registered at once, so compaction counts it in use
+//! while its creator runs). The
 //! cache of names (`Inner::catalog`) holds only committed tables: a lookup that misses it
 //! reads the catalog under a lock, so it waits for a creating or renaming transaction
 //! to end, and fills the cache while it holds that lock; a rename evicts the old name
@@ -15,8 +17,7 @@ use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::inner::Inner;
-use crate::log_record::Record;
-use crate::page::{compress, Meta, NodeMut};
+use crate::page::NodeMut;
 use crate::table::Table;
 use crate::txn::Durability;
 use std::sync::Arc;
@@ -72,23 +73,24 @@ impl Inner {
 
     /// Allocates and formats an empty leaf as a new table's root.
     pub(crate) fn allocate_root(&self) -> Result<PageId> {
+        let _space = self.store.space_gate.read();
         let mp = self.store.pool.fetch(PageId::META)?;
         let mut mw = mp.write_valid()?;
         let mut meta = mw.bytes().to_vec();
-        let id = PageId(Meta::page_count(&meta));
-        Meta::set_page_count(&mut meta, id.0 + 1);
+        let (ids, mut list) = crate::space::take(&self.store, &mut meta, 1)?;
+        let id = ids[0];
         let rp = self.store.pool.fetch(id)?;
         let mut rw = rp.write();
         let mut root = vec![0u8; self.store.page_size];
         NodeMut::format(&mut root, id, 0);
-        let a = self.store.append(&Record::Images {
-            pages: vec![(PageId::META, compress(&meta)), (id, compress(&root))],
-        })?;
-        for (w, img) in [(&mut mw, &meta), (&mut rw, &root)] {
-            w.install(img);
-            w.mark_dirty(a.lsn, a.end);
-            w.set_image_lsn(a.lsn);
+        let mut pages = vec![(&mut mw, meta), (&mut rw, root)];
+        if let Some((w, img)) = list.as_mut() {
+            pages.push((w, std::mem::take(img)));
         }
+        crate::space::log_images(&self.store, &mut pages)?;
+        // A fresh latch, registered before the gate opens: compaction counts the root in
+        // use from here until the catalog holds it (or for good, if its creator rolls
+        // back), and no mark of a dropped tree that had this root page stays on it.
         self.store.tree_created(id);
         Ok(id)
     }

@@ -131,6 +131,7 @@ mod page;
 mod partitioned;
 mod propagation;
 mod recovery;
+mod space;
 mod store;
 mod strategy;
 mod table;
@@ -161,6 +162,7 @@ pub use partitioned::{
 pub use propagation::Strategy;
 pub use recovery::RecoveryReport;
 pub use sluice_wal::{LogOptions, Lsn};
+pub use space::CompactReport;
 pub use table::Table;
 pub use txn::{Durability, Retry, Scan, Transaction};
 

@@ -67,6 +67,12 @@ pub(crate) struct Store {
     pub(crate) redo_point: AtomicU64,
     /// Structure latches by tree root.
     trees: Mutex<HashMap<PageId, Arc<TreeLatch>>>,
+    /// Held shared by every allocation of pages (a split, a new table's root until its
+    /// latch is registered); exclusively while compaction decides which pages nothing
+    /// reaches and shortens the file, and while a dropped tree is freed (`space`).
+    /// Taken before any page latch, never while holding one.
+    pub(crate) space_gate: RwLock<()>,
+
     /// Test-only pause point: runs once, in the next split, after its record is logged
     /// and before its pages are installed and stamped (their X latches held throughout).
     #[cfg(test)]
@@ -87,6 +93,7 @@ impl Store {
             limits: Limits::for_page_size(page_size),
             redo_point: AtomicU64::new(redo_point),
             trees: Mutex::new(HashMap::new()),
+            space_gate: RwLock::new(()),
             #[cfg(test)]
             after_split_logged: Mutex::new(None),
         }
@@ -113,6 +120,11 @@ impl Store {
     /// mark of a dropped tree whose root the page was.
     pub(crate) fn tree_created(&self, root: PageId) {
         self.trees.lock().insert(root, Arc::new(TreeLatch::new()));
+    }
+
+    /// The roots of every tree a structure latch was handed out for.
+    pub(crate) fn latched_roots(&self) -> Vec<PageId> {
+        self.trees.lock().keys().copied().collect()
     }
 
     /// Appends a record that belongs to no transaction.

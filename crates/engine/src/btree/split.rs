@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::log_record::Record;
 use crate::page::node::{INTERNAL_CELL_HEADER, SLOT};
-use crate::page::{compress, Meta, Node, NodeMut};
+use crate::page::{compress, Node, NodeMut};
 
 impl Btree<'_> {
     /// With the tree latch held exclusively: splits nodes on the path to `key` until
@@ -63,17 +63,10 @@ impl Btree<'_> {
         )))
     }
 
-    /// Takes `n` new page ids from the meta page image `meta` (a copy; logged by the
-    /// caller with the pages that use them).
-    fn allocate(meta: &mut [u8], n: u64) -> Vec<PageId> {
-        let first = Meta::page_count(meta);
-        Meta::set_page_count(meta, first + n);
-        (first..first + n).map(PageId).collect()
-    }
-
     /// Splits non-root node `child` of `parent` where `how` says (see [`Split`]); the
     /// new sibling takes the upper part.
     fn split_child(&self, parent: PageId, child: PageId, how: Split<'_>) -> Result<()> {
+        let _space = self.store.space_gate.read();
         let pp = self.store.pool.fetch(parent)?;
         let cp = self.store.pool.fetch(child)?;
         let mp = self.store.pool.fetch(PageId::META)?;
@@ -81,7 +74,8 @@ impl Btree<'_> {
         let mut cw = cp.write_valid()?;
         let mut mw = mp.write_valid()?;
         let mut meta = mw.bytes().to_vec();
-        let sib_id = Self::allocate(&mut meta, 1)[0];
+        let (ids, mut list) = crate::space::take(self.store, &mut meta, 1)?;
+        let sib_id = ids[0];
         let sp = self.store.pool.fetch(sib_id)?;
         let mut sw = sp.write();
 
@@ -122,24 +116,29 @@ impl Btree<'_> {
             );
             p.insert_internal(i, &sep, sib_id);
         }
-        self.log_split(&mut [
+        let mut pages = vec![
             (&mut cw, left),
             (&mut sw, sib),
             (&mut pw, par),
             (&mut mw, meta),
-        ])
+        ];
+        if let Some((w, img)) = list.as_mut() {
+            pages.push((w, std::mem::take(img)));
+        }
+        self.log_split(&mut pages)
     }
 
     /// Splits the root in place: its cells move to two new children and it becomes
     /// their parent, one level higher, so a table's root page never changes. `how`: as
     /// for [`Btree::split_child`].
     fn split_root(&self, root: PageId, how: Split<'_>) -> Result<()> {
+        let _space = self.store.space_gate.read();
         let rp = self.store.pool.fetch(root)?;
         let mp = self.store.pool.fetch(PageId::META)?;
         let mut rw = rp.write_valid()?;
         let mut mw = mp.write_valid()?;
         let mut meta = mw.bytes().to_vec();
-        let ids = Self::allocate(&mut meta, 2);
+        let (ids, mut list) = crate::space::take(self.store, &mut meta, 2)?;
         let (lid, rid) = (ids[0], ids[1]);
         let lp = self.store.pool.fetch(lid)?;
         let qp = self.store.pool.fetch(rid)?;
@@ -173,12 +172,16 @@ impl Btree<'_> {
             t.set_link(lid);
             t.insert_internal(0, &sep, rid);
         }
-        self.log_split(&mut [
+        let mut pages = vec![
             (&mut rw, top),
             (&mut lw, lbuf),
             (&mut qw, rbuf),
             (&mut mw, meta),
-        ])
+        ];
+        if let Some((w, img)) = list.as_mut() {
+            pages.push((w, std::mem::take(img)));
+        }
+        self.log_split(&mut pages)
     }
 
     /// Logs the after-images of a split in one record, then installs and stamps them.

@@ -41,6 +41,9 @@ pub(crate) struct DataFile {
     segment_locks: Box<[Mutex<()>]>,
     /// Every sync goes through it: see [`DataFile::sync`].
     syncs: SyncFence,
+    /// The most a checkpoint records as the file's length ([`DataFile::recorded_len`]):
+    /// `u64::MAX` but while compaction is about to shorten the file.
+    len_cap: std::sync::atomic::AtomicU64,
 }
 
 impl DataFile {
@@ -75,6 +78,7 @@ impl DataFile {
             segment_pages: ((1 << 20) / page_size as u64).max(1),
             segment_locks: (0..SEGMENT_STRIPES).map(|_| Mutex::new(())).collect(),
             syncs: SyncFence::new(1),
+            len_cap: std::sync::atomic::AtomicU64::new(u64::MAX),
         }
     }
 
@@ -226,6 +230,28 @@ impl DataFile {
     /// The file's length as reads see it.
     pub(crate) fn len(&self) -> Result<u64> {
         self.file.len().map_err(|e| self.error(e))
+    }
+
+    /// The length a checkpoint records in the control file (which open then requires
+    /// the file to have): the file's, or less while compaction is shortening it to
+    /// [`DataFile::cap_len`], so that a crash after the truncation finds the file no
+    /// shorter than the control file says.
+    pub(crate) fn recorded_len(&self) -> Result<u64> {
+        Ok(self
+            .len()?
+            .min(self.len_cap.load(std::sync::atomic::Ordering::SeqCst)))
+    }
+
+    /// Caps [`DataFile::recorded_len`] (`u64::MAX`: no cap).
+    pub(crate) fn cap_len(&self, cap: u64) {
+        self.len_cap.store(cap, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Shortens the file to `len` bytes and makes that durable (compaction, once no
+    /// page at or past `len` is in the pool or needed by recovery).
+    pub(super) fn truncate(&self, len: u64) -> Result<()> {
+        self.file.set_len(len).map_err(|e| self.error(e))?;
+        self.sync()
     }
 }
 

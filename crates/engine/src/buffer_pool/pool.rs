@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 /// [`Error::BufferPoolFull`].
 const FULL_WAIT: Duration = Duration::from_secs(5);
 
+mod shrink;
+
 struct Table {
     /// Page id to frame. The ids are ours, not the users', and every fetch looks one up:
     /// a fast hash (foldhash, hashbrown's default) rather than std's SipHash.
@@ -609,7 +611,7 @@ impl BufferPool {
         let _gate = self.write_gate.write();
         let old = self.image_floor.fetch_max(r.0, Ordering::SeqCst);
         assert!(old <= r.0, "image floor {old} above the new redo point {r}");
-        self.file.len()
+        self.file.recorded_len()
     }
 
     /// Makes every page write so far durable.

@@ -18,6 +18,8 @@ pub struct VerifyReport {
     /// Each table's name and what its tree holds, in name order (the catalog and the
     /// table of large values not included).
     pub per_table: Vec<(String, TreeReport)>,
+    /// Pages on the free list (its own pages included).
+    pub free_pages: u64,
 }
 
 /// A verification error, prefixed with the tree it was found in.
@@ -44,7 +46,9 @@ impl Database {
     }
 
     /// Checkpoints (writing every dirty page, whatever the propagation strategy), then
-    /// checks every table (levels, key order, separators, leaf chain) and reads every
+    /// checks every table (levels, key order, separators, leaf chain) and the free list
+    /// (no page on it twice, its length the meta page's, no page both free and in a
+    /// tree), and reads every
     /// page of the data file back from disk to verify its checksum.
     ///
     /// Read-only, it cannot checkpoint: it checks the tables as they are (with what
@@ -66,14 +70,20 @@ impl Database {
         };
         let inner = &self.inner;
         let mut report = VerifyReport::default();
+        let free = crate::space::free_list(&inner.store)?.1;
+        report.free_pages = free.len() as u64;
         let catalog = inner.store.tree_latch(PageId::CATALOG);
         Btree::new(&inner.store, PageId::CATALOG, &catalog)
             .verify()
+            .map_err(|e| in_table("(catalog)", e))?;
+        crate::space::check_not_free(&inner.store, PageId::CATALOG, &free)
             .map_err(|e| in_table("(catalog)", e))?;
         for name in self.table_names()? {
             let t = self.table(&name)?;
             let r = Btree::new(&inner.store, t.root, &t.latch)
                 .verify()
+                .map_err(|e| in_table(&name, e))?;
+            crate::space::check_not_free(&inner.store, t.root, &free)
                 .map_err(|e| in_table(&name, e))?;
             report.tables += 1;
             report.entries += r.entries;
@@ -82,6 +92,8 @@ impl Database {
         if let Some(t) = inner.blob_table(None)? {
             Btree::new(&inner.store, t.root, &t.latch)
                 .verify()
+                .map_err(|e| in_table("(large values)", e))?;
+            crate::space::check_not_free(&inner.store, t.root, &free)
                 .map_err(|e| in_table("(large values)", e))?;
         }
         let count = {

@@ -15,8 +15,10 @@ const fn image_entry_bytes(page_size: usize) -> usize {
 
 /// The most pages one `Images` record carries: a split logs the node, its new sibling,
 /// the parent and the meta page (a root split: the root, two new children, the meta
-/// page); creating a database or a table logs two, a torn-page image one.
-pub(super) const MAX_IMAGES_PER_RECORD: usize = 4;
+/// page), plus the free-list page it took ids from (`space`); creating a database or a
+/// table logs two or three, a torn-page image one; freeing pages logs the meta page and
+/// at most four free-list pages.
+pub(super) const MAX_IMAGES_PER_RECORD: usize = 5;
 
 /// Participants a coordinated commit names at most (one per log manager).
 pub const MAX_PARTICIPANTS: usize = 64;

@@ -626,6 +626,12 @@ impl Partitioned {
         self.shared.parts.iter().map(Database::verify).collect()
     }
 
+    /// Compacts every partition's data file, each with its own free list (see
+    /// [`Database::compact`]); a report per partition, in order.
+    pub fn compact(&self) -> Result<Vec<crate::CompactReport>> {
+        self.shared.parts.iter().map(Database::compact).collect()
+    }
+
     /// Closes every partition: first the commits under way settle (a coordinated commit
     /// begun from now on is refused with [`Error::Closed`]) — each decided one has its
     /// participants' commit records appended, so none is split by the close; then the

@@ -144,6 +144,12 @@ impl Transaction {
     pub(super) fn finish_drops(&mut self) {
         for t in std::mem::take(&mut self.dropping) {
             self.db.store.tree_dropped(t.root);
+            // After the commit record: a crash that keeps a freeing keeps the drop. One
+            // that comes between leaves the tree's pages unreachable, and compaction
+            // reclaims them; so does a failure here, which cannot undo the commit.
+            if let Err(e) = self.db.free_tree(t.root) {
+                tracing::warn!(table = t.name(), error = %e, "a dropped table's pages were not freed; compaction reclaims them");
+            }
         }
     }
 

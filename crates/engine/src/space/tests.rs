@@ -1,0 +1,130 @@
+//! Freeing a tree, reclaiming what nothing reaches, and verify's checks of the free list.
+
+use super::{free_list, free_pages, tree_pages};
+use crate::{Database, Error, Options, Table};
+use sluice_storage::SimStorage;
+use std::sync::Arc;
+
+fn open(sim: &SimStorage) -> Database {
+    Database::open_on(Arc::new(sim.clone()), "/db", Options::small()).unwrap()
+}
+
+fn fill(db: &Database, name: &str, n: u32) -> Table {
+    let t = db.table_or_create(name).unwrap();
+    let mut tx = db.begin();
+    for i in 0..n {
+        tx.put(&t, format!("key{i:06}"), [5u8; 60]).unwrap();
+    }
+    tx.commit().unwrap();
+    t
+}
+
+/// Takes table `name` out of the catalog, as a committed drop does before its
+/// `free_tree`.
+fn unlist(db: &Database, name: &str) {
+    let cat = db.inner.catalog_table();
+    let mut tx = db.begin();
+    assert!(tx.delete(&cat, name).unwrap().is_some());
+    tx.commit().unwrap();
+    db.inner.catalog.lock().remove(name);
+}
+
+#[test]
+fn free_tree_puts_every_page_of_a_tree_on_the_free_list() {
+    let sim = SimStorage::new(11);
+    let db = open(&sim);
+    fill(&db, "other", 100);
+    let t = fill(&db, "t", 2000);
+    let pages = tree_pages(&db.inner.store, t.root).unwrap();
+    assert!(pages.len() > 100, "{} pages", pages.len());
+    unlist(&db, "t");
+    db.inner.free_tree(t.root).unwrap();
+    let free = free_list(&db.inner.store).unwrap().1;
+    for p in &pages {
+        assert!(free.contains(p), "page {p} of the tree is not free");
+    }
+    let v = db.verify().unwrap();
+    assert_eq!(v.free_pages, pages.len() as u64);
+    assert_eq!(v.entries, 100);
+    // A power loss after the free: recovery redoes it (or not), the file verifies, and a
+    // compaction leaves no page of the tree unaccounted for.
+    db.inner.store.log.sync().unwrap();
+    sim.crash();
+    drop(db);
+    let db = open(&sim);
+    let v = db.verify().unwrap();
+    assert_eq!(v.free_pages, pages.len() as u64);
+    let r = db.compact().unwrap();
+    assert_eq!(r.pages_freed, 0, "{r:?}");
+    assert!(r.pages_returned > 0, "{r:?}");
+    db.close().unwrap();
+}
+
+#[test]
+fn compaction_reclaims_the_pages_of_a_tree_nothing_reaches() {
+    let sim = SimStorage::new(12);
+    let db = open(&sim);
+    fill(&db, "kept", 50);
+    let t = fill(&db, "lost", 2000);
+    let pages = tree_pages(&db.inner.store, t.root).unwrap().len() as u64;
+    // A drop that committed but crashed before freeing its tree.
+    unlist(&db, "lost");
+    db.close().unwrap();
+    let db = open(&sim);
+    let r = db.compact().unwrap();
+    assert_eq!(r.pages_freed, pages, "{r:?}");
+    assert!(r.pages_returned >= pages - 2, "{r:?}");
+    let v = db.verify().unwrap();
+    assert_eq!(v.entries, 50);
+    db.close().unwrap();
+}
+
+/// A dropped tree not yet freed (its drop committed, its `free_tree` to come) is not
+/// reclaimed by a compaction in between, which would free every page twice.
+#[test]
+fn compaction_leaves_a_dropped_tree_not_yet_freed_alone() {
+    let sim = SimStorage::new(13);
+    let db = open(&sim);
+    fill(&db, "kept", 50);
+    let t = fill(&db, "dropped", 1000);
+    let root = t.root;
+    let pages = tree_pages(&db.inner.store, root).unwrap().len() as u64;
+    unlist(&db, "dropped");
+    drop(t);
+    let r = db.compact().unwrap();
+    assert_eq!(r.pages_freed, 0, "{r:?}");
+    db.inner.free_tree(root).unwrap();
+    assert_eq!(db.verify().unwrap().free_pages, r.pages_free + pages);
+    db.close().unwrap();
+}
+
+#[test]
+fn verify_finds_a_page_both_free_and_in_a_tree() {
+    let sim = SimStorage::new(14);
+    let db = open(&sim);
+    let t = fill(&db, "t", 500);
+    let x = fill(&db, "x", 200);
+    unlist(&db, "x");
+    db.inner.free_tree(x.root).unwrap();
+    db.verify().unwrap();
+    // A leaf of `t` as an id on the free list (whose head page has room).
+    let pages = tree_pages(&db.inner.store, t.root).unwrap();
+    free_pages(&db.inner.store, &pages[3..4]).unwrap();
+    let e = db.verify().unwrap_err();
+    assert!(matches!(e, Error::Corruption(_)), "{e}");
+    assert!(
+        e.to_string()
+            .contains("both in the tree and on the free list"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_meta_page_without_a_free_list_reads_as_an_empty_list() {
+    use crate::page::Meta;
+    let mut b = vec![0u8; 1024];
+    Meta::format(&mut b, 9);
+    assert_eq!(Meta::free_head(&b), None);
+    assert_eq!(Meta::free_len(&b), 0);
+    assert_eq!(Meta::check(&b), Ok(()));
+}
