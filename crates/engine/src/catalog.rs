@@ -89,6 +89,8 @@ impl Inner {
             w.mark_dirty(a.lsn, a.end);
             w.set_image_lsn(a.lsn);
         }
+        drop((mw, rw));
+        self.store.tree_created(id)?;
         Ok(id)
     }
 }

@@ -18,15 +18,13 @@ use crate::ids::PageId;
 use crate::log_record::Record;
 use crate::log_sink::LogSink;
 use crate::page::Limits;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use sluice_wal::Appended;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// A B+tree's structure latch (see `btree`). The store keeps one per tree, so that every
-/// handle on a tree shares it.
-pub(crate) type TreeLatch = RwLock<()>;
+pub(crate) use crate::tree_count::TreeLatch;
 
 /// The buffer pool, the log, and what logging a page change needs.
 pub(crate) struct Store {
@@ -39,7 +37,7 @@ pub(crate) struct Store {
     /// The redo point of the last checkpoint (its begin record): a page whose last full
     /// image is at or below it gets a new one logged before its next change.
     pub(crate) redo_point: AtomicU64,
-    /// Structure latches by tree root.
+    /// Structure latches and entry counts by tree root (`tree_count`).
     trees: Mutex<HashMap<PageId, Arc<TreeLatch>>>,
     /// Test-only pause point: runs once, in the next split, after its record is logged
     /// and before its pages are installed and stamped (their X latches held throughout).
@@ -71,8 +69,14 @@ impl Store {
         self.trees
             .lock()
             .entry(root)
-            .or_insert_with(|| Arc::new(TreeLatch::new(())))
+            .or_insert_with(Default::default)
             .clone()
+    }
+
+    /// Every tree the store has a latch for, with it.
+    pub(crate) fn trees_with_latches(&self) -> Vec<(PageId, Arc<TreeLatch>)> {
+        let trees = self.trees.lock();
+        trees.iter().map(|(r, t)| (*r, t.clone())).collect()
     }
 
     /// Appends a record that belongs to no transaction.

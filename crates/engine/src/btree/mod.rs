@@ -67,6 +67,11 @@ impl<'s> Btree<'s> {
     pub(crate) fn verify(&self) -> crate::error::Result<TreeReport> {
         verify::verify_tree(self)
     }
+
+    /// Checks the tree's structure and that its entry count matches it (see `verify`).
+    pub(crate) fn verify_counted(&self) -> crate::error::Result<TreeReport> {
+        verify::verify_tree_and_count(self)
+    }
 }
 
 pub(crate) use crate::store::TreeLatch;

@@ -68,12 +68,12 @@ impl Database {
         let mut report = VerifyReport::default();
         let catalog = inner.store.tree_latch(PageId::CATALOG);
         Btree::new(&inner.store, PageId::CATALOG, &catalog)
-            .verify()
+            .verify_counted()
             .map_err(|e| in_table("(catalog)", e))?;
         for name in self.table_names()? {
             let t = self.table(&name)?;
             let r = Btree::new(&inner.store, t.root, &t.latch)
-                .verify()
+                .verify_counted()
                 .map_err(|e| in_table(&name, e))?;
             report.tables += 1;
             report.entries += r.entries;
@@ -81,7 +81,7 @@ impl Database {
         }
         if let Some(t) = inner.blob_table(None)? {
             Btree::new(&inner.store, t.root, &t.latch)
-                .verify()
+                .verify_counted()
                 .map_err(|e| in_table("(large values)", e))?;
         }
         let count = {
