@@ -69,7 +69,7 @@ impl Store {
         self.trees
             .lock()
             .entry(root)
-            .or_insert_with(Default::default)
+            .or_default()
             .clone()
     }
 
