@@ -66,11 +66,7 @@ impl Store {
 
     /// The structure latch of the tree at `root`.
     pub(crate) fn tree_latch(&self, root: PageId) -> Arc<TreeLatch> {
-        self.trees
-            .lock()
-            .entry(root)
-            .or_default()
-            .clone()
+        self.trees.lock().entry(root).or_default().clone()
     }
 
     /// Every tree the store has a latch for, with it.

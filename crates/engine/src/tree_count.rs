@@ -18,14 +18,15 @@
 //! then counts its compensations like any rollback. A tree with no snapshot in that
 //! part of the log (a database written before counts, a tree created and left since the
 //! last checkpoint by a build without them) is counted by one scan of its leaves on
-//! first use of [`Store::entry_count`], under its latch held exclusively, and its count
+//! first use of `Store::entry_count`, under its latch held exclusively, and its count
 //! is logged from then on.
+//!
+//! This module holds what the store and the B+tree both use (the latch with its count,
+//! and analysis' arithmetic); the operations on counts that need both are in
+//! `btree/count.rs`.
 
-use crate::btree::Btree;
-use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::log_record::{Change, PageOp, Record};
-use crate::store::Store;
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -71,7 +72,7 @@ impl TreeLatch {
 
     /// Sets the count (`None`: unknown). The caller holds the latch exclusively, or
     /// nobody else can reach the tree yet (recovery).
-    fn set(&self, entries: Option<u64>) {
+    pub(crate) fn set(&self, entries: Option<u64>) {
         self.entries.store(entries.unwrap_or(0), Ordering::Release);
         self.known.store(entries.is_some(), Ordering::Release);
     }
@@ -90,7 +91,7 @@ pub(crate) fn delta_of<O, N>(old: Option<O>, new: Option<N>) -> i64 {
 /// after it (see the module docs). Trees absent are unknown.
 #[derive(Default)]
 pub(crate) struct Counts {
-    known: HashMap<PageId, u64>,
+    pub(crate) known: HashMap<PageId, u64>,
 }
 
 impl Counts {
@@ -144,117 +145,5 @@ impl Counts {
                 }
             }
         }
-    }
-}
-
-impl Store {
-    /// The exact number of entries in the tree at `root` now, committed or not: O(1),
-    /// except once for a tree whose count is not known (see the module docs), which is
-    /// counted by a scan under its latch held exclusively, and the count logged.
-    // For `Transaction::len` (issue 24's table-level locks land with it).
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn entry_count(&self, root: PageId) -> Result<u64> {
-        let t = self.tree_latch(root);
-        if let Some(n) = t.known_entries() {
-            return Ok(n);
-        }
-        let _x = t.write();
-        if let Some(n) = t.known_entries() {
-            return Ok(n);
-        }
-        let n = Btree::new(self, root, &t).count_leaf_entries()?;
-        t.set(Some(n));
-        self.snapshot(root, Some(n))?;
-        Ok(n)
-    }
-
-    /// A new tree at `root` (empty): its count is 0, logged, whatever tree the page was
-    /// the root of before.
-    pub(crate) fn tree_created(&self, root: PageId) -> Result<()> {
-        let t = self.tree_latch(root);
-        let _x = t.write();
-        t.set(Some(0));
-        self.snapshot(root, Some(0))
-    }
-
-    /// The tree at `root` is gone: its count is forgotten (and logged as forgotten), so
-    /// checkpoints stop saving it and a tree that reuses the page starts afresh.
-    // For `drop_table` (issue 24, with the table-level locks).
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn tree_dropped(&self, root: PageId) -> Result<()> {
-        let t = self.tree_latch(root);
-        let _x = t.write();
-        t.set(None);
-        self.snapshot(root, None)
-    }
-
-    /// Installs the counts analysis rebuilt (before undo, which counts its own changes).
-    pub(crate) fn install_counts(&self, counts: Counts) {
-        for (tree, n) in counts.known {
-            self.tree_latch(tree).set(Some(n));
-        }
-    }
-
-    /// Logs a snapshot of every known count (a checkpoint, after its begin record): one
-    /// record per tree, each under its latch held exclusively, which waits out the
-    /// tree's changes in flight.
-    pub(crate) fn log_counts(&self) -> Result<()> {
-        let mut trees = self.trees_with_latches();
-        trees.sort_by_key(|(root, _)| *root);
-        for (root, t) in trees {
-            let _x = t.write();
-            if let Some(n) = t.known_entries() {
-                self.snapshot(root, Some(n))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Appends a count snapshot; the caller holds the tree latch exclusively. A
-    /// read-only database logs nothing (recovery rebuilds the same counts next time).
-    fn snapshot(&self, tree: PageId, entries: Option<u64>) -> Result<()> {
-        if self.log.is_read_only() {
-            return Ok(());
-        }
-        self.append(&Record::TreeCount { tree, entries })?;
-        Ok(())
-    }
-}
-
-impl Btree<'_> {
-    /// The entries of every leaf, walking the leaf chain from the leftmost; the caller
-    /// holds the tree latch exclusively (one leaf latched at a time).
-    #[cfg_attr(not(test), allow(dead_code))]
-    fn count_leaf_entries(&self) -> Result<u64> {
-        let first = self.leaf_for(self.root, &[])?;
-        let mut id = first.id();
-        drop(first);
-        let pages = {
-            let p = self.store.pool.fetch(PageId::META)?;
-            let g = p.read_valid()?;
-            crate::page::Meta::page_count(&g)
-        };
-        let (mut n, mut seen) = (0u64, 0u64);
-        while id.is_some() {
-            seen += 1;
-            if seen > pages {
-                return Err(Error::Corruption(format!(
-                    "tree {}: the leaf chain loops",
-                    self.root
-                )));
-            }
-            let p = self.store.pool.fetch(id)?;
-            let g = p.read_valid()?;
-            let leaf = Self::node_of(&g, id)?;
-            if !leaf.is_leaf() {
-                return Err(Error::Corruption(format!(
-                    "tree {}: leaf chain reaches non-leaf {id}",
-                    self.root
-                )));
-            }
-            n += leaf.len() as u64;
-            id = leaf.link();
-        }
-        Ok(n)
     }
 }

@@ -16,6 +16,7 @@
 //! [`Record::Update`]: crate::log_record::Record::Update
 //! [`Record::Images`]: crate::log_record::Record::Images
 
+mod count;
 mod descend;
 mod page_op;
 mod reverse;
