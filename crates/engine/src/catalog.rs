@@ -88,10 +88,12 @@ impl Inner {
             pages.push((w, std::mem::take(img)));
         }
         crate::space::log_images(&self.store, &mut pages)?;
-        // A fresh latch, registered before the gate opens: compaction counts the root in
-        // use from here until the catalog holds it (or for good, if its creator rolls
-        // back), and no mark of a dropped tree that had this root page stays on it.
-        self.store.tree_created(id);
+        // A fresh latch and a count of 0, registered before the gate opens: compaction
+        // counts the root in use from here until the catalog holds it (or for good, if
+        // its creator rolls back), and no mark of a dropped tree that had this root page
+        // stays on it.
+        drop(pages);
+        self.store.tree_created(id)?;
         Ok(id)
     }
 }

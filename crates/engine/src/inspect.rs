@@ -293,6 +293,14 @@ fn entry(at: u64, len: u64, payload_len: u64, rec: &Record) -> LogEntry {
             ),
         ),
         Record::BeginCheckpoint => ("begin-checkpoint", vec![], String::new()),
+        Record::TreeCount { tree, entries } => (
+            "tree-count",
+            vec![],
+            match entries {
+                Some(n) => format!("tree {} entries {n}", tree.0),
+                None => format!("tree {} dropped", tree.0),
+            },
+        ),
         Record::EndCheckpoint(d) => (
             "end-checkpoint",
             vec![],

@@ -139,6 +139,7 @@ mod table;
 mod test_support;
 #[cfg(test)]
 mod tests;
+mod tree_count;
 mod txn;
 mod txn_table;
 mod worker;

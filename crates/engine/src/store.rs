@@ -21,38 +21,10 @@ use crate::page::Limits;
 use parking_lot::{Mutex, RwLock};
 use sluice_wal::Appended;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// A B+tree's structure latch (see `btree`), and whether the tree's table has been
-/// dropped. The store keeps one per tree, so that every handle on a tree shares it; a
-/// drop marks it (`Store::tree_dropped`) and a new tree on the same root page replaces
-/// it (`Store::tree_created`), so old handles stay marked.
-pub(crate) struct TreeLatch {
-    latch: RwLock<()>,
-    dropped: AtomicBool,
-}
-
-impl TreeLatch {
-    fn new() -> TreeLatch {
-        TreeLatch {
-            latch: RwLock::new(()),
-            dropped: AtomicBool::new(false),
-        }
-    }
-
-    /// True once a drop of the tree's table committed.
-    pub(crate) fn is_dropped(&self) -> bool {
-        self.dropped.load(Ordering::Acquire)
-    }
-}
-
-impl std::ops::Deref for TreeLatch {
-    type Target = RwLock<()>;
-    fn deref(&self) -> &RwLock<()> {
-        &self.latch
-    }
-}
+pub(crate) use crate::tree_count::TreeLatch;
 
 /// The buffer pool, the log, and what logging a page change needs.
 pub(crate) struct Store {
@@ -65,7 +37,7 @@ pub(crate) struct Store {
     /// The redo point of the last checkpoint (its begin record): a page whose last full
     /// image is at or below it gets a new one logged before its next change.
     pub(crate) redo_point: AtomicU64,
-    /// Structure latches by tree root.
+    /// Structure latches and entry counts by tree root (`tree_count`).
     trees: Mutex<HashMap<PageId, Arc<TreeLatch>>>,
     /// Held shared by every allocation of pages (a split, a new table's root until its
     /// latch is registered); exclusively while compaction decides which pages nothing
@@ -101,25 +73,21 @@ impl Store {
 
     /// The structure latch of the tree at `root`.
     pub(crate) fn tree_latch(&self, root: PageId) -> Arc<TreeLatch> {
-        self.trees
-            .lock()
-            .entry(root)
-            .or_insert_with(|| Arc::new(TreeLatch::new()))
-            .clone()
+        self.trees.lock().entry(root).or_default().clone()
     }
 
-    /// Marks the tree at `root` dropped: every handle on it, taken before or after,
-    /// shares the mark until a new tree is made on the same root page
-    /// (`tree_created`). The caller holds the table's drop lock, so no transaction
-    /// uses the tree.
-    pub(crate) fn tree_dropped(&self, root: PageId) {
-        self.tree_latch(root).dropped.store(true, Ordering::Release);
+    /// A new latch for a new tree at `root`, replacing the one of a dropped tree whose
+    /// root the page was (`Store::tree_created`).
+    pub(crate) fn fresh_latch(&self, root: PageId) -> Arc<TreeLatch> {
+        let t = Arc::new(TreeLatch::default());
+        self.trees.lock().insert(root, t.clone());
+        t
     }
 
-    /// A new tree at `root` (a page just allocated): it gets a fresh latch, not the
-    /// mark of a dropped tree whose root the page was.
-    pub(crate) fn tree_created(&self, root: PageId) {
-        self.trees.lock().insert(root, Arc::new(TreeLatch::new()));
+    /// Every tree the store has a latch for, with it.
+    pub(crate) fn trees_with_latches(&self) -> Vec<(PageId, Arc<TreeLatch>)> {
+        let trees = self.trees.lock();
+        trees.iter().map(|(r, t)| (*r, t.clone())).collect()
     }
 
     /// The roots of every tree a structure latch was handed out for.

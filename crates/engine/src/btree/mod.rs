@@ -16,6 +16,7 @@
 //! [`Record::Update`]: crate::log_record::Record::Update
 //! [`Record::Images`]: crate::log_record::Record::Images
 
+mod count;
 mod descend;
 mod page_op;
 mod reverse;
@@ -66,6 +67,11 @@ impl<'s> Btree<'s> {
     /// Checks the tree's structure (see `verify`).
     pub(crate) fn verify(&self) -> crate::error::Result<TreeReport> {
         verify::verify_tree(self)
+    }
+
+    /// Checks the tree's structure and that its entry count matches it (see `verify`).
+    pub(crate) fn verify_counted(&self) -> crate::error::Result<TreeReport> {
+        verify::verify_tree_and_count(self)
     }
 }
 

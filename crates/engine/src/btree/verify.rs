@@ -42,8 +42,29 @@ struct Walk {
 
 /// Walks the tree at `root` under its shared latch and checks every invariant.
 pub(crate) fn verify_tree(tree: &Btree<'_>) -> Result<TreeReport> {
-    let (store, root) = (tree.store, tree.root);
     let _shared = tree.latch.read();
+    check_tree(tree)
+}
+
+/// [`verify_tree`] under the latch held exclusively (no change in flight), checking
+/// too that the tree's entry count, if known, is the number of entries walked
+/// (`tree_count`).
+pub(crate) fn verify_tree_and_count(tree: &Btree<'_>) -> Result<TreeReport> {
+    let _exclusive = tree.latch.write();
+    let report = check_tree(tree)?;
+    if let Some(n) = tree.latch.known_entries() {
+        if n != report.entries {
+            return Err(Error::Corruption(format!(
+                "tree {}: its entry count is {n} but its leaves hold {} entries",
+                tree.root, report.entries
+            )));
+        }
+    }
+    Ok(report)
+}
+
+fn check_tree(tree: &Btree<'_>) -> Result<TreeReport> {
+    let (store, root) = (tree.store, tree.root);
     let mut w = Walk {
         report: TreeReport::default(),
         leaves: Vec::new(),

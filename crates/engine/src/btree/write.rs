@@ -112,10 +112,10 @@ impl ChangeLogger for ClrLogger<'_> {
     fn log(&mut self, store: &Store, change: LeafChange<'_>) -> Result<Appended> {
         let LeafChange {
             page,
+            tree,
             key,
             old,
             new,
-            ..
         } = change;
         // Only the changed bytes when that is smaller (see `log_record::Delta`).
         let op = PageOp::between(key, old, new).expect("only real changes are logged");
@@ -125,6 +125,7 @@ impl ChangeLogger for ClrLogger<'_> {
             txn,
             prev,
             page,
+            tree: Some(tree),
             op,
             undo_next,
         })
@@ -265,6 +266,9 @@ impl Btree<'_> {
         // The leaf stayed X-latched since the search: its slot still holds.
         apply_op_at(w.bytes_mut(), op, at).expect("the change was checked to apply before logging");
         w.mark_dirty(a.lsn, a.end);
+        // The tree latch is held (shared or exclusive) from the log append to here, so a
+        // count snapshot, which holds it exclusively, sees the change in both or neither.
+        self.latch.count(crate::tree_count::delta_of(old_cell, new));
         Ok(Attempt::Applied(old))
     }
 

@@ -131,6 +131,8 @@ fn take(cx: &Scope<'_>, occasion: Occasion, _held: &MutexGuard<'_, ()>) -> Resul
         r
     };
     state.last_begin.store(r.0, Ordering::Release);
+    // Entry counts, after the begin record, where analysis will read them.
+    store.log_counts()?;
     // Without a sweep (page cleaner), the dirty-page table is the one at the begin
     // record, as in ARIES: a page written after it is not synced until the next
     // checkpoint, so leaving it out because it looks clean at the end would lose its

@@ -74,14 +74,14 @@ impl Database {
         report.free_pages = free.len() as u64;
         let catalog = inner.store.tree_latch(PageId::CATALOG);
         Btree::new(&inner.store, PageId::CATALOG, &catalog)
-            .verify()
+            .verify_counted()
             .map_err(|e| in_table("(catalog)", e))?;
         crate::space::check_not_free(&inner.store, PageId::CATALOG, &free)
             .map_err(|e| in_table("(catalog)", e))?;
         for name in self.table_names()? {
             let t = self.table(&name)?;
             let r = Btree::new(&inner.store, t.root, &t.latch)
-                .verify()
+                .verify_counted()
                 .map_err(|e| in_table(&name, e))?;
             crate::space::check_not_free(&inner.store, t.root, &free)
                 .map_err(|e| in_table(&name, e))?;
@@ -91,7 +91,7 @@ impl Database {
         }
         if let Some(t) = inner.blob_table(None)? {
             Btree::new(&inner.store, t.root, &t.latch)
-                .verify()
+                .verify_counted()
                 .map_err(|e| in_table("(large values)", e))?;
             crate::space::check_not_free(&inner.store, t.root, &free)
                 .map_err(|e| in_table("(large values)", e))?;

@@ -54,6 +54,9 @@ const TAG_CLR: u8 = 9;
 const TAG_COMMIT: u8 = 10;
 const TAG_END: u8 = 11;
 const TAG_COORDINATED: u8 = 12;
+/// A compensation record naming its tree (written since entry counts; tag 9 names none).
+const TAG_CLR_TREE: u8 = 13;
+const TAG_TREE_COUNT: u8 = 14;
 
 /// Kinds of [`Change`] and of [`PageOp`] in a record (both versions).
 const KIND_INSERT: u8 = 1;
@@ -255,13 +258,21 @@ impl Record {
                 txn,
                 prev,
                 page,
+                tree,
                 op,
                 undo_next,
             } => {
-                w.u8(TAG_CLR);
+                w.u8(if tree.is_some() {
+                    TAG_CLR_TREE
+                } else {
+                    TAG_CLR
+                });
                 w.varint(txn.0);
                 w.opt_lsn(*prev);
                 w.varint(page.0);
+                if let Some(t) = tree {
+                    w.varint(t.0);
+                }
                 w.op(op);
                 w.opt_lsn(*undo_next);
             }
@@ -299,6 +310,17 @@ impl Record {
                 }
             }
             Record::BeginCheckpoint => w.u8(TAG_BEGIN_CKPT),
+            Record::TreeCount { tree, entries } => {
+                w.u8(TAG_TREE_COUNT);
+                w.varint(tree.0);
+                match entries {
+                    Some(n) => {
+                        w.u8(1);
+                        w.varint(*n);
+                    }
+                    None => w.u8(0),
+                }
+            }
             Record::EndCheckpoint(c) => {
                 debug_assert!(c.active.len() <= u32::MAX as usize);
                 w.u8(TAG_END_CKPT);
@@ -341,10 +363,14 @@ impl Record {
                 key: r.key(v)?,
                 change: r.change(v)?,
             },
-            TAG_CLR | legacy::TAG_CLR => Record::Clr {
+            TAG_CLR | TAG_CLR_TREE | legacy::TAG_CLR => Record::Clr {
                 txn: TxnId(r.number(v)?),
                 prev: r.opt_lsn(v)?,
                 page: PageId(r.number(v)?),
+                tree: match tag {
+                    TAG_CLR_TREE => Some(PageId(r.number(v)?)),
+                    _ => None,
+                },
                 op: r.op(v)?,
                 undo_next: r.opt_lsn(v)?,
             },
@@ -391,6 +417,14 @@ impl Record {
                 Record::Images { pages }
             }
             TAG_BEGIN_CKPT => Record::BeginCheckpoint,
+            TAG_TREE_COUNT => Record::TreeCount {
+                tree: PageId(r.varint()?),
+                entries: match r.u8()? {
+                    0 => None,
+                    1 => Some(r.varint()?),
+                    f => return Err(format!("bad entry-count flag {f}")),
+                },
+            },
             TAG_END_CKPT => {
                 let begin = Lsn(r.u64()?);
                 let next_txn = r.u64()?;
@@ -482,6 +516,11 @@ mod tests {
             "0502000000030000000000000003000000010203000000000000000000000000".to_string(),
             "06".to_string(),
             "0740000000000000000c00000000000000010000000300000000000000080000000000000028000000000000000100000005000000000000001800000000000000".to_string(),
+            // Written since entry counts (`tree_count`): a compensation naming its tree,
+            // and count snapshots.
+            "0d090104ffffffffffffffffff01030003".to_string(),
+            "0e0201ffffffffffffffffff01".to_string(),
+            "0eac0200".to_string(),
         ];
         let version_2 = [
             "0109000000000000000004000000000000000200000000000000010000006b020100000061020000806262".to_string(),

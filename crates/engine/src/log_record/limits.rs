@@ -103,9 +103,10 @@ impl Record {
                 max_page_record_bytes(size.next_power_of_two())
             }
             Record::EndCheckpoint(c) => checkpoint_record_bytes(c.active.len(), c.dirty.len()),
-            Record::Commit { .. } | Record::End { .. } | Record::BeginCheckpoint => {
-                max_page_record_bytes(MIN_PAGE_SIZE)
-            }
+            Record::Commit { .. }
+            | Record::End { .. }
+            | Record::BeginCheckpoint
+            | Record::TreeCount { .. } => max_page_record_bytes(MIN_PAGE_SIZE),
             Record::Coordinated { .. } => {
                 max_page_record_bytes(MIN_PAGE_SIZE) + MAX_PARTICIPANTS * PARTICIPANT_BYTES
             }

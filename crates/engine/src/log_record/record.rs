@@ -57,6 +57,9 @@ pub enum Record {
         prev: Option<Lsn>,
         /// The leaf changed.
         page: PageId,
+        /// The tree's root page, for its entry count (`tree_count`); `None` in a record
+        /// written before counts.
+        tree: Option<PageId>,
         /// The change.
         op: PageOp,
         /// The next record of the transaction to undo (`None`: rollback is complete).
@@ -100,6 +103,15 @@ pub enum Record {
     BeginCheckpoint,
     /// A checkpoint's tables.
     EndCheckpoint(CheckpointData),
+    /// A snapshot of a tree's entry count at this record (`tree_count`): every change of
+    /// the tree logged before it is in `entries`, none after it. Redo-only, and only
+    /// analysis reads it.
+    TreeCount {
+        /// The tree's root page.
+        tree: PageId,
+        /// Its entries; `None`: the tree was dropped, its count forgotten.
+        entries: Option<u64>,
+    },
 }
 
 /// A transaction's part in one log of a partitioned database, as the coordinator's

@@ -64,6 +64,7 @@ pub(super) fn samples() -> Vec<Record> {
             txn: TxnId(9),
             prev: Some(Lsn(0)),
             page: PageId(4),
+            tree: None,
             op: PageOp::Remove { key: vec![] },
             undo_next: Some(Lsn(16)),
         },
@@ -71,6 +72,7 @@ pub(super) fn samples() -> Vec<Record> {
             txn: TxnId(200),
             prev: Some(Lsn(4096)),
             page: PageId(77),
+            tree: None,
             op: PageOp::Patch {
                 key: b"k".to_vec(),
                 delta: Delta {
@@ -86,6 +88,7 @@ pub(super) fn samples() -> Vec<Record> {
             txn: TxnId(200),
             prev: None,
             page: PageId(77),
+            tree: None,
             op: PageOp::Set {
                 key: b"k".to_vec(),
                 value: StoredValue {
@@ -99,6 +102,7 @@ pub(super) fn samples() -> Vec<Record> {
             txn: TxnId(201),
             prev: None,
             page: PageId(78),
+            tree: None,
             op: PageOp::Insert {
                 key: b"i".to_vec(),
                 value: StoredValue::inline(b"v".to_vec()),
@@ -143,6 +147,22 @@ pub(super) fn samples() -> Vec<Record> {
             }],
             dirty: vec![(PageId(5), Lsn(24))],
         }),
+        Record::Clr {
+            txn: TxnId(9),
+            prev: Some(Lsn(0)),
+            page: PageId(4),
+            tree: Some(PageId(u64::MAX)),
+            op: PageOp::Remove { key: vec![] },
+            undo_next: Some(Lsn(16)),
+        },
+        Record::TreeCount {
+            tree: PageId(2),
+            entries: Some(u64::MAX),
+        },
+        Record::TreeCount {
+            tree: PageId(300),
+            entries: None,
+        },
     ]
 }
 
@@ -204,6 +224,7 @@ pub(super) fn legacy_encode(r: &Record) -> Vec<u8> {
             txn,
             prev,
             page,
+            tree: None,
             op,
             undo_next,
         } => {
@@ -250,7 +271,7 @@ pub(super) fn legacy_samples() -> Vec<Record> {
         .into_iter()
         .filter(|r| match r {
             Record::Update { change, .. } => !matches!(change, Change::Patch { .. }),
-            Record::Clr { op, .. } => !matches!(op, PageOp::Patch { .. }),
+            Record::Clr { op, tree, .. } => tree.is_none() && !matches!(op, PageOp::Patch { .. }),
             Record::Commit { .. } | Record::End { .. } => true,
             _ => false,
         })

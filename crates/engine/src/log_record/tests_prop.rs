@@ -78,15 +78,22 @@ pub(crate) fn record() -> impl Strategy<Value = Record> {
                 change,
             }
         ),
-        (number(), opt_lsn(), number(), op(), opt_lsn()).prop_map(
-            |(txn, prev, page, op, undo_next)| Record::Clr {
+        (
+            number(),
+            opt_lsn(),
+            number(),
+            proptest::option::of(number()),
+            op(),
+            opt_lsn()
+        )
+            .prop_map(|(txn, prev, page, tree, op, undo_next)| Record::Clr {
                 txn: TxnId(txn),
                 prev,
                 page: PageId(page),
+                tree: tree.map(PageId),
                 op,
                 undo_next,
-            }
-        ),
+            }),
         (number(), opt_lsn()).prop_map(|(txn, prev)| Record::Commit {
             txn: TxnId(txn),
             prev
@@ -118,6 +125,10 @@ pub(crate) fn record() -> impl Strategy<Value = Record> {
             }
         ),
         Just(Record::BeginCheckpoint),
+        (number(), proptest::option::of(number())).prop_map(|(t, entries)| Record::TreeCount {
+            tree: PageId(t),
+            entries
+        }),
         (
             lsn(),
             number(),

@@ -100,6 +100,11 @@ impl PartitionedTransaction {
         self.part(table)?.last(&table.table)
     }
 
+    /// The number of entries in `table` (see [`Transaction::len`]).
+    pub fn len(&mut self, table: &PartitionedTable) -> Result<u64> {
+        self.part(table)?.len(&table.table)
+    }
+
     /// The first error an operation of any part returned, if any.
     pub fn failure(&self) -> Option<&Error> {
         self.parts.iter().flatten().find_map(Transaction::failure)

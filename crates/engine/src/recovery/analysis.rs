@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
 use crate::log_record::Record;
 use crate::recovery::Context;
+use crate::tree_count::Counts;
 use sluice_wal::Lsn;
 use std::collections::{BTreeMap, HashMap};
 
@@ -22,6 +23,8 @@ pub(crate) struct Analysis {
     pub(crate) losers: HashMap<TxnId, Loser>,
     pub(crate) next_txn: u64,
     pub(crate) records: u64,
+    /// The entry counts the log gives (`tree_count`).
+    pub(crate) counts: Counts,
 }
 
 pub(crate) fn decode(lsn: Lsn, payload: &[u8]) -> Result<Record> {
@@ -85,10 +88,12 @@ pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analy
         return Err(cx.missing_log(scan_from, "undo of a transaction active at the checkpoint"));
     }
     let mut records = 0;
+    let mut counts = Counts::default();
     for item in log.read_from(scan_from)? {
         let sluice_wal::ReadRecord { lsn, payload, .. } = item?;
         records += 1;
         let rec = decode(lsn, &payload)?;
+        counts.see(&rec);
         let mut touch = |p: PageId| {
             let e = dirty.entry(p).or_insert(lsn);
             *e = (*e).min(lsn);
@@ -117,7 +122,7 @@ pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analy
                     touch(*p);
                 }
             }
-            Record::BeginCheckpoint | Record::EndCheckpoint(_) => {}
+            Record::BeginCheckpoint | Record::EndCheckpoint(_) | Record::TreeCount { .. } => {}
         }
     }
     let redo_from = dirty.values().min().copied();
@@ -128,5 +133,6 @@ pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analy
         losers: att,
         next_txn,
         records,
+        counts,
     })
 }

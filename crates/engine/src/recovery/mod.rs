@@ -110,7 +110,9 @@ pub(crate) fn recover(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<R
 }
 
 fn passes(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<RecoveryReport> {
-    let a = tracing::info_span!("analysis").in_scope(|| analysis::run(cx, control))?;
+    let mut a = tracing::info_span!("analysis").in_scope(|| analysis::run(cx, control))?;
+    // Before undo, which counts its compensations as any rollback does.
+    cx.store.install_counts(std::mem::take(&mut a.counts));
     let mut report = RecoveryReport {
         checkpoint: control.map(|c| c.begin),
         scan_from: a.scan_from,
@@ -173,5 +175,7 @@ fn format_if_new(cx: &Context<'_>, has_checkpoint: bool) -> Result<bool> {
         w.mark_dirty(a.lsn, a.end);
         w.set_image_lsn(a.lsn);
     }
+    drop((mw, cw));
+    cx.store.tree_created(PageId::CATALOG)?;
     Ok(true)
 }

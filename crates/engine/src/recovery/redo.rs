@@ -104,7 +104,8 @@ pub(crate) fn run(cx: &Context<'_>, a: &Analysis) -> Result<(u64, u64)> {
             | Record::Coordinated { .. }
             | Record::End { .. }
             | Record::BeginCheckpoint
-            | Record::EndCheckpoint(_) => {}
+            | Record::EndCheckpoint(_)
+            | Record::TreeCount { .. } => {}
         }
     }
     if let Some(p) = r.torn.first() {

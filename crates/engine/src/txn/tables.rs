@@ -91,6 +91,25 @@ impl Transaction {
 }
 
 impl Transaction {
+    /// The number of entries in `table` as this transaction sees them, exact, in O(1)
+    /// (not a scan: the engine keeps each table's count, and rebuilds it after a crash
+    /// from the log). Serializable as any read: it takes the table's count lock, which
+    /// waits for every other transaction that has written the table to end, and keeps
+    /// every other writer of the table waiting until this transaction ends (readers
+    /// are not held up). This transaction's own uncommitted changes are counted.
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&mut self, table: &Table) -> Result<u64> {
+        self.usable()?;
+        let r = self.len_in(table);
+        self.settle(r)
+    }
+
+    fn len_in(&mut self, table: &Table) -> Result<u64> {
+        self.use_table(table, TableLock::Count)?;
+        self.db.check()?;
+        self.db.store.entry_count(table.root)
+    }
+
     /// Drops `table` inside this transaction: its catalog entry goes (undone by a
     /// rollback, or by recovery if the transaction does not commit), with the chunks of
     /// its large values. It first takes the table's drop lock, so it waits for every
@@ -143,11 +162,14 @@ impl Transaction {
     /// finds them dropped, and frees their pages.
     pub(super) fn finish_drops(&mut self) {
         for t in std::mem::take(&mut self.dropping) {
-            self.db.store.tree_dropped(t.root);
             // After the commit record: a crash that keeps a freeing keeps the drop. One
             // that comes between leaves the tree's pages unreachable, and compaction
-            // reclaims them; so does a failure here, which cannot undo the commit.
-            if let Err(e) = self.db.free_tree(t.root) {
+            // reclaims them; so does a failure here, which cannot undo the commit (and
+            // a failed log append has stopped the database anyway). The mark is set
+            // whatever fails.
+            let freed =
+                (self.db.store.tree_dropped(t.root)).and_then(|()| self.db.free_tree(t.root));
+            if let Err(e) = freed {
                 tracing::warn!(table = t.name(), error = %e, "a dropped table's pages were not freed; compaction reclaims them");
             }
         }

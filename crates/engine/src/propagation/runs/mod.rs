@@ -708,7 +708,8 @@ fn entries_of(rec: sluice_wal::ReadRecord, out: &mut Vec<RunEntry>) -> Result<us
         | Record::Coordinated { .. }
         | Record::End { .. }
         | Record::BeginCheckpoint
-        | Record::EndCheckpoint(_) => {}
+        | Record::EndCheckpoint(_)
+        | Record::TreeCount { .. } => {}
     }
     Ok(held)
 }
