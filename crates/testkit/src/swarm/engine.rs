@@ -3,6 +3,7 @@
 //! workload and the oracle use ([`Ops`]), implemented by both kinds of transaction.
 
 use super::config::{Config, Layout, TABLES};
+use super::scratch::{listed, scratch_key, LISTED, SCRATCH};
 use crate::crash::DIR;
 use crate::fence::FencedStorage;
 use sluice::{
@@ -12,7 +13,8 @@ use sluice::{
 use sluice_storage::SimStorage;
 use std::collections::BTreeMap;
 
-/// Every row of every table of [`TABLES`]: (table index, key) → value.
+/// Every row of every table of [`TABLES`], and of the scratch tables under [`SCRATCH`]:
+/// (table index, key) → value.
 pub(crate) type Rows = BTreeMap<(usize, Vec<u8>), Vec<u8>>;
 
 /// The rows a scan returned, in order: (key, value).
@@ -166,20 +168,33 @@ impl Db {
         self.parts()[0].limits()
     }
 
-    /// Every row of every table, read in one transaction; each table's keys must come
-    /// in order (a table out of order is reported as corruption).
+    /// Every row of every table, read in one transaction — those of [`TABLES`] under
+    /// their index, and those of every other table the catalog lists under
+    /// [`SCRATCH`] (`super::scratch`); each table's keys must come in order (a table
+    /// out of order is reported as corruption).
     pub(crate) fn read_rows(&self, tables: &[Tbl]) -> Result<Rows, Error> {
+        let scratch = listed(self)?;
         let mut tx = self.begin();
         let mut rows = Rows::new();
+        let in_order = |name: &str, got: &Scanned| {
+            if got.windows(2).any(|w| w[0].0 >= w[1].0) {
+                return Err(Error::Corruption(format!("table {name} scans out of order")));
+            }
+            Ok(())
+        };
         for (i, t) in tables.iter().enumerate() {
             let got = tx.scan(t, None)?;
-            if got.windows(2).any(|w| w[0].0 >= w[1].0) {
-                return Err(Error::Corruption(format!(
-                    "table {} scans out of order",
-                    TABLES[i]
-                )));
-            }
+            in_order(TABLES[i], &got)?;
             rows.extend(got.into_iter().map(|(k, v)| ((i, k), v)));
+        }
+        for (name, t) in &scratch {
+            let got = tx.scan(t, None)?;
+            in_order(name, &got)?;
+            rows.insert((SCRATCH, scratch_key(name, b"")), LISTED.to_vec());
+            rows.extend(
+                got.into_iter()
+                    .map(|(k, v)| ((SCRATCH, scratch_key(name, &k)), v)),
+            );
         }
         tx.commit()?;
         Ok(rows)
@@ -231,6 +246,19 @@ pub(crate) trait Ops {
     /// Chooses how the transaction commits (a partitioned transaction has no such
     /// choice: the swarm never draws `Async` for one, `Config::async_share`).
     fn set_durability(&mut self, d: Durability);
+    /// Creates, drops and renames a table inside the transaction: an ordinary
+    /// database's only (a partitioned transaction refuses them; the swarm draws them
+    /// only for an ordinary database, `super::scratch`).
+    fn create_table(&mut self, name: &str) -> Result<Tbl, Error>;
+    fn drop_table(&mut self, t: &Tbl) -> Result<(), Error>;
+    fn rename_table(&mut self, t: &Tbl, to: &str) -> Result<(), Error>;
+}
+
+/// The refusal of a table operation inside a partitioned transaction.
+fn no_table_ops() -> Error {
+    Error::InvalidArgument(
+        "a partitioned transaction cannot create, drop or rename tables".into(),
+    )
 }
 
 impl Ops for Transaction {
@@ -254,6 +282,15 @@ impl Ops for Transaction {
             Some((from, to)) => Transaction::scan(self, t.plain(), from..to).collect(),
             None => Transaction::scan(self, t.plain(), ..).collect(),
         }
+    }
+    fn create_table(&mut self, name: &str) -> Result<Tbl, Error> {
+        Transaction::create_table(self, name).map(Tbl::Plain)
+    }
+    fn drop_table(&mut self, t: &Tbl) -> Result<(), Error> {
+        Transaction::drop_table(self, t.plain())
+    }
+    fn rename_table(&mut self, t: &Tbl, to: &str) -> Result<(), Error> {
+        Transaction::rename_table(self, t.plain(), to)
     }
 }
 
@@ -282,6 +319,15 @@ impl Ops for PartitionedTransaction {
             Some((from, to)) => PartitionedTransaction::scan(self, t.part(), from..to)?.collect(),
             None => PartitionedTransaction::scan(self, t.part(), ..)?.collect(),
         }
+    }
+    fn create_table(&mut self, _: &str) -> Result<Tbl, Error> {
+        Err(no_table_ops())
+    }
+    fn drop_table(&mut self, _: &Tbl) -> Result<(), Error> {
+        Err(no_table_ops())
+    }
+    fn rename_table(&mut self, _: &Tbl, _: &str) -> Result<(), Error> {
+        Err(no_table_ops())
     }
 }
 
@@ -320,6 +366,24 @@ impl Ops for Tx {
         match self {
             Tx::Plain(x) => Ops::scan(x, t, range),
             Tx::Part(x) => Ops::scan(x, t, range),
+        }
+    }
+    fn create_table(&mut self, name: &str) -> Result<Tbl, Error> {
+        match self {
+            Tx::Plain(x) => Ops::create_table(x, name),
+            Tx::Part(x) => Ops::create_table(x, name),
+        }
+    }
+    fn drop_table(&mut self, t: &Tbl) -> Result<(), Error> {
+        match self {
+            Tx::Plain(x) => Ops::drop_table(x, t),
+            Tx::Part(x) => Ops::drop_table(x, t),
+        }
+    }
+    fn rename_table(&mut self, t: &Tbl, to: &str) -> Result<(), Error> {
+        match self {
+            Tx::Plain(x) => Ops::rename_table(x, t, to),
+            Tx::Part(x) => Ops::rename_table(x, t, to),
         }
     }
 }
