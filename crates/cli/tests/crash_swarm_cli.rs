@@ -112,7 +112,10 @@ fn swarm_seeds_create_drop_and_rename_tables_inside_transactions() {
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     let v: serde_json::Value =
         serde_json::from_str(stdout.trim_end().lines().last().unwrap()).unwrap();
-    assert!(v["coverage"]["scratch-tables"].as_u64().unwrap() >= 2, "{v}");
+    assert!(
+        v["coverage"]["scratch-tables"].as_u64().unwrap() >= 2,
+        "{v}"
+    );
     for count in ["tables_created", "tables_dropped", "tables_renamed"] {
         assert!(v[count].as_u64().unwrap() > 0, "{count}: {v}");
     }

@@ -348,8 +348,7 @@ pub(crate) fn run_session(
                             audits += matches!(e, Ended::Done) as u64;
                             e
                         } else {
-                            let plan =
-                                draw_plan(&mut rng, cfg, max_entry, &c.model, t, session, i);
+                            let plan = draw_plan(&mut rng, cfg, max_entry, &c.model, t, session, i);
                             c.write(plan)
                         };
                         match ended {

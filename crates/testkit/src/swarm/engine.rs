@@ -178,7 +178,9 @@ impl Db {
         let mut rows = Rows::new();
         let in_order = |name: &str, got: &Scanned| {
             if got.windows(2).any(|w| w[0].0 >= w[1].0) {
-                return Err(Error::Corruption(format!("table {name} scans out of order")));
+                return Err(Error::Corruption(format!(
+                    "table {name} scans out of order"
+                )));
             }
             Ok(())
         };
@@ -256,9 +258,7 @@ pub(crate) trait Ops {
 
 /// The refusal of a table operation inside a partitioned transaction.
 fn no_table_ops() -> Error {
-    Error::InvalidArgument(
-        "a partitioned transaction cannot create, drop or rename tables".into(),
-    )
+    Error::InvalidArgument("a partitioned transaction cannot create, drop or rename tables".into())
 }
 
 impl Ops for Transaction {

@@ -90,7 +90,9 @@ pub(crate) fn initial_rows(cfg: &Config, rows: &mut Rows) {
 /// Creates the fences (with the database, when the seed draws scratch tables).
 pub(crate) fn create_fences(db: &Db, cfg: &Config) -> Result<(), Error> {
     if cfg.scratch_share > 0.0 {
-        let db = db.plain().expect("scratch tables only in an ordinary database");
+        let db = db
+            .plain()
+            .expect("scratch tables only in an ordinary database");
         for t in 0..super::config::MAX_THREADS {
             db.create_table(&fence(t))?;
         }
@@ -282,7 +284,9 @@ pub(super) fn run(
                 let tb = tx.create_table(name)?;
                 for (k, v) in rows {
                     if tx.put(&tb, k, v)?.is_some() {
-                        return Ok(Err(what(format!("a put into its new table {name} found a row"))));
+                        return Ok(Err(what(format!(
+                            "a put into its new table {name} found a row"
+                        ))));
                     }
                 }
                 handles.push((name.clone(), tb));
@@ -423,7 +427,13 @@ mod tests {
         let mut got = committed.clone();
         listed(&mut got, &a);
         assert!(judge(&got, true).is_err());
-        apply(&mut got, &writes_of(&TableOp::Create { name: a.clone(), rows: table(&a, 2) }));
+        apply(
+            &mut got,
+            &writes_of(&TableOp::Create {
+                name: a.clone(),
+                rows: table(&a, 2),
+            }),
+        );
         assert!(judge(&got, true).is_err());
         // The table the rolled-back transaction created is there.
         let mut got = committed.clone();
@@ -465,7 +475,10 @@ mod tests {
                         assert_eq!(name, &format!("s1.2.{i}"));
                         assert!((1..=3).contains(&rows.len()));
                     }
-                    TableOp::Drop { name, rows } | TableOp::Rename { from: name, rows, .. } => {
+                    TableOp::Drop { name, rows }
+                    | TableOp::Rename {
+                        from: name, rows, ..
+                    } => {
                         let known = ["s1.0.3", "s1.0.7.r", &format!("s1.2.{i}")];
                         assert!(known.contains(&name.as_str()), "{name}");
                         if name.starts_with("s1.0.") {
@@ -481,9 +494,7 @@ mod tests {
             let names: Vec<&String> = ops
                 .iter()
                 .filter_map(|op| match op {
-                    TableOp::Drop { name, .. } | TableOp::Rename { from: name, .. } => {
-                        Some(name)
-                    }
+                    TableOp::Drop { name, .. } | TableOp::Rename { from: name, .. } => Some(name),
                     TableOp::Create { .. } => None,
                 })
                 .collect();
