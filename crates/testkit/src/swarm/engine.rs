@@ -33,7 +33,9 @@ pub(crate) enum Tbl {
     Part(PartitionedTable),
 }
 
-/// A transaction of either kind.
+/// A transaction of either kind (one at a time per client, on its stack: the size of
+/// an ordinary one is no cost worth a box).
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Tx {
     Plain(Transaction),
     Part(PartitionedTransaction),
