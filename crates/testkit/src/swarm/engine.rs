@@ -3,7 +3,6 @@
 //! workload and the oracle use ([`Ops`]), implemented by both kinds of transaction.
 
 use super::config::{Config, Layout, TABLES};
-use super::scratch::{listed, scratch_key, LISTED, SCRATCH};
 use crate::crash::DIR;
 use crate::fence::FencedStorage;
 use sluice::{
@@ -13,9 +12,12 @@ use sluice::{
 use sluice_storage::SimStorage;
 use std::collections::BTreeMap;
 
-/// Every row of every table of [`TABLES`], and of the scratch tables under [`SCRATCH`]:
-/// (table index, key) → value.
+/// Every row of every table of [`TABLES`] (and of the scratch tables, under
+/// `super::scratch::SCRATCH`): (table index, key) → value.
 pub(crate) type Rows = BTreeMap<(usize, Vec<u8>), Vec<u8>>;
+
+/// A write of a transaction: (table index, key, new value or `None` for a delete).
+pub(crate) type Write = (usize, Vec<u8>, Option<Vec<u8>>);
 
 /// The rows a scan returned, in order: (key, value).
 pub(crate) type Scanned = Vec<(Vec<u8>, Vec<u8>)>;
@@ -170,38 +172,47 @@ impl Db {
         self.parts()[0].limits()
     }
 
-    /// Every row of every table, read in one transaction — those of [`TABLES`] under
-    /// their index, and those of every other table the catalog lists under
-    /// [`SCRATCH`] (`super::scratch`); each table's keys must come in order (a table
-    /// out of order is reported as corruption).
-    pub(crate) fn read_rows(&self, tables: &[Tbl]) -> Result<Rows, Error> {
-        let scratch = listed(self)?;
+    /// Every table of an ordinary database outside [`TABLES`], by name (none in a
+    /// partitioned one, which the swarm gives no other table).
+    pub(crate) fn other_tables(&self) -> Result<Vec<(String, Tbl)>, Error> {
+        let Db::Plain(d) = self else {
+            return Ok(Vec::new());
+        };
+        d.table_names()?
+            .into_iter()
+            .filter(|n| !TABLES.contains(&n.as_str()))
+            .map(|n| d.table(&n).map(|t| (n, Tbl::Plain(t))))
+            .collect()
+    }
+
+    /// Every row of every table, read in one transaction: those of `tables` under their
+    /// index, and those of `others` by name; each table's keys must come in order (a
+    /// table out of order is reported as corruption).
+    pub(crate) fn read_rows(
+        &self,
+        tables: &[Tbl],
+        others: &[(String, Tbl)],
+    ) -> Result<(Rows, Vec<(String, Scanned)>), Error> {
         let mut tx = self.begin();
         let mut rows = Rows::new();
-        let in_order = |name: &str, got: &Scanned| {
+        let mut scan = |name: &str, t: &Tbl| {
+            let got = tx.scan(t, None)?;
             if got.windows(2).any(|w| w[0].0 >= w[1].0) {
                 return Err(Error::Corruption(format!(
                     "table {name} scans out of order"
                 )));
             }
-            Ok(())
+            Ok(got)
         };
         for (i, t) in tables.iter().enumerate() {
-            let got = tx.scan(t, None)?;
-            in_order(TABLES[i], &got)?;
-            rows.extend(got.into_iter().map(|(k, v)| ((i, k), v)));
+            rows.extend(scan(TABLES[i], t)?.into_iter().map(|(k, v)| ((i, k), v)));
         }
-        for (name, t) in &scratch {
-            let got = tx.scan(t, None)?;
-            in_order(name, &got)?;
-            rows.insert((SCRATCH, scratch_key(name, b"")), LISTED.to_vec());
-            rows.extend(
-                got.into_iter()
-                    .map(|(k, v)| ((SCRATCH, scratch_key(name, &k)), v)),
-            );
-        }
+        let others = others
+            .iter()
+            .map(|(name, t)| Ok((name.clone(), scan(name, t)?)))
+            .collect::<Result<Vec<_>, Error>>()?;
         tx.commit()?;
-        Ok(rows)
+        Ok((rows, others))
     }
 }
 

@@ -14,7 +14,7 @@
 //! The oracle sees scratch tables as rows of one virtual table, [`SCRATCH`]: table `n` is
 //! a row `n/` (its catalog entry) and a row `n/k` per row `k` in it. A create and its
 //! fill are puts, a drop deletes the entry and every row, a rename moves them. The
-//! recovered-state reader (`Db::read_rows`) lists the catalog and reads every table
+//! recovered-state reader ([`read_rows`]) lists the catalog and reads every table
 //! outside [`TABLES`] into it, so the oracle's rules — each thread's commits a prefix,
 //! nothing of a rolled-back transaction, exact rows, the chunks of large values — judge
 //! them as any other rows: a dropped table must not be listed, a rolled-back drop leaves
@@ -25,8 +25,7 @@
 //! 0 for it).
 
 use super::config::{Config, TABLES};
-use super::engine::{Db, Ops, Rows, Tbl};
-use super::workload::Write;
+use super::engine::{Db, Ops, Rows, Tbl, Write};
 use crate::crash::{make_value, ValueShape};
 use rand::rngs::StdRng;
 use rand::Rng;
@@ -51,7 +50,7 @@ pub(crate) fn scratch_key(name: &str, key: &[u8]) -> Vec<u8> {
 }
 
 /// The value of a table's own row in [`SCRATCH`].
-pub(crate) const LISTED: &[u8] = b"listed";
+const LISTED: &[u8] = b"listed";
 
 /// A key of [`SCRATCH`] split into the table's name and the row's key.
 fn split(key: &[u8]) -> (&[u8], &[u8]) {
@@ -293,26 +292,18 @@ pub(super) fn run(
             }
             TableOp::Drop { name, rows } => {
                 let tb = handle(&handles, name);
-                let got = tx.scan(&tb, None)?;
-                if &got != rows {
-                    return Ok(Err(what(format!(
-                        "its table {name} held {} rows before its drop, but the model {}",
-                        got.len(),
-                        rows.len()
-                    ))));
+                if let Err(b) = holds(tx, &tb, rows, &format!("its table {name} before its drop"))?
+                {
+                    return Ok(Err(what(b)));
                 }
                 tx.drop_table(&tb)?;
             }
             TableOp::Rename { from, to, rows } => {
                 let tb = handle(&handles, from);
                 tx.rename_table(&tb, to)?;
-                let got = tx.scan(&tb, None)?;
-                if &got != rows {
-                    return Ok(Err(what(format!(
-                        "its table {from} renamed to {to} holds {} rows, but the model {}",
-                        got.len(),
-                        rows.len()
-                    ))));
+                if let Err(b) = holds(tx, &tb, rows, &format!("its table {from} renamed to {to}"))?
+                {
+                    return Ok(Err(what(b)));
                 }
             }
         }
@@ -321,17 +312,37 @@ pub(super) fn run(
     Ok(Ok(()))
 }
 
-/// Every table of an ordinary database outside [`TABLES`], by name (read before the
-/// transaction that reads them into [`SCRATCH`]; none for a partitioned one).
-pub(crate) fn listed(db: &Db) -> Result<Vec<(String, Tbl)>, Error> {
-    let Some(d) = db.plain() else {
-        return Ok(Vec::new());
-    };
-    d.table_names()?
-        .into_iter()
-        .filter(|n| !TABLES.contains(&n.as_str()))
-        .map(|n| d.table(&n).map(|t| (n, Tbl::Plain(t))))
-        .collect()
+/// Whether a scan of `tb` in `tx` returns exactly `rows` (else the rule it broke).
+fn holds(
+    tx: &mut impl Ops,
+    tb: &Tbl,
+    rows: &TableRows,
+    what: &str,
+) -> Result<Result<(), String>, Error> {
+    let got = tx.scan(tb, None)?;
+    if &got == rows {
+        return Ok(Ok(()));
+    }
+    Ok(Err(format!(
+        "{what} holds {} rows that differ from its model's {}",
+        got.len(),
+        rows.len()
+    )))
+}
+
+/// Every row `db` shows, read in one transaction: those of [`TABLES`] under their
+/// index, and those of every other table the catalog lists under [`SCRATCH`].
+pub(crate) fn read_rows(db: &Db, tables: &[Tbl]) -> Result<Rows, Error> {
+    let others = db.other_tables()?;
+    let (mut rows, scanned) = db.read_rows(tables, &others)?;
+    for (name, got) in scanned {
+        rows.insert((SCRATCH, scratch_key(&name, b"")), LISTED.to_vec());
+        rows.extend(
+            got.into_iter()
+                .map(|(k, v)| ((SCRATCH, scratch_key(&name, &k)), v)),
+        );
+    }
+    Ok(rows)
 }
 
 #[cfg(test)]

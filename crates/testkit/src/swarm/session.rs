@@ -10,7 +10,7 @@ use super::client::run_session;
 use super::config::{Config, Layout, MARK};
 use super::engine::{open, pool_too_small, Db, Ops, Rows, Tbl};
 use super::oracle::{check_chunks, Expected, Lost};
-use super::scratch::{create_fences, TableCounts, SCRATCH};
+use super::scratch::{create_fences, read_rows, TableCounts, SCRATCH};
 use super::workload::initial_rows;
 use crate::crash::{diff_message, halted_recoveries, open_with_read_errors, Halt};
 use rand::rngs::StdRng;
@@ -380,7 +380,7 @@ impl Shown<'_> {
     /// (documented; counted, not a violation).
     fn show(&mut self, db: &Db) -> Result<Option<Vec<Tbl>>, String> {
         let read = db.tables().and_then(|tables| {
-            let rows = db.read_rows(&tables)?;
+            let rows = read_rows(db, &tables)?;
             Ok((tables, rows))
         });
         let (tables, rows) = match read {

@@ -17,15 +17,13 @@
 //! gap is shared — so clients never deadlock and lock timeouts are rare.
 
 use super::config::{Config, ACCT, INITIAL_BALANCE, MARK, MAX_THREADS, OWN};
+pub(crate) use super::engine::Write;
 use super::engine::{Ops, Rows, Tbl};
 use super::scratch::{self, TableOp};
 use crate::crash::{make_value, ValueShape};
 use rand::rngs::StdRng;
 use rand::Rng;
 use sluice::{Durability, Error};
-
-/// A write of a transaction: (table index, key, new value or `None` for a delete).
-pub(crate) type Write = (usize, Vec<u8>, Option<Vec<u8>>);
 
 /// An account: (table index, key).
 type Account = (usize, Vec<u8>);
