@@ -48,6 +48,9 @@ struct Report {
     clean_closes: u64,
     states_rechecked: u64,
     audits: u64,
+    tables_created: u64,
+    tables_dropped: u64,
+    tables_renamed: u64,
     coverage: BTreeMap<String, u64>,
     failures: Vec<String>,
 }
@@ -75,6 +78,9 @@ pub fn run(a: SwarmArgs) -> Result<(), Failure> {
                 thousands(r.states_rechecked as f64),
             ),
             ("audits", thousands(r.audits as f64)),
+            ("tables created", thousands(r.tables_created as f64)),
+            ("dropped", thousands(r.tables_dropped as f64)),
+            ("renamed", thousands(r.tables_renamed as f64)),
         ],
     );
     // The dimensions the seeds covered, one line per dimension.
@@ -115,6 +121,9 @@ pub fn run(a: SwarmArgs) -> Result<(), Failure> {
         clean_closes: r.clean_closes,
         states_rechecked: r.states_rechecked,
         audits: r.audits,
+        tables_created: r.tables_created,
+        tables_dropped: r.tables_dropped,
+        tables_renamed: r.tables_renamed,
         coverage: r.coverage,
         failures: r.failures,
     };

@@ -92,3 +92,32 @@ fn swarm_runs_on_several_jobs_and_reports_json() {
     assert_eq!(sum("protocol="), seeds, "{v}");
     assert_eq!(sum("layout="), seeds, "{v}");
 }
+
+/// Tables created, dropped and renamed inside writing transactions are a dimension of
+/// the swarm: a seed that draws them (`scratch=` in its configuration) shows them in the
+/// report's counts, and the recovered states that judged them broke no rule.
+#[test]
+fn swarm_seeds_create_drop_and_rename_tables_inside_transactions() {
+    // Seeds 3 and 5 draw an ordinary database and a share of scratch-table operations.
+    let out = sluice(&[
+        "crash-test",
+        "swarm",
+        "--first-seed",
+        "3",
+        "--seeds",
+        "3",
+        "--json",
+    ]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let v: serde_json::Value =
+        serde_json::from_str(stdout.trim_end().lines().last().unwrap()).unwrap();
+    assert!(
+        v["coverage"]["scratch-tables"].as_u64().unwrap() >= 2,
+        "{v}"
+    );
+    for count in ["tables_created", "tables_dropped", "tables_renamed"] {
+        assert!(v[count].as_u64().unwrap() > 0, "{count}: {v}");
+    }
+    assert!(stdout.contains("tables created"), "{stdout}");
+}

@@ -1,7 +1,8 @@
 //! The swarm sweep in CI: a fixed number of seeds, each drawing its own configuration
 //! over every option that changes a code path (`sluice_testkit::swarm`), must lose no
 //! acknowledged commit and break no rule — and the seeds must have covered every commit
-//! protocol, every propagation strategy, both layouts, and read-only opens.
+//! protocol, every propagation strategy, both layouts, read-only opens, and tables
+//! created, dropped and renamed inside committed transactions.
 //! `SLUICE_SWARM_SEEDS` changes the count (`SLUICE_SWARM_FIRST` the first seed): 5,500
 //! seeds is about 5 minutes on 2 cores shared with other builds (4,000 took 212 s with
 //! `sluice crash-test swarm --jobs 2`). A failure prints its replay command;
@@ -27,7 +28,7 @@ fn swarm_of_configurations_loses_nothing_and_breaks_no_rule() {
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let r = swarm(seeds, first, jobs, |_| {});
     println!(
-        "{seeds} seeds from {first}: {} acknowledged, {} lost, {} lost under async, {} violations, {} halts mid-run, {} in recovery, {} read-only opens ({} spilled), {} clean closes, {} states rechecked, {} audits, {} pool-full",
+        "{seeds} seeds from {first}: {} acknowledged, {} lost, {} lost under async, {} violations, {} halts mid-run, {} in recovery, {} read-only opens ({} spilled), {} clean closes, {} states rechecked, {} audits, {} pool-full, tables {} created {} dropped {} renamed",
         r.acknowledged,
         r.lost,
         r.lost_async,
@@ -39,7 +40,10 @@ fn swarm_of_configurations_loses_nothing_and_breaks_no_rule() {
         r.clean_closes,
         r.states_rechecked,
         r.audits,
-        r.pool_full
+        r.pool_full,
+        r.tables_created,
+        r.tables_dropped,
+        r.tables_renamed
     );
     for (c, n) in &r.coverage {
         println!("  {c}: {n}");
@@ -61,10 +65,15 @@ fn swarm_of_configurations_loses_nothing_and_breaks_no_rule() {
         "read-only=opened",
         "read-only=spilled",
         "async-commits",
+        "scratch-tables",
     ] {
         assert!(count(c.to_string()) > 0, "no seed covered {c}");
     }
     assert!(r.acknowledged > 0 && r.halts_mid_run > 0 && r.halts_in_recovery > 0);
+    assert!(
+        r.tables_created > 0 && r.tables_dropped > 0 && r.tables_renamed > 0,
+        "no committed transaction created, dropped and renamed tables"
+    );
     assert_eq!(
         (r.lost, r.violations),
         (0, 0),

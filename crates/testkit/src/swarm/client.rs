@@ -6,6 +6,7 @@
 
 use super::config::{Config, OWN};
 use super::engine::{Db, Rows, Tbl, Tx};
+use super::scratch::{self, TableCounts};
 use super::workload::{audit, draw_plan, owned_range, run_plan, Attempt, Body, Plan, ThreadLog};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -26,6 +27,8 @@ pub(crate) struct SessionRun {
     pub(crate) pool_full: u64,
     /// Transactions rolled back as deadlock victims or after a lock timeout.
     pub(crate) retryable: u64,
+    /// What committed transactions did to scratch tables.
+    pub(crate) tables: TableCounts,
 }
 
 /// Whether an error may happen in a run the halt is allowed to break: a lost lock
@@ -59,9 +62,10 @@ struct Client<'a> {
     db: &'a Db,
     tables: &'a [Tbl],
     agents: Option<&'a Agents>,
-    /// The committed values of the thread's owned keys.
+    /// The committed values of the thread's owned keys and scratch tables.
     model: Rows,
     log: ThreadLog,
+    table_ops: TableCounts,
 }
 
 impl Client<'_> {
@@ -136,7 +140,27 @@ impl Client<'_> {
         }
     }
 
+    /// Handles of the scratch tables `plan` drops or renames, looked up before it
+    /// begins (none in a partitioned database, whose plans have no table operations).
+    fn handles(&self, plan: &Plan) -> Result<Vec<(String, Tbl)>, Error> {
+        let needed = scratch::needed(&plan.tables);
+        match self.db.plain() {
+            Some(db) => needed
+                .into_iter()
+                .map(|n| db.table(&n).map(|t| (n, Tbl::Plain(t))))
+                .collect(),
+            None => Ok(Vec::new()),
+        }
+    }
+
     fn write(&mut self, plan: Plan) -> Ended {
+        let handles = match self.handles(&plan) {
+            Ok(h) => h,
+            Err(e) => {
+                self.log.rolled_back.extend(plan.marker_writes());
+                return self.error(e);
+            }
+        };
         // Whether the transaction reached its commit: then a failure leaves its outcome
         // unknown, and it is an attempt (the oracle accepts it either way, as the last
         // of the thread's prefix).
@@ -152,7 +176,7 @@ impl Client<'_> {
                 let t = self.t;
                 agents
                     .execute(move |tx: &mut Transaction| {
-                        Ok(match run_plan(tx, &tables, t, &model, &p)? {
+                        Ok(match run_plan(tx, &tables, &handles, t, &model, &p)? {
                             Err(b) => Outcome::Rollback(Err(b)),
                             Ok(w) if p.rollback.is_some() => Outcome::Rollback(Ok(w)),
                             Ok(w) => {
@@ -165,7 +189,7 @@ impl Client<'_> {
             }
             None => {
                 let mut tx = self.db.begin();
-                match run_plan(&mut tx, self.tables, self.t, &self.model, &plan) {
+                match run_plan(&mut tx, self.tables, &handles, self.t, &self.model, &plan) {
                     Err(e) => {
                         let _ = tx.rollback();
                         Err(e)
@@ -212,7 +236,7 @@ impl Client<'_> {
                 committed: true,
             }) => {
                 for (tb, k, v) in &writes {
-                    if OWN.contains(tb) {
+                    if OWN.contains(tb) || scratch::owned_by(self.t, *tb, k) {
                         match v {
                             Some(v) => self.model.insert((*tb, k.clone()), v.clone()),
                             None => self.model.remove(&(*tb, k.clone())),
@@ -225,6 +249,7 @@ impl Client<'_> {
                     acked: true,
                     is_async: plan.durability == Durability::Async,
                 });
+                self.table_ops.add(&plan.tables);
                 Ended::Done
             }
             Ok(Finished {
@@ -297,6 +322,7 @@ pub(crate) fn run_session(
                         .iter()
                         .filter(|((tb, k), _)| {
                             OWN.contains(tb) && k.as_slice() >= &from[..] && k.as_slice() < &to[..]
+                                || scratch::owned_by(t, *tb, k)
                         })
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .collect();
@@ -308,6 +334,7 @@ pub(crate) fn run_session(
                         agents,
                         model,
                         log: ThreadLog::default(),
+                        table_ops: TableCounts::default(),
                     };
                     let mut rng = StdRng::seed_from_u64(ts);
                     let (mut audits, mut pool_full, mut retryable) = (0, 0, 0);
@@ -322,7 +349,7 @@ pub(crate) fn run_session(
                             audits += matches!(e, Ended::Done) as u64;
                             e
                         } else {
-                            let plan = draw_plan(&mut rng, cfg, max_entry, t, session, i);
+                            let plan = draw_plan(&mut rng, cfg, max_entry, &c.model, t, session, i);
                             c.write(plan)
                         };
                         match ended {
@@ -347,6 +374,7 @@ pub(crate) fn run_session(
                     r.audits += audits;
                     r.pool_full += pool_full;
                     r.retryable += retryable;
+                    r.tables.merge(c.table_ops);
                     (t, c.log)
                 })
             })

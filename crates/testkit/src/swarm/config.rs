@@ -146,6 +146,10 @@ pub struct Config {
     /// transactions have no such choice): a crash may take those away, never a durable
     /// one acknowledged.
     pub async_share: f64,
+    /// The share of writing transactions that also create, drop or rename the thread's
+    /// scratch tables (`super::scratch`; 0 for a partitioned database, which has no
+    /// transactional create, drop or rename).
+    pub scratch_share: f64,
 }
 
 /// The balance each account is loaded with.
@@ -313,6 +317,12 @@ impl Config {
             (false, 1) => 0.3,
             (false, _) => 0.8,
         };
+        // After the async share, for the same reason.
+        let scratch_share = match (partitioned, rng.gen_range(0..3)) {
+            (true, _) | (false, 0) => 0.0,
+            (false, 1) => 0.3,
+            (false, _) => 0.7,
+        };
         Config {
             seed,
             protocol,
@@ -340,6 +350,7 @@ impl Config {
             layout,
             sessions,
             async_share,
+            scratch_share,
         }
     }
 
@@ -451,7 +462,7 @@ impl Config {
             .collect();
         let gc = &self.group_commit;
         format!(
-            "{} {driver} strategies={} page={}K pool={} large={large} ckpt={}/{}ms seg={} buf={} {}:{} gc={}/{}/{}us{} cleaner={}ms propseg={}p run={}{} threads={}x{} keys={}{} accts={} {layout} sessions=[{}] async={}%",
+            "{} {driver} strategies={} page={}K pool={} large={large} ckpt={}/{}ms seg={} buf={} {}:{} gc={}/{}/{}us{} cleaner={}ms propseg={}p run={}{} threads={}x{} keys={}{} accts={} {layout} sessions=[{}] async={}% scratch={}%",
             self.protocol,
             strategies.join(">"),
             self.page_size >> 10,
@@ -476,7 +487,8 @@ impl Config {
             if self.wide_values { "/wide" } else { "" },
             self.accounts,
             sessions.join(","),
-            self.async_share * 100.0
+            self.async_share * 100.0,
+            self.scratch_share * 100.0
         )
     }
 }

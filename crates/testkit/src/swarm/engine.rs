@@ -12,8 +12,12 @@ use sluice::{
 use sluice_storage::SimStorage;
 use std::collections::BTreeMap;
 
-/// Every row of every table of [`TABLES`]: (table index, key) → value.
+/// Every row of every table of [`TABLES`] (and of the scratch tables, under
+/// `super::scratch::SCRATCH`): (table index, key) → value.
 pub(crate) type Rows = BTreeMap<(usize, Vec<u8>), Vec<u8>>;
+
+/// A write of a transaction: (table index, key, new value or `None` for a delete).
+pub(crate) type Write = (usize, Vec<u8>, Option<Vec<u8>>);
 
 /// The rows a scan returned, in order: (key, value).
 pub(crate) type Scanned = Vec<(Vec<u8>, Vec<u8>)>;
@@ -31,7 +35,9 @@ pub(crate) enum Tbl {
     Part(PartitionedTable),
 }
 
-/// A transaction of either kind.
+/// A transaction of either kind (one at a time per client, on its stack: the size of
+/// an ordinary one is no cost worth a box).
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Tx {
     Plain(Transaction),
     Part(PartitionedTransaction),
@@ -177,23 +183,47 @@ impl Db {
         self.parts()[0].limits()
     }
 
-    /// Every row of every table, read in one transaction; each table's keys must come
-    /// in order (a table out of order is reported as corruption).
-    pub(crate) fn read_rows(&self, tables: &[Tbl]) -> Result<Rows, Error> {
+    /// Every table of an ordinary database outside [`TABLES`], by name (none in a
+    /// partitioned one, which the swarm gives no other table).
+    pub(crate) fn other_tables(&self) -> Result<Vec<(String, Tbl)>, Error> {
+        let Db::Plain(d) = self else {
+            return Ok(Vec::new());
+        };
+        d.table_names()?
+            .into_iter()
+            .filter(|n| !TABLES.contains(&n.as_str()))
+            .map(|n| d.table(&n).map(|t| (n, Tbl::Plain(t))))
+            .collect()
+    }
+
+    /// Every row of every table, read in one transaction: those of `tables` under their
+    /// index, and those of `others` by name; each table's keys must come in order (a
+    /// table out of order is reported as corruption).
+    pub(crate) fn read_rows(
+        &self,
+        tables: &[Tbl],
+        others: &[(String, Tbl)],
+    ) -> Result<(Rows, Vec<(String, Scanned)>), Error> {
         let mut tx = self.begin();
         let mut rows = Rows::new();
-        for (i, t) in tables.iter().enumerate() {
+        let mut scan = |name: &str, t: &Tbl| {
             let got = tx.scan(t, None)?;
             if got.windows(2).any(|w| w[0].0 >= w[1].0) {
                 return Err(Error::Corruption(format!(
-                    "table {} scans out of order",
-                    TABLES[i]
+                    "table {name} scans out of order"
                 )));
             }
-            rows.extend(got.into_iter().map(|(k, v)| ((i, k), v)));
+            Ok(got)
+        };
+        for (i, t) in tables.iter().enumerate() {
+            rows.extend(scan(TABLES[i], t)?.into_iter().map(|(k, v)| ((i, k), v)));
         }
+        let others = others
+            .iter()
+            .map(|(name, t)| Ok((name.clone(), scan(name, t)?)))
+            .collect::<Result<Vec<_>, Error>>()?;
         tx.commit()?;
-        Ok(rows)
+        Ok((rows, others))
     }
 }
 
@@ -232,6 +262,17 @@ pub(crate) trait Ops {
     /// Chooses how the transaction commits (a partitioned transaction has no such
     /// choice: the swarm never draws `Async` for one, `Config::async_share`).
     fn set_durability(&mut self, d: Durability);
+    /// Creates, drops and renames a table inside the transaction: an ordinary
+    /// database's only (a partitioned transaction refuses them; the swarm draws them
+    /// only for an ordinary database, `super::scratch`).
+    fn create_table(&mut self, name: &str) -> Result<Tbl, Error>;
+    fn drop_table(&mut self, t: &Tbl) -> Result<(), Error>;
+    fn rename_table(&mut self, t: &Tbl, to: &str) -> Result<(), Error>;
+}
+
+/// The refusal of a table operation inside a partitioned transaction.
+fn no_table_ops() -> Error {
+    Error::InvalidArgument("a partitioned transaction cannot create, drop or rename tables".into())
 }
 
 impl Ops for Transaction {
@@ -255,6 +296,15 @@ impl Ops for Transaction {
             Some((from, to)) => Transaction::scan(self, t.plain(), from..to).collect(),
             None => Transaction::scan(self, t.plain(), ..).collect(),
         }
+    }
+    fn create_table(&mut self, name: &str) -> Result<Tbl, Error> {
+        Transaction::create_table(self, name).map(Tbl::Plain)
+    }
+    fn drop_table(&mut self, t: &Tbl) -> Result<(), Error> {
+        Transaction::drop_table(self, t.plain())
+    }
+    fn rename_table(&mut self, t: &Tbl, to: &str) -> Result<(), Error> {
+        Transaction::rename_table(self, t.plain(), to)
     }
 }
 
@@ -283,6 +333,15 @@ impl Ops for PartitionedTransaction {
             Some((from, to)) => PartitionedTransaction::scan(self, t.part(), from..to)?.collect(),
             None => PartitionedTransaction::scan(self, t.part(), ..)?.collect(),
         }
+    }
+    fn create_table(&mut self, _: &str) -> Result<Tbl, Error> {
+        Err(no_table_ops())
+    }
+    fn drop_table(&mut self, _: &Tbl) -> Result<(), Error> {
+        Err(no_table_ops())
+    }
+    fn rename_table(&mut self, _: &Tbl, _: &str) -> Result<(), Error> {
+        Err(no_table_ops())
     }
 }
 
@@ -321,6 +380,24 @@ impl Ops for Tx {
         match self {
             Tx::Plain(x) => Ops::scan(x, t, range),
             Tx::Part(x) => Ops::scan(x, t, range),
+        }
+    }
+    fn create_table(&mut self, name: &str) -> Result<Tbl, Error> {
+        match self {
+            Tx::Plain(x) => Ops::create_table(x, name),
+            Tx::Part(x) => Ops::create_table(x, name),
+        }
+    }
+    fn drop_table(&mut self, t: &Tbl) -> Result<(), Error> {
+        match self {
+            Tx::Plain(x) => Ops::drop_table(x, t),
+            Tx::Part(x) => Ops::drop_table(x, t),
+        }
+    }
+    fn rename_table(&mut self, t: &Tbl, to: &str) -> Result<(), Error> {
+        match self {
+            Tx::Plain(x) => Ops::rename_table(x, t, to),
+            Tx::Part(x) => Ops::rename_table(x, t, to),
         }
     }
 }

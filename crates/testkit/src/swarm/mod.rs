@@ -5,13 +5,16 @@
 //! and page size, large values, checkpoint triggers, log segment and buffer, the log
 //! buffer's insertion algorithm, group commit, client threads, an ordinary or a
 //! partitioned database with its table assignments and log directories, the halts, and
-//! read-only opens between sessions — so that over many seeds each pair of options
+//! read-only opens between sessions, and tables created, dropped and renamed inside
+//! writing transactions (ordinary databases) — so that over many seeds each pair of options
 //! meets often. A new option of the engine is a new dimension in `config.rs`.
 //!
 //! * `config`: what a seed draws, and its one-line form for a failure.
 //! * `engine`: an ordinary or a partitioned database behind one face.
 //! * `workload`: what a session's transactions do, and the checks of every read as they
 //!   run; `client`: the threads that run them, directly or through agents.
+//! * `scratch`: the tables a writing transaction creates, drops and renames, and how
+//!   the oracle sees them (rows of one virtual table).
 //! * `oracle`: what a recovered state must be.
 //! * `session`: a seed's sessions, halts and recoveries (the halts are the crash
 //!   sweep's, `crate::crash::Halt`).
@@ -27,6 +30,7 @@ mod config;
 mod engine;
 mod oracle;
 mod report;
+mod scratch;
 mod session;
 mod workload;
 

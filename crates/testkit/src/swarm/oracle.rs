@@ -11,14 +11,17 @@
 //!   `Durability::Async` (then the missing ones are counted, not a violation — unless the
 //!   database was closed cleanly, which must keep them). An async commit missing before
 //!   an acknowledged durable one of its thread breaks the prefix rule.
-//! * **Owned keys and markers exactly**: every row outside the accounts equals the state
-//!   the previous recovery showed (`settled`) with the writes of each thread's prefix
-//!   applied, values byte for byte.
+//! * **Owned keys, markers and scratch tables exactly**: every row outside the accounts
+//!   equals the state the previous recovery showed (`settled`) with the writes of each
+//!   thread's prefix applied, values byte for byte — scratch tables as rows of one
+//!   virtual table (`super::scratch`), so a table is listed exactly when the prefix
+//!   created it and did not drop or rename it away, with exactly its rows.
 //! * **Large values**: each database's hidden table holds exactly the chunks of the large
 //!   values shown.
 
 use super::config::{ACCT, TABLES};
 use super::engine::{Db, Rows, Tbl};
+use super::scratch::stored_key;
 use super::workload::{total, Attempt, ThreadLog, Write};
 use crate::crash::{chunks_of, state_diff};
 
@@ -115,7 +118,7 @@ impl Expected<'_> {
             return (
                 lost,
                 Err(format!(
-                    "owned keys or markers differ from the state of each thread's commit prefix (table index: {TABLES:?}); {}",
+                    "owned keys, markers or scratch tables differ from the state of each thread's commit prefix (table index: {TABLES:?}, then the scratch tables); {}",
                     state_diff(&want, &shown)
                 )),
             );
@@ -218,12 +221,13 @@ pub(crate) fn check_chunks(db: &Db, tables: &[Tbl], rows: &Rows) -> Result<(), S
         .map_err(|e| format!("reading the tables of large values failed: {e}"))?;
     let limits = db.limits();
     for (i, &have) in got.iter().enumerate() {
-        let want = chunks_of(
-            limits,
-            rows.iter()
-                .filter(|((t, _), _)| tables[*t].partition() == i)
-                .map(|((_, k), v)| (k, v)),
-        );
+        // A scratch table's row as stored: under its own key (its length counts).
+        let stored: Vec<(Vec<u8>, &Vec<u8>)> = rows
+            .iter()
+            .filter(|((t, _), _)| tables.get(*t).map_or(0, Tbl::partition) == i)
+            .map(|((t, k), v)| (stored_key(*t, k).to_vec(), v))
+            .collect();
+        let want = chunks_of(limits, stored.iter().map(|(k, v)| (k, *v)));
         if have != want {
             return Err(format!(
                 "partition {i}'s table of large values holds {have} chunks, but its recovered large values have {want}"

@@ -40,6 +40,13 @@ pub struct SwarmReport {
     pub audits: u64,
     /// Transactions refused for want of free pool frames (tolerated).
     pub pool_full: u64,
+    /// Scratch tables that committed transactions created, dropped and renamed (the
+    /// seed's `scratch_share`).
+    pub tables_created: u64,
+    /// See `tables_created`.
+    pub tables_dropped: u64,
+    /// See `tables_created`.
+    pub tables_renamed: u64,
     /// How many seeds exercised each dimension value (`protocol=elr`, `strategy=log`,
     /// `layout=partitioned`, `read-only=opened`, ...).
     pub coverage: BTreeMap<String, u64>,
@@ -108,6 +115,9 @@ pub fn swarm(
         report.states_rechecked += r.states_rechecked;
         report.audits += r.audits;
         report.pool_full += r.pool_full;
+        report.tables_created += r.tables.created;
+        report.tables_dropped += r.tables.dropped;
+        report.tables_renamed += r.tables.renamed;
         let mut seen = r.coverage;
         seen.sort();
         seen.dedup();

@@ -10,6 +10,7 @@ use super::client::run_session;
 use super::config::{Config, Layout, MARK};
 use super::engine::{open, Db, Ops, Rows, Tbl};
 use super::oracle::{check_chunks, Expected, Lost};
+use super::scratch::{create_fences, read_rows, TableCounts, SCRATCH};
 use super::workload::initial_rows;
 use crate::crash::{diff_message, halted_recoveries, open_with_read_errors, Halt};
 use rand::rngs::StdRng;
@@ -39,6 +40,8 @@ pub(crate) struct SeedResult {
     pub(crate) states_rechecked: u64,
     pub(crate) audits: u64,
     pub(crate) pool_full: u64,
+    /// Scratch tables committed transactions created, dropped and renamed.
+    pub(crate) tables: TableCounts,
 }
 
 /// Disk operations a halted recovery draws its halt from, per partition.
@@ -88,6 +91,9 @@ fn coverage(cfg: &Config) -> Vec<String> {
     }
     if cfg.async_share > 0.0 {
         c.push("async-commits".into());
+    }
+    if cfg.scratch_share > 0.0 {
+        c.push("scratch-tables".into());
     }
     match &cfg.layout {
         Layout::Plain { log_dir } => {
@@ -181,9 +187,11 @@ impl<'a> Seed<'a> {
     fn create(&mut self) -> Result<(Db, Vec<Tbl>), Error> {
         let db = open(&self.sim, self.cfg, self.cfg.options(0))?;
         let tables = db.create_tables()?;
+        create_fences(&db, self.cfg)?;
         self.settled = initial_rows(self.cfg);
         let mut tx = db.begin();
-        for ((t, k), v) in &self.settled {
+        // The scratch tables' fences are tables of their own (`create_fences`).
+        for ((t, k), v) in self.settled.iter().filter(|((t, _), _)| *t != SCRATCH) {
             tx.put(&tables[*t], k, v)?;
         }
         tx.commit()?;
@@ -209,6 +217,7 @@ impl<'a> Seed<'a> {
         let run = run_session(&db, &tables, cfg, s, &self.settled, &mut self.rng);
         self.res.audits += run.audits;
         self.res.pool_full += run.pool_full;
+        self.res.tables.merge(run.tables);
         let mut clean = false;
         if run.violation.is_none()
             && plan.clean_close
@@ -367,7 +376,7 @@ impl Shown<'_> {
     /// is a broken rule (a read-only database spills instead of refusing).
     fn show(&mut self, db: &Db) -> Result<Vec<Tbl>, String> {
         let read = db.tables().and_then(|tables| {
-            let rows = db.read_rows(&tables)?;
+            let rows = read_rows(db, &tables)?;
             Ok((tables, rows))
         });
         let (tables, rows) = match read {

@@ -6,7 +6,9 @@
 //! transaction's own uncommitted writes applied. A writing transaction may also transfer
 //! an amount between two accounts (shared by all threads), and always inserts a marker
 //! row (`m{t}.{session}.{i}`) into one to three marker tables, all or none of which a
-//! recovered database must hold. Read-only audits scan every account in one transaction
+//! recovered database must hold; with the seed's scratch share it also creates, drops or
+//! renames the thread's scratch tables (`super::scratch`). Read-only audits scan every
+//! account in one transaction
 //! and must see the loaded total. The first broken rule stops the session.
 //!
 //! Locks are taken in one global order — accounts in (table, key) order by transfers and
@@ -15,14 +17,13 @@
 //! gap is shared — so clients never deadlock and lock timeouts are rare.
 
 use super::config::{Config, ACCT, INITIAL_BALANCE, MARK, MAX_THREADS, OWN};
+pub(crate) use super::engine::Write;
 use super::engine::{Ops, Rows, Tbl};
+use super::scratch::{self, TableOp};
 use crate::crash::{make_value, ValueShape};
 use rand::rngs::StdRng;
 use rand::Rng;
 use sluice::{Durability, Error};
-
-/// A write of a transaction: (table index, key, new value or `None` for a delete).
-pub(crate) type Write = (usize, Vec<u8>, Option<Vec<u8>>);
 
 /// An account: (table index, key).
 type Account = (usize, Vec<u8>);
@@ -48,7 +49,8 @@ pub(crate) fn account_key(a: u32) -> Vec<u8> {
 }
 
 /// The rows loaded at creation: the accounts, and for every possible thread a fence after
-/// its owned keys in each owned table and after its markers in each marker table.
+/// its owned keys in each owned table, after its markers in each marker table, and (when
+/// the seed draws them) after its scratch tables in the catalog.
 pub(crate) fn initial_rows(cfg: &Config) -> Rows {
     let mut rows = Rows::new();
     for &t in &ACCT {
@@ -64,6 +66,7 @@ pub(crate) fn initial_rows(cfg: &Config) -> Rows {
             rows.insert((t, format!("m{th}~").into_bytes()), b"fence".to_vec());
         }
     }
+    scratch::initial_rows(cfg, &mut rows);
     rows
 }
 
@@ -111,6 +114,9 @@ pub(super) struct Plan {
     pub(super) rollback: Option<bool>,
     /// How it commits ([`Config::async_share`]).
     pub(super) durability: Durability,
+    /// What it does to the thread's scratch tables ([`Config::scratch_share`]), after
+    /// its operations on owned keys.
+    pub(super) tables: Vec<TableOp>,
 }
 
 #[derive(Debug, Clone)]
@@ -126,10 +132,12 @@ pub(super) enum OwnedOp {
 pub(super) type Body = Result<Vec<Write>, String>;
 
 /// Runs a writing transaction's operations on `tx`, checking every read of an owned key
-/// against `model` with the transaction's own writes applied.
+/// against `model` with the transaction's own writes applied; `handles` are of the
+/// scratch tables it drops or renames ([`scratch::needed`]).
 pub(super) fn run_plan(
     tx: &mut impl Ops,
     tables: &[Tbl],
+    handles: &[(String, Tbl)],
     t: usize,
     model: &Rows,
     plan: &Plan,
@@ -192,6 +200,10 @@ pub(super) fn run_plan(
         if let Err(broke) = r {
             return Ok(Err(broke));
         }
+    }
+    let what = |m: String| format!("thread {t}'s transaction {}: {m}", plan.index);
+    if let Err(broke) = scratch::run(tx, handles, &plan.tables, &mut writes, &what)? {
+        return Ok(Err(broke));
     }
     if let Some((from, to, amount)) = &plan.transfer {
         // Both accounts locked for update in (table, key) order: the global order.
@@ -300,11 +312,13 @@ pub(super) fn audit(
     Ok(Ok(()))
 }
 
-/// Draws thread `t`'s `index`-th writing transaction.
+/// Draws thread `t`'s `index`-th writing transaction, from the thread's committed state
+/// `model`.
 pub(super) fn draw_plan(
     rng: &mut StdRng,
     cfg: &Config,
     max_entry: usize,
+    model: &Rows,
     t: usize,
     session: usize,
     index: usize,
@@ -361,6 +375,8 @@ pub(super) fn draw_plan(
     } else {
         Durability::Durable
     };
+    // Drawn last, and only when the seed mixes them in, for the same reason.
+    let tables = scratch::draw(rng, cfg, max_entry, model, (t, session, index));
     Plan {
         index,
         ops,
@@ -369,11 +385,12 @@ pub(super) fn draw_plan(
         marker: marker_key(t, session, index),
         rollback,
         durability,
+        tables,
     }
 }
 
 impl Plan {
-    /// The writes the plan makes to owned keys and markers, in order.
+    /// The writes the plan makes to owned keys, scratch tables and markers, in order.
     pub(super) fn writes(&self) -> Vec<Write> {
         let mut w: Vec<Write> = self
             .ops
@@ -384,6 +401,7 @@ impl Plan {
                 OwnedOp::Get(..) | OwnedOp::Scan(_) => None,
             })
             .collect();
+        w.extend(self.tables.iter().flat_map(scratch::writes_of));
         w.extend(
             self.markers
                 .iter()
