@@ -22,8 +22,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut tx = db.begin();
     let keys: Vec<_> = tx.scan(&accounts, ..).map(|e| e.map(|(k, _)| k)).collect();
     let back: Vec<_> = tx.scan(&accounts, ..).rev().collect::<Result<_, _>>()?;
+    let n = tx.len(&accounts)?; // exact, O(1)
     tx.commit()?;
-    println!("ada has {left} left; keys: {keys:?}, backwards: {back:?}");
+    println!("ada has {left} left; {n} keys: {keys:?}, backwards: {back:?}");
     db.drop_table("accounts")?; // waits for its users; old handles then get `NotFound`
     db.close()?; // closes every clone of `db`
     Ok(())
