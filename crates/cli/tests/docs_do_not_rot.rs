@@ -25,7 +25,7 @@ const MANUALS: &[(&str, &[&str])] = &[
     ("docs/crash-test.md", &["crash-test"]),
     (
         "docs/operate.md",
-        &["verify", "log", "stats", "tables", "get", "scan"],
+        &["verify", "log", "stats", "tables", "get", "scan", "compact"],
     ),
 ];
 
@@ -224,7 +224,10 @@ fn the_readme_example_is_the_quickstart_example_the_tests_compile() {
         "README.md's example and crates/engine/examples/quickstart.rs differ"
     );
     let code_lines = block.lines().filter(|l| !l.trim().is_empty()).count();
-    assert!(code_lines <= 25, "the example grew to {code_lines} lines");
+    assert!(
+        code_lines <= 30,
+        "the example grew to {code_lines} lines (the issue allows 30)"
+    );
 }
 
 /// The subcommands listed under `Commands:` in `sluice <path> --help`.

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::inner::Inner;
 use crate::page::NodeMut;
+use crate::store::TreeLatch;
 use crate::table::Table;
 use crate::txn::Durability;
 use std::sync::Arc;
@@ -57,7 +58,7 @@ impl Inner {
                 let Some(durability) = create else {
                     return Ok(None);
                 };
-                let root = self.allocate_root()?;
+                let (root, _listing) = self.allocate_root()?;
                 tx.put(&cat, NAME.as_bytes(), root.0.to_le_bytes())?;
                 tx.set_durability(durability);
                 tx.commit()?;
@@ -71,8 +72,10 @@ impl Inner {
         Ok(Some(Table::new(self, SHOWN, root)))
     }
 
-    /// Allocates and formats an empty leaf as a new table's root.
-    pub(crate) fn allocate_root(&self) -> Result<PageId> {
+    /// Allocates and formats an empty leaf as a new table's root. Returns it with its
+    /// structure latch, which the caller holds until the catalog lists the root:
+    /// compaction counts a root in use while anything holds its latch (`space`).
+    pub(crate) fn allocate_root(&self) -> Result<(PageId, Arc<TreeLatch>)> {
         let _space = self.store.space_gate.read();
         let mp = self.store.pool.fetch(PageId::META)?;
         let mut mw = mp.write_valid()?;
@@ -88,13 +91,12 @@ impl Inner {
             pages.push((w, std::mem::take(img)));
         }
         crate::space::log_images(&self.store, &mut pages)?;
-        // A fresh latch and a count of 0, registered before the gate opens: compaction
-        // counts the root in use from here until the catalog holds it (or for good, if
-        // its creator rolls back), and no mark of a dropped tree that had this root page
-        // stays on it.
+        // A fresh latch and a count of 0, taken before the gate opens, so compaction
+        // counts the root in use until the catalog holds it; and no mark of a dropped
+        // tree that had this root page stays on it.
         drop(pages);
-        self.store.tree_created(id)?;
-        Ok(id)
+        let latch = self.store.tree_created(id)?;
+        Ok((id, latch))
     }
 }
 

@@ -149,6 +149,7 @@ pub use btree::TreeReport;
 pub use buffer_pool::PoolStats;
 pub use builder::Builder;
 pub use catalog::MAX_TABLE_NAME;
+pub use db::CompactReport;
 pub use db::{Database, Stats, VerifyReport};
 pub use error::{Error, Result};
 pub use ids::{PageId, TxnId};
@@ -163,7 +164,6 @@ pub use partitioned::{
 pub use propagation::Strategy;
 pub use recovery::RecoveryReport;
 pub use sluice_wal::{LogOptions, Lsn};
-pub use space::CompactReport;
 pub use table::Table;
 pub use txn::{Durability, Retry, Scan, Transaction};
 

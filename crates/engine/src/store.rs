@@ -90,9 +90,18 @@ impl Store {
         trees.iter().map(|(r, t)| (*r, t.clone())).collect()
     }
 
-    /// The roots of every tree a structure latch was handed out for.
+    /// The roots of the trees whose structure latch something holds besides the store:
+    /// a table handle, an operation, a root allocated and not yet in the catalog
+    /// (`allocate_root`), a drop not yet committed or freed (its transaction holds the
+    /// table). Compaction counts their pages in use even where the catalog does not
+    /// reach them.
     pub(crate) fn latched_roots(&self) -> Vec<PageId> {
-        self.trees.lock().keys().copied().collect()
+        self.trees
+            .lock()
+            .iter()
+            .filter(|(_, t)| Arc::strong_count(t) > 1)
+            .map(|(r, _)| *r)
+            .collect()
     }
 
     /// Appends a record that belongs to no transaction.

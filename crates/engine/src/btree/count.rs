@@ -6,7 +6,8 @@ use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::log_record::Record;
 use crate::store::Store;
-use crate::tree_count::Counts;
+use crate::tree_count::{Counts, TreeLatch};
+use std::sync::Arc;
 
 impl Store {
     /// The exact number of entries in the tree at `root` now, committed or not: O(1),
@@ -29,11 +30,14 @@ impl Store {
 
     /// A new tree at `root` (empty): its count is 0, logged, whatever tree the page was
     /// the root of before.
-    pub(crate) fn tree_created(&self, root: PageId) -> Result<()> {
+    pub(crate) fn tree_created(&self, root: PageId) -> Result<Arc<TreeLatch>> {
         let t = self.fresh_latch(root);
-        let _x = t.write();
-        t.set(Some(0));
-        self.snapshot(root, Some(0))
+        {
+            let _x = t.write();
+            t.set(Some(0));
+            self.snapshot(root, Some(0))?;
+        }
+        Ok(t)
     }
 
     /// The tree at `root` is gone (its drop committed): marked dropped, so every handle
@@ -42,8 +46,13 @@ impl Store {
     /// saving it and a tree that reuses the page starts afresh. The caller holds the
     /// table's drop lock, so no transaction uses the tree.
     pub(crate) fn tree_dropped(&self, root: PageId) -> Result<()> {
+        self.tree_latch(root).mark_dropped();
+        self.forget_count(root)
+    }
+
+    /// Forgets the count of the tree at `root` (and logs that it is forgotten).
+    pub(crate) fn forget_count(&self, root: PageId) -> Result<()> {
         let t = self.tree_latch(root);
-        t.mark_dropped();
         let _x = t.write();
         t.set(None);
         self.snapshot(root, None)

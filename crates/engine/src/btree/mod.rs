@@ -77,5 +77,4 @@ impl<'s> Btree<'s> {
 
 pub(crate) use crate::store::TreeLatch;
 
-/// The deepest a tree may be; a longer path means a cycle in corrupt pages.
-pub(crate) const MAX_DEPTH: usize = 32;
+pub(crate) use crate::page::MAX_DEPTH;

@@ -7,13 +7,15 @@
 //! restart recovery, checkpoints, and starts the background checkpointer.
 //!
 //! Files: `handle.rs` (the [`Database`] handle: transactions, checkpoint, close,
-//! counters), `open.rs` (every way to open one, read-write and read-only, and the checks
+//! counters), `compact.rs` (freeing a dropped tree's pages, [`Database::compact`]), `open.rs` (every way to open one, read-write and read-only, and the checks
 //! of a directory before anything is created in it), `verify.rs` ([`Database::verify`]).
 
+mod compact;
 mod handle;
 mod open;
 mod verify;
 
+pub use compact::CompactReport;
 pub use handle::{Database, Stats};
 pub(crate) use open::refuse_same_dirs;
 pub use verify::VerifyReport;

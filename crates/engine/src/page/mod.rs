@@ -33,7 +33,7 @@ pub use layout::{
     MAX_PAGE_SIZE, MIN_PAGE_SIZE,
 };
 pub use limits::Limits;
-pub(crate) use limits::{chunk_size, CHUNK_KEY_OVERHEAD, DESC_LEN};
+pub(crate) use limits::{chunk_size, CHUNK_KEY_OVERHEAD, DESC_LEN, MAX_DEPTH};
 pub use meta::Meta;
 pub use node::{CellValue, Node, NodeMut, StoredValue};
 pub use validate::validate;

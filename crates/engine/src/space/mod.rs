@@ -1,4 +1,5 @@
-//! Free pages: the free list, freeing a tree, and compaction (`compact`).
+//! Free pages: the free list and walking a tree's pages. Freeing a tree and compaction,
+//! which need the database around them, are in `db/compact.rs`.
 //!
 //! The free list lives in the data file. The meta page holds its head and its length;
 //! the list is a chain of *list pages*, each formatted as a leaf node whose keys are the
@@ -19,23 +20,17 @@
 //! near the file's end stay free for compaction to return) and extends the file only
 //! when the list is empty.
 
-mod compact;
-#[cfg(test)]
-mod tests;
-
-pub use compact::CompactReport;
-
-use crate::btree::MAX_DEPTH;
 use crate::buffer_pool::PageWrite;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::log_record::Record;
+use crate::page::MAX_DEPTH;
 use crate::page::{compress, CellValue, Meta, Node, NodeMut, PageType};
 use crate::store::Store;
 use std::collections::HashSet;
 
 /// The most pages one record of this module carries (`MAX_IMAGES_PER_RECORD`).
-const PAGES_PER_RECORD: usize = 5;
+pub(crate) const PAGES_PER_RECORD: usize = 5;
 
 /// A list page changed by an allocation or a free: its latch and its new image.
 pub(crate) type Changed<'a> = (PageWrite<'a>, Vec<u8>);
@@ -124,7 +119,7 @@ pub(crate) fn take<'a>(
 /// the list pages changed come back latched with their new images (to be logged with
 /// `meta`). Stops before `changed` would hold more than `max` pages; returns how many of
 /// `ids` it freed (at least one if `max` is at least 1).
-fn give<'a>(
+pub(crate) fn give<'a>(
     store: &'a Store,
     meta: &mut [u8],
     ids: &[PageId],
@@ -301,20 +296,5 @@ pub(crate) fn check_not_free(store: &Store, root: PageId, free: &HashSet<PageId>
             "page {p} is both in the tree and on the free list"
         ))),
         None => Ok(()),
-    }
-}
-
-impl crate::inner::Inner {
-    /// Frees every page of the tree at `root`, root included, onto the free list. The
-    /// caller guarantees that nothing uses the tree any more (`drop_table`, after its
-    /// transaction committed under the table's X lock). Until then compaction counts the
-    /// tree in use: its root had a structure latch handed out in this session (the
-    /// dropping transaction held a `Table`), and compaction counts every such root's
-    /// pages. A crash part-way leaves the rest of the tree unreachable; compaction
-    /// reclaims it.
-    pub(crate) fn free_tree(&self, root: PageId) -> Result<()> {
-        let _gate = self.store.space_gate.write();
-        let pages = tree_pages(&self.store, root)?;
-        free_pages(&self.store, &pages)
     }
 }

@@ -235,7 +235,7 @@ fn a_tree_without_a_logged_count_is_scanned_once_then_known() {
     }
     db.checkpoint().unwrap();
     // Forget the count, as a database written before counts never had one.
-    db.inner.store.tree_dropped(t.root).unwrap();
+    db.inner.store.forget_count(t.root).unwrap();
     assert!(!known(&db, t.root));
     for _ in 0..10 {
         random_txn(&db, &t, &mut rng, 300, false);

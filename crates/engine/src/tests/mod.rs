@@ -4,3 +4,4 @@
 mod a_handle_looked_up_across_a_committed_drop_is_refused;
 mod entry_counts;
 mod open_checks_the_data_file_against_control;
+mod space;

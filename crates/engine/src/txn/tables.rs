@@ -84,7 +84,7 @@ impl Transaction {
         if self.get_for_update(&cat, name.as_bytes())?.is_some() {
             return Err(Error::AlreadyExists(format!("table {name:?}")));
         }
-        let root = inner.allocate_root()?;
+        let (root, _listing) = inner.allocate_root()?;
         self.put(&cat, name.as_bytes(), root.0.to_le_bytes())?;
         Ok(Table::new(&inner, name, root))
     }

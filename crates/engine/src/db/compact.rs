@@ -22,13 +22,13 @@
 //!    than the control file says. Pages in the middle of the file are not moved: they
 //!    stay free, for the next allocations.
 
-use super::{free_list, free_pages, give, log_images, tree_pages, PAGES_PER_RECORD};
 use crate::buffer_pool::PageWrite;
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::inner::Inner;
 use crate::page::{CellValue, Meta, Node, NodeMut};
+use crate::space::{free_list, free_pages, give, log_images, tree_pages, PAGES_PER_RECORD};
 use std::collections::HashSet;
 
 /// What [`Database::compact`] did.
@@ -164,7 +164,8 @@ impl Inner {
             reached.extend(tree_pages(&self.store, root)?);
         }
         // Roots whose trees may be in use without being in the catalog's pages (a drop
-        // not yet committed or not yet freed; a create not yet inserted): counted with
+        // not yet committed or not yet freed; a create not yet inserted: each holds the
+        // tree's latch, `Store::latched_roots`): counted with
         // their pages when they still hold a tree. One that was freed meanwhile (or
         // reused) only makes this count more pages in use, never fewer.
         let count = self.page_count()?;
@@ -292,4 +293,18 @@ fn ids_per_list_page(page_size: usize) -> usize {
         i += 1;
     }
     i as usize
+}
+
+impl Inner {
+    /// Frees every page of the tree at `root`, root included, onto the free list. The
+    /// caller guarantees that nothing uses the tree any more (`drop_table`, after its
+    /// transaction committed under the table's X lock). Until then compaction counts the
+    /// tree in use: the dropping transaction holds a `Table`, so its latch is held
+    /// (`Store::latched_roots`). A crash part-way leaves the rest of the tree unreachable; compaction
+    /// reclaims it.
+    pub(crate) fn free_tree(&self, root: PageId) -> Result<()> {
+        let _gate = self.store.space_gate.write();
+        let pages = tree_pages(&self.store, root)?;
+        free_pages(&self.store, &pages)
+    }
 }

@@ -1,6 +1,6 @@
 //! Freeing a tree, reclaiming what nothing reaches, and verify's checks of the free list.
 
-use super::{free_list, free_pages, tree_pages};
+use crate::space::{free_list, free_pages, tree_pages};
 use crate::{Database, Error, Options, Table};
 use sluice_storage::SimStorage;
 use std::sync::Arc;
@@ -79,8 +79,9 @@ fn compaction_reclaims_the_pages_of_a_tree_nothing_reaches() {
     db.close().unwrap();
 }
 
-/// A dropped tree not yet freed (its drop committed, its `free_tree` to come) is not
-/// reclaimed by a compaction in between, which would free every page twice.
+/// A dropped tree not yet freed (its drop committed, its `free_tree` to come, the
+/// dropping transaction holding the table) is not reclaimed by a compaction in between,
+/// which would free every page twice.
 #[test]
 fn compaction_leaves_a_dropped_tree_not_yet_freed_alone() {
     let sim = SimStorage::new(13);
@@ -90,10 +91,12 @@ fn compaction_leaves_a_dropped_tree_not_yet_freed_alone() {
     let root = t.root;
     let pages = tree_pages(&db.inner.store, root).unwrap().len() as u64;
     unlist(&db, "dropped");
-    drop(t);
+    // The dropping transaction holds the table (`Transaction::finish_drops`) until its
+    // pages are freed.
     let r = db.compact().unwrap();
     assert_eq!(r.pages_freed, 0, "{r:?}");
     db.inner.free_tree(root).unwrap();
+    drop(t);
     assert_eq!(db.verify().unwrap().free_pages, r.pages_free + pages);
     db.close().unwrap();
 }
