@@ -36,7 +36,11 @@ fn fill(db: &Database) {
 fn check_all_there(db: &Database) {
     let t = db.table("a").unwrap();
     let mut tx = db.begin();
-    assert_eq!(tx.len(&t).unwrap(), N as u64, "len after the delete-all was undone");
+    assert_eq!(
+        tx.len(&t).unwrap(),
+        N as u64,
+        "len after the delete-all was undone"
+    );
     for i in 0..N {
         assert_eq!(
             tx.get(&t, key(i)).unwrap().as_deref(),

@@ -69,6 +69,9 @@ impl Limits {
     }
 }
 
+/// The deepest a tree may be; a longer path means a cycle in corrupt pages.
+pub(crate) const MAX_DEPTH: usize = 32;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,6 +91,3 @@ mod tests {
         assert_eq!(Limits::for_page_size(8192).max_key, 1024);
     }
 }
-
-/// The deepest a tree may be; a longer path means a cycle in corrupt pages.
-pub(crate) const MAX_DEPTH: usize = 32;

@@ -36,6 +36,13 @@ pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analy
     let mut att: HashMap<TxnId, Loser> = HashMap::new();
     let mut dirty: HashMap<PageId, Lsn> = HashMap::new();
     let mut next_txn = 1;
+    // The dirty pages are the checkpoint's table plus the pages of records from its begin
+    // on (ARIES). The scan may start earlier, at the first record of a transaction
+    // active at the checkpoint (for its undo), but those earlier records' pages were
+    // either written by then or are in the checkpoint's table: counting them dirty
+    // would redo changes to pages that may no longer exist (compaction cut the data
+    // file after the checkpoint wrote them out).
+    let dirty_from = control.as_ref().map_or(Lsn(0), |c| c.begin);
     let scan_from = match control {
         Some(c) => {
             if c.begin < log.start_lsn() {
@@ -95,8 +102,10 @@ pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analy
         let rec = decode(lsn, &payload)?;
         counts.see(&rec);
         let mut touch = |p: PageId| {
-            let e = dirty.entry(p).or_insert(lsn);
-            *e = (*e).min(lsn);
+            if lsn >= dirty_from {
+                let e = dirty.entry(p).or_insert(lsn);
+                *e = (*e).min(lsn);
+            }
         };
         match &rec {
             Record::Update { txn, page, .. } | Record::Clr { txn, page, .. } => {
