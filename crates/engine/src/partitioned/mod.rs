@@ -538,15 +538,18 @@ impl Partitioned {
         })
     }
 
-    /// Opens an existing table. [`Error::NotFound`] if there is none by that name.
-    pub fn table(&self, name: &str) -> Result<PartitionedTable> {
-        let i = self
-            .shared
-            .tables
-            .lock()
+    /// The partition the map lists table `name` in; [`Error::NotFound`] if none.
+    fn listed(&self, name: &str) -> Result<usize> {
+        let tables = self.shared.tables.lock();
+        tables
             .get(name)
             .copied()
-            .ok_or_else(|| Error::NotFound(format!("table {name:?}")))?;
+            .ok_or_else(|| Error::NotFound(format!("table {name:?}")))
+    }
+
+    /// Opens an existing table. [`Error::NotFound`] if there is none by that name.
+    pub fn table(&self, name: &str) -> Result<PartitionedTable> {
+        let i = self.listed(name)?;
         Ok(PartitionedTable {
             partition: i,
             table: self.shared.parts[i].table(name)?,
@@ -558,13 +561,7 @@ impl Partitioned {
     /// later uses of any handle on it return [`Error::NotFound`]) and frees the name.
     /// [`Error::NotFound`] if there is no such table.
     pub fn drop_table(&self, name: &str) -> Result<()> {
-        let i = self
-            .shared
-            .tables
-            .lock()
-            .get(name)
-            .copied()
-            .ok_or_else(|| Error::NotFound(format!("table {name:?}")))?;
+        let i = self.listed(name)?;
         // Not under the map's lock: the drop waits for the table's users, who may look
         // names up meanwhile.
         self.shared.parts[i].drop_table(name)?;
