@@ -29,19 +29,48 @@ pub(super) struct Entry {
     pub(super) waiting: VecDeque<(TxnId, LockMode)>,
     /// Early lock release (Aether §3.1): the largest commit LSN of a transaction that
     /// released an exposing part here (record X, gap I or gap D) before its commit was
-    /// durable. Whoever locks the name next depends on that commit and must not be
-    /// acknowledged before it is durable. The entry outlives its last holder while this
-    /// is above the durable LSN.
-    pub(super) early: Option<Lsn>,
+    /// durable, with every exposing part released so (`Early`). Whoever locks the name
+    /// next *in a mode that conflicts with those parts* depends on that commit and must
+    /// not be acknowledged before it is durable; a compatible request would have been
+    /// granted beside the holder without seeing what it protected, so it depends on
+    /// nothing (a reader's table lock after the table's writers, an append's end stripe
+    /// after other appends). The entry outlives its last holder while the LSN is above
+    /// the durable LSN.
+    pub(super) early: Option<Early>,
+}
+
+/// What early releases left on a name: the largest commit LSN among them and the union
+/// of the exposing parts they released (one bound for all: a request that conflicts with
+/// any of the parts depends on the largest commit — conservative, never late).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Early {
+    pub(super) commit: Lsn,
+    pub(super) parts: LockMode,
 }
 
 impl Entry {
+    /// Notes an early release of `mode` by a commit ending at `commit` (`durable`: the
+    /// log's durable LSN now, below which older notes no longer matter).
+    pub(super) fn note_early(&mut self, mode: LockMode, commit: Lsn, durable: Lsn) {
+        let parts = mode.exposing();
+        if parts == LockMode::NONE || commit <= durable {
+            return;
+        }
+        self.early = Some(match self.early.filter(|e| e.commit > durable) {
+            Some(e) => Early {
+                commit: e.commit.max(commit),
+                parts: e.parts.with(parts),
+            },
+            None => Early { commit, parts },
+        });
+    }
+
     /// True if the entry can leave the table: nobody holds or awaits it, and any early
     /// release it remembers is durable.
     pub(super) fn idle(&self, durable: Lsn) -> bool {
         self.granted.is_empty()
             && self.waiting.is_empty()
-            && self.early.is_none_or(|e| e <= durable)
+            && self.early.is_none_or(|e| e.commit <= durable)
     }
 
     /// True if nothing at all is kept here.
@@ -49,16 +78,17 @@ impl Entry {
         self.granted.is_empty() && self.waiting.is_empty() && self.early.is_none()
     }
 
-    /// Grants and notes the dependency an early release left.
+    /// Grants and notes the dependency an early release left, if `mode` conflicts with
+    /// what was released.
     pub(super) fn grant_noting(
         &mut self,
         txn: TxnId,
         mode: LockMode,
         dep: &mut Option<Lsn>,
     ) -> Granted {
-        if let Some(e) = self.early {
-            if dep.is_none_or(|d| d < e) {
-                *dep = Some(e);
+        if let Some(e) = self.early.filter(|e| mode.conflicts_with(e.parts)) {
+            if dep.is_none_or(|d| d < e.commit) {
+                *dep = Some(e.commit);
             }
         }
         self.grant(txn, mode)

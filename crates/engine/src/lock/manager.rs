@@ -389,10 +389,8 @@ impl LockManager {
                 panic!("{txn} did not hold the lock");
             };
             let (_, mode) = e.granted.swap_remove(i);
-            if let Some(end) = early.filter(|_| mode.exposes()) {
-                if end > durable && e.early.is_none_or(|x| x < end) {
-                    e.early = Some(end);
-                }
+            if let Some(end) = early {
+                e.note_early(mode, end, durable);
             }
             let wake = !e.waiting.is_empty();
             if e.idle(durable) {

@@ -77,8 +77,10 @@ impl LockMode {
         LockMode(self.0 & (Self::GAP_S.0 | Self::GAP_D.0))
     }
 
-    pub(super) fn exposes(self) -> bool {
-        self.0 & Self::EXPOSING != 0
+    /// The parts whose early release exposes data not yet durable (record X, gap I,
+    /// gap D): what a later conflicting holder depends on.
+    pub(super) const fn exposing(self) -> LockMode {
+        LockMode(self.0 & Self::EXPOSING)
     }
 }
 
