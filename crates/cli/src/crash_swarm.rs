@@ -51,6 +51,8 @@ struct Report {
     tables_created: u64,
     tables_dropped: u64,
     tables_renamed: u64,
+    compactions: u64,
+    pages_returned: u64,
     coverage: BTreeMap<String, u64>,
     failures: Vec<String>,
 }
@@ -81,6 +83,8 @@ pub fn run(a: SwarmArgs) -> Result<(), Failure> {
             ("tables created", thousands(r.tables_created as f64)),
             ("dropped", thousands(r.tables_dropped as f64)),
             ("renamed", thousands(r.tables_renamed as f64)),
+            ("compactions", thousands(r.compactions as f64)),
+            ("pages returned", thousands(r.pages_returned as f64)),
         ],
     );
     // The dimensions the seeds covered, one line per dimension.
@@ -124,6 +128,8 @@ pub fn run(a: SwarmArgs) -> Result<(), Failure> {
         tables_created: r.tables_created,
         tables_dropped: r.tables_dropped,
         tables_renamed: r.tables_renamed,
+        compactions: r.compactions,
+        pages_returned: r.pages_returned,
         coverage: r.coverage,
         failures: r.failures,
     };

@@ -42,8 +42,14 @@ pub(crate) struct Store {
     /// Held shared by every allocation of pages (a split, a new table's root until its
     /// latch is registered); exclusively while compaction decides which pages nothing
     /// reaches and shortens the file, and while a dropped tree is freed (`space`).
-    /// Taken before any page latch, never while holding one.
+    /// Taken before any tree or page latch, never while holding one: a compaction holds
+    /// it exclusively while its checkpoint takes every tree latch, so a split that took
+    /// it under its tree latch deadlocked with it (found by the swarm's compaction
+    /// dimension).
     pub(crate) space_gate: RwLock<()>,
+    /// One compaction at a time (`Database::compact`): the roots one lists stay roots
+    /// until it cuts them back, unless a drop frees them (which marks them dropped).
+    pub(crate) compacting: Mutex<()>,
 
     /// Test-only pause point: runs once, in the next split, after its record is logged
     /// and before its pages are installed and stamped (their X latches held throughout).
@@ -66,6 +72,7 @@ impl Store {
             redo_point: AtomicU64::new(redo_point),
             trees: Mutex::new(HashMap::new()),
             space_gate: RwLock::new(()),
+            compacting: Mutex::new(()),
             #[cfg(test)]
             after_split_logged: Mutex::new(None),
         }
@@ -80,6 +87,7 @@ impl Store {
     /// root the page was (`Store::tree_created`).
     pub(crate) fn fresh_latch(&self, root: PageId) -> Arc<TreeLatch> {
         let t = Arc::new(TreeLatch::default());
+        t.hand_out();
         self.trees.lock().insert(root, t.clone());
         t
     }
@@ -90,16 +98,23 @@ impl Store {
         trees.iter().map(|(r, t)| (*r, t.clone())).collect()
     }
 
-    /// The roots of the trees whose structure latch something holds besides the store:
-    /// a table handle, an operation, a root allocated and not yet in the catalog
-    /// (`allocate_root`), a drop not yet committed or freed (its transaction holds the
-    /// table). Compaction counts their pages in use even where the catalog does not
-    /// reach them.
-    pub(crate) fn latched_roots(&self) -> Vec<PageId> {
+    /// The roots of every tree this opening has handed out that may still be one: every
+    /// latch handed out and not marked dropped (a table created or looked up since the
+    /// open —
+    /// listed in the catalog, or in the middle of a create, rename or drop, or of the
+    /// rollback of one, when the catalog's pages show it under no name), and a dropped
+    /// one something still holds (a drop's commit between its mark and its freeing).
+    /// Compaction counts their pages in use even where the catalog's pages do not reach
+    /// them. A table whose creation rolled back stays counted until the database is
+    /// reopened: from the latches alone, a root between a rename's delete and put (or a
+    /// rollback's undo of them) cannot be told from an abandoned one, and counting by
+    /// holders (handles) lost such a table to a compaction when its handle was gone
+    /// before the rollback (the swarm's compaction dimension).
+    pub(crate) fn live_roots(&self) -> Vec<PageId> {
         self.trees
             .lock()
             .iter()
-            .filter(|(_, t)| Arc::strong_count(t) > 1)
+            .filter(|(_, t)| (t.handed_out() && !t.is_dropped()) || Arc::strong_count(t) > 1)
             .map(|(r, _)| *r)
             .collect()
     }

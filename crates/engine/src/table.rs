@@ -49,10 +49,12 @@ impl Table {
     }
 
     pub(crate) fn new(inner: &Arc<Inner>, name: &str, root: PageId) -> Table {
+        let latch = inner.store.tree_latch(root);
+        latch.hand_out();
         Table {
             name: Arc::from(name),
             root,
-            latch: inner.store.tree_latch(root),
+            latch,
             db: Arc::downgrade(inner),
         }
     }

@@ -40,6 +40,9 @@ pub(crate) struct TreeLatch {
     latch: RwLock<()>,
     /// A drop of the tree's table committed.
     dropped: AtomicBool,
+    /// Handed out in this opening: to a table handle, or for a tree created. Compaction
+    /// counts such a tree in use wherever the catalog's pages show it (`Store::live_roots`).
+    handed_out: AtomicBool,
     /// Entries in the tree now, committed or not (meaningful only if `known`).
     entries: AtomicU64,
     /// The count is exact. Changes only under the latch held exclusively, so it is
@@ -51,6 +54,18 @@ impl TreeLatch {
     /// True once a drop of the tree's table committed.
     pub(crate) fn is_dropped(&self) -> bool {
         self.dropped.load(Ordering::Acquire)
+    }
+
+    /// Marks the latch handed out (a table handle, a new tree).
+    pub(crate) fn hand_out(&self) {
+        if !self.handed_out.load(Ordering::Relaxed) {
+            self.handed_out.store(true, Ordering::Release);
+        }
+    }
+
+    /// True once handed out in this opening.
+    pub(crate) fn handed_out(&self) -> bool {
+        self.handed_out.load(Ordering::Acquire)
     }
 
     /// Marks the tree dropped (`Store::tree_dropped`).

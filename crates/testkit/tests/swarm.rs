@@ -28,7 +28,7 @@ fn swarm_of_configurations_loses_nothing_and_breaks_no_rule() {
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let r = swarm(seeds, first, jobs, |_| {});
     println!(
-        "{seeds} seeds from {first}: {} acknowledged, {} lost, {} lost under async, {} violations, {} halts mid-run, {} in recovery, {} read-only opens ({} spilled), {} clean closes, {} states rechecked, {} audits, {} pool-full, tables {} created {} dropped {} renamed",
+        "{seeds} seeds from {first}: {} acknowledged, {} lost, {} lost under async, {} violations, {} halts mid-run, {} in recovery, {} read-only opens ({} spilled), {} clean closes, {} states rechecked, {} audits, {} pool-full, tables {} created {} dropped {} renamed, {} compactions ({} pages returned)",
         r.acknowledged,
         r.lost,
         r.lost_async,
@@ -43,7 +43,9 @@ fn swarm_of_configurations_loses_nothing_and_breaks_no_rule() {
         r.pool_full,
         r.tables_created,
         r.tables_dropped,
-        r.tables_renamed
+        r.tables_renamed,
+        r.compactions,
+        r.pages_returned
     );
     for (c, n) in &r.coverage {
         println!("  {c}: {n}");
@@ -66,6 +68,7 @@ fn swarm_of_configurations_loses_nothing_and_breaks_no_rule() {
         "read-only=spilled",
         "async-commits",
         "scratch-tables",
+        "compaction",
     ] {
         assert!(count(c.to_string()) > 0, "no seed covered {c}");
     }
@@ -73,6 +76,10 @@ fn swarm_of_configurations_loses_nothing_and_breaks_no_rule() {
     assert!(
         r.tables_created > 0 && r.tables_dropped > 0 && r.tables_renamed > 0,
         "no committed transaction created, dropped and renamed tables"
+    );
+    assert!(
+        r.compactions > 0 && r.pages_returned > 0,
+        "no compaction beside the work returned pages to the file system"
     );
     assert_eq!(
         (r.lost, r.violations),

@@ -11,8 +11,9 @@ use crate::page::node::{INTERNAL_CELL_HEADER, SLOT};
 use crate::page::{compress, Node, NodeMut};
 
 impl Btree<'_> {
-    /// With the tree latch held exclusively: splits nodes on the path to `key` until
-    /// its leaf can take `new`; returns that leaf, pinned.
+    /// With the space gate held shared and then the tree latch exclusively (in that
+    /// order: `Store::space_gate`): splits nodes on the path to `key` until its leaf can
+    /// take `new`; returns that leaf, pinned.
     pub(crate) fn make_room(
         &self,
         root: PageId,
@@ -66,7 +67,6 @@ impl Btree<'_> {
     /// Splits non-root node `child` of `parent` where `how` says (see [`Split`]); the
     /// new sibling takes the upper part.
     fn split_child(&self, parent: PageId, child: PageId, how: Split<'_>) -> Result<()> {
-        let _space = self.store.space_gate.read();
         let pp = self.store.pool.fetch(parent)?;
         let cp = self.store.pool.fetch(child)?;
         let mp = self.store.pool.fetch(PageId::META)?;
@@ -132,7 +132,6 @@ impl Btree<'_> {
     /// their parent, one level higher, so a table's root page never changes. `how`: as
     /// for [`Btree::split_child`].
     fn split_root(&self, root: PageId, how: Split<'_>) -> Result<()> {
-        let _space = self.store.space_gate.read();
         let rp = self.store.pool.fetch(root)?;
         let mp = self.store.pool.fetch(PageId::META)?;
         let mut rw = rp.write_valid()?;

@@ -172,6 +172,9 @@ impl Btree<'_> {
                 Attempt::NoRoom | Attempt::TooFar => {}
             }
         }
+        // The space gate before the tree latch, always (`make_room`): a compaction
+        // holds the gate exclusively while its checkpoint takes every tree latch.
+        let _space = self.store.space_gate.read();
         let _exclusive = latch.write();
         let leaf = self.make_room(root, key, new.map(|v| v.bytes))?;
         let mut w = leaf.write_valid()?;

@@ -8,8 +8,10 @@
 //!    page. A tree with some keys left keeps its empty leaves (no merges).
 //! 2. **Unreachable pages.** Under the space gate held exclusively (no allocation runs),
 //!    every page that no tree (the catalog, every root it names, every root a latch was
-//!    handed out for in this session: a dropped tree not yet freed, a new root not yet in
-//!    the catalog) and not the free list reaches is
+//!    handed out for in this session and not marked dropped — a new root not yet in the
+//!    catalog, a table in the middle of a rename or its rollback — or marked and still
+//!    held: a dropped tree not yet freed; `Store::live_roots`) and not the free list
+//!    reaches is
 //!    freed: a crash between a drop's commit and its `free_tree`, between the records of
 //!    a large free, or after a rolled-back create leaves such pages.
 //! 3. **The file's end.** Still under the gate: the free pages at the end of the file are
@@ -63,6 +65,7 @@ impl Database {
         if inner.options.read_only {
             return Err(Error::ReadOnly);
         }
+        let _one = inner.store.compacting.lock();
         let mut report = CompactReport {
             size_before: inner.store.pool.data_len()?,
             ..CompactReport::default()
@@ -105,10 +108,21 @@ impl Inner {
     }
 
     /// If every leaf of the tree at `root` is empty, cuts it back to its root (an empty
-    /// leaf) and frees its other pages; the pages freed.
+    /// leaf) and frees its other pages; the pages freed. `root` was listed by the
+    /// catalog a moment ago: if a drop has committed since, its pages may be free or
+    /// reused (as another tree's root, which has a latch of its own, or as a page inside
+    /// another tree), so a root whose latch is marked dropped is left alone; the space
+    /// gate, held shared, keeps the drop from freeing the tree while this runs (a drop
+    /// marks the latch before it frees). Without that check a stale root's page was read
+    /// as a tree, and pages of another tree were freed (the swarm's compaction
+    /// dimension: a table showed another's rows).
     fn cut_back_if_empty(&self, root: PageId) -> Result<u64> {
+        let _space = self.store.space_gate.read();
         let latch = self.store.tree_latch(root);
         let _x = latch.write();
+        if latch.is_dropped() {
+            return Ok(0);
+        }
         let pages = tree_pages(&self.store, root)?;
         if pages.len() == 1 {
             return Ok(0);
@@ -163,16 +177,21 @@ impl Inner {
         for root in self.tree_roots(true)? {
             reached.extend(tree_pages(&self.store, root)?);
         }
-        // Roots whose trees may be in use without being in the catalog's pages (a drop
-        // not yet committed or not yet freed; a create not yet inserted: each holds the
-        // tree's latch, `Store::latched_roots`): counted with
+        // Roots whose trees may be in use without being in the catalog's pages (a create,
+        // rename or drop in flight, or its rollback; `Store::live_roots`): counted with
         // their pages when they still hold a tree. One that was freed meanwhile (or
         // reused) only makes this count more pages in use, never fewer.
         let count = self.page_count()?;
-        for root in self.store.latched_roots() {
+        for root in self.store.live_roots() {
             if root.0 >= 2 && root.0 < count && !free.contains(&root) {
-                if let Ok(pages) = tree_pages(&self.store, root) {
-                    reached.extend(pages);
+                // A page that is no longer a node (the root was freed and reused) holds
+                // no tree; any other failure (a full pool, a read error) ends the
+                // compaction: skipping the root would free the pages of a tree in use
+                // (the swarm's compaction dimension, with a pool of 16 pages).
+                match tree_pages(&self.store, root) {
+                    Ok(pages) => reached.extend(pages),
+                    Err(Error::Corruption(_)) => {}
+                    Err(e) => return Err(e),
                 }
             }
         }
@@ -300,7 +319,7 @@ impl Inner {
     /// caller guarantees that nothing uses the tree any more (`drop_table`, after its
     /// transaction committed under the table's X lock). Until then compaction counts the
     /// tree in use: the dropping transaction holds a `Table`, so its latch is held
-    /// (`Store::latched_roots`). A crash part-way leaves the rest of the tree unreachable; compaction
+    /// (`Store::live_roots`). A crash part-way leaves the rest of the tree unreachable; compaction
     /// reclaims it.
     pub(crate) fn free_tree(&self, root: PageId) -> Result<()> {
         let _gate = self.store.space_gate.write();

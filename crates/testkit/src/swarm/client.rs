@@ -29,6 +29,9 @@ pub(crate) struct SessionRun {
     pub(crate) retryable: u64,
     /// What committed transactions did to scratch tables.
     pub(crate) tables: TableCounts,
+    /// Compactions that completed (`Config::compact`), and the pages they returned.
+    pub(crate) compactions: u64,
+    pub(crate) pages_returned: u64,
 }
 
 /// Whether an error may happen in a run the halt is allowed to break: a lost lock
@@ -280,6 +283,28 @@ impl Client<'_> {
     }
 }
 
+/// Compacts `db` again and again, a millisecond apart, until `done`: the compactions that
+/// completed, the pages they returned, and the rule a failure broke. A full pool or a
+/// lost lock conflict only skips one compaction; an error the halt explains ends the
+/// loop quietly (the recoveries judge what it left).
+fn compact_until(db: &Db, done: impl Fn() -> bool) -> (u64, u64, Option<String>) {
+    let (mut n, mut pages) = (0, 0);
+    while !done() {
+        match db.compact() {
+            Ok(p) => {
+                n += 1;
+                pages += p;
+            }
+            Err(Error::BufferPoolFull(_)) => {}
+            Err(e) if e.is_retryable() && db.health().is_ok() => {}
+            Err(e) if tolerated(&e) || db.health().is_err() => break,
+            Err(e) => return (n, pages, Some(format!("a compaction failed: {e}"))),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    (n, pages, None)
+}
+
 fn commit(tx: Tx) -> Result<(), Error> {
     tx.commit()
 }
@@ -310,7 +335,22 @@ pub(crate) fn run_session(
     };
     let max_entry = db.limits().max_entry;
     let run = Mutex::new(SessionRun::default());
+    let clients_done = AtomicBool::new(false);
     std::thread::scope(|s| {
+        if cfg.compact {
+            let (stop, done, run) = (&stop, &clients_done, &run);
+            s.spawn(move || {
+                let (n, pages, broke) = compact_until(db, || {
+                    done.load(Ordering::Acquire) || stop.load(Ordering::Acquire)
+                });
+                let mut r = run.lock().expect("session run");
+                r.compactions += n;
+                r.pages_returned += pages;
+                if let Some(b) = broke {
+                    r.violation.get_or_insert(b);
+                }
+            });
+        }
         let handles: Vec<_> = seeds
             .iter()
             .enumerate()
@@ -383,6 +423,7 @@ pub(crate) fn run_session(
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect();
+        clients_done.store(true, Ordering::Release);
         logs.sort_by_key(|(t, _)| *t);
         run.lock().expect("session run").threads = logs.into_iter().map(|(_, l)| l).collect();
     });

@@ -150,6 +150,11 @@ pub struct Config {
     /// scratch tables (`super::scratch`; 0 for a partitioned database, which has no
     /// transactional create, drop or rename).
     pub scratch_share: f64,
+    /// Whether a compactor ([`sluice::Database::compact`]) runs beside the clients
+    /// through every session, again and again until they stop: cutting emptied trees
+    /// back, reclaiming what nothing reaches and truncating the data file while
+    /// transactions write, drop tables and checkpoint, and while the halt strikes.
+    pub compact: bool,
 }
 
 /// The balance each account is loaded with.
@@ -323,6 +328,8 @@ impl Config {
             (false, 1) => 0.3,
             (false, _) => 0.7,
         };
+        // After the scratch share, for the same reason.
+        let compact = rng.gen_bool(0.35);
         Config {
             seed,
             protocol,
@@ -351,6 +358,7 @@ impl Config {
             sessions,
             async_share,
             scratch_share,
+            compact,
         }
     }
 
@@ -462,7 +470,7 @@ impl Config {
             .collect();
         let gc = &self.group_commit;
         format!(
-            "{} {driver} strategies={} page={}K pool={} large={large} ckpt={}/{}ms seg={} buf={} {}:{} gc={}/{}/{}us{} cleaner={}ms propseg={}p run={}{} threads={}x{} keys={}{} accts={} {layout} sessions=[{}] async={}% scratch={}%",
+            "{} {driver} strategies={} page={}K pool={} large={large} ckpt={}/{}ms seg={} buf={} {}:{} gc={}/{}/{}us{} cleaner={}ms propseg={}p run={}{} threads={}x{} keys={}{} accts={} {layout} sessions=[{}] async={}% scratch={}%{}",
             self.protocol,
             strategies.join(">"),
             self.page_size >> 10,
@@ -488,7 +496,8 @@ impl Config {
             self.accounts,
             sessions.join(","),
             self.async_share * 100.0,
-            self.scratch_share * 100.0
+            self.scratch_share * 100.0,
+            if self.compact { " compact" } else { "" }
         )
     }
 }

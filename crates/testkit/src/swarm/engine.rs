@@ -139,6 +139,15 @@ impl Db {
         }
     }
 
+    /// Compacts every database of the layout; the data-file pages returned.
+    pub(crate) fn compact(&self) -> Result<u64, Error> {
+        let reports = match self {
+            Db::Plain(d) => vec![d.compact()?],
+            Db::Part(d) => d.compact()?,
+        };
+        Ok(reports.iter().map(|r| r.pages_returned).sum())
+    }
+
     pub(crate) fn verify(&self) -> Result<(), Error> {
         match self {
             Db::Plain(d) => d.verify().map(drop),

@@ -47,6 +47,10 @@ pub struct SwarmReport {
     pub tables_dropped: u64,
     /// See `tables_created`.
     pub tables_renamed: u64,
+    /// Compactions that completed beside the work (the seed's `compact`).
+    pub compactions: u64,
+    /// Data-file pages those compactions returned to the file system.
+    pub pages_returned: u64,
     /// How many seeds exercised each dimension value (`protocol=elr`, `strategy=log`,
     /// `layout=partitioned`, `read-only=opened`, ...).
     pub coverage: BTreeMap<String, u64>,
@@ -118,6 +122,8 @@ pub fn swarm(
         report.tables_created += r.tables.created;
         report.tables_dropped += r.tables.dropped;
         report.tables_renamed += r.tables.renamed;
+        report.compactions += r.compactions;
+        report.pages_returned += r.pages_returned;
         let mut seen = r.coverage;
         seen.sort();
         seen.dedup();

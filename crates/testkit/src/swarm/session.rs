@@ -42,6 +42,10 @@ pub(crate) struct SeedResult {
     pub(crate) pool_full: u64,
     /// Scratch tables committed transactions created, dropped and renamed.
     pub(crate) tables: TableCounts,
+    /// Compactions that completed during the work, and the data-file pages they
+    /// returned to the file system.
+    pub(crate) compactions: u64,
+    pub(crate) pages_returned: u64,
 }
 
 /// Disk operations a halted recovery draws its halt from, per partition.
@@ -94,6 +98,9 @@ fn coverage(cfg: &Config) -> Vec<String> {
     }
     if cfg.scratch_share > 0.0 {
         c.push("scratch-tables".into());
+    }
+    if cfg.compact {
+        c.push("compaction".into());
     }
     match &cfg.layout {
         Layout::Plain { log_dir } => {
@@ -218,6 +225,8 @@ impl<'a> Seed<'a> {
         self.res.audits += run.audits;
         self.res.pool_full += run.pool_full;
         self.res.tables.merge(run.tables);
+        self.res.compactions += run.compactions;
+        self.res.pages_returned += run.pages_returned;
         let mut clean = false;
         if run.violation.is_none()
             && plan.clean_close
