@@ -105,6 +105,10 @@ pub struct Config {
     pub keys: usize,
     /// Transactions each client runs.
     pub txns_per_client: usize,
+    /// Whether a compactor ([`sluice::Database::compact`]) runs beside the clients, again
+    /// and again until they finish: trees cut back when every key is deleted, under
+    /// transactions that read, scan and re-insert them.
+    pub compact: bool,
 }
 
 impl Config {
@@ -136,6 +140,8 @@ impl Config {
         let keys = rng.gen_range(12..=32);
         // About 400 transactions per run whatever the client count.
         let txns_per_client = 400 / clients;
+        // Drawn last, so that every other draw of a seed is what it was before.
+        let compact = rng.gen_bool(0.35);
         // Fixing the family redraws the strategy inside it from the seed alone (not the
         // stream: the other dimensions stay as drawn).
         if let Some(f) = fixed.family {
@@ -162,6 +168,7 @@ impl Config {
             clients,
             keys,
             txns_per_client: fixed.txns_per_client.unwrap_or(txns_per_client),
+            compact,
         }
     }
 
@@ -201,7 +208,11 @@ impl fmt::Display for Config {
             self.clients,
             self.txns_per_client,
             self.keys
-        )
+        )?;
+        if self.compact {
+            write!(f, ", compacting")?;
+        }
+        Ok(())
     }
 }
 

@@ -82,9 +82,29 @@ pub fn run(config: &Config) -> Run {
         Via::Direct => None,
         Via::Agents(n) => Some(AgentRun::start(&db, n)),
     };
+    let clients_done = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|s| {
+        if config.compact {
+            let (db, errors, done) = (&db, &errors, &clients_done);
+            s.spawn(move || {
+                while done.load(std::sync::atomic::Ordering::Acquire) < config.clients {
+                    match db.compact() {
+                        Ok(_) | Err(Error::BufferPoolFull(_)) => {}
+                        Err(e) => {
+                            errors
+                                .lock()
+                                .expect("errors")
+                                .push(format!("a compaction failed: {e}"));
+                            return;
+                        }
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            });
+        }
         for (client, &seed) in seeds.iter().enumerate() {
             let (db, ctx, txns, errors, agents) = (&db, &ctx, &txns, &errors, agents.as_ref());
+            let done = &clients_done;
             s.spawn(move || {
                 let mut rng = StdRng::seed_from_u64(seed);
                 for _ in 0..config.txns_per_client {
@@ -93,9 +113,10 @@ pub fn run(config: &Config) -> Run {
                         Some(a) => a.txn(ctx, &mut rng),
                     };
                     if !record(t, txns, errors, client) {
-                        return;
+                        break;
                     }
                 }
+                done.fetch_add(1, std::sync::atomic::Ordering::Release);
             });
         }
     });
