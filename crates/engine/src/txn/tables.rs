@@ -66,7 +66,8 @@ impl Transaction {
     /// [`Error::AlreadyExists`] if a table of that name exists; [`Error::InvalidArgument`]
     /// for a name that is empty or longer than [`MAX_TABLE_NAME`](crate::MAX_TABLE_NAME) bytes;
     /// [`Error::ReadOnly`] in a read-only database. The root page of a table whose
-    /// creation is rolled back stays allocated, unused.
+    /// creation is rolled back stays allocated, unused, until a
+    /// [`compact`](crate::Database::compact) after the database is next opened.
     pub fn create_table(&mut self, name: &str) -> Result<Table> {
         self.usable()?;
         let r = self.create_table_in(name);
