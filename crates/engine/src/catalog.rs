@@ -77,24 +77,27 @@ impl Inner {
     /// compaction counts a root in use while anything holds its latch (`space`).
     pub(crate) fn allocate_root(&self) -> Result<(PageId, Arc<TreeLatch>)> {
         let _space = self.store.space_gate.read();
-        let mp = self.store.pool.fetch(PageId::META)?;
-        let mut mw = mp.write_valid()?;
-        let mut meta = mw.bytes().to_vec();
-        let (ids, mut list) = crate::space::take(&self.store, &mut meta, 1)?;
-        let id = ids[0];
-        let rp = self.store.pool.fetch(id)?;
-        let mut rw = rp.write();
-        let mut root = vec![0u8; self.store.page_size];
-        NodeMut::format(&mut root, id, 0);
-        let mut pages = vec![(&mut mw, meta), (&mut rw, root)];
-        if let Some((w, img)) = list.as_mut() {
-            pages.push((w, std::mem::take(img)));
-        }
-        crate::space::log_images(&self.store, &mut pages)?;
+        let id = {
+            let mp = self.store.pool.fetch(PageId::META)?;
+            let mut mw = mp.write_valid()?;
+            let mut meta = mw.bytes().to_vec();
+            let (ids, mut list) = crate::space::take(&self.store, &mut meta, 1)?;
+            let id = ids[0];
+            let rp = self.store.pool.fetch(id)?;
+            let mut rw = rp.write();
+            let mut root = vec![0u8; self.store.page_size];
+            NodeMut::format(&mut root, id, 0);
+            let mut pages = vec![(&mut mw, meta), (&mut rw, root)];
+            if let Some((w, img)) = list.as_mut() {
+                pages.push((w, std::mem::take(img)));
+            }
+            crate::space::log_images(&self.store, &mut pages)?;
+            id
+        };
         // A fresh latch and a count of 0, taken before the gate opens, so compaction
         // counts the root in use until the catalog holds it; and no mark of a dropped
-        // tree that had this root page stays on it.
-        drop(pages);
+        // tree that had this root page stays on it. After the page latches are let go:
+        // retiring the page's old latch waits for whoever holds it (`fresh_latch`).
         let latch = self.store.tree_created(id)?;
         Ok((id, latch))
     }

@@ -85,10 +85,21 @@ impl Store {
 
     /// A new latch for a new tree at `root`, replacing the one of a dropped tree whose
     /// root the page was (`Store::tree_created`).
+    /// The latch it replaces is retired: its count is forgotten (under it, held
+    /// exclusively), so a checkpoint that took it before the replacement logs no
+    /// snapshot of the old tree's count after the new tree's first one. The old latch of
+    /// a page that had been a root with a known count — a create rolled back, reclaimed
+    /// after a reopen — logged its stale count after the new table's inserts, and
+    /// recovery counted the new table from it (the swarm's compaction dimension: `verify`
+    /// found counts off by the inserts). No page latch may be held.
     pub(crate) fn fresh_latch(&self, root: PageId) -> Arc<TreeLatch> {
         let t = Arc::new(TreeLatch::default());
         t.hand_out();
-        self.trees.lock().insert(root, t.clone());
+        let old = self.trees.lock().insert(root, t.clone());
+        if let Some(old) = old {
+            let _x = old.write();
+            old.set(None);
+        }
         t
     }
 

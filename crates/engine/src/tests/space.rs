@@ -164,3 +164,48 @@ fn compaction_keeps_a_table_the_catalog_lists_under_no_name_for_a_moment() {
     assert_eq!(v.entries, 1050);
     db.close().unwrap();
 }
+
+/// A page that was a root with a known count — a create rolled back, its root reclaimed
+/// after a reopen — becomes a new table's root. A checkpoint that took the page's old
+/// latch before the new table replaced it must find no count there: it logged the old
+/// count after the new table's inserts, and recovery counted the new table from it
+/// (the swarm's compaction dimension: "its entry count is 0 but its leaves hold 2").
+#[test]
+fn a_latch_replaced_by_a_new_tree_on_its_page_forgets_the_old_count() {
+    let sim = SimStorage::new(15);
+    let db = open(&sim);
+    fill(&db, "kept", 50);
+    let mut tx = db.begin();
+    let t = tx.create_table("abandoned").unwrap();
+    let root = t.root;
+    drop(t);
+    tx.rollback().unwrap();
+    db.close().unwrap();
+    let db = open(&sim);
+    let r = db.compact().unwrap();
+    assert!(r.pages_freed >= 1, "{r:?}");
+    // Recovery rebuilt the abandoned root's count from its snapshot; a checkpoint takes
+    // the latch now.
+    let old = db.inner.store.tree_latch(root);
+    assert_eq!(old.known_entries(), Some(0));
+    let t = db.create_table("new").unwrap();
+    assert_eq!(t.root, root, "the freed root is the first page reused");
+    let mut tx = db.begin();
+    tx.put(&t, "a", "1").unwrap();
+    tx.put(&t, "b", "2").unwrap();
+    tx.commit().unwrap();
+    assert_eq!(
+        old.known_entries(),
+        None,
+        "the old latch still holds a count"
+    );
+    db.checkpoint().unwrap();
+    db.inner.store.log.sync().unwrap();
+    sim.crash();
+    drop(db);
+    let db = open(&sim);
+    let t = db.table("new").unwrap();
+    assert_eq!(db.begin().len(&t).unwrap(), 2);
+    db.verify().unwrap();
+    db.close().unwrap();
+}
