@@ -13,24 +13,10 @@
 //! list gets a new head page (the double-free check in `space::give` only searches the
 //! head list page). Then the latch is let go.
 
+use super::space::{fill, open};
 use crate::space::{free_list, tree_pages};
-use crate::{Database, Options, Table};
 use sluice_storage::SimStorage;
 use std::sync::Arc;
-
-fn open(sim: &SimStorage) -> Database {
-    Database::open_on(Arc::new(sim.clone()), "/db", Options::small()).unwrap()
-}
-
-fn fill(db: &Database, name: &str, n: u32) -> Table {
-    let t = db.table_or_create(name).unwrap();
-    let mut tx = db.begin();
-    for i in 0..n {
-        tx.put(&t, format!("key{i:06}"), [5u8; 60]).unwrap();
-    }
-    tx.commit().unwrap();
-    t
-}
 
 #[test]
 fn compaction_never_frees_the_pages_of_a_table_dropped_while_it_runs() {

@@ -5,11 +5,11 @@ use crate::{Database, Error, Options, Table};
 use sluice_storage::SimStorage;
 use std::sync::Arc;
 
-fn open(sim: &SimStorage) -> Database {
+pub(super) fn open(sim: &SimStorage) -> Database {
     Database::open_on(Arc::new(sim.clone()), "/db", Options::small()).unwrap()
 }
 
-fn fill(db: &Database, name: &str, n: u32) -> Table {
+pub(super) fn fill(db: &Database, name: &str, n: u32) -> Table {
     let t = db.table_or_create(name).unwrap();
     let mut tx = db.begin();
     for i in 0..n {
