@@ -53,9 +53,9 @@ fn check_all_there(db: &Database) {
     db.verify().unwrap();
 }
 
-#[test]
-fn compaction_during_an_uncommitted_delete_all_loses_nothing_on_rollback() {
-    let sim = SimStorage::new(24);
+/// Loads the table, deletes every key in a transaction left open, and compacts: the
+/// tree is cut back under the uncommitted delete-all.
+fn compact_under_a_delete_all(sim: &SimStorage) -> (Database, sluice::Transaction) {
     let db = Database::open_on(Arc::new(sim.clone()), "/db", Options::small()).unwrap();
     fill(&db);
     let t = db.table("a").unwrap();
@@ -65,6 +65,13 @@ fn compaction_during_an_uncommitted_delete_all_loses_nothing_on_rollback() {
     }
     let report = db.compact().unwrap();
     eprintln!("{report:?}");
+    (db, tx)
+}
+
+#[test]
+fn compaction_during_an_uncommitted_delete_all_loses_nothing_on_rollback() {
+    let sim = SimStorage::new(24);
+    let (db, tx) = compact_under_a_delete_all(&sim);
     tx.rollback().unwrap();
     check_all_there(&db);
     // And it is still there after a clean reopen.
@@ -76,15 +83,7 @@ fn compaction_during_an_uncommitted_delete_all_loses_nothing_on_rollback() {
 #[test]
 fn compaction_during_an_uncommitted_delete_all_loses_nothing_in_a_crash() {
     let sim = SimStorage::new(24);
-    let db = Database::open_on(Arc::new(sim.clone()), "/db", Options::small()).unwrap();
-    fill(&db);
-    let t = db.table("a").unwrap();
-    let mut tx = db.begin();
-    for i in 0..N {
-        tx.delete(&t, key(i)).unwrap();
-    }
-    let report = db.compact().unwrap();
-    eprintln!("{report:?}");
+    let (db, tx) = compact_under_a_delete_all(&sim);
     // Compaction ran a checkpoint (step 3) and synced: the cut-back tree is durable,
     // the delete-all is not committed.
     sim.crash();
