@@ -28,6 +28,7 @@
 use crate::ids::PageId;
 use crate::log_record::{Change, PageOp, Record};
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use sluice_wal::Lsn;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -40,6 +41,11 @@ pub(crate) struct TreeLatch {
     latch: RwLock<()>,
     /// A drop of the tree's table committed.
     dropped: AtomicBool,
+    /// The end of that drop's commit record (0: none, or nothing logged): a use refused
+    /// as dropped depends on it (the drop may have released its locks early).
+    dropped_by: AtomicU64,
+    /// The table's weak table locks while no strong one is about (`lock/fast.rs`).
+    pub(crate) table_locks: crate::lock::FastTable,
     /// Handed out in this opening: to a table handle, or for a tree created. Compaction
     /// counts such a tree in use wherever the catalog's pages show it (`Store::live_roots`).
     handed_out: AtomicBool,
@@ -68,9 +74,18 @@ impl TreeLatch {
         self.handed_out.load(Ordering::Acquire)
     }
 
-    /// Marks the tree dropped (`Store::tree_dropped`).
-    pub(crate) fn mark_dropped(&self) {
+    /// Marks the tree dropped (`Store::tree_dropped`) by a commit whose record ends at
+    /// `commit`.
+    pub(crate) fn mark_dropped(&self, commit: Option<Lsn>) {
+        self.dropped_by
+            .store(commit.map_or(0, |l| l.0), Ordering::Relaxed);
         self.dropped.store(true, Ordering::Release);
+    }
+
+    /// The end of the commit record of the drop that marked the tree dropped, if any
+    /// (read after [`TreeLatch::is_dropped`] returned true).
+    pub(crate) fn dropped_by(&self) -> Option<Lsn> {
+        Some(Lsn(self.dropped_by.load(Ordering::Relaxed))).filter(|l| l.0 != 0)
     }
 
     /// Holds the structure latch shared (reads and ordinary writes).

@@ -3,7 +3,9 @@
 //! a reverse scan, `last`, `first` (absence of a key the async commit deleted), a forward
 //! scan past a deleted key, `get_for_update` of a deleted key, a read that waited for
 //! the async writer's lock, a large value, a put over it, `tx.create_table` of a name the
-//! async transaction created, and a `db.transaction` body; under each durable protocol.
+//! async transaction created, `len` (a count after writers that took their table lock
+//! on the fast path), a use refused because the async transaction dropped the table,
+//! and a `db.transaction` body; under each durable protocol.
 //!
 //! Each scenario: the log's syncs are held, an async transaction commits (its record is
 //! not durable), then a durable transaction runs one read; the durable LSN right after
@@ -214,6 +216,40 @@ fn no_read_path_hands_out_a_dependency_on_an_async_commit_before_it_is_durable()
                 tx.create_table("async-made").unwrap();
             },
             |db, _| format!("{:?}", db.table_names()),
+        ),
+        (
+            "len after an async insert (a count after a fast-path writer)",
+            |tx, t| put_k(tx, t, "cc", b"new"),
+            |db, t| {
+                let mut tx = db.begin();
+                format!("{:?}", tx.len(t).unwrap())
+            },
+        ),
+        (
+            "len after an async delete",
+            |tx, t| {
+                tx.delete(t, "d").unwrap();
+            },
+            |db, t| {
+                let mut tx = db.begin();
+                format!("{:?}", tx.len(t).unwrap())
+            },
+        ),
+        (
+            "a read refused because an async transaction dropped the table",
+            |tx, t| tx.drop_table(t).unwrap(),
+            |db, t| {
+                let mut tx = db.begin();
+                format!("{:?}", tx.get(t, "c").map(|v| v.is_some()))
+            },
+        ),
+        (
+            "a write refused because an async transaction dropped the table",
+            |tx, t| tx.drop_table(t).unwrap(),
+            |db, t| {
+                let mut tx = db.begin();
+                format!("{:?}", tx.put(t, "c", "x").map(|_| ()))
+            },
         ),
         (
             "db.transaction body reading an async write",

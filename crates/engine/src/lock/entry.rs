@@ -48,21 +48,42 @@ pub(super) struct Early {
     pub(super) parts: LockMode,
 }
 
-impl Entry {
-    /// Notes an early release of `mode` by a commit ending at `commit` (`durable`: the
-    /// log's durable LSN now, below which older notes no longer matter).
-    pub(super) fn note_early(&mut self, mode: LockMode, commit: Lsn, durable: Lsn) {
+impl Early {
+    /// What is left after `before` and an early release of `mode` by a commit ending at
+    /// `commit`, `durable` being the log's durable LSN now (what is durable is forgotten;
+    /// a mode with no exposing part leaves nothing).
+    pub(super) fn note(
+        before: Option<Early>,
+        mode: LockMode,
+        commit: Lsn,
+        durable: Lsn,
+    ) -> Option<Early> {
+        let before = before.filter(|e| e.commit > durable);
         let parts = mode.exposing();
         if parts == LockMode::NONE || commit <= durable {
-            return;
+            return before;
         }
-        self.early = Some(match self.early.filter(|e| e.commit > durable) {
+        Some(match before {
             Some(e) => Early {
                 commit: e.commit.max(commit),
                 parts: e.parts.with(parts),
             },
             None => Early { commit, parts },
-        });
+        })
+    }
+}
+
+impl Entry {
+    /// Notes an early release of `mode` by a commit ending at `commit` (`durable`: the
+    /// log's durable LSN now, below which older notes no longer matter).
+    pub(super) fn note_early(&mut self, mode: LockMode, commit: Lsn, durable: Lsn) {
+        self.early = Early::note(self.early, mode, commit, durable);
+    }
+
+    /// Takes over what early releases left elsewhere (`fast.rs`, the table lock's
+    /// stripes) as if they had been released here.
+    pub(super) fn merge_early(&mut self, other: Early, durable: Lsn) {
+        self.early = Early::note(self.early, other.parts, other.commit, durable);
     }
 
     /// True if the entry can leave the table: nobody holds or awaits it, and any early

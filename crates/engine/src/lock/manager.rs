@@ -358,6 +358,42 @@ impl LockManager {
         }
     }
 
+    /// Grants `key` to each of `holders` in its mode, as if each had taken it here, and
+    /// notes `early` as if released here: locks moved in from the table lock's fast path
+    /// (`fast.rs`). They are compatible with every lock granted here by construction
+    /// (weak table locks; a strong one is requested only after the move), and their
+    /// holders may already hold the name here (they then hold the union).
+    pub(super) fn take_over(
+        &self,
+        key: &LockKey,
+        holders: impl Iterator<Item = (TxnId, LockMode)>,
+        early: Option<super::entry::Early>,
+        durable: Lsn,
+    ) {
+        let hash = self.hash(key);
+        let shard = self.shard(hash);
+        let mut map = shard.map.lock();
+        let (_, e) = map
+            .entry(hash, key, &self.hasher)
+            .or_insert_with(|| (key.clone(), Entry::default()))
+            .into_mut();
+        for (txn, mode) in holders {
+            debug_assert!(
+                e.compatible_with_others(txn, mode),
+                "{txn}: {mode:?} moved in conflicts"
+            );
+            match e.held_by(txn) {
+                Some(h) if h.covers(mode) => {}
+                _ => {
+                    e.grant(txn, mode);
+                }
+            }
+        }
+        if let Some(early) = early {
+            e.merge_early(early, durable);
+        }
+    }
+
     /// Releases `txn`'s locks on `keys` and wakes the waiters behind them.
     #[cfg(test)]
     pub(crate) fn unlock_all<'a>(&self, txn: TxnId, keys: impl IntoIterator<Item = &'a LockKey>) {

@@ -48,9 +48,12 @@
 //! Files: `name.rs` (what a lock names: a key or a stripe of a table's end), `mode.rs`
 //! (the parts and their conflict table), `entry.rs` (one name's holders, waiters and
 //! early-release LSN, and a shard's table of them), `waits_for.rs` (the wait-for graph),
-//! `manager.rs` (the sharded lock table: try-lock, lock with waiting, release).
+//! `manager.rs` (the sharded lock table: try-lock, lock with waiting, release), `fast.rs`
+//! (the table lock's fast path: weak table locks kept out of the lock table while no
+//! strong one is about).
 
 mod entry;
+mod fast;
 mod manager;
 mod mode;
 mod name;
@@ -59,6 +62,7 @@ mod tests;
 mod waits_for;
 
 pub(crate) use entry::Granted;
+pub(crate) use fast::FastTable;
 pub(crate) use manager::{LockManager, Refused};
 pub(crate) use mode::LockMode;
-pub(crate) use name::{LockKey, LockName, TableLock};
+pub(crate) use name::{LockKey, LockName, TableLock, TABLE_STRIPES};

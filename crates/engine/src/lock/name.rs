@@ -60,11 +60,22 @@ impl TableLock {
         }
     }
 
+    /// Read and Write, the weak modes: compatible with each other, and taken on the
+    /// fast path while no strong one is about (`fast.rs`).
+    pub(crate) fn is_weak(self) -> bool {
+        matches!(self, TableLock::Read | TableLock::Write)
+    }
+
+    /// The stripe a weak mode of `txn` takes.
+    pub(crate) fn own_stripe(txn: TxnId) -> u16 {
+        (txn.0 % u64::from(TABLE_STRIPES)) as u16
+    }
+
     /// The stripes of the table lock `txn` takes.
     pub(crate) fn stripes(self, txn: TxnId) -> std::ops::Range<u16> {
         match self {
             TableLock::Read | TableLock::Write => {
-                let s = (txn.0 % u64::from(TABLE_STRIPES)) as u16;
+                let s = TableLock::own_stripe(txn);
                 s..s + 1
             }
             TableLock::Count | TableLock::Drop => 0..TABLE_STRIPES,

@@ -560,3 +560,58 @@ fn a_doomed_waiter_on_another_name_leaves_and_equals_keep_the_old_rule() {
     lm.unlock_all(TxnId(4), [&a, &b]);
     assert!(lm.is_empty());
 }
+
+/// The table lock's fast path (`fast.rs`): weak locks stay out of the lock table until a
+/// strong request moves them in (with what their early releases left), a moved lock is
+/// released in the lock table, and the fast path comes back when the strong one ends.
+#[test]
+fn a_strong_table_request_moves_the_fast_path_locks_into_the_lock_table() {
+    let lm = LockManager::new(Duration::from_millis(30));
+    let fast = FastTable::default();
+    let table = PageId(7);
+    let w = LockMode::GAP_I;
+    let r = LockMode::RECORD_S;
+    // Three holders on two stripes; one of them commits early at LSN 500.
+    assert!(fast.try_weak(TxnId(1), 1, w, true));
+    assert!(fast.try_weak(TxnId(17), 1, r, true));
+    assert!(fast.try_weak(TxnId(2), 2, w, true));
+    assert!(fast.try_weak(TxnId(3), 3, w, true));
+    // More parts for a holder still recorded; none for one that is not.
+    assert!(fast.try_weak(TxnId(17), 1, w, false));
+    assert!(!fast.try_weak(TxnId(4), 4, w, false));
+    assert!(fast.release(TxnId(3), 3, Some(Lsn(500)), Lsn(100)));
+    assert_eq!(fast.recorded(), 3);
+    assert!(lm.is_empty(), "nothing in the lock table yet");
+    fast.begin_strong(&lm, table, Lsn(100));
+    assert_eq!(fast.recorded(), 0);
+    assert_eq!(lm.len(), 2, "stripes 1 and 2 now held in the lock table");
+    // New weak requests go to the lock table now.
+    assert!(!fast.try_weak(TxnId(5), 5, r, true));
+    let stripe = |s: u16| LockKey {
+        table,
+        name: LockName::Table(s),
+    };
+    let count = TableLock::Count.mode();
+    // The count waits for the moved writers (stripe 1, 2) and times out.
+    assert!(matches!(
+        lm.lock(TxnId(9), &stripe(1), count, &mut None),
+        Err(Refused::Timeout { .. })
+    ));
+    // Stripe 3: nobody holds it, but the early release there is inherited.
+    let mut dep = None;
+    lm.lock(TxnId(9), &stripe(3), count, &mut dep).unwrap();
+    assert_eq!(dep, Some(Lsn(500)));
+    // The moved locks are released in the lock table: the fast path says so.
+    assert!(!fast.release(TxnId(1), 1, None, Lsn(100)));
+    lm.unlock_all(TxnId(1), [&stripe(1)]);
+    assert!(!fast.release(TxnId(17), 1, None, Lsn(100)));
+    lm.unlock_all(TxnId(17), [&stripe(1)]);
+    lm.lock(TxnId(9), &stripe(1), count, &mut None).unwrap();
+    lm.unlock_all(TxnId(9), [&stripe(1), &stripe(3)]);
+    assert!(!fast.release(TxnId(2), 2, None, Lsn(100)));
+    lm.unlock_all(TxnId(2), [&stripe(2)]);
+    fast.end_strong();
+    assert!(fast.try_weak(TxnId(5), 5, r, true));
+    assert!(fast.release(TxnId(5), 5, None, Lsn(600)));
+    assert!(lm.is_empty());
+}

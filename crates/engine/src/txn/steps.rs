@@ -5,6 +5,7 @@
 use super::commit::{Durability, Sequencer, Steps};
 use super::transaction::{State, Transaction};
 use crate::error::{Error, Result};
+use crate::lock::{LockKey, LockName, TableLock};
 use crate::log_record::{Participant, Record};
 use sluice_wal::Lsn;
 use std::time::Instant;
@@ -54,17 +55,34 @@ impl Transaction {
             // Its locks hide changes it could not undo (`rollback_in_place`).
             return;
         }
-        let held = std::mem::take(&mut self.held);
         let early = match self.state {
             State::Committed => self.commit_end,
             _ => None,
         };
-        self.db.locks.release(
-            self.shared.id,
-            &held,
-            early,
-            self.db.store.log.durable_lsn(),
-        );
+        self.release_all(early);
+    }
+
+    /// Releases every lock: those in the lock table (`held`), then the table locks
+    /// taken on the fast path, then the strong table requests begun (`lock/fast.rs`),
+    /// which let weak requests back on the fast path only once their locks are gone.
+    fn release_all(&mut self, early: Option<Lsn>) {
+        let txn = self.shared.id;
+        let held = std::mem::take(&mut self.held);
+        let durable = self.db.store.log.durable_lsn();
+        self.db.locks.release(txn, &held, early, durable);
+        let own = TableLock::own_stripe(txn);
+        for t in std::mem::take(&mut self.tables) {
+            if t.fast && !t.latch.table_locks.release(txn, own, early, durable) {
+                let moved = LockKey {
+                    table: t.root,
+                    name: LockName::Table(own),
+                };
+                self.db.locks.release(txn, [&moved], early, durable);
+            }
+            if t.strong {
+                t.latch.table_locks.end_strong();
+            }
+        }
     }
 
     /// Releases the locks of a transaction whose commit is already decided and durable
@@ -77,10 +95,7 @@ impl Transaction {
             State::Committed,
             "only a part whose commit record is written releases as decided"
         );
-        let held = std::mem::take(&mut self.held);
-        self.db
-            .locks
-            .release(self.shared.id, &held, None, self.db.store.log.durable_lsn());
+        self.release_all(None);
     }
 
     /// The start of the transaction's last log record, if it logged any (what recovery

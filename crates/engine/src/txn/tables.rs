@@ -1,10 +1,11 @@
 //! Tables inside a transaction: the table lock every operation takes first, and
 //! creating, renaming and dropping tables as changes of the transaction.
 
+use super::transaction::TableHold;
 use super::transaction::Transaction;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
-use crate::lock::{LockName, TableLock};
+use crate::lock::{LockMode, LockName, TableLock};
 use crate::table::{check_name, decode_root, Table};
 
 impl Transaction {
@@ -28,22 +29,46 @@ impl Transaction {
             )));
         }
         let want = how.mode();
-        let i = self.tables.iter().position(|(r, _)| *r == table.root);
-        if let Some(i) = i {
-            if self.tables[i].1.covers(want) {
-                return Ok(());
+        let txn = self.shared.id;
+        let i = self.tables.iter().position(|h| h.root == table.root);
+        if i.is_some_and(|i| self.tables[i].modes.covers(want)) {
+            return Ok(());
+        }
+        let i = i.unwrap_or_else(|| {
+            self.tables.push(TableHold {
+                root: table.root,
+                latch: table.latch.clone(),
+                modes: LockMode::NONE,
+                fast: false,
+                strong: false,
+            });
+            self.tables.len() - 1
+        });
+        let fast = &table.latch.table_locks;
+        let own = TableLock::own_stripe(txn);
+        let first = self.tables[i].modes == LockMode::NONE;
+        if how.is_weak() && (first || self.tables[i].fast) && fast.try_weak(txn, own, want, first) {
+            self.tables[i].fast = true;
+        } else {
+            let durable = self.db.store.log.durable_lsn();
+            if self.tables[i].fast {
+                // One lock on the stripe's name, in one place: the lock table from now.
+                fast.move_own(&self.db.locks, table.root, txn, own, durable);
+            }
+            if !how.is_weak() && !self.tables[i].strong {
+                self.tables[i].strong = true;
+                fast.begin_strong(&self.db.locks, table.root, durable);
+            }
+            for s in how.stripes(txn) {
+                self.lock(table, LockName::Table(s), want)?;
             }
         }
-        for s in how.stripes(self.shared.id) {
-            self.lock(table, LockName::Table(s), want)?;
-        }
-        match i {
-            Some(i) => self.tables[i].1 = self.tables[i].1.with(want),
-            None => self.tables.push((table.root, want)),
-        }
+        self.tables[i].modes = self.tables[i].modes.with(want);
         if table.latch.is_dropped() {
             // The drop released its lock early, perhaps: the refusal is an outcome that
-            // depends on its commit, so it waits for it to be durable.
+            // depends on its commit, so it waits for it to be durable. (A lock taken on
+            // the fast path did not inherit that dependency from the lock table.)
+            self.dep = self.dep.max(table.latch.dropped_by());
             self.read_barrier()?;
             return Err(Error::NotFound(format!(
                 "table {:?} (dropped)",
@@ -168,8 +193,8 @@ impl Transaction {
             // reclaims them; so does a failure here, which cannot undo the commit (and
             // a failed log append has stopped the database anyway). The mark is set
             // whatever fails.
-            let freed =
-                (self.db.store.tree_dropped(t.root)).and_then(|()| self.db.free_tree(t.root));
+            let freed = (self.db.store.tree_dropped(t.root, self.commit_end))
+                .and_then(|()| self.db.free_tree(t.root));
             if let Err(e) = freed {
                 tracing::warn!(table = t.name(), error = %e, "a dropped table's pages were not freed; compaction reclaims them");
             }

@@ -10,6 +10,7 @@ use crate::lock::{LockKey, LockMode};
 use crate::log_record::Participant;
 use crate::page::StoredValue;
 use crate::table::Table;
+use crate::tree_count::TreeLatch;
 use crate::txn_table::TxnShared;
 use sluice_wal::Lsn;
 use smallvec::SmallVec;
@@ -20,6 +21,23 @@ const INITIAL_LOCKS: usize = 8;
 
 /// Changes a transaction has room for before its undo list grows.
 const INITIAL_CHANGES: usize = 4;
+
+/// A table lock a transaction holds (`tables.rs`).
+pub(super) struct TableHold {
+    /// The table's root page, which names its locks in the lock table.
+    pub(super) root: PageId,
+    /// Its latch, where the fast path keeps the table's locks.
+    pub(super) latch: Arc<TreeLatch>,
+    /// The modes it holds, ORed.
+    pub(super) modes: LockMode,
+    /// Its lock on its own stripe was taken on the fast path (`lock/fast.rs`): it is
+    /// released there, or in the lock table if a strong request moved it; otherwise
+    /// the lock table's names it holds are in `held`.
+    pub(super) fast: bool,
+    /// It began a strong request on the table (`FastTable::begin_strong`), to end once
+    /// its locks are released.
+    pub(super) strong: bool,
+}
 
 /// What rollback needs to undo one change.
 #[derive(Debug)]
@@ -93,8 +111,8 @@ pub struct Transaction {
     pub(super) seniority: u32,
     /// The transaction's own choice of durability (`set_durability`).
     pub(super) durability: Durability,
-    /// The table locks it holds: each table's modes, ORed (`use_table`).
-    pub(super) tables: SmallVec<[(PageId, LockMode); 4]>,
+    /// The table locks it holds, one per table (`use_table`).
+    pub(super) tables: SmallVec<[TableHold; 4]>,
     /// Tables it dropped: marked dropped and freed when it commits (`tables.rs`).
     pub(super) dropping: Vec<Table>,
 }
