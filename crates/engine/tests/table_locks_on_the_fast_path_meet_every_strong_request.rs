@@ -178,3 +178,24 @@ fn after_a_count_writers_take_the_table_again_and_nothing_stays_held() {
     tx.commit().unwrap();
     db.close().unwrap();
 }
+
+#[test]
+fn a_transaction_dropped_holding_only_a_fast_path_table_lock_lets_it_go() {
+    let mut o = Options::small();
+    o.lock_timeout = Duration::from_secs(2);
+    let db = Database::open_on(Arc::new(SimStorage::new(4)), "/db", o).unwrap();
+    let t = filled(&db, "t");
+    // Its only lock is the table lock: the get is refused (an oversized key) after it.
+    let mut tx = db.begin();
+    let r = tx.get(&t, vec![b'k'; 100_000]);
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    drop(tx);
+    let mut counter = db.begin();
+    assert_eq!(
+        counter.len(&t).unwrap(),
+        40,
+        "the count is not kept waiting"
+    );
+    counter.commit().unwrap();
+    db.close().unwrap();
+}

@@ -355,3 +355,60 @@ fn model_mismatch_a_read_only_transaction_that_fits_no_place() {
     let m = found(&h, Class::ModelMismatch);
     assert!(m[0].summary.contains("read-only"), "{}", m[0].summary);
 }
+
+fn len(got: u64) -> Op {
+    Op::Len { table: 0, got }
+}
+
+#[test]
+fn model_mismatch_a_count_that_fits_no_place() {
+    // T0 inserts a and b; T1 deletes a. T2 (read-only) counted 2: right after T0.
+    // T3 inserts c and counts 2: b and its own c, right. T4 deletes b and counts 4: the
+    // model has c alone (its own delete of b applied), 1. T5 (read-only) read b (from
+    // T0 until T4) and counted 3: the table never held 3 entries.
+    let h = history(vec![
+        (
+            0,
+            committed(10),
+            vec![put(0, 0, "a", None), put(0, 1, "b", None)],
+        ),
+        (2, committed(0), vec![len(2)]),
+        (
+            1,
+            committed(20),
+            vec![Op::Delete {
+                key: key("a"),
+                prev: read(Some((0, 0))),
+            }],
+        ),
+        (3, committed(30), vec![put(3, 0, "c", None), len(2)]),
+        (
+            4,
+            committed(40),
+            vec![
+                Op::Delete {
+                    key: key("b"),
+                    prev: read(Some((0, 1))),
+                },
+                len(4),
+            ],
+        ),
+        (5, committed(0), vec![get("b", Some((0, 1))), len(3)]),
+    ]);
+    let m = found(&h, Class::ModelMismatch);
+    let mut who: Vec<u64> = m.iter().flat_map(txns).collect();
+    who.sort_unstable();
+    assert_eq!(who, vec![4, 5], "{m:#?}");
+    assert!(m.iter().any(|a| a.summary.contains("counted 4")), "{m:#?}");
+    // The right counts alone are clean.
+    let h = history(vec![
+        (
+            0,
+            committed(10),
+            vec![put(0, 0, "a", None), put(0, 1, "b", None)],
+        ),
+        (2, committed(0), vec![len(2)]),
+        (3, committed(30), vec![put(3, 0, "c", None), len(3)]),
+    ]);
+    assert!(check(&h).anomalies.is_empty());
+}

@@ -405,6 +405,16 @@ impl Work<'_> {
                 self.ops.push(op);
             }
             53..=84 => self.put(ti, key)?,
+            85..=87 => {
+                // The table's count: its lock waits for every other writer of the table
+                // and holds new ones off (the strong table lock, which moves the weak
+                // ones other transactions took on the fast path).
+                let got = tx.len(t)?;
+                self.ops.push(Op::Len {
+                    table: ti as u8,
+                    got,
+                });
+            }
             _ => {
                 let prev = tx.delete(t, &key)?.map(|v| decode_value(&v));
                 self.ops.push(Op::Delete { key: k(key), prev });

@@ -39,11 +39,38 @@ pub struct Write {
     pub last: Option<ValueId>,
 }
 
+/// A count (`len`) a transaction read: what it returned, and its own writes of the
+/// table before it (which it counts as they stand, whatever the others committed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CountObs {
+    /// The operation's index in its transaction.
+    pub op: usize,
+    /// The table.
+    pub table: u8,
+    /// What `len` returned.
+    pub got: u64,
+    /// Its own writes of the table so far: each key, and whether it is present after.
+    pub own: Vec<(Vec<u8>, bool)>,
+}
+
+impl CountObs {
+    /// The count the transaction should see over `committed`, the keys of the table
+    /// others' committed writes left (in a state of the serial order).
+    pub fn expected<'k>(&self, committed: impl Iterator<Item = &'k Key>) -> u64 {
+        let others = committed
+            .filter(|k| k.table == self.table && !self.own.iter().any(|(o, _)| *o == k.key))
+            .count();
+        (others + self.own.iter().filter(|(_, present)| *present).count()) as u64
+    }
+}
+
 /// The facts of one transaction.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Facts {
     /// Its external reads, in order.
     pub obs: Vec<Obs>,
+    /// The counts it read (checked by the replay, `oracle`, not by the graph).
+    pub counts: Vec<CountObs>,
     /// Its writes, one per key, in the order of its first write of each.
     pub writes: Vec<Write>,
 }
@@ -235,6 +262,20 @@ impl Walk<'_> {
                 }
             }
             Op::Scan { table, span, seen } => self.scan(i, *table, span, seen),
+            Op::Len { table, got } => {
+                let own = self
+                    .own
+                    .iter()
+                    .filter(|(k, _)| k.table == *table)
+                    .map(|(k, v)| (k.key.clone(), v.is_some()))
+                    .collect();
+                self.facts.counts.push(CountObs {
+                    op: i,
+                    table: *table,
+                    got: *got,
+                    own,
+                });
+            }
             Op::Retain {
                 table,
                 span,

@@ -1,7 +1,8 @@
 //! The second oracle, independent of the dependency graph: replay the committed
 //! transactions in commit-LSN order against a `BTreeMap` and check that every external
 //! read of every committed transaction returned exactly what the map holds at its place
-//! (its own writes are checked apart, in `facts`).
+//! (its own writes are checked apart, in `facts`), and every count (`len`) the number of
+//! the table's keys the map holds there, with the transaction's own writes applied.
 //!
 //! Why the commit order: under strict two-phase locking a transaction holds every lock
 //! until its commit record is in the log (every protocol of the engine releases no
@@ -17,7 +18,7 @@
 //! read that does not match there is a mismatch. The dependency graph then puts the
 //! transaction at that place too.
 
-use super::facts::{Facts, Obs};
+use super::facts::{CountObs, Facts, Obs};
 use super::record::{show_read, History, Key, TxnNo, Val, ValueId};
 use super::report::{Anomaly, Class};
 use std::collections::{BTreeMap, HashMap};
@@ -90,6 +91,13 @@ pub fn replay(h: &History, facts: &HashMap<TxnNo, Facts>) -> Replay {
     let mut lines: HashMap<Key, Timeline> = HashMap::new();
     let empty = Facts::default();
     let mut wrong: Vec<Wrong<'_>> = Vec::new();
+    // The size of each table after each place: `sizes[p][table]`, p writers applied.
+    let table_size = |model: &BTreeMap<Key, ValueId>| -> Vec<u64> {
+        (0..h.tables)
+            .map(|t| model.keys().filter(|k| k.table == t).count() as u64)
+            .collect()
+    };
+    let mut sizes = vec![table_size(&model)];
     for (i, &t) in r.writers.iter().enumerate() {
         let i = i as u64 + 1;
         r.pos.insert(t, 2 * i);
@@ -101,6 +109,14 @@ pub fn replay(h: &History, facts: &HashMap<TxnNo, Facts>) -> Replay {
                 wrong.push((t, format!("writer {i} of {n}"), o, m));
             }
         }
+        for c in &f.counts {
+            r.reads_checked += 1;
+            let m = c.expected(model.keys());
+            if m != c.got {
+                r.anomalies
+                    .push(wrong_count(t, &format!("writer {i} of {n}"), c, m));
+            }
+        }
         for w in &f.writes {
             match w.last {
                 Some(v) => model.insert(w.key.clone(), v),
@@ -108,12 +124,22 @@ pub fn replay(h: &History, facts: &HashMap<TxnNo, Facts>) -> Replay {
             };
             lines.entry(w.key.clone()).or_default().push((i, w.last));
         }
+        sizes.push(table_size(&model));
     }
     for t in read_only {
         let f = facts.get(&t).unwrap_or(&empty);
-        r.reads_checked += f.obs.len() as u64;
+        r.reads_checked += (f.obs.len() + f.counts.len()) as u64;
         // Count, for every place 0..=n, the reads that match there.
         let mut diff = vec![0i64; n as usize + 2];
+        for c in &f.counts {
+            // A read-only transaction has no writes of its own to count.
+            for (p, size) in sizes.iter().enumerate() {
+                if size[usize::from(c.table)] == c.got {
+                    diff[p] += 1;
+                    diff[p + 1] -= 1;
+                }
+            }
+        }
         for o in &f.obs {
             let line = lines.get(&o.key);
             let changes = line.map_or(&[][..], Vec::as_slice);
@@ -138,6 +164,13 @@ pub fn replay(h: &History, facts: &HashMap<TxnNo, Facts>) -> Replay {
             }
         }
         r.pos.insert(t, 2 * best + 1);
+        for c in &f.counts {
+            let m = sizes[best as usize][usize::from(c.table)];
+            if m != c.got {
+                let place = format!("read-only, best placed after writer {best} of {n}");
+                r.anomalies.push(wrong_count(t, &place, c, m));
+            }
+        }
         for o in &f.obs {
             let m = at(lines.get(&o.key), best);
             if !matches(m, &o.seen) {
@@ -148,6 +181,18 @@ pub fn replay(h: &History, facts: &HashMap<TxnNo, Facts>) -> Replay {
     }
     r.anomalies.extend(mismatches(h, wrong));
     r
+}
+
+/// A count that does not match the map's at the transaction's place.
+fn wrong_count(t: TxnNo, place: &str, c: &CountObs, model: u64) -> Anomaly {
+    Anomaly::new(
+        Class::ModelMismatch,
+        vec![t],
+        format!(
+            "{t} ({place}) op {} counted {} entries in t{} but the commit-order model has {model}",
+            c.op, c.got, c.table
+        ),
+    )
 }
 
 /// One read that does not match the map: the reader, its place, the read, the map's value.

@@ -190,6 +190,14 @@ pub enum Op {
         /// What it returned.
         seen: Vec<(Vec<u8>, Val)>,
     },
+    /// `len`: the number of entries the transaction saw in the table (its own
+    /// uncommitted changes included).
+    Len {
+        /// The table.
+        table: u8,
+        /// What it returned.
+        got: u64,
+    },
     /// `retain`: the entries its predicate saw and the keys it rejected (deleted).
     Retain {
         /// The table.
@@ -234,6 +242,7 @@ impl fmt::Display for Op {
             Op::Scan { table, span, seen } => {
                 write!(f, "scan(t{table}, {span}) -> {}", show_entries(seen))
             }
+            Op::Len { table, got } => write!(f, "len(t{table}) -> {got}"),
             Op::Retain {
                 table,
                 span,
