@@ -268,6 +268,9 @@ pub(crate) trait Ops {
     fn delete(&mut self, t: &Tbl, key: &[u8]) -> Result<Option<Vec<u8>>, Error>;
     /// The rows of `[from, to)` (`None`: the whole table), collected.
     fn scan(&mut self, t: &Tbl, range: Option<(Vec<u8>, Vec<u8>)>) -> Result<Scanned, Error>;
+    /// The table's entry count (`len`: the strong table lock, which waits for every
+    /// other writer of the table).
+    fn len(&mut self, t: &Tbl) -> Result<u64, Error>;
     /// Chooses how the transaction commits (a partitioned transaction has no such
     /// choice: the swarm never draws `Async` for one, `Config::async_share`).
     fn set_durability(&mut self, d: Durability);
@@ -306,6 +309,9 @@ impl Ops for Transaction {
             None => Transaction::scan(self, t.plain(), ..).collect(),
         }
     }
+    fn len(&mut self, t: &Tbl) -> Result<u64, Error> {
+        Transaction::len(self, t.plain())
+    }
     fn create_table(&mut self, name: &str) -> Result<Tbl, Error> {
         Transaction::create_table(self, name).map(Tbl::Plain)
     }
@@ -342,6 +348,9 @@ impl Ops for PartitionedTransaction {
             Some((from, to)) => PartitionedTransaction::scan(self, t.part(), from..to)?.collect(),
             None => PartitionedTransaction::scan(self, t.part(), ..)?.collect(),
         }
+    }
+    fn len(&mut self, t: &Tbl) -> Result<u64, Error> {
+        PartitionedTransaction::len(self, t.part())
     }
     fn create_table(&mut self, _: &str) -> Result<Tbl, Error> {
         Err(no_table_ops())
@@ -389,6 +398,12 @@ impl Ops for Tx {
         match self {
             Tx::Plain(x) => Ops::scan(x, t, range),
             Tx::Part(x) => Ops::scan(x, t, range),
+        }
+    }
+    fn len(&mut self, t: &Tbl) -> Result<u64, Error> {
+        match self {
+            Tx::Plain(x) => Ops::len(x, t),
+            Tx::Part(x) => Ops::len(x, t),
         }
     }
     fn create_table(&mut self, name: &str) -> Result<Tbl, Error> {

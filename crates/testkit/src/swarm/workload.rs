@@ -295,6 +295,20 @@ pub(super) fn audit(
             "thread {t}'s audit saw {n} accounts summing to {sum}, not {want_n} summing to {want_sum}"
         )));
     }
+    // Half the audits count the accounts too: `len` waits for every transfer in flight
+    // on the table (the fast-path table locks moved into the lock table) and must see
+    // the fixed number of accounts, as the scan did.
+    if own_scan.is_some() {
+        for &tb in &ACCT {
+            let counted = tx.len(&tables[tb])?;
+            if counted != u64::from(cfg.accounts) {
+                return Ok(Err(format!(
+                    "thread {t}'s audit counted {counted} accounts in table {tb}, not {}",
+                    cfg.accounts
+                )));
+            }
+        }
+    }
     if let Some(tb) = own_scan {
         let (from, to) = owned_range(t);
         let got = tx.scan(&tables[tb], Some((from.clone(), to.clone())))?;
