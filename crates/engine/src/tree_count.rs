@@ -28,7 +28,6 @@
 use crate::ids::PageId;
 use crate::log_record::{Change, PageOp, Record};
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
-use sluice_wal::Lsn;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -41,9 +40,9 @@ pub(crate) struct TreeLatch {
     latch: RwLock<()>,
     /// A drop of the tree's table committed.
     dropped: AtomicBool,
-    /// The end of that drop's commit record (0: none, or nothing logged): a use refused
-    /// as dropped depends on it (the drop may have released its locks early).
-    dropped_by: AtomicU64,
+    /// The transaction that created the tree's table rolled back: the table never
+    /// existed, and a handle on it is refused as on a dropped one.
+    abandoned: AtomicBool,
     /// The table's weak table locks while no strong one is about (`lock/fast.rs`).
     pub(crate) table_locks: crate::lock::FastTable,
     /// Handed out in this opening: to a table handle, or for a tree created. Compaction
@@ -74,18 +73,20 @@ impl TreeLatch {
         self.handed_out.load(Ordering::Acquire)
     }
 
-    /// Marks the tree dropped (`Store::tree_dropped`) by a commit whose record ends at
-    /// `commit`.
-    pub(crate) fn mark_dropped(&self, commit: Option<Lsn>) {
-        self.dropped_by
-            .store(commit.map_or(0, |l| l.0), Ordering::Relaxed);
+    /// Marks the tree dropped (`Store::tree_dropped`).
+    pub(crate) fn mark_dropped(&self) {
         self.dropped.store(true, Ordering::Release);
     }
 
-    /// The end of the commit record of the drop that marked the tree dropped, if any
-    /// (read after [`TreeLatch::is_dropped`] returned true).
-    pub(crate) fn dropped_by(&self) -> Option<Lsn> {
-        Some(Lsn(self.dropped_by.load(Ordering::Relaxed))).filter(|l| l.0 != 0)
+    /// Marks the tree's table as never created: its creating transaction rolled back
+    /// (before it let the table's drop lock go).
+    pub(crate) fn mark_abandoned(&self) {
+        self.abandoned.store(true, Ordering::Release);
+    }
+
+    /// True once the transaction that created the tree's table rolled back.
+    pub(crate) fn is_abandoned(&self) -> bool {
+        self.abandoned.load(Ordering::Acquire)
     }
 
     /// Holds the structure latch shared (reads and ordinary writes).

@@ -35,7 +35,17 @@ fn a_write_into_a_table_whose_create_is_uncommitted_is_not_acknowledged() {
     // wait times out after 1 s) or refuses it.
     let mut other = db.begin();
     let wrote = other.put(&t, "theirs", "o").map(drop);
-    let committed = wrote.is_ok() && other.commit().is_ok();
+    let committed = match &wrote {
+        Ok(()) => other.commit().is_ok(),
+        Err(e) => {
+            assert!(
+                matches!(e, Error::LockTimeout { .. }),
+                "the write waits for the creator: {e}"
+            );
+            other.rollback().unwrap();
+            false
+        }
+    };
     creator.rollback().unwrap();
     // The table does not exist: whatever `other` committed into it is unreachable.
     assert!(matches!(db.table("n"), Err(Error::NotFound(_))));

@@ -7,7 +7,6 @@ use crate::ids::PageId;
 use crate::log_record::Record;
 use crate::store::Store;
 use crate::tree_count::{Counts, TreeLatch};
-use sluice_wal::Lsn;
 use std::sync::Arc;
 
 impl Store {
@@ -46,8 +45,8 @@ impl Store {
     /// sees it, and its count forgotten (and logged as forgotten), so checkpoints stop
     /// saving it and a tree that reuses the page starts afresh. The caller holds the
     /// table's drop lock, so no transaction uses the tree.
-    pub(crate) fn tree_dropped(&self, root: PageId, commit: Option<Lsn>) -> Result<()> {
-        self.tree_latch(root).mark_dropped(commit);
+    pub(crate) fn tree_dropped(&self, root: PageId) -> Result<()> {
+        self.tree_latch(root).mark_dropped();
         self.forget_count(root)
     }
 

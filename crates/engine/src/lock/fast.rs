@@ -20,7 +20,11 @@
 //! out). It moves too what early releases left in the stripes (the largest commit LSN of
 //! a writer that released before its commit was durable): the strong request conflicts
 //! with a writer's gap I and so depends on that commit, as on any early release. The
-//! count goes down when the strong lock is released ([`FastTable::end_strong`]).
+//! count goes down when the strong lock is released ([`FastTable::end_strong`]); a
+//! strong holder with an exposing part (a drop, or a create: it holds its new table's
+//! drop lock) released early leaves its commit LSN on the table first, and every weak
+//! request on the fast path depends on it — as one in the lock table would, through the
+//! entries it left there, since every weak mode conflicts with a drop's.
 //!
 //! **Why no weak lock is missed.** A weak request reads `strong` under its stripe's
 //! mutex; a strong request raises `strong` before it takes each stripe's mutex to move
@@ -43,7 +47,7 @@ use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use sluice_wal::Lsn;
 use smallvec::SmallVec;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// One stripe: the weak locks recorded there, and what their early releases left.
 #[derive(Default)]
@@ -61,6 +65,12 @@ pub(crate) struct FastTable {
     /// Strong requests begun and not yet released. Raised before the stripes are
     /// looked at; read by weak requests under their stripe's mutex.
     strong: AtomicU32,
+    /// The largest commit LSN of a strong holder with an exposing part (a drop, or a
+    /// create, which holds its new table's drop lock) released early: every weak mode
+    /// conflicts with it, so a weak request on the fast path depends on it, as one in
+    /// the lock table would through the entries it left there (0: none). Raised before
+    /// `strong` goes down.
+    strong_early: AtomicU64,
     /// A cache line each: transactions on different stripes share nothing.
     stripes: [CachePadded<Mutex<Stripe>>; TABLE_STRIPES as usize],
 }
@@ -70,7 +80,19 @@ impl FastTable {
     /// `stripe`, if no strong request is about: a first use (`first`), or more parts for
     /// a transaction whose lock is still recorded here. False: take it in the lock table
     /// (after [`FastTable::move_own`] if the transaction holds one here).
-    pub(crate) fn try_weak(&self, txn: TxnId, stripe: u16, mode: LockMode, first: bool) -> bool {
+    ///
+    /// Taken, `dep` gets the commit of the latest strong holder that released early
+    /// (`strong_early`) if it is later than `dep` and than `durable` (a closure: the
+    /// log's durable LSN, read only then).
+    pub(crate) fn try_weak(
+        &self,
+        txn: TxnId,
+        stripe: u16,
+        mode: LockMode,
+        first: bool,
+        dep: &mut Option<Lsn>,
+        durable: impl FnOnce() -> Lsn,
+    ) -> bool {
         let mut s = self.stripes[usize::from(stripe)].lock();
         if self.strong.load(Ordering::Acquire) != 0 {
             return false;
@@ -81,6 +103,11 @@ impl FastTable {
             // the transaction must take the rest too.
             None if !first => return false,
             None => s.holders.push((txn, mode)),
+        }
+        drop(s);
+        let early = Lsn(self.strong_early.load(Ordering::Relaxed));
+        if early.0 != 0 && dep.is_none_or(|d| d < early) && early > durable() {
+            *dep = Some(early);
         }
         true
     }
@@ -107,8 +134,11 @@ impl FastTable {
     }
 
     /// A strong request begun with [`FastTable::begin_strong`] is over (released, or
-    /// refused).
-    pub(crate) fn end_strong(&self) {
+    /// refused), in mode `mode`, released early by a commit ending at `early` if so.
+    pub(crate) fn end_strong(&self, mode: LockMode, early: Option<Lsn>) {
+        if let Some(commit) = early.filter(|_| mode.exposing() != LockMode::NONE) {
+            self.strong_early.fetch_max(commit.0, Ordering::Relaxed);
+        }
         let was = self.strong.fetch_sub(1, Ordering::Release);
         debug_assert!(was > 0, "a strong table lock ends that did not begin");
     }

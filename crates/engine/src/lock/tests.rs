@@ -572,13 +572,13 @@ fn a_strong_table_request_moves_the_fast_path_locks_into_the_lock_table() {
     let w = LockMode::GAP_I;
     let r = LockMode::RECORD_S;
     // Three holders on two stripes; one of them commits early at LSN 500.
-    assert!(fast.try_weak(TxnId(1), 1, w, true));
-    assert!(fast.try_weak(TxnId(17), 1, r, true));
-    assert!(fast.try_weak(TxnId(2), 2, w, true));
-    assert!(fast.try_weak(TxnId(3), 3, w, true));
+    assert!(fast.try_weak(TxnId(1), 1, w, true, &mut None, || Lsn(100)));
+    assert!(fast.try_weak(TxnId(17), 1, r, true, &mut None, || Lsn(100)));
+    assert!(fast.try_weak(TxnId(2), 2, w, true, &mut None, || Lsn(100)));
+    assert!(fast.try_weak(TxnId(3), 3, w, true, &mut None, || Lsn(100)));
     // More parts for a holder still recorded; none for one that is not.
-    assert!(fast.try_weak(TxnId(17), 1, w, false));
-    assert!(!fast.try_weak(TxnId(4), 4, w, false));
+    assert!(fast.try_weak(TxnId(17), 1, w, false, &mut None, || Lsn(100)));
+    assert!(!fast.try_weak(TxnId(4), 4, w, false, &mut None, || Lsn(100)));
     assert!(fast.release(TxnId(3), 3, Some(Lsn(500)), Lsn(100)));
     assert_eq!(fast.recorded(), 3);
     assert!(lm.is_empty(), "nothing in the lock table yet");
@@ -586,7 +586,7 @@ fn a_strong_table_request_moves_the_fast_path_locks_into_the_lock_table() {
     assert_eq!(fast.recorded(), 0);
     assert_eq!(lm.len(), 2, "stripes 1 and 2 now held in the lock table");
     // New weak requests go to the lock table now.
-    assert!(!fast.try_weak(TxnId(5), 5, r, true));
+    assert!(!fast.try_weak(TxnId(5), 5, r, true, &mut None, || Lsn(100)));
     let stripe = |s: u16| LockKey {
         table,
         name: LockName::Table(s),
@@ -610,8 +610,21 @@ fn a_strong_table_request_moves_the_fast_path_locks_into_the_lock_table() {
     lm.unlock_all(TxnId(9), [&stripe(1), &stripe(3)]);
     assert!(!fast.release(TxnId(2), 2, None, Lsn(100)));
     lm.unlock_all(TxnId(2), [&stripe(2)]);
-    fast.end_strong();
-    assert!(fast.try_weak(TxnId(5), 5, r, true));
+    // A count (no exposing part) released early leaves nothing on the table.
+    fast.end_strong(count, Some(Lsn(700)));
+    let mut dep = None;
+    assert!(fast.try_weak(TxnId(5), 5, r, true, &mut dep, || Lsn(600)));
+    assert_eq!(dep, None);
     assert!(fast.release(TxnId(5), 5, None, Lsn(600)));
     assert!(lm.is_empty());
+    // A drop (or a create) released early does: every weak request depends on it until
+    // it is durable.
+    fast.begin_strong(&lm, table, Lsn(600));
+    fast.end_strong(TableLock::Drop.mode(), Some(Lsn(800)));
+    let mut dep = Some(Lsn(650));
+    assert!(fast.try_weak(TxnId(6), 6, r, true, &mut dep, || Lsn(600)));
+    assert_eq!(dep, Some(Lsn(800)));
+    let mut dep = None;
+    assert!(fast.try_weak(TxnId(7), 7, w, true, &mut dep, || Lsn(900)));
+    assert_eq!(dep, None, "durable by now");
 }

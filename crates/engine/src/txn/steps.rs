@@ -57,7 +57,14 @@ impl Transaction {
         }
         let early = match self.state {
             State::Committed => self.commit_end,
-            _ => None,
+            _ => {
+                // Under the drop lock the create holds: a use waiting for it finds the
+                // table gone, as after a drop.
+                for t in self.tables.iter().filter(|t| t.created) {
+                    t.latch.mark_abandoned();
+                }
+                None
+            }
         };
         self.release_all(early);
     }
@@ -80,7 +87,7 @@ impl Transaction {
                 self.db.locks.release(txn, [&moved], early, durable);
             }
             if t.strong {
-                t.latch.table_locks.end_strong();
+                t.latch.table_locks.end_strong(t.modes, early);
             }
         }
     }

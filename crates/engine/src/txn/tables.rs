@@ -41,13 +41,18 @@ impl Transaction {
                 modes: LockMode::NONE,
                 fast: false,
                 strong: false,
+                created: false,
             });
             self.tables.len() - 1
         });
         let fast = &table.latch.table_locks;
         let own = TableLock::own_stripe(txn);
         let first = self.tables[i].modes == LockMode::NONE;
-        if how.is_weak() && (first || self.tables[i].fast) && fast.try_weak(txn, own, want, first) {
+        let log = &self.db.store.log;
+        let taken = how.is_weak()
+            && (first || self.tables[i].fast)
+            && fast.try_weak(txn, own, want, first, &mut self.dep, || log.durable_lsn());
+        if taken {
             self.tables[i].fast = true;
         } else {
             let durable = self.db.store.log.durable_lsn();
@@ -66,12 +71,17 @@ impl Transaction {
         self.tables[i].modes = self.tables[i].modes.with(want);
         if table.latch.is_dropped() {
             // The drop released its lock early, perhaps: the refusal is an outcome that
-            // depends on its commit, so it waits for it to be durable. (A lock taken on
-            // the fast path did not inherit that dependency from the lock table.)
-            self.dep = self.dep.max(table.latch.dropped_by());
+            // depends on its commit (the lock, taken here or on the fast path, brought
+            // the dependency), so it waits for it to be durable.
             self.read_barrier()?;
             return Err(Error::NotFound(format!(
                 "table {:?} (dropped)",
+                table.name()
+            )));
+        }
+        if table.latch.is_abandoned() {
+            return Err(Error::NotFound(format!(
+                "table {:?} (its create was rolled back)",
                 table.name()
             )));
         }
@@ -85,8 +95,11 @@ impl Transaction {
     /// did not commit — removes the table with everything written into it, and until
     /// the transaction ends, another transaction that looks the name up (with
     /// [`Database::table`](crate::Database::table) or a create of its own) waits for
-    /// it. The handle works in this transaction at once. Under an `async` commit
-    /// protocol the table is as durable as the transaction's other changes.
+    /// it. The handle works in this transaction at once; until the transaction ends,
+    /// any other use of the handle waits for it (the transaction holds the new table's
+    /// drop lock), and after a rollback every use of it returns [`Error::NotFound`]. Under
+    /// an `async` commit protocol the table is as durable as the transaction's other
+    /// changes.
     ///
     /// [`Error::AlreadyExists`] if a table of that name exists; [`Error::InvalidArgument`]
     /// for a name that is empty or longer than [`MAX_TABLE_NAME`](crate::MAX_TABLE_NAME) bytes;
@@ -112,7 +125,15 @@ impl Transaction {
         }
         let (root, _listing) = inner.allocate_root()?;
         self.put(&cat, name.as_bytes(), root.0.to_le_bytes())?;
-        Ok(Table::new(&inner, name, root))
+        let table = Table::new(&inner, name, root);
+        // Until it ends, the new table is this transaction's alone: another holder of
+        // the handle waits (and depends on its commit, if it releases early); if it
+        // rolls back, the table is marked as never created first (`release_locks`).
+        self.use_table(&table, TableLock::Drop)?;
+        if let Some(h) = self.tables.iter_mut().find(|h| h.root == root) {
+            h.created = true;
+        }
+        Ok(table)
     }
 }
 
@@ -193,8 +214,8 @@ impl Transaction {
             // reclaims them; so does a failure here, which cannot undo the commit (and
             // a failed log append has stopped the database anyway). The mark is set
             // whatever fails.
-            let freed = (self.db.store.tree_dropped(t.root, self.commit_end))
-                .and_then(|()| self.db.free_tree(t.root));
+            let freed =
+                (self.db.store.tree_dropped(t.root)).and_then(|()| self.db.free_tree(t.root));
             if let Err(e) = freed {
                 tracing::warn!(table = t.name(), error = %e, "a dropped table's pages were not freed; compaction reclaims them");
             }

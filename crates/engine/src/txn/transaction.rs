@@ -37,6 +37,9 @@ pub(super) struct TableHold {
     /// It began a strong request on the table (`FastTable::begin_strong`), to end once
     /// its locks are released.
     pub(super) strong: bool,
+    /// It created the table (`create_table`): a rollback marks the table as never
+    /// created before it lets the table's drop lock go.
+    pub(super) created: bool,
 }
 
 /// What rollback needs to undo one change.
