@@ -105,9 +105,21 @@ impl FastTable {
             None => s.holders.push((txn, mode)),
         }
         drop(s);
-        let early = Lsn(self.strong_early.load(Ordering::Relaxed));
-        if early.0 != 0 && dep.is_none_or(|d| d < early) && early > durable() {
-            *dep = Some(early);
+        let early = self.strong_early.load(Ordering::Relaxed);
+        if early != 0 && dep.is_none_or(|d| d.0 < early) {
+            if Lsn(early) > durable() {
+                *dep = Some(Lsn(early));
+            } else {
+                // Durable: forgotten, so that later requests read no log state at all
+                // (the durable LSN's cache line is the flusher's). A later early release
+                // that raced in stays (the exchange fails).
+                let _ = self.strong_early.compare_exchange(
+                    early,
+                    0,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
         }
         true
     }
