@@ -56,8 +56,7 @@ fn a_write_waits_for_a_drop_after_a_dropped_handle_was_used_on_the_tables_root()
     let writer = std::thread::spawn(move || {
         let mut w = db2.begin();
         let r = w.put(&b2, "k", "v").map(drop);
-        let c = r.and_then(|()| w.commit());
-        c
+        r.and_then(|()| w.commit())
     });
     let wrote = writer.join().unwrap();
     dropper.commit().unwrap();

@@ -69,26 +69,33 @@ impl Transaction {
         self.release_all(early);
     }
 
-    /// Releases every lock: those in the lock table (`held`), then the table locks
-    /// taken on the fast path, then the strong table requests begun (`lock/fast.rs`),
-    /// which let weak requests back on the fast path only once their locks are gone.
+    /// Releases every lock: the table locks taken on the fast path (in their stripe,
+    /// or in the lock table if a strong request moved them), those in the lock table
+    /// (`held`), then the strong table requests begun (`lock/fast.rs`), which let weak
+    /// requests back on the fast path only once their locks are gone. A name of the lock
+    /// table is released once, however many holds reach it: two tables' holds share
+    /// their names when a dropped table's handle meets the table now on its root page
+    /// (holds are per latch, names per root).
     fn release_all(&mut self, early: Option<Lsn>) {
         let txn = self.shared.id;
-        let held = std::mem::take(&mut self.held);
+        let mut held = std::mem::take(&mut self.held);
         let durable = self.db.store.log.durable_lsn();
-        self.db.locks.release(txn, &held, early, durable);
         let own = TableLock::own_stripe(txn);
-        for t in std::mem::take(&mut self.tables) {
-            if t.fast && !t.latch.table_locks.release(txn, own, early, durable) {
+        let tables = std::mem::take(&mut self.tables);
+        for t in tables.iter().filter(|t| t.fast) {
+            if !t.latch.table_locks.release(txn, own, early, durable) {
                 let moved = LockKey {
                     table: t.root,
                     name: LockName::Table(own),
                 };
-                self.db.locks.release(txn, [&moved], early, durable);
+                if !held.contains(&moved) {
+                    held.push(moved);
+                }
             }
-            if t.strong {
-                t.latch.table_locks.end_strong(t.modes, early);
-            }
+        }
+        self.db.locks.release(txn, &held, early, durable);
+        for t in tables.iter().filter(|t| t.strong) {
+            t.latch.table_locks.end_strong(t.modes, early);
         }
     }
 

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::lock::{LockMode, LockName, TableLock};
 use crate::table::{check_name, decode_root, Table};
+use std::sync::Arc;
 
 impl Transaction {
     /// What every operation on `table` passes first: the handle must be this database's,
@@ -30,7 +31,13 @@ impl Transaction {
         }
         let want = how.mode();
         let txn = self.shared.id;
-        let i = self.tables.iter().position(|h| h.root == table.root);
+        // A hold is per tree latch, not per root page: a dropped table's handle and
+        // the table that reuses its root share the page but not the latch, and a lock
+        // held on one must not let a use of the other skip the checks below.
+        let i = self
+            .tables
+            .iter()
+            .position(|h| h.root == table.root && Arc::ptr_eq(&h.latch, &table.latch));
         if i.is_some_and(|i| self.tables[i].modes.covers(want)) {
             return Ok(());
         }
@@ -130,7 +137,11 @@ impl Transaction {
         // the handle waits (and depends on its commit, if it releases early); if it
         // rolls back, the table is marked as never created first (`release_locks`).
         self.use_table(&table, TableLock::Drop)?;
-        if let Some(h) = self.tables.iter_mut().find(|h| h.root == root) {
+        if let Some(h) = self
+            .tables
+            .iter_mut()
+            .find(|h| Arc::ptr_eq(&h.latch, &table.latch))
+        {
             h.created = true;
         }
         Ok(table)
