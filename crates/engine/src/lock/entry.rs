@@ -197,6 +197,20 @@ impl LockMap {
             .entry(hash, |(k, _)| k == key, |(k, _)| rehash.hash_one(k))
     }
 
+    /// The entry of `key`, made (and the key cloned) only if absent: one lookup.
+    pub(super) fn get_or_insert(
+        &mut self,
+        hash: u64,
+        key: &LockKey,
+        rehash: &DefaultHashBuilder,
+    ) -> &mut Entry {
+        &mut self
+            .entry(hash, key, rehash)
+            .or_insert_with(|| (key.clone(), Entry::default()))
+            .into_mut()
+            .1
+    }
+
     pub(super) fn get_mut(&mut self, hash: u64, key: &LockKey) -> Option<&mut Entry> {
         self.table.find_mut(hash, |(k, _)| k == key).map(|(_, e)| e)
     }

@@ -229,11 +229,7 @@ impl LockManager {
         let shard_no = Self::shard_no(hash);
         let shard = self.shard(hash);
         let mut map = shard.map.lock();
-        // One lookup; the key is cloned only when a new entry is inserted.
-        let (_, e) = map
-            .entry(hash, key, &self.hasher)
-            .or_insert_with(|| (key.clone(), Entry::default()))
-            .into_mut();
+        let e = map.get_or_insert(hash, key, &self.hasher);
         if let Some(g) = e.try_grant(txn, mode, dep) {
             return Ok(g);
         }
@@ -373,10 +369,7 @@ impl LockManager {
         let hash = self.hash(key);
         let shard = self.shard(hash);
         let mut map = shard.map.lock();
-        let (_, e) = map
-            .entry(hash, key, &self.hasher)
-            .or_insert_with(|| (key.clone(), Entry::default()))
-            .into_mut();
+        let e = map.get_or_insert(hash, key, &self.hasher);
         for (txn, mode) in holders {
             debug_assert!(
                 e.compatible_with_others(txn, mode),
