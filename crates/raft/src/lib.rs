@@ -1,0 +1,25 @@
+//! `sluice-raft`: replication for sluice on [openraft](https://docs.rs/openraft).
+//!
+//! * [`LogStore`] — openraft's log store (`RaftLogStorage`, `RaftLogReader`) on a
+//!   [`sluice_wal::Log`] of its own: entries, votes, the committed log id, purge points
+//!   and truncations in one ordered stream of WAL records.
+//! * [`StateMachine`] — openraft's state machine on a sluice [`sluice::Database`]: each
+//!   entry (a [`Batch`] of [`Command`]s) applied in one transaction that also records the
+//!   last applied log id; snapshots written whole and durable before they are offered,
+//!   installed into a fresh database and switched atomically.
+//! * [`types`] — the openraft type configuration ([`TypeConfig`]).
+//!
+//! Consensus itself is openraft's (pinned exactly in `Cargo.toml`); this crate only
+//! stores and applies. `ARCHITECTURE.md` ("Replication") says how each of openraft's
+//! storage requirements is met.
+
+#![warn(missing_docs)]
+
+mod files;
+mod log_store;
+mod state_machine;
+pub mod types;
+
+pub use log_store::LogStore;
+pub use state_machine::StateMachine;
+pub use types::{Batch, BatchResult, Command, NodeId, TypeConfig};

@@ -1,0 +1,493 @@
+//! The Raft state machine on a sluice [`Database`].
+//!
+//! **Layout** (under the node's state-machine directory):
+//! - `CURRENT`: which of the two slots, `a/` or `b/`, holds the live database
+//!   (`files.rs`: replaced atomically). Absent: `a/`.
+//! - `a/`, `b/`: sluice databases. Table `data` is the replicated key space; table
+//!   `raft` holds the last applied log id (`applied`) and the membership (`membership`).
+//! - `snapshots/NNNNNNNNNNNNNNNNNNNN.snap`: the current snapshot (the newest number),
+//!   written whole and atomically before openraft is told of it.
+//!
+//! **Apply.** Each entry is applied in one transaction that also writes its log id to
+//! `raft/applied` (and, for a membership entry, the membership): the data and the applied
+//! position never disagree. The transactions of one `apply` call commit without waiting
+//! for the disk ([`Durability::Async`]); the call then waits until the last of them is
+//! durable before it answers any client, so an answer is never given for a state a crash
+//! could take back, and after a restart the applied position never goes back.
+//!
+//! **Snapshots.** Built from one read transaction (a consistent cut of `data` and
+//! `raft`), written to `snapshots/` and made durable before they are returned. Installed
+//! into the slot not in use (cleared first), which is closed and made durable, then
+//! `CURRENT` is switched to it: a crash before the switch leaves the old state machine
+//! whole, after it the new one.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use futures::{Stream, TryStreamExt};
+use openraft::alias::EntryPayloadOf;
+use openraft::entry::RaftEntry;
+use openraft::storage::{EntryResponder, RaftStateMachine};
+use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder};
+use parking_lot::{Mutex, RwLock};
+use serde::{Deserialize, Serialize};
+use sluice::{Database, Durability, Lsn, Options, Table, Transaction};
+use sluice_storage::Storage;
+
+use crate::files;
+use crate::types::{
+    decode, encode, Batch, BatchResult, Command, LogId, Snapshot, SnapshotData, SnapshotMeta,
+    StoredMembership, TypeConfig,
+};
+
+const DATA: &str = "data";
+const RAFT: &str = "raft";
+const APPLIED: &[u8] = b"applied";
+const MEMBERSHIP: &[u8] = b"membership";
+const SLOTS: [&str; 2] = ["a", "b"];
+
+/// A snapshot as it is written to disk and sent to followers.
+#[derive(Serialize, Deserialize)]
+struct Image {
+    meta: SnapshotMeta,
+    data: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// The live database and its tables.
+struct Live {
+    db: Database,
+    data: Table,
+    raft: Table,
+    slot: usize,
+}
+
+struct Inner {
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+    options: Options,
+    live: RwLock<Option<Live>>,
+    applied: Mutex<(Option<LogId>, StoredMembership)>,
+    /// Serializes snapshot writers (builds and installs) and numbers their files.
+    snapshots: Mutex<u64>,
+}
+
+/// A Raft state machine (openraft's `RaftStateMachine`) on a sluice [`Database`].
+/// Cloning gives another handle on the same state machine (openraft's snapshot builder).
+#[derive(Clone)]
+pub struct StateMachine {
+    inner: Arc<Inner>,
+}
+
+fn db_error(e: sluice::Error) -> io::Error {
+    io::Error::other(e)
+}
+
+fn open_slot(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    options: &Options,
+    slot: usize,
+) -> io::Result<Live> {
+    let db = Database::builder(dir.join(SLOTS[slot]))
+        .options(options.clone())
+        .storage(storage.clone())
+        .open()
+        .map_err(db_error)?;
+    let data = db.table_or_create(DATA).map_err(db_error)?;
+    let raft = db.table_or_create(RAFT).map_err(db_error)?;
+    Ok(Live {
+        db,
+        data,
+        raft,
+        slot,
+    })
+}
+
+impl StateMachine {
+    /// Opens the state machine in `dir` (creating it if needed), with `options` for its
+    /// database.
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        dir: impl AsRef<Path>,
+        options: Options,
+    ) -> io::Result<StateMachine> {
+        let dir = dir.as_ref().to_path_buf();
+        storage.create_dir_all(&dir)?;
+        storage.create_dir_all(&dir.join("snapshots"))?;
+        let slot = match files::read_checked(&*storage, &dir.join("CURRENT"))? {
+            None => 0,
+            Some(b) => match b.as_slice() {
+                b"a" => 0,
+                b"b" => 1,
+                _ => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("{}: names no slot", dir.join("CURRENT").display()),
+                    ))
+                }
+            },
+        };
+        let live = open_slot(&storage, &dir, &options, slot)?;
+        let applied = read_applied(&live)?;
+        let newest = newest_snapshot(&*storage, &dir)?.map_or(0, |(n, _)| n);
+        Ok(StateMachine {
+            inner: Arc::new(Inner {
+                storage,
+                dir,
+                options,
+                live: RwLock::new(Some(live)),
+                applied: Mutex::new(applied),
+                snapshots: Mutex::new(newest),
+            }),
+        })
+    }
+
+    /// Runs `f` on the live database and its `data` table (for reads by the node).
+    pub fn with_data<T>(
+        &self,
+        f: impl FnOnce(&Database, &Table) -> io::Result<T>,
+    ) -> io::Result<T> {
+        let live = self.inner.live.read();
+        let live = live.as_ref().ok_or_else(closed)?;
+        f(&live.db, &live.data)
+    }
+
+    /// Reads `key` from the replicated key space, on this node, as of what it has applied.
+    pub fn get(&self, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
+        self.with_data(|db, data| {
+            let mut tx = db.begin();
+            let v = tx.get(data, key).map_err(db_error)?;
+            tx.commit().map_err(db_error)?;
+            Ok(v)
+        })
+    }
+
+    /// Every key and value of the replicated key space on this node, in key order.
+    pub fn dump(&self) -> io::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.with_data(|db, data| {
+            let mut tx = db.begin();
+            let all = tx
+                .scan_all(data)
+                .collect::<sluice::Result<Vec<_>>>()
+                .map_err(db_error)?;
+            tx.commit().map_err(db_error)?;
+            Ok(all)
+        })
+    }
+
+    /// The last applied log id, as openraft sees it.
+    pub fn last_applied(&self) -> Option<LogId> {
+        self.inner.applied.lock().0
+    }
+
+    /// Closes the database (a clean shutdown); later calls fail.
+    pub fn close(&self) -> io::Result<()> {
+        if let Some(live) = self.inner.live.write().take() {
+            drop(live.data);
+            drop(live.raft);
+            live.db.close().map_err(db_error)?;
+        }
+        Ok(())
+    }
+
+    /// Applies one entry in one transaction; returns its result and commit LSN.
+    fn apply_one(
+        live: &Live,
+        log_id: LogId,
+        payload: &EntryPayloadOf<TypeConfig>,
+    ) -> io::Result<(BatchResult, Option<Lsn>, Option<StoredMembership>)> {
+        let mut tx = live.db.begin();
+        tx.set_durability(Durability::Async);
+        let mut result = BatchResult::Applied;
+        let mut membership = None;
+        match payload {
+            EntryPayload::Blank => {}
+            EntryPayload::Normal(batch) => {
+                if let Err(conflict) = run_batch(&mut tx, &live.data, batch)? {
+                    tx.rollback().map_err(db_error)?;
+                    tx = live.db.begin();
+                    tx.set_durability(Durability::Async);
+                    result = conflict;
+                }
+            }
+            EntryPayload::Membership(m) => {
+                let stored = StoredMembership::new(Some(log_id), m.clone());
+                tx.put(&live.raft, MEMBERSHIP, encode(&stored)?)
+                    .map_err(db_error)?;
+                membership = Some(stored);
+            }
+        }
+        tx.put(&live.raft, APPLIED, encode(&Some(log_id))?)
+            .map_err(db_error)?;
+        let mut lsn = None;
+        tx.commit_observed(|end| lsn = end).map_err(db_error)?;
+        Ok((result, lsn, membership))
+    }
+}
+
+fn closed() -> io::Error {
+    io::Error::other("the state machine is closed")
+}
+
+/// Runs a batch's commands in order in `tx`. `Ok(Err(conflict))`: a compare-and-set
+/// failed (the caller rolls back).
+fn run_batch(
+    tx: &mut Transaction,
+    data: &Table,
+    batch: &Batch,
+) -> io::Result<Result<(), BatchResult>> {
+    for (i, c) in batch.commands.iter().enumerate() {
+        match c {
+            Command::Put { key, value } => {
+                tx.put(data, key, value).map_err(db_error)?;
+            }
+            Command::Delete { key } => {
+                tx.delete(data, key).map_err(db_error)?;
+            }
+            Command::CompareAndSet { key, expected, new } => {
+                let current = tx.get_for_update(data, key).map_err(db_error)?;
+                if &current != expected {
+                    return Ok(Err(BatchResult::Conflict {
+                        command: i,
+                        current,
+                    }));
+                }
+                match new {
+                    Some(v) => {
+                        tx.put(data, key, v).map_err(db_error)?;
+                    }
+                    None => {
+                        tx.delete(data, key).map_err(db_error)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(Ok(()))
+}
+
+fn read_applied(live: &Live) -> io::Result<(Option<LogId>, StoredMembership)> {
+    let mut tx = live.db.begin();
+    let applied = tx.get(&live.raft, APPLIED).map_err(db_error)?;
+    let membership = tx.get(&live.raft, MEMBERSHIP).map_err(db_error)?;
+    tx.commit().map_err(db_error)?;
+    let applied: Option<LogId> = match applied {
+        Some(b) => decode(&b, "raft/applied")?,
+        None => None,
+    };
+    let membership = match membership {
+        Some(b) => decode(&b, "raft/membership")?,
+        None => StoredMembership::default(),
+    };
+    Ok((applied, membership))
+}
+
+fn snapshot_name(n: u64) -> String {
+    format!("{n:020}.snap")
+}
+
+/// The newest snapshot file's number and path.
+fn newest_snapshot(storage: &dyn Storage, dir: &Path) -> io::Result<Option<(u64, PathBuf)>> {
+    let snaps = dir.join("snapshots");
+    let mut newest = None;
+    for name in storage.list(&snaps)? {
+        if let Some(n) = name
+            .strip_suffix(".snap")
+            .and_then(|n| n.parse::<u64>().ok())
+        {
+            if newest.as_ref().is_none_or(|(m, _)| n > *m) {
+                newest = Some((n, snaps.join(&name)));
+            }
+        }
+    }
+    Ok(newest)
+}
+
+impl Inner {
+    /// Writes `image` as the next snapshot file, durably, and removes older ones.
+    fn store_snapshot(&self, image: &Image) -> io::Result<Vec<u8>> {
+        let mut seq = self.snapshots.lock();
+        let body = encode(image)?;
+        let snaps = self.dir.join("snapshots");
+        let n = *seq + 1;
+        files::write_atomic(&*self.storage, &snaps, &snapshot_name(n), &body)?;
+        *seq = n;
+        for name in self.storage.list(&snaps)? {
+            if name != snapshot_name(n) {
+                self.storage.remove(&snaps.join(&name))?;
+            }
+        }
+        self.storage.sync_dir(&snaps)?;
+        Ok(body)
+    }
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
+    type SnapshotData = SnapshotData;
+
+    async fn build_snapshot(&mut self) -> Result<Snapshot, io::Error> {
+        let image = {
+            let live = self.inner.live.read();
+            let live = live.as_ref().ok_or_else(closed)?;
+            let mut tx = live.db.begin();
+            let data = tx
+                .scan_all(&live.data)
+                .collect::<sluice::Result<Vec<_>>>()
+                .map_err(db_error)?;
+            let applied = tx.get(&live.raft, APPLIED).map_err(db_error)?;
+            let membership = tx.get(&live.raft, MEMBERSHIP).map_err(db_error)?;
+            // A durable commit: the cut it read is durable when this returns.
+            tx.commit().map_err(db_error)?;
+            let last_log_id: Option<LogId> = match applied {
+                Some(b) => decode(&b, "raft/applied")?,
+                None => None,
+            };
+            let last_membership: StoredMembership = match membership {
+                Some(b) => decode(&b, "raft/membership")?,
+                None => StoredMembership::default(),
+            };
+            Image {
+                meta: SnapshotMeta {
+                    last_log_id,
+                    last_membership,
+                },
+                data,
+            }
+        };
+        let body = self.inner.store_snapshot(&image)?;
+        Ok(Snapshot {
+            meta: image.meta,
+            snapshot: body,
+        })
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachine {
+    type SnapshotData = SnapshotData;
+    type SnapshotBuilder = StateMachine;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), io::Error> {
+        Ok(self.inner.applied.lock().clone())
+    }
+
+    async fn apply<Strm>(&mut self, mut entries: Strm) -> Result<(), io::Error>
+    where
+        Strm: Stream<Item = Result<EntryResponder<TypeConfig>, io::Error>> + Unpin + OptionalSend,
+    {
+        let mut answers = Vec::new();
+        let mut last_lsn = None;
+        let mut last_applied = None;
+        let mut last_membership = None;
+        let db = {
+            let live = self.inner.live.read();
+            live.as_ref().ok_or_else(closed)?.db.clone()
+        };
+        while let Some((entry, responder)) = entries.try_next().await? {
+            let log_id = entry.log_id();
+            let (result, lsn, membership) = {
+                let live = self.inner.live.read();
+                let live = live.as_ref().ok_or_else(closed)?;
+                StateMachine::apply_one(live, log_id, &entry.payload)?
+            };
+            last_lsn = last_lsn.max(lsn);
+            last_applied = Some(log_id);
+            if membership.is_some() {
+                last_membership = membership;
+            }
+            if let Some(r) = responder {
+                answers.push((r, result));
+            }
+        }
+        if let Some(lsn) = last_lsn {
+            db.log()
+                .durable_future(lsn)
+                .await
+                .map_err(io::Error::other)?;
+        }
+        {
+            let mut applied = self.inner.applied.lock();
+            if last_applied.is_some() {
+                applied.0 = last_applied;
+            }
+            if let Some(m) = last_membership {
+                applied.1 = m;
+            }
+        }
+        for (r, result) in answers {
+            r.send(result);
+        }
+        Ok(())
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.clone()
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta,
+        snapshot: SnapshotData,
+    ) -> Result<(), io::Error> {
+        let image: Image = decode(&snapshot, "snapshot")?;
+        let inner = &self.inner;
+        let mut live = inner.live.write();
+        let old = live.as_ref().ok_or_else(closed)?.slot;
+        let slot = 1 - old;
+        // Fill the other slot from scratch, close it (durable), then switch CURRENT.
+        files::clear_dir(&*inner.storage, &inner.dir.join(SLOTS[slot]))?;
+        {
+            let fresh = open_slot(&inner.storage, &inner.dir, &inner.options, slot)?;
+            for chunk in image.data.chunks(1024) {
+                let mut tx = fresh.db.begin();
+                for (k, v) in chunk {
+                    tx.put(&fresh.data, k, v).map_err(db_error)?;
+                }
+                tx.commit().map_err(db_error)?;
+            }
+            let mut tx = fresh.db.begin();
+            tx.put(&fresh.raft, APPLIED, encode(&meta.last_log_id)?)
+                .map_err(db_error)?;
+            tx.put(&fresh.raft, MEMBERSHIP, encode(&meta.last_membership)?)
+                .map_err(db_error)?;
+            tx.commit().map_err(db_error)?;
+            let Live { db, data, raft, .. } = fresh;
+            drop((data, raft));
+            db.close().map_err(db_error)?;
+        }
+        let stored = Image {
+            meta: meta.clone(),
+            data: image.data,
+        };
+        inner.store_snapshot(&stored)?;
+        files::write_atomic(
+            &*inner.storage,
+            &inner.dir,
+            "CURRENT",
+            SLOTS[slot].as_bytes(),
+        )?;
+        if let Some(prev) = live.take() {
+            let Live { db, data, raft, .. } = prev;
+            drop((data, raft));
+            db.close().map_err(db_error)?;
+        }
+        *live = Some(open_slot(&inner.storage, &inner.dir, &inner.options, slot)?);
+        *inner.applied.lock() = (meta.last_log_id, meta.last_membership.clone());
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
+        let _seq = self.inner.snapshots.lock();
+        let Some((_, path)) = newest_snapshot(&*self.inner.storage, &self.inner.dir)? else {
+            return Ok(None);
+        };
+        let Some(body) = files::read_checked(&*self.inner.storage, &path)? else {
+            return Ok(None);
+        };
+        let image: Image = decode(&body, &path.display().to_string())?;
+        Ok(Some(Snapshot {
+            meta: image.meta,
+            snapshot: body,
+        }))
+    }
+}

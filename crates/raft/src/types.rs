@@ -1,0 +1,158 @@
+//! The Raft types of a sluice cluster: what a log entry carries (a [`Batch`] of
+//! [`Command`]s) and what applying it returns ([`BatchResult`]).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A node's id in a cluster.
+pub type NodeId = u64;
+
+/// One write of a [`Batch`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Command {
+    /// Sets `key` to `value`.
+    Put {
+        /// The key.
+        key: Vec<u8>,
+        /// The value.
+        value: Vec<u8>,
+    },
+    /// Removes `key` (nothing if absent).
+    Delete {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// Checks that `key` holds `expected` (`None`: absent); the whole batch applies only
+    /// if every such check of it holds.
+    CompareAndSet {
+        /// The key.
+        key: Vec<u8>,
+        /// The value it must hold (`None`: it must be absent).
+        expected: Option<Vec<u8>>,
+        /// What it is set to if every check holds (`None`: removed).
+        new: Option<Vec<u8>>,
+    },
+}
+
+impl Command {
+    /// The key this command writes.
+    pub fn key(&self) -> &[u8] {
+        match self {
+            Command::Put { key, .. }
+            | Command::Delete { key }
+            | Command::CompareAndSet { key, .. } => key,
+        }
+    }
+}
+
+/// A deterministic write batch: the unit a client writes and a log entry carries. It is
+/// applied atomically, in order, on every node: all of it, or — if one of its
+/// compare-and-set checks fails — none of it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Batch {
+    /// The writes, applied in order.
+    pub commands: Vec<Command>,
+}
+
+impl Batch {
+    /// An empty batch.
+    pub fn new() -> Batch {
+        Batch::default()
+    }
+
+    /// Adds a put.
+    pub fn put(mut self, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) -> Batch {
+        self.commands.push(Command::Put {
+            key: key.into(),
+            value: value.into(),
+        });
+        self
+    }
+
+    /// Adds a delete.
+    pub fn delete(mut self, key: impl Into<Vec<u8>>) -> Batch {
+        self.commands.push(Command::Delete { key: key.into() });
+        self
+    }
+
+    /// Adds a compare-and-set.
+    pub fn compare_and_set(
+        mut self,
+        key: impl Into<Vec<u8>>,
+        expected: Option<Vec<u8>>,
+        new: Option<Vec<u8>>,
+    ) -> Batch {
+        self.commands.push(Command::CompareAndSet {
+            key: key.into(),
+            expected,
+            new,
+        });
+        self
+    }
+}
+
+impl fmt::Display for Batch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "batch of {} command(s)", self.commands.len())
+    }
+}
+
+/// What applying a batch did.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum BatchResult {
+    /// Every command was applied (also the result of a blank or membership entry).
+    #[default]
+    Applied,
+    /// The compare-and-set at `command` (its position in the batch) found `current`
+    /// instead of what it expected: nothing of the batch was applied.
+    Conflict {
+        /// The position of the failed check in the batch.
+        command: usize,
+        /// What the key held.
+        current: Option<Vec<u8>>,
+    },
+}
+
+openraft::declare_raft_types!(
+    /// The openraft type configuration of a sluice cluster.
+    pub TypeConfig:
+        D = Batch,
+        R = BatchResult,
+        NodeId = NodeId,
+        Node = openraft::BasicNode,
+);
+
+/// openraft's log id for this configuration.
+pub type LogId = openraft::alias::LogIdOf<TypeConfig>;
+/// openraft's vote for this configuration.
+pub type Vote = openraft::alias::VoteOf<TypeConfig>;
+/// openraft's log entry for this configuration.
+pub type Entry = openraft::alias::EntryOf<TypeConfig>;
+/// The membership as a state machine stores it.
+pub type StoredMembership = openraft::alias::StoredMembershipOf<TypeConfig>;
+/// A snapshot's label.
+pub type SnapshotMeta = openraft::alias::SnapshotMetaOf<TypeConfig>;
+/// A snapshot's bytes (see `state_machine.rs` for their format).
+pub type SnapshotData = Vec<u8>;
+/// A snapshot as openraft hands it around.
+pub type Snapshot = openraft::alias::SnapshotOf<TypeConfig, SnapshotData>;
+
+/// Encodes a value the way every file and record of this crate does (postcard).
+pub(crate) fn encode<T: Serialize>(value: &T) -> std::io::Result<Vec<u8>> {
+    postcard::to_stdvec(value).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// Decodes what [`encode`] wrote; damage is [`std::io::ErrorKind::InvalidData`] naming
+/// `what`.
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    what: &str,
+) -> std::io::Result<T> {
+    postcard::from_bytes(bytes).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{what}: cannot decode: {e}"),
+        )
+    })
+}
