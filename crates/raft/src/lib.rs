@@ -8,6 +8,9 @@
 //!   last applied log id; snapshots written whole and durable before they are offered,
 //!   installed into a fresh database and switched atomically.
 //! * [`types`] — the openraft type configuration ([`TypeConfig`]).
+//! * [`Node`] — a cluster node: openraft over the two, serving peers and clients on TCP;
+//!   [`Client`] — writes (committed by a majority and applied before they return) and
+//!   linearizable reads, following the leader.
 //!
 //! Consensus itself is openraft's (pinned exactly in `Cargo.toml`); this crate only
 //! stores and applies. `ARCHITECTURE.md` ("Replication") says how each of openraft's
@@ -17,9 +20,12 @@
 
 mod files;
 mod log_store;
+pub mod node;
 mod state_machine;
 pub mod types;
+mod wire;
 
 pub use log_store::LogStore;
+pub use node::{Client, ClientError, Consistency, Node, NodeConfig, NodeStatus, Written};
 pub use state_machine::StateMachine;
 pub use types::{Batch, BatchResult, Command, NodeId, TypeConfig};

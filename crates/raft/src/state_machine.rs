@@ -90,7 +90,7 @@ fn open_slot(
     slot: usize,
 ) -> io::Result<Live> {
     let db = Database::builder(dir.join(SLOTS[slot]))
-        .options(options.clone())
+        .options(*options)
         .storage(storage.clone())
         .open()
         .map_err(db_error)?;

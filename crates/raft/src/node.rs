@@ -1,0 +1,778 @@
+//! A cluster node: openraft driving a [`LogStore`] and a [`StateMachine`], served on a
+//! TCP address; and a [`Client`] that finds the leader.
+//!
+//! **A write** ([`Node::write`], [`Client::write`]): the leader appends the batch to its
+//! log, replicates it, and once a majority has it durable (each follower acknowledges
+//! an append only after its `IOFlushed` callback, i.e. after the entry is durable in its
+//! WAL) openraft commits it; the leader's state machine applies it in one transaction
+//! and the write returns once that transaction is durable. A write sent to a follower
+//! is refused with [`ClientError::NotLeader`], naming the leader; the [`Client`] follows
+//! that hint. A write whose leader changed while it was in flight is
+//! [`ClientError::Unknown`]: it may or may not be committed.
+//!
+//! **A read** is [`Consistency::Linearizable`] (Raft's read index: the leader confirms it
+//! still leads with a majority, then waits until its state machine has applied up to
+//! the commit index it saw) or, opted in, [`Consistency::Local`].
+//!
+//! **Peers** are reached over TCP; a node never connects to itself (its own id or its
+//! own listening address), and a peer that cannot be connected to is reported to
+//! openraft as `Unreachable`, which backs off.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::errors::{
+    ClientWriteError, NetworkError, RPCError, RaftError, ReplicationClosed, StreamingError,
+    Unreachable,
+};
+use openraft::network::{RPCOption, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
+};
+use openraft::{BasicNode, RaftNetworkV2, ReadPolicy, ServerState};
+use sluice_storage::Storage;
+use sluice_wal::LogOptions;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use crate::types::{Batch, NodeId, Snapshot, TypeConfig, Vote};
+use crate::wire::{serve, Conn, Request, Response};
+pub use crate::wire::{ClientError, Consistency, NodeStatus, Written};
+use crate::{LogStore, StateMachine};
+
+/// openraft running this crate's storage.
+pub type Raft = openraft::Raft<TypeConfig, StateMachine>;
+
+/// How to start a node.
+#[derive(Clone)]
+pub struct NodeConfig {
+    /// The node's id in the cluster (unique, never reused).
+    pub id: NodeId,
+    /// Its directory: `raft-log/` (the Raft log) and `sm/` (the state machine).
+    pub dir: PathBuf,
+    /// The address to listen on (`127.0.0.1:0` picks a free port: see [`Node::addr`]).
+    pub listen: SocketAddr,
+    /// The state machine's database options.
+    pub db: sluice::Options,
+    /// The Raft log's WAL options.
+    pub log: LogOptions,
+    /// openraft's timing and snapshot settings.
+    pub raft: openraft::Config,
+    /// The disk (the real one, or a simulated one in tests).
+    pub storage: Arc<dyn Storage>,
+}
+
+impl NodeConfig {
+    /// A node on the real disk with default options and loopback timings (heartbeat
+    /// 50 ms, election timeout 300–600 ms).
+    pub fn new(id: NodeId, dir: impl Into<PathBuf>, listen: SocketAddr) -> NodeConfig {
+        NodeConfig {
+            id,
+            dir: dir.into(),
+            listen,
+            db: sluice::Options::default(),
+            log: LogOptions::default(),
+            raft: openraft::Config {
+                cluster_name: "sluice".into(),
+                heartbeat_interval: 50,
+                election_timeout_min: 300,
+                election_timeout_max: 600,
+                ..Default::default()
+            },
+            storage: Arc::new(sluice_storage::OsStorage::new()),
+        }
+    }
+}
+
+/// Timeouts of client calls and of peer calls that openraft gives none for.
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A running node.
+pub struct Node {
+    id: NodeId,
+    addr: SocketAddr,
+    raft: Raft,
+    sm: StateMachine,
+    log: LogStore,
+    stop: watch::Sender<bool>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Node {
+    /// Opens the node's storage (recovering it), starts openraft and serves peers and
+    /// clients on `config.listen`. A new node is not part of any cluster until
+    /// [`Node::initialize`] (on one node of a new cluster) or a leader's
+    /// [`Node::add_learner`] takes it in; a restarted node rejoins on its own.
+    pub async fn start(config: NodeConfig) -> io::Result<Node> {
+        let raft_config = Arc::new(
+            config
+                .raft
+                .clone()
+                .validate()
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?,
+        );
+        let (storage, dir) = (config.storage.clone(), config.dir.clone());
+        let db = config.db;
+        let log_options = config.log;
+        let (log, sm) = tokio::task::spawn_blocking(move || -> io::Result<_> {
+            storage.create_dir_all(&dir)?;
+            let log = LogStore::open(storage.clone(), dir.join("raft-log"), log_options)?;
+            let sm = StateMachine::open(storage, dir.join("sm"), db)?;
+            Ok((log, sm))
+        })
+        .await
+        .map_err(io::Error::other)??;
+        let listener = TcpListener::bind(config.listen).await?;
+        let addr = listener.local_addr()?;
+        let network = Network {
+            me: config.id,
+            my_addr: addr.to_string(),
+        };
+        let raft = Raft::new(config.id, raft_config, network, log.clone(), sm.clone())
+            .await
+            .map_err(io::Error::other)?;
+        let (stop, mut stopped) = watch::channel(false);
+        let handler = Handler {
+            id: config.id,
+            raft: raft.clone(),
+            sm: sm.clone(),
+        };
+        let server = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stopped.changed() => break,
+                    accepted = listener.accept() => {
+                        let Ok((stream, _)) = accepted else { continue };
+                        let _ = stream.set_nodelay(true);
+                        let h = handler.clone();
+                        tokio::spawn(serve(stream, move |req| {
+                            let h = h.clone();
+                            async move { h.handle(req).await }
+                        }));
+                    }
+                }
+            }
+        });
+        Ok(Node {
+            id: config.id,
+            addr,
+            raft,
+            sm,
+            log,
+            stop,
+            server,
+        })
+    }
+
+    /// The node's id.
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// The address it serves on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// openraft's handle (metrics, waits, and everything this type does not wrap).
+    pub fn raft(&self) -> &Raft {
+        &self.raft
+    }
+
+    /// The state machine (for checks: what this node has applied).
+    pub fn state_machine(&self) -> &StateMachine {
+        &self.sm
+    }
+
+    /// Makes a new cluster of `members` (id → address), this node among them. Call it on
+    /// one node of a new cluster only; a node already initialized refuses.
+    pub async fn initialize(&self, members: BTreeMap<NodeId, String>) -> Result<(), ClientError> {
+        let members: BTreeMap<NodeId, BasicNode> = members
+            .into_iter()
+            .map(|(id, addr)| (id, BasicNode { addr }))
+            .collect();
+        self.raft
+            .initialize(members)
+            .await
+            .map_err(|e| ClientError::Refused(e.to_string()))
+    }
+
+    /// Writes `batch` through this node, which must be the leader. Returns once the
+    /// batch is committed by a majority and applied here.
+    pub async fn write(&self, batch: Batch) -> Result<Written, ClientError> {
+        Handler {
+            id: self.id,
+            raft: self.raft.clone(),
+            sm: self.sm.clone(),
+        }
+        .write(batch)
+        .await
+    }
+
+    /// Reads `key` with the given consistency.
+    pub async fn read(
+        &self,
+        key: &[u8],
+        consistency: Consistency,
+    ) -> Result<Option<Vec<u8>>, ClientError> {
+        let h = Handler {
+            id: self.id,
+            raft: self.raft.clone(),
+            sm: self.sm.clone(),
+        };
+        h.ready(consistency).await?;
+        self.sm
+            .get(key)
+            .map_err(|e| ClientError::Stopping(e.to_string()))
+    }
+
+    /// Adds a learner (a non-voting member that receives the log); returns once it has
+    /// caught up. Leader only.
+    pub async fn add_learner(&self, id: NodeId, addr: String) -> Result<(), ClientError> {
+        Handler {
+            id: self.id,
+            raft: self.raft.clone(),
+            sm: self.sm.clone(),
+        }
+        .add_learner(id, addr)
+        .await
+    }
+
+    /// Makes `voters` the voting members (promotes learners among them, demotes to
+    /// learners the voters not among them). Leader only.
+    pub async fn change_voters(&self, voters: BTreeSet<NodeId>) -> Result<(), ClientError> {
+        Handler {
+            id: self.id,
+            raft: self.raft.clone(),
+            sm: self.sm.clone(),
+        }
+        .change_voters(voters)
+        .await
+    }
+
+    /// What the node says of itself.
+    pub fn status(&self) -> NodeStatus {
+        status(self.id, &self.raft)
+    }
+
+    /// Stops serving, stops openraft, and closes the storage cleanly.
+    pub async fn shutdown(self) -> io::Result<()> {
+        let _ = self.stop.send(true);
+        let _ = self.server.await;
+        self.raft.shutdown().await.map_err(io::Error::other)?;
+        let (sm, log) = (self.sm, self.log);
+        tokio::task::spawn_blocking(move || {
+            let a = sm.close();
+            let b = log.close();
+            a.and(b)
+        })
+        .await
+        .map_err(io::Error::other)?
+    }
+}
+
+fn status(id: NodeId, raft: &Raft) -> NodeStatus {
+    use openraft::async_runtime::watch::WatchReceiver;
+    let m = raft.metrics().borrow_watched().clone();
+    let role = match m.state {
+        ServerState::Leader => "Leader",
+        ServerState::Follower => "Follower",
+        ServerState::Candidate => "Candidate",
+        ServerState::Learner => "Learner",
+        ServerState::Shutdown => "Shutdown",
+    };
+    let membership = m.membership_config.membership();
+    let voters: BTreeSet<NodeId> = membership.voter_ids().collect();
+    let mut v = BTreeMap::new();
+    let mut l = BTreeMap::new();
+    for (nid, node) in membership.nodes() {
+        if voters.contains(nid) {
+            v.insert(*nid, node.addr.clone());
+        } else {
+            l.insert(*nid, node.addr.clone());
+        }
+    }
+    NodeStatus {
+        id,
+        role: role.to_string(),
+        leader: m.current_leader,
+        term: m.current_term,
+        last_log_index: m.last_log_index,
+        applied_index: m.last_applied.map(|l| l.index()),
+        voters: v,
+        learners: l,
+    }
+}
+
+/// Serves one node's requests.
+#[derive(Clone)]
+struct Handler {
+    id: NodeId,
+    raft: Raft,
+    sm: StateMachine,
+}
+
+fn not_leader(id: NodeId, f: &openraft::errors::ForwardToLeader<TypeConfig>) -> ClientError {
+    ClientError::NotLeader {
+        node: id,
+        leader: f.leader_id,
+        leader_addr: f.leader_node.as_ref().map(|n| n.addr.clone()),
+    }
+}
+
+fn write_error(id: NodeId, e: RaftError<TypeConfig, ClientWriteError<TypeConfig>>) -> ClientError {
+    match e {
+        RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => not_leader(id, &f),
+        RaftError::APIError(ClientWriteError::LogEntryDiscarded(f)) => ClientError::Unknown(
+            format!("the entry was discarded when the leader changed ({f})"),
+        ),
+        RaftError::APIError(e) => ClientError::Refused(e.to_string()),
+        RaftError::Fatal(f) => ClientError::Stopping(f.to_string()),
+    }
+}
+
+impl Handler {
+    async fn write(&self, batch: Batch) -> Result<Written, ClientError> {
+        let r = self
+            .raft
+            .client_write(batch)
+            .await
+            .map_err(|e| write_error(self.id, e))?;
+        Ok(Written {
+            log_id: r.log_id,
+            result: r.data,
+        })
+    }
+
+    /// Waits until a read of the given consistency may be served here.
+    async fn ready(&self, consistency: Consistency) -> Result<(), ClientError> {
+        if consistency == Consistency::Local {
+            return Ok(());
+        }
+        match self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await {
+            Ok(_) => Ok(()),
+            Err(RaftError::APIError(openraft::errors::LinearizableReadError::ForwardToLeader(
+                f,
+            ))) => Err(not_leader(self.id, &f)),
+            Err(RaftError::APIError(e)) => Err(ClientError::NoQuorum(e.to_string())),
+            Err(RaftError::Fatal(f)) => Err(ClientError::Stopping(f.to_string())),
+        }
+    }
+
+    async fn add_learner(&self, id: NodeId, addr: String) -> Result<(), ClientError> {
+        self.raft
+            .add_learner(id, BasicNode { addr }, true)
+            .await
+            .map(|_| ())
+            .map_err(|e| write_error(self.id, e))
+    }
+
+    async fn change_voters(&self, voters: BTreeSet<NodeId>) -> Result<(), ClientError> {
+        self.raft
+            .change_membership(voters, true)
+            .await
+            .map(|_| ())
+            .map_err(|e| write_error(self.id, e))
+    }
+
+    async fn handle(&self, req: Request) -> Response {
+        let fatal =
+            |e: &dyn std::fmt::Display| Response::Error(ClientError::Stopping(e.to_string()));
+        match req {
+            Request::Append(r) => match self.raft.append_entries(r).await {
+                Ok(x) => Response::Append(x),
+                Err(e) => fatal(&e),
+            },
+            Request::Vote(r) => match self.raft.vote(r).await {
+                Ok(x) => Response::Vote(x),
+                Err(e) => fatal(&e),
+            },
+            Request::PreVote(r) => match self.raft.pre_vote(r).await {
+                Ok(x) => Response::Vote(x),
+                Err(e) => fatal(&e),
+            },
+            Request::Snapshot { vote, meta, data } => {
+                match self
+                    .raft
+                    .install_full_snapshot(
+                        vote,
+                        Snapshot {
+                            meta,
+                            snapshot: data,
+                        },
+                    )
+                    .await
+                {
+                    Ok(x) => Response::Snapshot(x),
+                    Err(e) => fatal(&e),
+                }
+            }
+            Request::Write(b) => match self.write(b).await {
+                Ok(w) => Response::Written(w),
+                Err(e) => Response::Error(e),
+            },
+            Request::Read { key, consistency } => match self.ready(consistency).await {
+                Ok(()) => match self.sm.get(&key) {
+                    Ok(v) => Response::Value(v),
+                    Err(e) => fatal(&e),
+                },
+                Err(e) => Response::Error(e),
+            },
+            Request::Dump { consistency } => match self.ready(consistency).await {
+                Ok(()) => match self.sm.dump() {
+                    Ok(v) => Response::Dump(v),
+                    Err(e) => fatal(&e),
+                },
+                Err(e) => Response::Error(e),
+            },
+            Request::Status => Response::Status(status(self.id, &self.raft)),
+            Request::AddLearner { id, addr } => match self.add_learner(id, addr).await {
+                Ok(()) => Response::Done,
+                Err(e) => Response::Error(e),
+            },
+            Request::ChangeVoters { voters } => match self.change_voters(voters).await {
+                Ok(()) => Response::Done,
+                Err(e) => Response::Error(e),
+            },
+        }
+    }
+}
+
+/// Connects to `addr`.
+async fn connect(addr: &str) -> io::Result<Conn> {
+    let stream = tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(addr))
+        .await
+        .map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("connecting to {addr} timed out"),
+            )
+        })??;
+    stream.set_nodelay(true)?;
+    Ok(Conn::new(stream))
+}
+
+/// openraft's view of the network: one [`Peer`] per target.
+struct Network {
+    me: NodeId,
+    my_addr: String,
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = Peer;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Peer {
+        Peer {
+            target,
+            addr: node.addr.clone(),
+            is_me: target == self.me || node.addr == self.my_addr,
+            conn: None,
+        }
+    }
+}
+
+/// The connection to one peer, made when first needed and again after it breaks.
+struct Peer {
+    target: NodeId,
+    addr: String,
+    /// Never connect to ourselves.
+    is_me: bool,
+    conn: Option<Conn>,
+}
+
+impl Peer {
+    async fn call(
+        &mut self,
+        req: Request,
+        timeout: Duration,
+    ) -> Result<Response, RPCError<TypeConfig>> {
+        if self.is_me {
+            return Err(RPCError::Unreachable(Unreachable::from_string(format!(
+                "node {} at {} is this node: it does not connect to itself",
+                self.target, self.addr
+            ))));
+        }
+        if self.conn.as_ref().is_none_or(|c| c.is_broken()) {
+            self.conn = None;
+            let c = connect(&self.addr)
+                .await
+                .map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))?;
+            self.conn = Some(c);
+        }
+        let conn = self.conn.as_ref().expect("connected above");
+        match conn.call(&req, timeout).await {
+            Ok(Response::Error(e)) => Err(RPCError::Network(NetworkError::new(&e))),
+            Ok(r) => Ok(r),
+            Err(e) => {
+                self.conn = None;
+                Err(RPCError::Network(NetworkError::new(&e)))
+            }
+        }
+    }
+}
+
+fn unexpected(what: &str) -> RPCError<TypeConfig> {
+    RPCError::Network(NetworkError::from_string(format!(
+        "unexpected answer to {what}"
+    )))
+}
+
+impl RaftNetworkV2<TypeConfig> for Peer {
+    type SnapshotData = Vec<u8>;
+
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
+        match self.call(Request::Append(rpc), option.hard_ttl()).await? {
+            Response::Append(r) => Ok(r),
+            _ => Err(unexpected("append-entries")),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        match self.call(Request::Vote(rpc), option.hard_ttl()).await? {
+            Response::Vote(r) => Ok(r),
+            _ => Err(unexpected("vote")),
+        }
+    }
+
+    async fn pre_vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        match self.call(Request::PreVote(rpc), option.hard_ttl()).await? {
+            Response::Vote(r) => Ok(r),
+            _ => Err(unexpected("pre-vote")),
+        }
+    }
+
+    async fn full_snapshot(
+        &mut self,
+        vote: Vote,
+        snapshot: Snapshot,
+        cancel: impl std::future::Future<Output = ReplicationClosed> + openraft::OptionalSend + 'static,
+        option: RPCOption,
+    ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
+        let req = Request::Snapshot {
+            vote,
+            meta: snapshot.meta,
+            data: snapshot.snapshot,
+        };
+        // A snapshot may take long to install: allow it more than one heartbeat.
+        let timeout = option.hard_ttl().max(CALL_TIMEOUT * 6);
+        tokio::select! {
+            closed = cancel => Err(StreamingError::Closed(closed)),
+            r = self.call(req, timeout) => match r {
+                Ok(Response::Snapshot(s)) => Ok(s),
+                Ok(_) => Err(StreamingError::Unreachable(Unreachable::from_string("unexpected answer to a snapshot"))),
+                Err(RPCError::Unreachable(u)) => Err(StreamingError::Unreachable(u)),
+                Err(e) => Err(StreamingError::Unreachable(Unreachable::new(&e))),
+            },
+        }
+    }
+}
+
+/// A client of a cluster: sends each request to the node it believes leads, and
+/// follows a node's "not the leader" answer to the leader it names.
+pub struct Client {
+    addrs: Vec<String>,
+    conns: tokio::sync::Mutex<BTreeMap<String, Arc<Conn>>>,
+    leader: parking_lot::Mutex<Option<String>>,
+}
+
+impl Client {
+    /// A client of the cluster whose nodes listen on `addrs` (any of them will do: it
+    /// learns the leader from their answers).
+    pub fn new(addrs: Vec<String>) -> Client {
+        Client {
+            addrs,
+            conns: tokio::sync::Mutex::new(BTreeMap::new()),
+            leader: parking_lot::Mutex::new(None),
+        }
+    }
+
+    async fn conn(&self, addr: &str) -> Result<Arc<Conn>, ClientError> {
+        let mut conns = self.conns.lock().await;
+        if let Some(c) = conns.get(addr) {
+            if !c.is_broken() {
+                return Ok(c.clone());
+            }
+        }
+        let c = Arc::new(
+            connect(addr)
+                .await
+                .map_err(|e| ClientError::Unreachable(format!("{addr}: {e}")))?,
+        );
+        conns.insert(addr.to_string(), c.clone());
+        Ok(c)
+    }
+
+    /// Sends `req` to `addr` and returns the answer (a broken connection or a timeout is
+    /// `Err(None)`).
+    async fn call_at(&self, addr: &str, req: &Request) -> Result<Response, Option<ClientError>> {
+        let c = self.conn(addr).await.map_err(Some)?;
+        c.call(req, CALL_TIMEOUT).await.map_err(|_| None)
+    }
+
+    /// Sends a leader-only request, following "not the leader" answers; tries every
+    /// node for up to `patience`.
+    async fn to_leader(
+        &self,
+        req: Request,
+        idempotent: bool,
+        patience: Duration,
+    ) -> Result<Response, ClientError> {
+        let deadline = tokio::time::Instant::now() + patience;
+        let mut i = 0usize;
+        let mut last = ClientError::Unreachable("no node answered".into());
+        while tokio::time::Instant::now() < deadline {
+            let addr = self
+                .leader
+                .lock()
+                .clone()
+                .unwrap_or_else(|| self.addrs[i % self.addrs.len()].clone());
+            i += 1;
+            match self.call_at(&addr, &req).await {
+                Ok(Response::Error(ClientError::NotLeader { leader_addr, .. })) => {
+                    *self.leader.lock() = leader_addr;
+                    if self.leader.lock().is_none() {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    last = ClientError::Unreachable("no leader is known yet".into());
+                }
+                Ok(Response::Error(e @ (ClientError::NoQuorum(_) | ClientError::Stopping(_)))) => {
+                    *self.leader.lock() = None;
+                    last = e;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Ok(r) => return Ok(r),
+                Err(Some(e)) => {
+                    *self.leader.lock() = None;
+                    last = e;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(None) => {
+                    *self.leader.lock() = None;
+                    if !idempotent {
+                        return Err(ClientError::Unknown(format!("{addr} did not answer")));
+                    }
+                    last = ClientError::Unreachable(format!("{addr} did not answer"));
+                }
+            }
+        }
+        Err(last)
+    }
+
+    /// Writes `batch`: returns once it is committed by a majority and applied on the
+    /// leader. [`ClientError::Unknown`] if the outcome cannot be known (read, then decide).
+    pub async fn write(&self, batch: Batch) -> Result<Written, ClientError> {
+        match self
+            .to_leader(Request::Write(batch), false, CALL_TIMEOUT)
+            .await?
+        {
+            Response::Written(w) => Ok(w),
+            Response::Error(e) => Err(e),
+            _ => Err(ClientError::Refused("unexpected answer to a write".into())),
+        }
+    }
+
+    /// A linearizable read of `key` (through the leader).
+    pub async fn read(&self, key: &[u8]) -> Result<Option<Vec<u8>>, ClientError> {
+        let req = Request::Read {
+            key: key.to_vec(),
+            consistency: Consistency::Linearizable,
+        };
+        match self.to_leader(req, true, CALL_TIMEOUT).await? {
+            Response::Value(v) => Ok(v),
+            Response::Error(e) => Err(e),
+            _ => Err(ClientError::Refused("unexpected answer to a read".into())),
+        }
+    }
+
+    /// Reads `key` from the node at `addr` with the given consistency.
+    pub async fn read_at(
+        &self,
+        addr: &str,
+        key: &[u8],
+        consistency: Consistency,
+    ) -> Result<Option<Vec<u8>>, ClientError> {
+        let req = Request::Read {
+            key: key.to_vec(),
+            consistency,
+        };
+        match self.call_at(addr, &req).await {
+            Ok(Response::Value(v)) => Ok(v),
+            Ok(Response::Error(e)) => Err(e),
+            Ok(_) => Err(ClientError::Refused("unexpected answer to a read".into())),
+            Err(e) => {
+                Err(e.unwrap_or_else(|| ClientError::Unreachable(format!("{addr} did not answer"))))
+            }
+        }
+    }
+
+    /// Every key and value the node at `addr` has applied (`Local`) or, through the
+    /// leader, every key committed (`Linearizable`).
+    pub async fn dump_at(
+        &self,
+        addr: &str,
+        consistency: Consistency,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, ClientError> {
+        match self.call_at(addr, &Request::Dump { consistency }).await {
+            Ok(Response::Dump(v)) => Ok(v),
+            Ok(Response::Error(e)) => Err(e),
+            Ok(_) => Err(ClientError::Refused("unexpected answer to a dump".into())),
+            Err(e) => {
+                Err(e.unwrap_or_else(|| ClientError::Unreachable(format!("{addr} did not answer"))))
+            }
+        }
+    }
+
+    /// What the node at `addr` says of itself.
+    pub async fn status_at(&self, addr: &str) -> Result<NodeStatus, ClientError> {
+        match self.call_at(addr, &Request::Status).await {
+            Ok(Response::Status(s)) => Ok(s),
+            Ok(Response::Error(e)) => Err(e),
+            Ok(_) => Err(ClientError::Refused(
+                "unexpected answer to a status request".into(),
+            )),
+            Err(e) => {
+                Err(e.unwrap_or_else(|| ClientError::Unreachable(format!("{addr} did not answer"))))
+            }
+        }
+    }
+
+    /// Adds a learner through the leader.
+    pub async fn add_learner(&self, id: NodeId, addr: String) -> Result<(), ClientError> {
+        match self
+            .to_leader(Request::AddLearner { id, addr }, true, CALL_TIMEOUT * 3)
+            .await?
+        {
+            Response::Done => Ok(()),
+            Response::Error(e) => Err(e),
+            _ => Err(ClientError::Refused("unexpected answer".into())),
+        }
+    }
+
+    /// Sets the voters through the leader.
+    pub async fn change_voters(&self, voters: BTreeSet<NodeId>) -> Result<(), ClientError> {
+        match self
+            .to_leader(Request::ChangeVoters { voters }, true, CALL_TIMEOUT * 3)
+            .await?
+        {
+            Response::Done => Ok(()),
+            Response::Error(e) => Err(e),
+            _ => Err(ClientError::Refused("unexpected answer".into())),
+        }
+    }
+}
