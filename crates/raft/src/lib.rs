@@ -22,10 +22,12 @@ mod files;
 mod log_store;
 pub mod node;
 mod state_machine;
+pub mod tls;
 pub mod types;
 mod wire;
 
 pub use log_store::LogStore;
-pub use node::{Client, ClientError, Consistency, Node, NodeConfig, NodeStatus, Written};
+pub use node::{Client, ClientError, Consistency, Node, NodeConfig, NodeStatus, Security, Written};
 pub use state_machine::StateMachine;
+pub use tls::{make_certs, Tls};
 pub use types::{Batch, BatchResult, Command, NodeId, TypeConfig};

@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,6 +40,7 @@ use sluice_wal::LogOptions;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
+use crate::tls::Tls;
 use crate::types::{Batch, NodeId, Snapshot, TypeConfig, Vote};
 use crate::wire::{serve, Conn, Request, Response};
 pub use crate::wire::{ClientError, Consistency, NodeStatus, Written};
@@ -64,12 +66,30 @@ pub struct NodeConfig {
     pub raft: openraft::Config,
     /// The disk (the real one, or a simulated one in tests).
     pub storage: Arc<dyn Storage>,
+    /// Mutual TLS, or plain TCP for loopback experiments.
+    pub security: Security,
+}
+
+/// How nodes and clients authenticate each other.
+#[derive(Clone)]
+pub enum Security {
+    /// Mutual TLS: every connection presents a certificate of the cluster's CA (see
+    /// `tls.rs`); one that does not is refused before anything it sends is read.
+    Tls(Tls),
+    /// Plain TCP, no authentication: anyone who can connect is a member. For loopback
+    /// experiments only, and only when asked for by name (`--insecure`).
+    Insecure,
 }
 
 impl NodeConfig {
     /// A node on the real disk with default options and loopback timings (heartbeat
     /// 50 ms, election timeout 300–600 ms).
-    pub fn new(id: NodeId, dir: impl Into<PathBuf>, listen: SocketAddr) -> NodeConfig {
+    pub fn new(
+        id: NodeId,
+        dir: impl Into<PathBuf>,
+        listen: SocketAddr,
+        security: Security,
+    ) -> NodeConfig {
         NodeConfig {
             id,
             dir: dir.into(),
@@ -84,6 +104,7 @@ impl NodeConfig {
                 ..Default::default()
             },
             storage: Arc::new(sluice_storage::OsStorage::new()),
+            security,
         }
     }
 }
@@ -100,6 +121,7 @@ pub struct Node {
     log: LogStore,
     stop: watch::Sender<bool>,
     server: tokio::task::JoinHandle<()>,
+    refused: Arc<AtomicU64>,
 }
 
 impl Node {
@@ -131,28 +153,50 @@ impl Node {
         let network = Network {
             me: config.id,
             my_addr: addr.to_string(),
+            security: config.security.clone(),
         };
         let raft = Raft::new(config.id, raft_config, network, log.clone(), sm.clone())
             .await
             .map_err(io::Error::other)?;
-        let (stop, mut stopped) = watch::channel(false);
+        let (stop, stopped) = watch::channel(false);
         let handler = Handler {
             id: config.id,
             raft: raft.clone(),
             sm: sm.clone(),
         };
+        let refused = Arc::new(AtomicU64::new(0));
+        let (security, refusals) = (config.security.clone(), refused.clone());
         let server = tokio::spawn(async move {
+            let mut halt = stopped.clone();
             loop {
                 tokio::select! {
-                    _ = stopped.changed() => break,
+                    _ = halt.changed() => break,
                     accepted = listener.accept() => {
-                        let Ok((stream, _)) = accepted else { continue };
+                        let Ok((stream, peer)) = accepted else { continue };
                         let _ = stream.set_nodelay(true);
                         let h = handler.clone();
-                        tokio::spawn(serve(stream, move |req| {
+                        let handle = move |req| {
                             let h = h.clone();
                             async move { h.handle(req).await }
-                        }));
+                        };
+                        match &security {
+                            Security::Insecure => {
+                                tokio::spawn(serve(stream, handle, stopped.clone()));
+                            }
+                            Security::Tls(tls) => {
+                                let (tls, refusals) = (tls.clone(), refusals.clone());
+                                let stopped = stopped.clone();
+                                tokio::spawn(async move {
+                                    match tls.accept(stream).await {
+                                        Ok(s) => serve(s, handle, stopped).await,
+                                        Err(e) => {
+                                            refusals.fetch_add(1, Ordering::Relaxed);
+                                            tracing::warn!(%peer, "refused a connection without a valid certificate of this cluster: {e}");
+                                        }
+                                    }
+                                });
+                            }
+                        }
                     }
                 }
             }
@@ -165,6 +209,7 @@ impl Node {
             log,
             stop,
             server,
+            refused,
         })
     }
 
@@ -252,6 +297,12 @@ impl Node {
         }
         .change_voters(voters)
         .await
+    }
+
+    /// How many connections this node refused because they had no valid certificate of
+    /// the cluster's CA (each is also logged, with the peer's address).
+    pub fn refused_connections(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
     }
 
     /// What the node says of itself.
@@ -443,23 +494,34 @@ impl Handler {
 }
 
 /// Connects to `addr`.
-async fn connect(addr: &str) -> io::Result<Conn> {
-    let stream = tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(addr))
+async fn connect(addr: &str, security: &Security) -> io::Result<Conn> {
+    let timeout = Duration::from_secs(2);
+    let timed_out = || {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("connecting to {addr} timed out"),
+        )
+    };
+    let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
         .await
-        .map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("connecting to {addr} timed out"),
-            )
-        })??;
+        .map_err(|_| timed_out())??;
     stream.set_nodelay(true)?;
-    Ok(Conn::new(stream))
+    match security {
+        Security::Insecure => Ok(Conn::new(stream)),
+        Security::Tls(tls) => {
+            let s = tokio::time::timeout(timeout, tls.connect(addr, stream))
+                .await
+                .map_err(|_| timed_out())??;
+            Ok(Conn::new(s))
+        }
+    }
 }
 
 /// openraft's view of the network: one [`Peer`] per target.
 struct Network {
     me: NodeId,
     my_addr: String,
+    security: Security,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
@@ -471,6 +533,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             addr: node.addr.clone(),
             is_me: target == self.me || node.addr == self.my_addr,
             conn: None,
+            security: self.security.clone(),
         }
     }
 }
@@ -482,6 +545,7 @@ struct Peer {
     /// Never connect to ourselves.
     is_me: bool,
     conn: Option<Conn>,
+    security: Security,
 }
 
 impl Peer {
@@ -498,13 +562,17 @@ impl Peer {
         }
         if self.conn.as_ref().is_none_or(|c| c.is_broken()) {
             self.conn = None;
-            let c = connect(&self.addr)
+            let c = connect(&self.addr, &self.security)
                 .await
                 .map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))?;
             self.conn = Some(c);
         }
         let conn = self.conn.as_ref().expect("connected above");
         match conn.call(&req, timeout).await {
+            // A peer that is stopping is as good as gone: let openraft back off.
+            Ok(Response::Error(e @ ClientError::Stopping(_))) => {
+                Err(RPCError::Unreachable(Unreachable::new(&e)))
+            }
             Ok(Response::Error(e)) => Err(RPCError::Network(NetworkError::new(&e))),
             Ok(r) => Ok(r),
             Err(e) => {
@@ -587,6 +655,7 @@ impl RaftNetworkV2<TypeConfig> for Peer {
 /// follows a node's "not the leader" answer to the leader it names.
 pub struct Client {
     addrs: Vec<String>,
+    security: Security,
     conns: tokio::sync::Mutex<BTreeMap<String, Arc<Conn>>>,
     leader: parking_lot::Mutex<Option<String>>,
 }
@@ -594,9 +663,10 @@ pub struct Client {
 impl Client {
     /// A client of the cluster whose nodes listen on `addrs` (any of them will do: it
     /// learns the leader from their answers).
-    pub fn new(addrs: Vec<String>) -> Client {
+    pub fn new(addrs: Vec<String>, security: Security) -> Client {
         Client {
             addrs,
+            security,
             conns: tokio::sync::Mutex::new(BTreeMap::new()),
             leader: parking_lot::Mutex::new(None),
         }
@@ -610,9 +680,13 @@ impl Client {
             }
         }
         let c = Arc::new(
-            connect(addr)
+            connect(addr, &self.security)
                 .await
-                .map_err(|e| ClientError::Unreachable(format!("{addr}: {e}")))?,
+                .map_err(|e| match e.kind() {
+                    // The TLS handshake failed: trying again will not help.
+                    io::ErrorKind::InvalidData => ClientError::Refused(format!("{addr}: {e}")),
+                    _ => ClientError::Unreachable(format!("{addr}: {e}")),
+                })?,
         );
         conns.insert(addr.to_string(), c.clone());
         Ok(c)
@@ -657,6 +731,7 @@ impl Client {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
                 Ok(r) => return Ok(r),
+                Err(Some(e @ ClientError::Refused(_))) => return Err(e),
                 Err(Some(e)) => {
                     *self.leader.lock() = None;
                     last = e;

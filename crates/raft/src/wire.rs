@@ -275,9 +275,13 @@ impl Conn {
     }
 }
 
-/// Serves one connection: each request is answered by `handle`, in a task of its own.
-pub(crate) async fn serve<H, F>(stream: impl Stream, handle: H)
-where
+/// Serves one connection until it closes or `stop` turns true: each request is answered
+/// by `handle`, in a task of its own.
+pub(crate) async fn serve<H, F>(
+    stream: impl Stream,
+    handle: H,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) where
     H: Fn(Request) -> F + Clone + Send + 'static,
     F: std::future::Future<Output = Response> + Send + 'static,
 {
@@ -292,7 +296,14 @@ where
         }
     });
     let mut r = FramedRead::new(read, codec());
-    while let Some(Ok(f)) = r.next().await {
+    loop {
+        let f = tokio::select! {
+            _ = stop.wait_for(|s| *s) => break,
+            f = r.next() => match f {
+                Some(Ok(f)) => f,
+                _ => break,
+            },
+        };
         let (id, req) = match unframe::<Request>(&f, "a request") {
             Ok(x) => x,
             Err(e) => {
@@ -309,5 +320,9 @@ where
         });
     }
     drop(out);
+    if *stop.borrow() {
+        // Stopping: close the connection now, answered or not.
+        writer.abort();
+    }
     let _ = writer.await;
 }

@@ -7,10 +7,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
-use sluice_raft::{Batch, BatchResult, Client, Consistency, Node, NodeConfig, NodeId};
+use sluice_raft::{Batch, BatchResult, Client, Consistency, Node, NodeConfig, NodeId, Security};
 
 fn config(id: NodeId, dir: &Path, listen: &str) -> NodeConfig {
-    let mut c = NodeConfig::new(id, dir.join(format!("n{id}")), listen.parse().unwrap());
+    let mut c = NodeConfig::new(
+        id,
+        dir.join(format!("n{id}")),
+        listen.parse().unwrap(),
+        Security::Insecure,
+    );
     c.db = sluice::Options::small();
     c.log.segment_bytes = 64 << 10;
     c.raft.snapshot_policy = openraft::SnapshotPolicy::Never;
@@ -80,7 +85,7 @@ async fn scenario() {
         .map(|(id, n)| (*id, n.addr().to_string()))
         .collect();
     nodes[&1].initialize(addrs.clone()).await.unwrap();
-    let client = Client::new(addrs.values().cloned().collect());
+    let client = Client::new(addrs.values().cloned().collect(), Security::Insecure);
 
     // Writes, a compare-and-set that holds and one that does not.
     let mut expected = BTreeMap::new();
