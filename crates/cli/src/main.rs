@@ -7,9 +7,11 @@
 mod bench_log_insert;
 mod bench_partition;
 mod bench_propagation;
+mod bench_replicated;
 mod bench_sweep;
 mod bench_txn;
 mod bench_wal;
+mod cluster;
 mod compact;
 mod compare;
 mod crash_history;
@@ -63,6 +65,11 @@ enum Command {
     CrashTest {
         #[command(subcommand)]
         which: CrashTest,
+    },
+    /// A replicated sluice cluster (Raft, on openraft) of processes on 127.0.0.1.
+    Cluster {
+        #[command(subcommand)]
+        which: cluster::ClusterCommand,
     },
     /// Open a database (recovering it, unless --read-only) and check every page's
     /// checksum, every B+tree and the catalog; exit 1 naming the damage if any.
@@ -135,6 +142,10 @@ enum Bench {
     /// right after a rollover while the archiver copies the old segment ÷ its steady
     /// throughput, with the segments round-robin over D emulated devices.
     Partition(bench_partition::Args),
+    /// Write batches from C clients against a replicated cluster of node processes on
+    /// 127.0.0.1; tps and p50/p99 at the leader; every acknowledged write checked on
+    /// every node.
+    Replicated(bench_replicated::Args),
 }
 
 /// A failure of a command: bad input (exit 2) or a runtime error (exit 1).
@@ -224,6 +235,7 @@ fn main() -> ExitCode {
             Bench::Propagation(a) => bench_propagation::run(a),
             Bench::PropagationSweep(a) => bench_propagation::sweep(a),
             Bench::Partition(a) => bench_partition::run(a),
+            Bench::Replicated(a) => bench_replicated::run(a),
         },
         Command::Compare(a) => compare::run(a),
         Command::PeerChild(a) => peer_child::run(a),
@@ -237,6 +249,7 @@ fn main() -> ExitCode {
             CrashTest::History(a) => crash_history::run(a),
             CrashTest::Swarm(a) => crash_swarm::run(a),
         },
+        Command::Cluster { which } => cluster::run(which),
         Command::Verify(a) => inspect::verify(a),
         Command::Compact(a) => compact::run(a),
         Command::Log { which } => inspect::log(which),
