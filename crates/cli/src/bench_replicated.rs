@@ -139,7 +139,7 @@ struct Acks {
     unknown: u64,
 }
 
-fn value(seed: u64, len: usize) -> Vec<u8> {
+pub fn value(seed: u64, len: usize) -> Vec<u8> {
     let mut v = seed.to_le_bytes().repeat(len / 8 + 1);
     v.truncate(len);
     v
@@ -246,8 +246,8 @@ pub fn measure(a: &Args, dir: &std::path::Path) -> Result<Report, Failure> {
 
 /// Waits until every running node has applied up to `last`, then checks that each holds
 /// every acknowledged write with its value, and that all hold the same data. Returns the
-/// acknowledged writes missing (counted once per node) and the nodes that diverge from
-/// the first.
+/// acknowledged writes missing from at least one node and the nodes whose data differs
+/// from the first node's.
 pub fn check(
     rt: &tokio::runtime::Runtime,
     procs: &Procs,
@@ -281,7 +281,8 @@ pub fn check(
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    let (mut missing, mut diverged) = (0u64, 0u64);
+    let mut missing_keys = std::collections::BTreeSet::new();
+    let mut diverged = 0u64;
     let mut first: Option<Vec<(Vec<u8>, Vec<u8>)>> = None;
     for (id, addr) in &running {
         let dump = rt
@@ -293,7 +294,7 @@ pub fn check(
             .collect();
         for (k, s) in expected {
             if have.get(k.as_slice()) != Some(&value(*s, value_bytes).as_slice()) {
-                missing += 1;
+                missing_keys.insert(k.clone());
             }
         }
         match &first {
@@ -302,5 +303,5 @@ pub fn check(
             Some(_) => {}
         }
     }
-    Ok((missing, diverged))
+    Ok((missing_keys.len() as u64, diverged))
 }
