@@ -13,9 +13,10 @@ use std::path::{Path, PathBuf};
 /// Flags of `sluice compare`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The workload.
+    /// The workload: `tpcb` and `tatp` against the embedded and client-server peers;
+    /// `replicated`, a three-node sluice cluster against a three-member etcd cluster.
     #[arg(value_enum)]
-    workload: CompareWorkload,
+    workload: Workload,
     /// Clients for every engine (peers: one thread and connection each).
     #[arg(long, default_value_t = 64)]
     clients: usize,
@@ -175,9 +176,42 @@ fn write_out(
     chart.write(dir, &stem).map_err(Failure::Runtime)
 }
 
+/// `sluice compare`'s workloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Workload {
+    /// TPC-B on every engine.
+    Tpcb,
+    /// TATP on sluice, SQLite and RocksDB (pgbench has no TATP).
+    Tatp,
+    /// Replicated writes: a three-node sluice cluster against a three-member etcd cluster.
+    Replicated,
+}
+
 pub fn run(a: Args) -> Result<(), Failure> {
+    let workload = match a.workload {
+        Workload::Tpcb => CompareWorkload::Tpcb,
+        Workload::Tatp => CompareWorkload::Tatp,
+        Workload::Replicated => {
+            if a.dir.is_some() || a.out.is_some() {
+                return Err(Failure::Usage(
+                    "compare replicated takes no --dir or --out (its clusters live in a temporary directory)".into(),
+                ));
+            }
+            return crate::compare_replicated::run(crate::compare_replicated::Settings {
+                clients: a.clients,
+                seconds: seconds("--seconds", a.seconds, 0.1..=86_400.0)
+                    .map_err(Failure::Usage)?
+                    .as_secs_f64(),
+                warmup: seconds("--warmup", a.warmup, 0.0..=86_400.0)
+                    .map_err(Failure::Usage)?
+                    .as_secs_f64(),
+                rounds: a.rounds,
+                json: a.json,
+            });
+        }
+    };
     let cfg = CompareConfig {
-        workload: a.workload,
+        workload,
         engines: a.engines.clone(),
         clients: a.clients,
         scale: a.scale,

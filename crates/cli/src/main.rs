@@ -14,6 +14,7 @@ mod bench_wal;
 mod cluster;
 mod compact;
 mod compare;
+mod compare_replicated;
 mod crash_cluster;
 mod crash_history;
 mod crash_kill;
@@ -44,7 +45,8 @@ enum Command {
         which: Bench,
     },
     /// TPC-B or TATP on sluice and on SQLite, RocksDB and PostgreSQL at equal
-    /// durability, in alternating rounds; table, JSON, CSV and a bar chart.
+    /// durability, in alternating rounds; table, JSON, CSV and a bar chart. Or
+    /// replicated writes: a sluice cluster against an etcd cluster.
     Compare(compare::Args),
     /// TPC-B on a peer engine forever, printing each acknowledged commit (the peer kill
     /// test's child process).

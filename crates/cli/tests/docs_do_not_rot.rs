@@ -23,6 +23,7 @@ const MANUALS: &[(&str, &[&str])] = &[
     ("docs/compare.md", &["compare"]),
     ("docs/plan.md", &["plan", "measure-lmax"]),
     ("docs/crash-test.md", &["crash-test"]),
+    ("docs/replication.md", &["cluster"]),
     (
         "docs/operate.md",
         &["verify", "log", "stats", "tables", "get", "scan", "compact"],
