@@ -260,8 +260,8 @@ fn launch_etcd(dir: &Path) -> Result<(EtcdCluster, Vec<String>), String> {
         children: Vec::new(),
     };
     let mut endpoints = Vec::new();
-    for i in 0..3 {
-        let client_url = format!("http://127.0.0.1:{}", p[i]);
+    for (i, client_port) in p[..3].iter().enumerate() {
+        let client_url = format!("http://127.0.0.1:{client_port}");
         let log =
             std::fs::File::create(dir.join(format!("e{i}.log"))).map_err(|e| e.to_string())?;
         let child = Command::new("etcd")
