@@ -122,6 +122,7 @@ pub struct Node {
     stop: watch::Sender<bool>,
     server: tokio::task::JoinHandle<()>,
     refused: Arc<AtomicU64>,
+    handler: Handler,
 }
 
 impl Node {
@@ -163,7 +164,9 @@ impl Node {
             id: config.id,
             raft: raft.clone(),
             sm: sm.clone(),
+            max_record: log.wal().max_record_bytes(),
         };
+        let served = handler.clone();
         let refused = Arc::new(AtomicU64::new(0));
         let (security, refusals) = (config.security.clone(), refused.clone());
         let server = tokio::spawn(async move {
@@ -174,7 +177,7 @@ impl Node {
                     accepted = listener.accept() => {
                         let Ok((stream, peer)) = accepted else { continue };
                         let _ = stream.set_nodelay(true);
-                        let h = handler.clone();
+                        let h = served.clone();
                         let handle = move |req| {
                             let h = h.clone();
                             async move { h.handle(req).await }
@@ -210,6 +213,7 @@ impl Node {
             stop,
             server,
             refused,
+            handler,
         })
     }
 
@@ -249,13 +253,7 @@ impl Node {
     /// Writes `batch` through this node, which must be the leader. Returns once the
     /// batch is committed by a majority and applied here.
     pub async fn write(&self, batch: Batch) -> Result<Written, ClientError> {
-        Handler {
-            id: self.id,
-            raft: self.raft.clone(),
-            sm: self.sm.clone(),
-        }
-        .write(batch)
-        .await
+        self.handler.write(batch).await
     }
 
     /// Reads `key` with the given consistency.
@@ -264,12 +262,7 @@ impl Node {
         key: &[u8],
         consistency: Consistency,
     ) -> Result<Option<Vec<u8>>, ClientError> {
-        let h = Handler {
-            id: self.id,
-            raft: self.raft.clone(),
-            sm: self.sm.clone(),
-        };
-        h.ready(consistency).await?;
+        self.handler.ready(consistency).await?;
         self.sm
             .get(key)
             .map_err(|e| ClientError::Stopping(e.to_string()))
@@ -278,25 +271,13 @@ impl Node {
     /// Adds a learner (a non-voting member that receives the log); returns once it has
     /// caught up. Leader only.
     pub async fn add_learner(&self, id: NodeId, addr: String) -> Result<(), ClientError> {
-        Handler {
-            id: self.id,
-            raft: self.raft.clone(),
-            sm: self.sm.clone(),
-        }
-        .add_learner(id, addr)
-        .await
+        self.handler.add_learner(id, addr).await
     }
 
     /// Makes `voters` the voting members (promotes learners among them, demotes to
     /// learners the voters not among them). Leader only.
     pub async fn change_voters(&self, voters: BTreeSet<NodeId>) -> Result<(), ClientError> {
-        Handler {
-            id: self.id,
-            raft: self.raft.clone(),
-            sm: self.sm.clone(),
-        }
-        .change_voters(voters)
-        .await
+        self.handler.change_voters(voters).await
     }
 
     /// How many connections this node refused because they had no valid certificate of
@@ -365,6 +346,8 @@ struct Handler {
     id: NodeId,
     raft: Raft,
     sm: StateMachine,
+    /// The Raft log's largest record (a batch must fit in one).
+    max_record: usize,
 }
 
 fn not_leader(id: NodeId, f: &openraft::errors::ForwardToLeader<TypeConfig>) -> ClientError {
@@ -388,6 +371,12 @@ fn write_error(id: NodeId, e: RaftError<TypeConfig, ClientWriteError<TypeConfig>
 
 impl Handler {
     async fn write(&self, batch: Batch) -> Result<Written, ClientError> {
+        let limits = self
+            .sm
+            .limits()
+            .map_err(|e| ClientError::Stopping(e.to_string()))?;
+        crate::state_machine::check_batch(&batch, limits, self.max_record)
+            .map_err(ClientError::Refused)?;
         let r = self
             .raft
             .client_write(batch)

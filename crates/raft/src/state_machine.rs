@@ -176,6 +176,11 @@ impl StateMachine {
         })
     }
 
+    /// The engine's limits on keys and values in this state machine.
+    pub fn limits(&self) -> io::Result<sluice::Limits> {
+        self.with_data(|db, _| Ok(db.limits()))
+    }
+
     /// The last applied log id, as openraft sees it.
     pub fn last_applied(&self) -> Option<LogId> {
         self.inner.applied.lock().0
@@ -230,41 +235,93 @@ fn closed() -> io::Error {
     io::Error::other("the state machine is closed")
 }
 
-/// Runs a batch's commands in order in `tx`. `Ok(Err(conflict))`: a compare-and-set
-/// failed (the caller rolls back).
+/// Runs a batch's commands in order in `tx`. `Ok(Err(result))`: a compare-and-set
+/// failed, or a command was refused by the engine as invalid (both deterministic: every
+/// node finds the same); the caller rolls back. Any other engine error is an I/O error:
+/// the node stops rather than diverge.
 fn run_batch(
     tx: &mut Transaction,
     data: &Table,
     batch: &Batch,
 ) -> io::Result<Result<(), BatchResult>> {
     for (i, c) in batch.commands.iter().enumerate() {
-        match c {
-            Command::Put { key, value } => {
-                tx.put(data, key, value).map_err(db_error)?;
+        let invalid = |e: sluice::Error| match e {
+            sluice::Error::InvalidArgument(reason) => {
+                Ok(Err(BatchResult::Invalid { command: i, reason }))
             }
-            Command::Delete { key } => {
-                tx.delete(data, key).map_err(db_error)?;
-            }
-            Command::CompareAndSet { key, expected, new } => {
-                let current = tx.get_for_update(data, key).map_err(db_error)?;
-                if &current != expected {
+            e => Err(db_error(e)),
+        };
+        let step = match c {
+            Command::Put { key, value } => tx.put(data, key, value).map(|_| ()),
+            Command::Delete { key } => tx.delete(data, key).map(|_| ()),
+            Command::CompareAndSet { key, expected, new } => match tx.get_for_update(data, key) {
+                Err(e) => Err(e),
+                Ok(current) if &current != expected => {
                     return Ok(Err(BatchResult::Conflict {
                         command: i,
                         current,
                     }));
                 }
-                match new {
-                    Some(v) => {
-                        tx.put(data, key, v).map_err(db_error)?;
-                    }
-                    None => {
-                        tx.delete(data, key).map_err(db_error)?;
-                    }
-                }
-            }
+                Ok(_) => match new {
+                    Some(v) => tx.put(data, key, v).map(|_| ()),
+                    None => tx.delete(data, key).map(|_| ()),
+                },
+            },
+        };
+        if let Err(e) = step {
+            return invalid(e);
         }
     }
     Ok(Ok(()))
+}
+
+/// Checks a batch against what this node's state machine and log can take, before it is
+/// proposed: a batch no node could apply never enters the log. `max_record` is the
+/// largest log record.
+pub(crate) fn check_batch(
+    batch: &Batch,
+    limits: sluice::Limits,
+    max_record: usize,
+) -> Result<(), String> {
+    if batch.commands.is_empty() {
+        return Err("an empty batch".into());
+    }
+    for (i, c) in batch.commands.iter().enumerate() {
+        let key = c.key();
+        let value = match c {
+            Command::Put { value, .. } => value.len(),
+            Command::CompareAndSet { new, expected, .. } => new
+                .as_ref()
+                .map_or(0, Vec::len)
+                .max(expected.as_ref().map_or(0, Vec::len)),
+            Command::Delete { .. } => 0,
+        };
+        let max_key = if key.len() + value > limits.max_entry {
+            limits.max_large_key
+        } else {
+            limits.max_key
+        };
+        if key.len() > max_key {
+            return Err(format!(
+                "command {i}: a key of {} bytes is longer than {max_key} bytes (with its value of {value} bytes)",
+                key.len()
+            ));
+        }
+        if value > limits.max_value {
+            return Err(format!(
+                "command {i}: a value of {value} bytes is longer than {} bytes",
+                limits.max_value
+            ));
+        }
+    }
+    // The entry around the batch (log id, framing) takes well under 256 bytes.
+    let size = encode(batch).map_err(|e| e.to_string())?.len() + 256;
+    if size > max_record {
+        return Err(format!(
+            "a batch of about {size} bytes encoded is larger than the Raft log's largest record, {max_record} bytes"
+        ));
+    }
+    Ok(())
 }
 
 fn read_applied(live: &Live) -> io::Result<(Option<LogId>, StoredMembership)> {

@@ -112,6 +112,15 @@ pub enum BatchResult {
         /// What the key held.
         current: Option<Vec<u8>>,
     },
+    /// The command at `command` cannot be applied by any node (a key or value beyond the
+    /// engine's limits, which the leader checks before it proposes a batch; this is the
+    /// answer where a node's limits are narrower): nothing of the batch was applied.
+    Invalid {
+        /// The position of the command in the batch.
+        command: usize,
+        /// Why.
+        reason: String,
+    },
 }
 
 openraft::declare_raft_types!(
