@@ -1,10 +1,14 @@
 //! The Raft state machine on a sluice [`Database`].
 //!
 //! **Layout** (under the node's state-machine directory):
-//! - `CURRENT`: which of the two slots, `a/` or `b/`, holds the live database
-//!   (`files.rs`: replaced atomically). Absent: `a/`.
-//! - `a/`, `b/`: sluice databases. Table `data` is the replicated key space; table
-//!   `raft` holds the last applied log id (`applied`) and the membership (`membership`).
+//! - `CURRENT`: which generation directory, `gN/`, holds the live database (`files.rs`:
+//!   replaced atomically). Absent: `g0/`.
+//! - `gN/`: a sluice database. Table `data` is the replicated key space; table `raft`
+//!   holds the last applied log id (`applied`) and the membership (`membership`). Each
+//!   installed snapshot gets a new generation (a directory never used before: the
+//!   storage seam cannot remove directories, and an emptied one is not a fresh database
+//!   to the engine), and the old generation's files are removed once `CURRENT` names
+//!   the new one; its empty directories stay.
 //! - `snapshots/NNNNNNNNNNNNNNNNNNNN.snap`: the current snapshot (the newest number),
 //!   written whole and atomically before openraft is told of it.
 //!
@@ -17,9 +21,9 @@
 //!
 //! **Snapshots.** Built from one read transaction (a consistent cut of `data` and
 //! `raft`), written to `snapshots/` and made durable before they are returned. Installed
-//! into the slot not in use (cleared first), which is closed and made durable, then
-//! `CURRENT` is switched to it: a crash before the switch leaves the old state machine
-//! whole, after it the new one.
+//! into a new generation, which is closed and made durable, then `CURRENT` is switched to
+//! it: a crash before the switch leaves the old state machine whole (the half-filled
+//! generation is emptied on the next open), after it the new one.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -45,7 +49,21 @@ const DATA: &str = "data";
 const RAFT: &str = "raft";
 const APPLIED: &[u8] = b"applied";
 const MEMBERSHIP: &[u8] = b"membership";
-const SLOTS: [&str; 2] = ["a", "b"];
+
+fn generation_name(n: u64) -> String {
+    format!("g{n}")
+}
+
+/// The generation directories in `dir` and their numbers.
+fn generations(storage: &dyn Storage, dir: &Path) -> io::Result<Vec<u64>> {
+    let mut out: Vec<u64> = storage
+        .list(dir)?
+        .iter()
+        .filter_map(|n| n.strip_prefix('g').and_then(|g| g.parse().ok()))
+        .collect();
+    out.sort_unstable();
+    Ok(out)
+}
 
 /// A snapshot as it is written to disk and sent to followers.
 #[derive(Serialize, Deserialize)]
@@ -59,7 +77,7 @@ struct Live {
     db: Database,
     data: Table,
     raft: Table,
-    slot: usize,
+    generation: u64,
 }
 
 struct Inner {
@@ -87,9 +105,9 @@ fn open_slot(
     storage: &Arc<dyn Storage>,
     dir: &Path,
     options: &Options,
-    slot: usize,
+    generation: u64,
 ) -> io::Result<Live> {
-    let db = Database::builder(dir.join(SLOTS[slot]))
+    let db = Database::builder(dir.join(generation_name(generation)))
         .options(*options)
         .storage(storage.clone())
         .open()
@@ -100,7 +118,7 @@ fn open_slot(
         db,
         data,
         raft,
-        slot,
+        generation,
     })
 }
 
@@ -115,20 +133,28 @@ impl StateMachine {
         let dir = dir.as_ref().to_path_buf();
         storage.create_dir_all(&dir)?;
         storage.create_dir_all(&dir.join("snapshots"))?;
-        let slot = match files::read_checked(&*storage, &dir.join("CURRENT"))? {
+        let current = dir.join("CURRENT");
+        let generation = match files::read_checked(&*storage, &current)? {
             None => 0,
-            Some(b) => match b.as_slice() {
-                b"a" => 0,
-                b"b" => 1,
-                _ => {
-                    return Err(io::Error::new(
+            Some(b) => std::str::from_utf8(&b)
+                .ok()
+                .and_then(|t| t.strip_prefix('g'))
+                .and_then(|g| g.parse::<u64>().ok())
+                .ok_or_else(|| {
+                    io::Error::new(
                         io::ErrorKind::InvalidData,
-                        format!("{}: names no slot", dir.join("CURRENT").display()),
-                    ))
-                }
-            },
+                        format!("{}: names no generation", current.display()),
+                    )
+                })?,
         };
-        let live = open_slot(&storage, &dir, &options, slot)?;
+        // Leftovers: an old generation whose files were not all removed, or one an
+        // install filled before a crash took it before the switch.
+        for g in generations(&*storage, &dir)? {
+            if g != generation {
+                files::clear_dir(&*storage, &dir.join(generation_name(g)))?;
+            }
+        }
+        let live = open_slot(&storage, &dir, &options, generation)?;
         let applied = read_applied(&live)?;
         let newest = newest_snapshot(&*storage, &dir)?.map_or(0, |(n, _)| n);
         Ok(StateMachine {
@@ -489,12 +515,16 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let image: Image = decode(&snapshot, "snapshot")?;
         let inner = &self.inner;
         let mut live = inner.live.write();
-        let old = live.as_ref().ok_or_else(closed)?.slot;
-        let slot = 1 - old;
-        // Fill the other slot from scratch, close it (durable), then switch CURRENT.
-        files::clear_dir(&*inner.storage, &inner.dir.join(SLOTS[slot]))?;
+        let old = live.as_ref().ok_or_else(closed)?.generation;
+        // A directory never used: past every generation there is, emptied or not.
+        let last = generations(&*inner.storage, &inner.dir)?
+            .last()
+            .copied()
+            .unwrap_or(0);
+        let generation = last.max(old) + 1;
+        // Fill the new generation, close it (durable), then switch CURRENT.
         {
-            let fresh = open_slot(&inner.storage, &inner.dir, &inner.options, slot)?;
+            let fresh = open_slot(&inner.storage, &inner.dir, &inner.options, generation)?;
             for chunk in image.data.chunks(1024) {
                 let mut tx = fresh.db.begin();
                 for (k, v) in chunk {
@@ -521,14 +551,20 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             &*inner.storage,
             &inner.dir,
             "CURRENT",
-            SLOTS[slot].as_bytes(),
+            generation_name(generation).as_bytes(),
         )?;
         if let Some(prev) = live.take() {
             let Live { db, data, raft, .. } = prev;
             drop((data, raft));
             db.close().map_err(db_error)?;
         }
-        *live = Some(open_slot(&inner.storage, &inner.dir, &inner.options, slot)?);
+        *live = Some(open_slot(
+            &inner.storage,
+            &inner.dir,
+            &inner.options,
+            generation,
+        )?);
+        files::clear_dir(&*inner.storage, &inner.dir.join(generation_name(old)))?;
         *inner.applied.lock() = (meta.last_log_id, meta.last_membership.clone());
         Ok(())
     }

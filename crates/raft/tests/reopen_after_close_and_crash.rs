@@ -16,8 +16,9 @@
 //!   it built or installed is there after a power loss, and an install interrupted by a
 //!   power loss leaves the old state or the new one, whole.
 //!
-//! The tests marked `#[ignore]` show a defect of `state_machine.rs` that is not fixed
-//! here: a snapshot can be installed into a slot only once (see their reasons).
+//! Three tests install a second snapshot (with and without a power loss during the
+//! install): they found that an emptied slot could not take a new database, which is why
+//! each install now gets a directory never used before.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -1307,7 +1308,7 @@ fn installed(snap: &Snap) -> (Option<LogId>, StoredMembership, Data) {
 }
 
 /// A state machine on `sim` with entries of its own (term 1) after `installed_before`,
-/// a snapshot it installed first (so that its live database is in the second slot).
+/// a snapshot it installed first (so that its live database is in a later generation).
 async fn a_target(sim: &SimStorage, installed_before: Option<&Snap>) -> StateMachine {
     let mut rng = Rng::new(2000);
     let mut model = SmModel::new();
@@ -1382,9 +1383,6 @@ fn a_snapshot_installed_before_a_power_loss_is_the_state_after_it() {
 }
 
 #[test]
-#[ignore = "defect in state_machine.rs: a second install_snapshot fails, because files::clear_dir \
-            leaves the slot's empty `log/` directory behind and sluice refuses to open a \
-            directory without CONTROL that holds anything"]
 fn a_second_snapshot_installed_before_a_power_loss_is_the_state_after_it() {
     runtime().block_on(async {
         let earlier = a_snapshot(3000, 1, 5).await;
@@ -1459,10 +1457,6 @@ fn a_power_loss_during_a_snapshot_install_leaves_the_old_state_or_the_new_whole(
 }
 
 #[test]
-#[ignore = "defect in state_machine.rs: installing into a slot that held a database (a second \
-            install, or one after an interrupted install) fails, because files::clear_dir \
-            leaves the slot's empty `log/` directory behind and sluice refuses to open a \
-            directory without CONTROL that holds anything"]
 fn after_a_power_loss_during_an_install_the_next_install_succeeds_and_a_second_install_is_as_atomic(
 ) {
     runtime().block_on(async {
@@ -1476,8 +1470,6 @@ fn after_a_power_loss_during_an_install_the_next_install_succeeds_and_a_second_i
 }
 
 #[test]
-#[ignore = "defect in state_machine.rs: see a_second_snapshot_installed_before_a_power_loss_is_\
-            the_state_after_it"]
 fn a_state_machine_installs_a_second_snapshot() {
     runtime().block_on(async {
         let earlier = a_snapshot(3000, 1, 5).await;
