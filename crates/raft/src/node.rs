@@ -274,8 +274,9 @@ impl Node {
         self.handler.add_learner(id, addr).await
     }
 
-    /// Makes `voters` the voting members (promotes learners among them, demotes to
-    /// learners the voters not among them). Leader only.
+    /// Makes `voters` the voting members: learners among them are promoted, voters not
+    /// among them leave the cluster (not kept as learners); other learners stay learners.
+    /// Leader only.
     pub async fn change_voters(&self, voters: BTreeSet<NodeId>) -> Result<(), ClientError> {
         self.handler.change_voters(voters).await
     }
@@ -413,7 +414,7 @@ impl Handler {
 
     async fn change_voters(&self, voters: BTreeSet<NodeId>) -> Result<(), ClientError> {
         self.raft
-            .change_membership(voters, true)
+            .change_membership(voters, false)
             .await
             .map(|_| ())
             .map_err(|e| write_error(self.id, e))
