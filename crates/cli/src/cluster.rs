@@ -168,7 +168,7 @@ fn certs(a: CertsArgs) -> Result<(), Failure> {
 }
 
 /// Free loopback ports, found by binding port 0.
-fn free_addrs(n: usize) -> Result<Vec<String>, Failure> {
+pub fn free_addrs(n: usize) -> Result<Vec<String>, Failure> {
     let listeners: Vec<std::net::TcpListener> = (0..n)
         .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
         .collect::<Result<_, _>>()?;

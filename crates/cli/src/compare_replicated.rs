@@ -213,17 +213,6 @@ pub fn run(s: Settings) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Free loopback ports.
-fn ports(n: usize) -> Result<Vec<u16>, Failure> {
-    let ls: Vec<std::net::TcpListener> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
-        .collect::<Result<_, _>>()?;
-    Ok(ls
-        .iter()
-        .map(|l| l.local_addr().map(|a| a.port()))
-        .collect::<Result<_, _>>()?)
-}
-
 /// etcd's member processes, killed when dropped.
 pub struct EtcdCluster {
     children: Vec<Child>,
@@ -250,7 +239,11 @@ fn launch_etcd(dir: &Path) -> Result<(EtcdCluster, Vec<String>), String> {
     {
         return Err("etcd is not installed (Debian: apt-get install etcd-server)".into());
     }
-    let p = ports(6).map_err(|e| format!("{e:?}"))?;
+    let p: Vec<u16> = crate::cluster::free_addrs(6)
+        .map_err(|e| format!("{e:?}"))?
+        .iter()
+        .filter_map(|a| a.rsplit_once(':').and_then(|(_, p)| p.parse().ok()))
+        .collect();
     let peer = |i: usize| format!("http://127.0.0.1:{}", p[3 + i]);
     let initial: String = (0..3)
         .map(|i| format!("e{i}={}", peer(i)))

@@ -350,20 +350,24 @@ pub(crate) fn check_batch(
     Ok(())
 }
 
-fn read_applied(live: &Live) -> io::Result<(Option<LogId>, StoredMembership)> {
-    let mut tx = live.db.begin();
-    let applied = tx.get(&live.raft, APPLIED).map_err(db_error)?;
-    let membership = tx.get(&live.raft, MEMBERSHIP).map_err(db_error)?;
-    tx.commit().map_err(db_error)?;
-    let applied: Option<LogId> = match applied {
+/// The applied log id and membership, as `tx` reads them.
+fn read_meta(tx: &mut Transaction, live: &Live) -> io::Result<(Option<LogId>, StoredMembership)> {
+    let applied = match tx.get(&live.raft, APPLIED).map_err(db_error)? {
         Some(b) => decode(&b, "raft/applied")?,
         None => None,
     };
-    let membership = match membership {
+    let membership = match tx.get(&live.raft, MEMBERSHIP).map_err(db_error)? {
         Some(b) => decode(&b, "raft/membership")?,
         None => StoredMembership::default(),
     };
     Ok((applied, membership))
+}
+
+fn read_applied(live: &Live) -> io::Result<(Option<LogId>, StoredMembership)> {
+    let mut tx = live.db.begin();
+    let meta = read_meta(&mut tx, live)?;
+    tx.commit().map_err(db_error)?;
+    Ok(meta)
 }
 
 fn snapshot_name(n: u64) -> String {
@@ -418,18 +422,9 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
                 .scan_all(&live.data)
                 .collect::<sluice::Result<Vec<_>>>()
                 .map_err(db_error)?;
-            let applied = tx.get(&live.raft, APPLIED).map_err(db_error)?;
-            let membership = tx.get(&live.raft, MEMBERSHIP).map_err(db_error)?;
+            let (last_log_id, last_membership) = read_meta(&mut tx, live)?;
             // A durable commit: the cut it read is durable when this returns.
             tx.commit().map_err(db_error)?;
-            let last_log_id: Option<LogId> = match applied {
-                Some(b) => decode(&b, "raft/applied")?,
-                None => None,
-            };
-            let last_membership: StoredMembership = match membership {
-                Some(b) => decode(&b, "raft/membership")?,
-                None => StoredMembership::default(),
-            };
             Image {
                 meta: SnapshotMeta {
                     last_log_id,

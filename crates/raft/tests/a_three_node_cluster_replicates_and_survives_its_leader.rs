@@ -3,25 +3,27 @@
 //! restarts on its own data and catches up; a follower kept down while the leader
 //! snapshots and purges its log catches up by snapshot. Every wait is bounded.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
+use common::{assert_all_hold, run_bounded};
 use sluice_raft::{Batch, BatchResult, Client, Consistency, Node, NodeConfig, NodeId, Security};
 
 fn config(id: NodeId, dir: &Path, listen: &str) -> NodeConfig {
-    let mut c = NodeConfig::new(
-        id,
-        dir.join(format!("n{id}")),
-        listen.parse().unwrap(),
-        Security::Insecure,
-    );
-    c.db = sluice::Options::small();
+    let mut c = common::config(id, dir, listen, Security::Insecure);
+    tune(&mut c);
+    c
+}
+
+/// Small log segments, and snapshots and purges only when the test asks.
+fn tune(c: &mut NodeConfig) {
     c.log.segment_bytes = 64 << 10;
     c.raft.snapshot_policy = openraft::SnapshotPolicy::Never;
     c.raft.max_in_snapshot_log_to_keep = 0;
     c.raft.purge_batch_size = 1;
-    c
 }
 
 async fn wait_leader(nodes: &BTreeMap<NodeId, Node>) -> NodeId {
@@ -41,50 +43,18 @@ async fn wait_leader(nodes: &BTreeMap<NodeId, Node>) -> NodeId {
     }
 }
 
-async fn wait_applied(nodes: &BTreeMap<NodeId, Node>, index: u64) {
-    for n in nodes.values() {
-        n.raft()
-            .wait(Some(Duration::from_secs(20)))
-            .applied_index_at_least(Some(index), "catch up")
-            .await
-            .unwrap_or_else(|e| panic!("node {} did not apply up to {index}: {e}", n.id()));
-    }
-}
-
 fn key(i: usize) -> Vec<u8> {
     format!("k{i:05}").into_bytes()
 }
 
 #[test]
 fn a_three_node_cluster_replicates_and_survives_its_leader() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        tokio::time::timeout(Duration::from_secs(120), scenario())
-            .await
-            .expect("the scenario finished in 120 s");
-    });
+    run_bounded(Duration::from_secs(120), scenario());
 }
 
 async fn scenario() {
     let dir = tempfile::tempdir().unwrap();
-    let mut nodes = BTreeMap::new();
-    for id in 1..=3 {
-        nodes.insert(
-            id,
-            Node::start(config(id, dir.path(), "127.0.0.1:0"))
-                .await
-                .unwrap(),
-        );
-    }
-    let addrs: BTreeMap<NodeId, String> = nodes
-        .iter()
-        .map(|(id, n)| (*id, n.addr().to_string()))
-        .collect();
-    nodes[&1].initialize(addrs.clone()).await.unwrap();
+    let (mut nodes, addrs) = common::cluster(3, dir.path(), |_| Security::Insecure, tune).await;
     let client = Client::new(addrs.values().cloned().collect(), Security::Insecure);
 
     // Writes, a compare-and-set that holds and one that does not.
@@ -133,15 +103,7 @@ async fn scenario() {
         "a batch with a failed check applies nothing"
     );
 
-    wait_applied(&nodes, last).await;
-    let want: Vec<_> = expected.clone().into_iter().collect();
-    for (id, n) in &nodes {
-        assert_eq!(
-            n.state_machine().dump().unwrap(),
-            want,
-            "node {id} applied what was acknowledged"
-        );
-    }
+    assert_all_hold(&nodes, last, &expected, "applied what was acknowledged").await;
 
     // A write sent to a follower is refused, naming the leader.
     let leader = wait_leader(&nodes).await;
@@ -185,15 +147,7 @@ async fn scenario() {
             .await
             .unwrap(),
     );
-    wait_applied(&nodes, last).await;
-    let want: Vec<_> = expected.clone().into_iter().collect();
-    for (id, n) in &nodes {
-        assert_eq!(
-            n.state_machine().dump().unwrap(),
-            want,
-            "node {id} after the restart"
-        );
-    }
+    assert_all_hold(&nodes, last, &expected, "after the restart").await;
 
     // A follower kept down while the leader snapshots and purges catches up by snapshot.
     let leader = wait_leader(&nodes).await;
@@ -229,15 +183,7 @@ async fn scenario() {
             .await
             .unwrap(),
     );
-    wait_applied(&nodes, last).await;
-    let want: Vec<_> = expected.clone().into_iter().collect();
-    for (id, n) in &nodes {
-        assert_eq!(
-            n.state_machine().dump().unwrap(),
-            want,
-            "node {id} after catching up by snapshot"
-        );
-    }
+    assert_all_hold(&nodes, last, &expected, "after catching up by snapshot").await;
     {
         use openraft::async_runtime::watch::WatchReceiver;
         let m = nodes[&down].raft().metrics().borrow_watched().clone();

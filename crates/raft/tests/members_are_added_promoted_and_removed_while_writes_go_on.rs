@@ -3,35 +3,17 @@
 //! removed and stopped; writes go on throughout and every acknowledged one is on every
 //! member. Bounded in time; loopback only.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 use std::time::Duration;
 
-use sluice_raft::{Batch, Client, Node, NodeConfig, NodeId, Security};
-
-fn config(id: NodeId, dir: &Path) -> NodeConfig {
-    let mut c = NodeConfig::new(
-        id,
-        dir.join(format!("n{id}")),
-        "127.0.0.1:0".parse().unwrap(),
-        Security::Insecure,
-    );
-    c.db = sluice::Options::small();
-    c
-}
+use common::{assert_all_hold, config, run_bounded};
+use sluice_raft::{Batch, Client, Node, NodeId, Security};
 
 #[test]
 fn members_are_added_promoted_and_removed_while_writes_go_on() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        tokio::time::timeout(Duration::from_secs(120), scenario())
-            .await
-            .expect("the scenario finished in 120 s");
-    });
+    run_bounded(Duration::from_secs(120), scenario());
 }
 
 async fn write_some(
@@ -56,39 +38,17 @@ async fn write_some(
     last
 }
 
-async fn converge(
-    nodes: &BTreeMap<NodeId, Node>,
-    last: u64,
-    expected: &BTreeMap<Vec<u8>, Vec<u8>>,
-) {
-    let want: Vec<_> = expected.clone().into_iter().collect();
-    for (id, n) in nodes {
-        n.raft()
-            .wait(Some(Duration::from_secs(20)))
-            .applied_index_at_least(Some(last), "catch up")
-            .await
-            .unwrap_or_else(|e| panic!("node {id}: {e}"));
-        assert_eq!(n.state_machine().dump().unwrap(), want, "node {id}");
-    }
-}
-
 async fn scenario() {
     let dir = tempfile::tempdir().unwrap();
-    let mut nodes = BTreeMap::new();
-    for id in 1..=3 {
-        nodes.insert(id, Node::start(config(id, dir.path())).await.unwrap());
-    }
-    let addrs: BTreeMap<NodeId, String> = nodes
-        .iter()
-        .map(|(id, n)| (*id, n.addr().to_string()))
-        .collect();
-    nodes[&1].initialize(addrs.clone()).await.unwrap();
+    let (mut nodes, addrs) = common::cluster(3, dir.path(), |_| Security::Insecure, |_| {}).await;
     let client = Client::new(addrs.values().cloned().collect(), Security::Insecure);
     let mut expected = BTreeMap::new();
     write_some(&client, 0, 50, &mut expected).await;
 
     // A fourth node joins as a learner and catches up with what was written before.
-    let four = Node::start(config(4, dir.path())).await.unwrap();
+    let four = Node::start(config(4, dir.path(), "127.0.0.1:0", Security::Insecure))
+        .await
+        .unwrap();
     client
         .add_learner(4, four.addr().to_string())
         .await
@@ -98,7 +58,7 @@ async fn scenario() {
     assert!(s.learners.contains_key(&4), "node 4 is a learner: {s:?}");
     assert!(!s.voters.contains_key(&4));
     let last = write_some(&client, 50, 80, &mut expected).await;
-    converge(&nodes, last, &expected).await;
+    assert_all_hold(&nodes, last, &expected, "").await;
 
     // Promoted to a voter.
     client
@@ -106,7 +66,7 @@ async fn scenario() {
         .await
         .unwrap();
     let last = write_some(&client, 80, 100, &mut expected).await;
-    converge(&nodes, last, &expected).await;
+    assert_all_hold(&nodes, last, &expected, "").await;
     for n in nodes.values() {
         n.raft()
             .wait(Some(Duration::from_secs(20)))
@@ -129,7 +89,7 @@ async fn scenario() {
     client.change_voters(voters.clone()).await.unwrap();
     nodes.remove(&gone).unwrap().shutdown().await.unwrap();
     let last = write_some(&client, 100, 130, &mut expected).await;
-    converge(&nodes, last, &expected).await;
+    assert_all_hold(&nodes, last, &expected, "").await;
     for n in nodes.values() {
         let s = n.status();
         let have: BTreeSet<NodeId> = s.voters.keys().copied().collect();

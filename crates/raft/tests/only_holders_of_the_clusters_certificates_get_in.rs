@@ -2,11 +2,13 @@
 //! refused before anything it sends is read — it can neither write, read, vote nor join
 //! — and each refusal is counted (and logged) by the node that refused it.
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::path::Path;
 use std::time::Duration;
 
-use sluice_raft::{make_certs, Batch, Client, Node, NodeConfig, NodeId, Security, Tls};
+use common::run_bounded;
+use sluice_raft::{make_certs, Batch, Client, Node, Security, Tls};
 
 fn tls(dir: &Path, name: &str) -> Security {
     Security::Tls(
@@ -19,29 +21,9 @@ fn tls(dir: &Path, name: &str) -> Security {
     )
 }
 
-fn config(id: NodeId, dir: &Path, security: Security) -> NodeConfig {
-    let mut c = NodeConfig::new(
-        id,
-        dir.join(format!("n{id}")),
-        "127.0.0.1:0".parse().unwrap(),
-        security,
-    );
-    c.db = sluice::Options::small();
-    c
-}
-
 #[test]
 fn only_holders_of_the_clusters_certificates_get_in() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        tokio::time::timeout(Duration::from_secs(90), scenario())
-            .await
-            .expect("the scenario finished in 90 s");
-    });
+    run_bounded(Duration::from_secs(90), scenario());
 }
 
 async fn scenario() {
@@ -51,18 +33,13 @@ async fn scenario() {
     make_certs(&certs, &["node1", "node2", "node3", "client"]).unwrap();
     make_certs(&other, &["node4", "client"]).unwrap();
 
-    let mut nodes = BTreeMap::new();
-    for id in 1..=3u64 {
-        let n = Node::start(config(id, dir.path(), tls(&certs, &format!("node{id}"))))
-            .await
-            .unwrap();
-        nodes.insert(id, n);
-    }
-    let addrs: BTreeMap<NodeId, String> = nodes
-        .iter()
-        .map(|(id, n)| (*id, n.addr().to_string()))
-        .collect();
-    nodes[&1].initialize(addrs.clone()).await.unwrap();
+    let (nodes, addrs) = common::cluster(
+        3,
+        dir.path(),
+        |id| tls(&certs, &format!("node{id}")),
+        |_| {},
+    )
+    .await;
     let all: Vec<String> = addrs.values().cloned().collect();
 
     let member = Client::new(all.clone(), tls(&certs, "client"));
@@ -92,9 +69,14 @@ async fn scenario() {
     // A node with another CA's certificate that tries to lead the members.
     let term_before = nodes.values().map(|n| n.status().term).max().unwrap();
     let leader_before = nodes[&1].status().leader;
-    let intruder = Node::start(config(4, dir.path(), tls(&other, "node4")))
-        .await
-        .unwrap();
+    let intruder = Node::start(common::config(
+        4,
+        dir.path(),
+        "127.0.0.1:0",
+        tls(&other, "node4"),
+    ))
+    .await
+    .unwrap();
     let mut members = addrs.clone();
     members.insert(4, intruder.addr().to_string());
     intruder.initialize(members).await.unwrap();
