@@ -38,10 +38,10 @@ use openraft::{BasicNode, RaftNetworkV2, ReadPolicy, ServerState};
 use sluice_storage::Storage;
 use sluice_wal::LogOptions;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::tls::Tls;
-use crate::types::{Batch, NodeId, Snapshot, TypeConfig, Vote};
+use crate::types::{Batch, BatchResult, NodeId, Proposal, Snapshot, TypeConfig, Vote};
 use crate::wire::{serve, Conn, Request, Response};
 pub use crate::wire::{ClientError, Consistency, NodeStatus, Written};
 use crate::{LogStore, StateMachine};
@@ -160,11 +160,15 @@ impl Node {
             .await
             .map_err(io::Error::other)?;
         let (stop, stopped) = watch::channel(false);
+        let max_record = log.wal().max_record_bytes();
+        let (proposer, proposals) = mpsc::channel(4096);
+        tokio::spawn(propose(raft.clone(), config.id, max_record, proposals));
         let handler = Handler {
             id: config.id,
             raft: raft.clone(),
             sm: sm.clone(),
-            max_record: log.wal().max_record_bytes(),
+            max_record,
+            proposer,
         };
         let served = handler.clone();
         let refused = Arc::new(AtomicU64::new(0));
@@ -349,6 +353,81 @@ struct Handler {
     sm: StateMachine,
     /// The Raft log's largest record (a batch must fit in one).
     max_record: usize,
+    /// Where writes wait to be gathered into log entries (`propose`).
+    proposer: mpsc::Sender<Pending>,
+}
+
+/// A write waiting to be proposed.
+struct Pending {
+    batch: Batch,
+    size: usize,
+    reply: oneshot::Sender<Result<Written, ClientError>>,
+}
+
+/// Log entries in flight at once from one leader; writes that arrive meanwhile gather
+/// into the next entry.
+const MAX_IN_FLIGHT: usize = 4;
+/// Batches in one entry, at most.
+const MAX_GROUP: usize = 1024;
+
+/// Gathers writes into log entries: each entry takes every write that waited while the
+/// entries before it were in flight (up to the log's largest record), so under load one
+/// entry — one log record, one replication round, one state-machine transaction —
+/// carries many writes; alone, a write is proposed at once.
+async fn propose(raft: Raft, id: NodeId, max_record: usize, mut rx: mpsc::Receiver<Pending>) {
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
+    let mut next: Option<Pending> = None;
+    loop {
+        let first = match next.take() {
+            Some(p) => p,
+            None => match rx.recv().await {
+                Some(p) => p,
+                None => return,
+            },
+        };
+        let Ok(permit) = in_flight.clone().acquire_owned().await else {
+            return;
+        };
+        let mut size = first.size + crate::state_machine::ENTRY_OVERHEAD;
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(p) if size + p.size <= max_record => {
+                    size += p.size;
+                    group.push(p);
+                }
+                Ok(p) => {
+                    next = Some(p);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        let raft = raft.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let (batches, replies): (Vec<Batch>, Vec<_>) =
+                group.into_iter().map(|p| (p.batch, p.reply)).unzip();
+            match raft.client_write(Proposal { batches }).await {
+                Ok(r) => {
+                    let mut results = r.data.into_iter();
+                    for reply in replies {
+                        let result = results.next().unwrap_or(BatchResult::Applied);
+                        let _ = reply.send(Ok(Written {
+                            log_id: r.log_id,
+                            result,
+                        }));
+                    }
+                }
+                Err(e) => {
+                    let e = write_error(id, e);
+                    for reply in replies {
+                        let _ = reply.send(Err(e.clone()));
+                    }
+                }
+            }
+        });
+    }
 }
 
 fn not_leader(id: NodeId, f: &openraft::errors::ForwardToLeader<TypeConfig>) -> ClientError {
@@ -366,7 +445,8 @@ fn write_error(id: NodeId, e: RaftError<TypeConfig, ClientWriteError<TypeConfig>
             format!("the entry was discarded when the leader changed ({f})"),
         ),
         RaftError::APIError(e) => ClientError::Refused(e.to_string()),
-        RaftError::Fatal(f) => ClientError::Stopping(f.to_string()),
+        // The entry may have been appended, and may yet be committed by another leader.
+        RaftError::Fatal(f) => ClientError::Unknown(format!("the node stopped: {f}")),
     }
 }
 
@@ -376,17 +456,16 @@ impl Handler {
             .sm
             .limits()
             .map_err(|e| ClientError::Stopping(e.to_string()))?;
-        crate::state_machine::check_batch(&batch, limits, self.max_record)
+        let size = crate::state_machine::check_batch(&batch, limits, self.max_record)
             .map_err(ClientError::Refused)?;
-        let r = self
-            .raft
-            .client_write(batch)
+        let (reply, answer) = oneshot::channel();
+        self.proposer
+            .send(Pending { batch, size, reply })
             .await
-            .map_err(|e| write_error(self.id, e))?;
-        Ok(Written {
-            log_id: r.log_id,
-            result: r.data,
-        })
+            .map_err(|_| ClientError::Stopping("the node is stopping".into()))?;
+        answer.await.map_err(|_| {
+            ClientError::Unknown("the node stopped while the write was in flight".into())
+        })?
     }
 
     /// Waits until a read of the given consistency may be served here.
@@ -709,11 +788,18 @@ impl Client {
             i += 1;
             match self.call_at(&addr, &req).await {
                 Ok(Response::Error(ClientError::NotLeader { leader_addr, .. })) => {
-                    *self.leader.lock() = leader_addr;
-                    if self.leader.lock().is_none() {
+                    // No leader known, or a stale hint naming the node just asked: wait
+                    // for the election rather than spin.
+                    if leader_addr.is_none() || leader_addr.as_deref() == Some(addr.as_str()) {
                         tokio::time::sleep(Duration::from_millis(50)).await;
                     }
+                    *self.leader.lock() = leader_addr;
                     last = ClientError::Unreachable("no leader is known yet".into());
+                }
+                // A write must not be sent again once a node took it: it may be in a log.
+                Ok(Response::Error(ClientError::Stopping(why))) if !idempotent => {
+                    *self.leader.lock() = None;
+                    return Err(ClientError::Unknown(format!("{addr} is stopping: {why}")));
                 }
                 Ok(Response::Error(e @ (ClientError::NoQuorum(_) | ClientError::Stopping(_)))) => {
                     *self.leader.lock() = None;

@@ -87,7 +87,14 @@ struct Inner {
     live: RwLock<Option<Live>>,
     applied: Mutex<(Option<LogId>, StoredMembership)>,
     /// Serializes snapshot writers (builds and installs) and numbers their files.
-    snapshots: Mutex<u64>,
+    snapshots: Mutex<Stored>,
+}
+
+/// The newest snapshot file: its number and the last log id it covers.
+#[derive(Default)]
+struct Stored {
+    seq: u64,
+    last: Option<LogId>,
 }
 
 /// A Raft state machine (openraft's `RaftStateMachine`) on a sluice [`Database`].
@@ -156,7 +163,27 @@ impl StateMachine {
         }
         let live = open_slot(&storage, &dir, &options, generation)?;
         let applied = read_applied(&live)?;
-        let newest = newest_snapshot(&*storage, &dir)?.map_or(0, |(n, _)| n);
+        let newest = match newest_snapshot(&*storage, &dir)? {
+            None => Stored::default(),
+            Some((seq, path)) => {
+                let last = match files::read_checked(&*storage, &path)? {
+                    // The meta comes first in the file: read it alone.
+                    Some(body) => {
+                        postcard::take_from_bytes::<SnapshotMeta>(&body)
+                            .map_err(|e| {
+                                io::Error::new(
+                                    io::ErrorKind::InvalidData,
+                                    format!("{}: {e}", path.display()),
+                                )
+                            })?
+                            .0
+                            .last_log_id
+                    }
+                    None => None,
+                };
+                Stored { seq, last }
+            }
+        };
         Ok(StateMachine {
             inner: Arc::new(Inner {
                 storage,
@@ -222,24 +249,23 @@ impl StateMachine {
         Ok(())
     }
 
-    /// Applies one entry in one transaction; returns its result and commit LSN.
+    /// Applies one entry in one transaction; returns its batches' results and the
+    /// commit LSN.
     fn apply_one(
         live: &Live,
         log_id: LogId,
         payload: &EntryPayloadOf<TypeConfig>,
-    ) -> io::Result<(BatchResult, Option<Lsn>, Option<StoredMembership>)> {
+    ) -> io::Result<(Vec<BatchResult>, Option<Lsn>, Option<StoredMembership>)> {
         let mut tx = live.db.begin();
         tx.set_durability(Durability::Async);
-        let mut result = BatchResult::Applied;
+        let mut results = Vec::new();
         let mut membership = None;
         match payload {
             EntryPayload::Blank => {}
-            EntryPayload::Normal(batch) => {
-                if let Err(conflict) = run_batch(&mut tx, &live.data, batch)? {
-                    tx.rollback().map_err(db_error)?;
-                    tx = live.db.begin();
-                    tx.set_durability(Durability::Async);
-                    result = conflict;
+            EntryPayload::Normal(proposal) => {
+                let limits = live.db.limits();
+                for batch in &proposal.batches {
+                    results.push(apply_batch(&mut tx, &live.data, batch, limits)?);
                 }
             }
             EntryPayload::Membership(m) => {
@@ -253,7 +279,7 @@ impl StateMachine {
             .map_err(db_error)?;
         let mut lsn = None;
         tx.commit_observed(|end| lsn = end).map_err(db_error)?;
-        Ok((result, lsn, membership))
+        Ok((results, lsn, membership))
     }
 }
 
@@ -261,57 +287,64 @@ fn closed() -> io::Error {
     io::Error::other("the state machine is closed")
 }
 
-/// Runs a batch's commands in order in `tx`. `Ok(Err(result))`: a compare-and-set
-/// failed, or a command was refused by the engine as invalid (both deterministic: every
-/// node finds the same); the caller rolls back. Any other engine error is an I/O error:
-/// the node stops rather than diverge.
-fn run_batch(
+/// Applies one batch in `tx`, atomically on its own: its commands are first run against
+/// an overlay of its own writes (a compare-and-set sees the batch's earlier writes and
+/// the transaction's state), and only if every check holds are they written. A batch
+/// beyond this node's limits is `Invalid`, one whose check fails is `Conflict`: both
+/// deterministic (every node with the same options finds the same) and without a trace.
+/// Any engine error while writing a checked batch is an I/O error: the node stops rather
+/// than diverge.
+fn apply_batch(
     tx: &mut Transaction,
     data: &Table,
     batch: &Batch,
-) -> io::Result<Result<(), BatchResult>> {
+    limits: sluice::Limits,
+) -> io::Result<BatchResult> {
+    if let Err((command, reason)) = check_commands(batch, limits) {
+        return Ok(BatchResult::Invalid { command, reason });
+    }
+    let mut overlay: std::collections::HashMap<&[u8], Option<&[u8]>> = Default::default();
     for (i, c) in batch.commands.iter().enumerate() {
-        let invalid = |e: sluice::Error| match e {
-            sluice::Error::InvalidArgument(reason) => {
-                Ok(Err(BatchResult::Invalid { command: i, reason }))
+        match c {
+            Command::Put { key, value } => {
+                overlay.insert(key, Some(value));
             }
-            e => Err(db_error(e)),
-        };
-        let step = match c {
-            Command::Put { key, value } => tx.put(data, key, value).map(|_| ()),
-            Command::Delete { key } => tx.delete(data, key).map(|_| ()),
-            Command::CompareAndSet { key, expected, new } => match tx.get_for_update(data, key) {
-                Err(e) => Err(e),
-                Ok(current) if &current != expected => {
-                    return Ok(Err(BatchResult::Conflict {
+            Command::Delete { key } => {
+                overlay.insert(key, None);
+            }
+            Command::CompareAndSet { key, expected, new } => {
+                let current = match overlay.get(key.as_slice()) {
+                    Some(v) => v.map(<[u8]>::to_vec),
+                    None => tx.get_for_update(data, key).map_err(db_error)?,
+                };
+                if &current != expected {
+                    return Ok(BatchResult::Conflict {
                         command: i,
                         current,
-                    }));
+                    });
                 }
-                Ok(_) => match new {
-                    Some(v) => tx.put(data, key, v).map(|_| ()),
-                    None => tx.delete(data, key).map(|_| ()),
-                },
-            },
-        };
-        if let Err(e) = step {
-            return invalid(e);
+                overlay.insert(key, new.as_deref());
+            }
         }
     }
-    Ok(Ok(()))
+    for c in &batch.commands {
+        let (key, value) = match c {
+            Command::Put { key, value } => (key, Some(value)),
+            Command::Delete { key } => (key, None),
+            Command::CompareAndSet { key, new, .. } => (key, new.as_ref()),
+        };
+        match value {
+            Some(v) => tx.put(data, key, v).map(|_| ()),
+            None => tx.delete(data, key).map(|_| ()),
+        }
+        .map_err(db_error)?;
+    }
+    Ok(BatchResult::Applied)
 }
 
-/// Checks a batch against what this node's state machine and log can take, before it is
-/// proposed: a batch no node could apply never enters the log. `max_record` is the
-/// largest log record.
-pub(crate) fn check_batch(
-    batch: &Batch,
-    limits: sluice::Limits,
-    max_record: usize,
-) -> Result<(), String> {
-    if batch.commands.is_empty() {
-        return Err("an empty batch".into());
-    }
+/// The commands of `batch` against the engine's key and value limits: the first one
+/// beyond them and why.
+fn check_commands(batch: &Batch, limits: sluice::Limits) -> Result<(), (usize, String)> {
     for (i, c) in batch.commands.iter().enumerate() {
         let key = c.key();
         let value = match c {
@@ -328,27 +361,50 @@ pub(crate) fn check_batch(
             limits.max_key
         };
         if key.len() > max_key {
-            return Err(format!(
-                "command {i}: a key of {} bytes is longer than {max_key} bytes (with its value of {value} bytes)",
-                key.len()
+            return Err((
+                i,
+                format!(
+                    "a key of {} bytes is longer than {max_key} bytes (with its value of {value} bytes)",
+                    key.len()
+                ),
             ));
         }
         if value > limits.max_value {
-            return Err(format!(
-                "command {i}: a value of {value} bytes is longer than {} bytes",
-                limits.max_value
+            return Err((
+                i,
+                format!(
+                    "a value of {value} bytes is longer than {} bytes",
+                    limits.max_value
+                ),
             ));
         }
     }
-    // The entry around the batch (log id, framing) takes well under 256 bytes.
-    let size = encode(batch).map_err(|e| e.to_string())?.len() + 256;
-    if size > max_record {
-        return Err(format!(
-            "a batch of about {size} bytes encoded is larger than the Raft log's largest record, {max_record} bytes"
-        ));
-    }
     Ok(())
 }
+
+/// Checks a batch against what this node's state machine and log can take, before it is
+/// proposed: a batch no node could apply never enters the log. `max_record` is the
+/// largest log record. Returns the batch's encoded size.
+pub(crate) fn check_batch(
+    batch: &Batch,
+    limits: sluice::Limits,
+    max_record: usize,
+) -> Result<usize, String> {
+    if batch.commands.is_empty() {
+        return Err("an empty batch".into());
+    }
+    check_commands(batch, limits).map_err(|(i, why)| format!("command {i}: {why}"))?;
+    let size = encode(batch).map_err(|e| e.to_string())?.len();
+    if size + ENTRY_OVERHEAD > max_record {
+        return Err(format!(
+            "a batch of {size} bytes encoded is larger than the Raft log's largest record, {max_record} bytes, allows"
+        ));
+    }
+    Ok(size)
+}
+
+/// What a log entry adds around its batches (log id, framing): well under this.
+pub(crate) const ENTRY_OVERHEAD: usize = 256;
 
 /// The applied log id and membership, as `tx` reads them.
 fn read_meta(tx: &mut Transaction, live: &Live) -> io::Result<(Option<LogId>, StoredMembership)> {
@@ -393,13 +449,22 @@ fn newest_snapshot(storage: &dyn Storage, dir: &Path) -> io::Result<Option<(u64,
 
 impl Inner {
     /// Writes `image` as the next snapshot file, durably, and removes older ones.
+    ///
+    /// A snapshot older than the one stored (a build that read before an install but got
+    /// here after it) is returned but not stored: the current snapshot never goes back.
     fn store_snapshot(&self, image: &Image) -> io::Result<Vec<u8>> {
-        let mut seq = self.snapshots.lock();
+        let mut stored = self.snapshots.lock();
         let body = encode(image)?;
+        if image.meta.last_log_id < stored.last {
+            return Ok(body);
+        }
         let snaps = self.dir.join("snapshots");
-        let n = *seq + 1;
+        let n = stored.seq + 1;
         files::write_atomic(&*self.storage, &snaps, &snapshot_name(n), &body)?;
-        *seq = n;
+        *stored = Stored {
+            seq: n,
+            last: image.meta.last_log_id,
+        };
         for name in self.storage.list(&snaps)? {
             if name != snapshot_name(n) {
                 self.storage.remove(&snaps.join(&name))?;

@@ -14,23 +14,29 @@ pub enum Command {
     /// Sets `key` to `value`.
     Put {
         /// The key.
+        #[serde(with = "serde_bytes")]
         key: Vec<u8>,
         /// The value.
+        #[serde(with = "serde_bytes")]
         value: Vec<u8>,
     },
     /// Removes `key` (nothing if absent).
     Delete {
         /// The key.
+        #[serde(with = "serde_bytes")]
         key: Vec<u8>,
     },
     /// Checks that `key` holds `expected` (`None`: absent); the whole batch applies only
     /// if every such check of it holds.
     CompareAndSet {
         /// The key.
+        #[serde(with = "serde_bytes")]
         key: Vec<u8>,
         /// The value it must hold (`None`: it must be absent).
+        #[serde(with = "serde_bytes")]
         expected: Option<Vec<u8>>,
         /// What it is set to if every check holds (`None`: removed).
+        #[serde(with = "serde_bytes")]
         new: Option<Vec<u8>>,
     },
 }
@@ -98,6 +104,30 @@ impl fmt::Display for Batch {
     }
 }
 
+/// What one Raft log entry carries: the client batches a leader gathered while its
+/// earlier entries were in flight (group commit at the Raft level). They are applied in
+/// order, in one transaction of the state machine, each atomically on its own: a batch
+/// whose check fails leaves no trace, and the others are applied.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Proposal {
+    /// The batches, in the order the leader received them.
+    pub batches: Vec<Batch>,
+}
+
+impl From<Batch> for Proposal {
+    fn from(batch: Batch) -> Proposal {
+        Proposal {
+            batches: vec![batch],
+        }
+    }
+}
+
+impl fmt::Display for Proposal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "proposal of {} batch(es)", self.batches.len())
+    }
+}
+
 /// What applying a batch did.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum BatchResult {
@@ -110,6 +140,7 @@ pub enum BatchResult {
         /// The position of the failed check in the batch.
         command: usize,
         /// What the key held.
+        #[serde(with = "serde_bytes")]
         current: Option<Vec<u8>>,
     },
     /// The command at `command` cannot be applied by any node (a key or value beyond the
@@ -126,8 +157,8 @@ pub enum BatchResult {
 openraft::declare_raft_types!(
     /// The openraft type configuration of a sluice cluster.
     pub TypeConfig:
-        D = Batch,
-        R = BatchResult,
+        D = Proposal,
+        R = Vec<BatchResult>,
         NodeId = NodeId,
         Node = openraft::BasicNode,
 );

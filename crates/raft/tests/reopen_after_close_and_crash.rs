@@ -91,7 +91,9 @@ fn log_id(term: u64, node: u64, index: u64) -> LogId {
 fn normal(term: u64, node: u64, index: u64, value_len: usize, fill: u8) -> Entry {
     Entry::new_normal(
         log_id(term, node, index),
-        Batch::new().put(format!("k{index}"), vec![fill; value_len]),
+        Batch::new()
+            .put(format!("k{index}"), vec![fill; value_len])
+            .into(),
     )
 }
 
@@ -1009,31 +1011,34 @@ impl SmModel {
     fn apply(&mut self, e: &Entry) {
         match &e.payload {
             openraft::EntryPayload::Blank => {}
-            openraft::EntryPayload::Normal(batch) => {
-                let mut next = self.data.clone();
-                let mut ok = true;
-                for c in &batch.commands {
-                    match c {
-                        Command::Put { key, value } => {
-                            next.insert(key.clone(), value.clone());
-                        }
-                        Command::Delete { key } => {
-                            next.remove(key);
-                        }
-                        Command::CompareAndSet { key, expected, new } => {
-                            if next.get(key) != expected.as_ref() {
-                                ok = false;
-                                break;
+            openraft::EntryPayload::Normal(proposal) => {
+                // Each batch of the entry is atomic on its own.
+                for batch in &proposal.batches {
+                    let mut next = self.data.clone();
+                    let mut ok = true;
+                    for c in &batch.commands {
+                        match c {
+                            Command::Put { key, value } => {
+                                next.insert(key.clone(), value.clone());
                             }
-                            match new {
-                                Some(v) => next.insert(key.clone(), v.clone()),
-                                None => next.remove(key),
-                            };
+                            Command::Delete { key } => {
+                                next.remove(key);
+                            }
+                            Command::CompareAndSet { key, expected, new } => {
+                                if next.get(key) != expected.as_ref() {
+                                    ok = false;
+                                    break;
+                                }
+                                match new {
+                                    Some(v) => next.insert(key.clone(), v.clone()),
+                                    None => next.remove(key),
+                                };
+                            }
                         }
                     }
-                }
-                if ok {
-                    self.data = next;
+                    if ok {
+                        self.data = next;
+                    }
                 }
             }
             openraft::EntryPayload::Membership(m) => {
@@ -1078,7 +1083,7 @@ impl SmModel {
                         _ => b.put(key, vec![rng.next() as u8; rng.range(1, 200) as usize]),
                     };
                 }
-                Entry::new_normal(id, b)
+                Entry::new_normal(id, b.into())
             };
             self.apply(&e);
             out.push(e);
@@ -1365,7 +1370,7 @@ async fn install_then_power_loss_on(
         &mut sm,
         vec![Entry::new_normal(
             next,
-            Batch::new().put("after", "install"),
+            Batch::new().put("after", "install").into(),
         )],
     )
     .await

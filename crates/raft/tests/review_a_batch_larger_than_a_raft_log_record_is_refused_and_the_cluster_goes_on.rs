@@ -62,7 +62,11 @@ fn a_batch_larger_than_a_raft_log_record_is_refused_and_the_cluster_goes_on() {
             client.write(Batch::new().put("b", "2")),
         )
         .await;
-        assert!(matches!(good, Ok(Ok(_))), "the cluster goes on: {good:?}, roles {:?}", roles(&nodes));
+        assert!(
+            matches!(good, Ok(Ok(_))),
+            "the cluster goes on: {good:?}, roles {:?}",
+            roles(&nodes)
+        );
         for (_, n) in nodes {
             let _ = n.shutdown().await;
         }

@@ -16,8 +16,12 @@ use sluice_raft::{Batch, BatchResult, Client, Security};
 fn a_command_the_engine_refuses_does_not_stop_the_cluster() {
     run(90, async {
         let dir = tempfile::tempdir().unwrap();
-        let (nodes, addrs) =
-            cluster((1..=3).map(|id| config(id, dir.path(), "127.0.0.1:0")).collect()).await;
+        let (nodes, addrs) = cluster(
+            (1..=3)
+                .map(|id| config(id, dir.path(), "127.0.0.1:0"))
+                .collect(),
+        )
+        .await;
         wait_leader(&nodes).await;
         let client = Client::new(addrs.values().cloned().collect(), Security::Insecure);
         let w = client.write(Batch::new().put("a", "1")).await.unwrap();

@@ -20,7 +20,10 @@ async fn snapshot_and_purge(n: &Node, last: u64) {
     n.raft().trigger().snapshot().await.unwrap();
     n.raft()
         .wait(Some(Duration::from_secs(20)))
-        .metrics(|m| m.snapshot.is_some_and(|s| s.index() >= last), "snapshot")
+        .metrics(
+            |m| m.snapshot.is_some_and(|s| s.index() >= last),
+            "snapshot",
+        )
         .await
         .unwrap();
     n.raft().trigger().purge_log(last).await.unwrap();
@@ -40,21 +43,34 @@ async fn applied_at_least(n: &Node, index: u64) {
 }
 
 #[test]
-fn a_follower_that_installed_two_snapshots_in_a_row_keeps_every_acknowledged_write_across_a_restart() {
+fn a_follower_that_installed_two_snapshots_in_a_row_keeps_every_acknowledged_write_across_a_restart(
+) {
     run(150, async {
         let dir = tempfile::tempdir().unwrap();
         let mut nodes = BTreeMap::new();
         for id in 1..=3 {
-            nodes.insert(id, Node::start(config(id, dir.path(), "127.0.0.1:0")).await.unwrap());
+            nodes.insert(
+                id,
+                Node::start(config(id, dir.path(), "127.0.0.1:0"))
+                    .await
+                    .unwrap(),
+            );
         }
-        let addrs: BTreeMap<NodeId, String> =
-            nodes.iter().map(|(id, n)| (*id, n.addr().to_string())).collect();
+        let addrs: BTreeMap<NodeId, String> = nodes
+            .iter()
+            .map(|(id, n)| (*id, n.addr().to_string()))
+            .collect();
         nodes[&1].initialize(addrs.clone()).await.unwrap();
         let client = Client::new(addrs.values().cloned().collect(), Security::Insecure);
         let mut expected: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
         let mut last = 0;
         for i in 0..50 {
-            last = client.write(Batch::new().put(key(i), "v0")).await.unwrap().log_id.index();
+            last = client
+                .write(Batch::new().put(key(i), "v0"))
+                .await
+                .unwrap()
+                .log_id
+                .index();
             expected.insert(key(i), b"v0".to_vec());
         }
         let leader = wait_leader(&nodes).await;
@@ -83,7 +99,12 @@ fn a_follower_that_installed_two_snapshots_in_a_row_keeps_every_acknowledged_wri
             }
             let leader = wait_leader(&nodes).await;
             snapshot_and_purge(&nodes[&leader], last).await;
-            nodes.insert(f, Node::start(config(f, dir.path(), &addrs[&f])).await.unwrap());
+            nodes.insert(
+                f,
+                Node::start(config(f, dir.path(), &addrs[&f]))
+                    .await
+                    .unwrap(),
+            );
             applied_at_least(&nodes[&f], last).await;
             {
                 use openraft::async_runtime::watch::WatchReceiver;
@@ -105,7 +126,12 @@ fn a_follower_that_installed_two_snapshots_in_a_row_keeps_every_acknowledged_wri
         // Restart the follower from its directory.
         let applied_before = nodes[&f].state_machine().last_applied();
         nodes.remove(&f).unwrap().shutdown().await.unwrap();
-        nodes.insert(f, Node::start(config(f, dir.path(), &addrs[&f])).await.unwrap());
+        nodes.insert(
+            f,
+            Node::start(config(f, dir.path(), &addrs[&f]))
+                .await
+                .unwrap(),
+        );
         let applied_after = nodes[&f].state_machine().last_applied();
         assert!(
             applied_after >= applied_before,
@@ -117,7 +143,12 @@ fn a_follower_that_installed_two_snapshots_in_a_row_keeps_every_acknowledged_wri
             want,
             "node {f} after restarting on its twice-installed state machine"
         );
-        last = client.write(Batch::new().put("after", "restart")).await.unwrap().log_id.index();
+        last = client
+            .write(Batch::new().put("after", "restart"))
+            .await
+            .unwrap()
+            .log_id
+            .index();
         applied_at_least(&nodes[&f], last).await;
         assert_eq!(
             nodes[&f].state_machine().get(b"after").unwrap(),

@@ -51,7 +51,11 @@ fn a_write_committed_before_its_leader_failed_is_never_reported_as_not_applied()
         // From now on every sync of the leader's state machine fails (its Raft log is fine).
         let disk = &disks[&leader];
         let mut paths = Vec::new();
-        walk(disk, &Path::new(&format!("/n{leader}")).join("sm"), &mut paths);
+        walk(
+            disk,
+            &Path::new(&format!("/n{leader}")).join("sm"),
+            &mut paths,
+        );
         assert!(paths.len() <= 60, "{} paths", paths.len());
         for p in &paths {
             disk.inject(

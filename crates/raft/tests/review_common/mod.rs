@@ -48,7 +48,9 @@ pub fn run<F: std::future::Future<Output = ()>>(secs: u64, f: F) {
 }
 
 /// Starts nodes from `configs` and makes them one cluster (initialized on the first).
-pub async fn cluster(configs: Vec<NodeConfig>) -> (BTreeMap<NodeId, Node>, BTreeMap<NodeId, String>) {
+pub async fn cluster(
+    configs: Vec<NodeConfig>,
+) -> (BTreeMap<NodeId, Node>, BTreeMap<NodeId, String>) {
     let mut nodes = BTreeMap::new();
     for c in configs {
         let id = c.id;
@@ -58,7 +60,13 @@ pub async fn cluster(configs: Vec<NodeConfig>) -> (BTreeMap<NodeId, Node>, BTree
         .iter()
         .map(|(id, n)| (*id, n.addr().to_string()))
         .collect();
-    nodes.values().next().unwrap().initialize(addrs.clone()).await.unwrap();
+    nodes
+        .values()
+        .next()
+        .unwrap()
+        .initialize(addrs.clone())
+        .await
+        .unwrap();
     (nodes, addrs)
 }
 
@@ -72,7 +80,10 @@ pub async fn wait_leader(nodes: &BTreeMap<NodeId, Node>) -> NodeId {
                 return s.id;
             }
         }
-        assert!(tokio::time::Instant::now() < deadline, "no leader within 20 s");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no leader within 20 s"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
