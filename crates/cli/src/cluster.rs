@@ -486,7 +486,11 @@ fn node(a: NodeArgs) -> Result<(), Failure> {
                 _ = term.recv() => break,
             }
         }
+        let fatal = node.raft().metrics().borrow_watched().running_state.clone();
         node.shutdown().await?;
+        if let Err(f) = fatal {
+            return Err(Failure::Runtime(format!("node {} stopped: {f}", a.id)));
+        }
         Ok::<(), Failure>(())
     })
 }

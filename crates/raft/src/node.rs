@@ -452,10 +452,7 @@ fn write_error(id: NodeId, e: RaftError<TypeConfig, ClientWriteError<TypeConfig>
 
 impl Handler {
     async fn write(&self, batch: Batch) -> Result<Written, ClientError> {
-        let limits = self
-            .sm
-            .limits()
-            .map_err(|e| ClientError::Stopping(e.to_string()))?;
+        let limits = self.sm.limits();
         let size = crate::state_machine::check_batch(&batch, limits, self.max_record)
             .map_err(ClientError::Refused)?;
         let (reply, answer) = oneshot::channel();

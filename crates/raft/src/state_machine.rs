@@ -86,6 +86,12 @@ struct Inner {
     options: Options,
     live: RwLock<Option<Live>>,
     applied: Mutex<(Option<LogId>, StoredMembership)>,
+    /// Held by each entry's apply transaction and by every read of this module: a read
+    /// transaction that scans (a snapshot build, a dump) and an apply transaction that
+    /// writes would otherwise lock each other's keys in opposite orders and deadlock.
+    gate: Mutex<()>,
+    /// The engine's limits (fixed by the options, the same in every generation).
+    limits: sluice::Limits,
     /// Serializes snapshot writers (builds and installs) and numbers their files.
     snapshots: Mutex<Stored>,
 }
@@ -163,6 +169,7 @@ impl StateMachine {
         }
         let live = open_slot(&storage, &dir, &options, generation)?;
         let applied = read_applied(&live)?;
+        let limits = live.db.limits();
         let newest = match newest_snapshot(&*storage, &dir)? {
             None => Stored::default(),
             Some((seq, path)) => {
@@ -191,18 +198,22 @@ impl StateMachine {
                 options,
                 live: RwLock::new(Some(live)),
                 applied: Mutex::new(applied),
+                gate: Mutex::new(()),
+                limits,
                 snapshots: Mutex::new(newest),
             }),
         })
     }
 
-    /// Runs `f` on the live database and its `data` table (for reads by the node).
+    /// Runs `f` on the live database and its `data` table (for reads by the node), with
+    /// applies held off meanwhile: a transaction of `f` never deadlocks with an apply.
     pub fn with_data<T>(
         &self,
         f: impl FnOnce(&Database, &Table) -> io::Result<T>,
     ) -> io::Result<T> {
         let live = self.inner.live.read();
         let live = live.as_ref().ok_or_else(closed)?;
+        let _gate = self.inner.gate.lock();
         f(&live.db, &live.data)
     }
 
@@ -230,8 +241,8 @@ impl StateMachine {
     }
 
     /// The engine's limits on keys and values in this state machine.
-    pub fn limits(&self) -> io::Result<sluice::Limits> {
-        self.with_data(|db, _| Ok(db.limits()))
+    pub fn limits(&self) -> sluice::Limits {
+        self.inner.limits
     }
 
     /// The last applied log id, as openraft sees it.
@@ -482,6 +493,7 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
         let image = {
             let live = self.inner.live.read();
             let live = live.as_ref().ok_or_else(closed)?;
+            let _gate = self.inner.gate.lock();
             let mut tx = live.db.begin();
             let data = tx
                 .scan_all(&live.data)
@@ -531,6 +543,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             let (result, lsn, membership) = {
                 let live = self.inner.live.read();
                 let live = live.as_ref().ok_or_else(closed)?;
+                let _gate = self.inner.gate.lock();
                 StateMachine::apply_one(live, log_id, &entry.payload)?
             };
             last_lsn = last_lsn.max(lsn);
