@@ -48,7 +48,9 @@ async fn max_record(node: &Node) -> usize {
 async fn scenario(value_len: impl Fn(usize) -> usize, entries: usize) {
     let dir = tempfile::tempdir().unwrap();
     let n1 = Node::start(node_config(1, dir.path())).await.unwrap();
-    n1.initialize([(1, n1.addr().to_string())].into()).await.unwrap();
+    n1.initialize([(1, n1.addr().to_string())].into())
+        .await
+        .unwrap();
     n1.raft()
         .wait(Some(Duration::from_secs(10)))
         .state(openraft::ServerState::Leader, "leader")

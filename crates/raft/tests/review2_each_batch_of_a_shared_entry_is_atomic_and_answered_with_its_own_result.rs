@@ -59,13 +59,18 @@ fn each_batch_of_a_shared_entry_is_atomic_and_answered_with_its_own_result() {
                         for p in 0..pad {
                             b = b.put([own(i), format!("/{p}").into_bytes()].concat(), "x");
                         }
-                        b.put(own(i), "doomed")
-                            .compare_and_set("nokey", Some(format!("never{i}").into_bytes()), Some(b"y".to_vec()))
+                        b.put(own(i), "doomed").compare_and_set(
+                            "nokey",
+                            Some(format!("never{i}").into_bytes()),
+                            Some(b"y".to_vec()),
+                        )
                     }
                     // A put then a check of that put.
-                    1 => Batch::new()
-                        .put(own(i), "v1")
-                        .compare_and_set(own(i), Some(b"v1".to_vec()), Some(b"v2".to_vec())),
+                    1 => Batch::new().put(own(i), "v1").compare_and_set(
+                        own(i),
+                        Some(b"v1".to_vec()),
+                        Some(b"v2".to_vec()),
+                    ),
                     // A delete then a check that the key is absent.
                     _ => Batch::new()
                         .put(own(i), "gone")
@@ -96,7 +101,11 @@ fn each_batch_of_a_shared_entry_is_atomic_and_answered_with_its_own_result() {
                 },
                 _ => BatchResult::Applied,
             };
-            assert_eq!(w.result, want, "write {i} (in entry {}) got another result", w.log_id);
+            assert_eq!(
+                w.result, want,
+                "write {i} (in entry {}) got another result",
+                w.log_id
+            );
         }
 
         // Phase 2: a chain of increments sent all at once.
@@ -123,7 +132,10 @@ fn each_batch_of_a_shared_entry_is_atomic_and_answered_with_its_own_result() {
                 BatchResult::Applied => {
                     applied.insert(j);
                 }
-                BatchResult::Conflict { command: 0, current } => {
+                BatchResult::Conflict {
+                    command: 0,
+                    current,
+                } => {
                     assert_ne!(current, Some(j.to_string().into_bytes()), "increment {j}");
                 }
                 other => panic!("increment {j}: {other:?}"),
@@ -168,13 +180,23 @@ fn each_batch_of_a_shared_entry_is_atomic_and_answered_with_its_own_result() {
                 let extra: Vec<_> = got
                     .iter()
                     .filter(|kv| !want.contains(kv))
-                    .map(|(k, v)| (String::from_utf8_lossy(k).into_owned(), String::from_utf8_lossy(v).into_owned()))
+                    .map(|(k, v)| {
+                        (
+                            String::from_utf8_lossy(k).into_owned(),
+                            String::from_utf8_lossy(v).into_owned(),
+                        )
+                    })
                     .take(10)
                     .collect();
                 let missing: Vec<_> = want
                     .iter()
                     .filter(|kv| !got.contains(kv))
-                    .map(|(k, v)| (String::from_utf8_lossy(k).into_owned(), String::from_utf8_lossy(v).into_owned()))
+                    .map(|(k, v)| {
+                        (
+                            String::from_utf8_lossy(k).into_owned(),
+                            String::from_utf8_lossy(v).into_owned(),
+                        )
+                    })
                     .take(10)
                     .collect();
                 panic!("node {id}: extra {extra:?}, missing {missing:?}");

@@ -89,11 +89,21 @@ fn writes_gathered_when_the_leader_changes_get_unknown_or_a_true_answer_and_appl
         // Under load: move the leadership, twice, then shut the leader down.
         tokio::time::sleep(Duration::from_millis(500)).await;
         let to = if first == 1 { 2 } else { 1 };
-        nodes[&first].raft().trigger().transfer_leader(to).await.unwrap();
+        nodes[&first]
+            .raft()
+            .trigger()
+            .transfer_leader(to)
+            .await
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(800)).await;
         let now = wait_leader(&nodes).await;
         let to = *nodes.keys().find(|id| **id != now).unwrap();
-        nodes[&now].raft().trigger().transfer_leader(to).await.unwrap();
+        nodes[&now]
+            .raft()
+            .trigger()
+            .transfer_leader(to)
+            .await
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(800)).await;
         let victim = wait_leader(&nodes).await;
         eprintln!("leaders: {first}, {now}, then {victim} shut down under load");
@@ -166,9 +176,12 @@ fn writes_gathered_when_the_leader_changes_get_unknown_or_a_true_answer_and_appl
                 }
             }
             // The sequence key: the last write of this client that is held.
-            let seq = held
-                .get(format!("c{c:02}/seq").as_bytes())
-                .map(|v| String::from_utf8(v.clone()).unwrap().parse::<usize>().unwrap());
+            let seq = held.get(format!("c{c:02}/seq").as_bytes()).map(|v| {
+                String::from_utf8(v.clone())
+                    .unwrap()
+                    .parse::<usize>()
+                    .unwrap()
+            });
             let newest_held = outcomes
                 .iter()
                 .map(|(n, _)| *n)
@@ -181,7 +194,12 @@ fn writes_gathered_when_the_leader_changes_get_unknown_or_a_true_answer_and_appl
             }
         }
         eprintln!("outcomes: {counts:?}");
-        assert!(problems.is_empty(), "{} problem(s):\n{}", problems.len(), problems.join("\n"));
+        assert!(
+            problems.is_empty(),
+            "{} problem(s):\n{}",
+            problems.len(),
+            problems.join("\n")
+        );
         for (_, n) in nodes {
             let _ = n.shutdown().await;
         }
