@@ -5,6 +5,8 @@
 //!   `.key`, `client.pem`/`.key`) for tests and local clusters.
 //! * `cluster start --nodes N --dir D`: N node processes (`cluster node`, hidden), each
 //!   with its own directory `D/nodeI`, on free loopback ports; node 1 makes the cluster.
+//!   Started again on the same directory, the cluster restarts on its own data and
+//!   addresses.
 //!   Prints each node's address and role, then stays in the foreground, printing role
 //!   changes, until Ctrl-C stops them all. `D/cluster.json` says where they are.
 //! * `cluster status --dir D`: asks each node of `D/cluster.json` what it is.
@@ -208,15 +210,34 @@ impl Procs {
             }
             Some(c)
         };
-        let addrs = free_addrs(n as usize)?;
-        let file = ClusterFile {
-            nodes: (1..=n).zip(addrs).collect(),
-            insecure,
+        // A directory that holds a cluster restarts it on the same addresses (its
+        // membership names them); a new one gets free ports.
+        let fresh = !dir.join("cluster.json").exists();
+        let file = if !fresh {
+            let file = ClusterFile::read(dir)?;
+            if file.nodes.len() as u64 != n || file.insecure != insecure {
+                return Err(Failure::Usage(format!(
+                    "--dir {} holds a cluster of {} node(s){}: start it with --nodes {}{}, or use another --dir",
+                    dir.display(),
+                    file.nodes.len(),
+                    if file.insecure { " on plain TCP" } else { " with mutual TLS" },
+                    file.nodes.len(),
+                    if file.insecure { " --insecure" } else { "" },
+                )));
+            }
+            file
+        } else {
+            let addrs = free_addrs(n as usize)?;
+            let file = ClusterFile {
+                nodes: (1..=n).zip(addrs).collect(),
+                insecure,
+            };
+            std::fs::write(
+                dir.join("cluster.json"),
+                serde_json::to_string_pretty(&file)?,
+            )?;
+            file
         };
-        std::fs::write(
-            dir.join("cluster.json"),
-            serde_json::to_string_pretty(&file)?,
-        )?;
         sluice_bench::compare::cleanup::install();
         let (tx, lines) = mpsc::channel();
         let mut p = Procs {
@@ -235,7 +256,7 @@ impl Procs {
             .collect::<Vec<_>>()
             .join(",");
         for id in 1..=n {
-            p.spawn(id, (id == 1).then_some(init.as_str()))?;
+            p.spawn(id, (fresh && id == 1).then_some(init.as_str()))?;
         }
         Ok(p)
     }
@@ -464,10 +485,9 @@ fn node(a: NodeArgs) -> Result<(), Failure> {
         let node = sluice_raft::Node::start(config).await?;
         println!("node {} listening on {}", a.id, node.addr());
         if let Some(members) = init {
-            if node.status().last_log_index.is_none() {
-                node.initialize(members)
-                    .await
-                    .map_err(|e| Failure::Runtime(e.to_string()))?;
+            // A node that already belongs to a cluster keeps it.
+            if let Err(e) = node.initialize(members).await {
+                println!("node {} is not initialized again: {e}", a.id);
             }
         }
         use openraft::async_runtime::watch::WatchReceiver;
