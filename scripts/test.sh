@@ -3,6 +3,8 @@
 # then the loom models of the lock-free protocols.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Incremental state is for edit-compile loops; for one full build it only costs disk.
+export CARGO_INCREMENTAL=0
 cargo test --workspace
 
 # Loom models of every log-buffer insertion algorithm and of durable notification
