@@ -27,7 +27,10 @@ pub mod types;
 mod wire;
 
 pub use log_store::LogStore;
-pub use node::{Client, ClientError, Consistency, Node, NodeConfig, NodeStatus, Security, Written};
+pub use node::{
+    state_machine_options, Client, ClientError, Consistency, Node, NodeConfig, NodeStatus,
+    Security, Written,
+};
 pub use state_machine::StateMachine;
 pub use tls::{make_certs, Tls};
 pub use types::{Batch, BatchResult, Command, NodeId, TypeConfig};

@@ -70,6 +70,9 @@ struct Slot {
 struct State {
     vote: Option<Vote>,
     committed: Option<LogId>,
+    /// The end of the last `Committed` record appended by this handle (zero after a
+    /// replay: every replayed record is durable).
+    committed_end: Lsn,
     purged: Option<LogId>,
     entries: BTreeMap<u64, Slot>,
     /// Indexes whose slot holds a cached entry, oldest first.
@@ -212,8 +215,21 @@ impl LogStore {
             ));
         }
         let at = self.inner.log.append(&bytes).map_err(wal_error)?;
+        if matches!(record, Record::Committed(_)) {
+            state.committed_end = at.end;
+        }
         state.apply(record, at.lsn, true);
         Ok((at.lsn, at.end))
+    }
+
+    /// Resolves once a committed log id at or past `index` is durable in this log, or
+    /// `None` when none is recorded yet (see `StateMachine::witness_applies_with`). The
+    /// committed entries lie before their `Committed` record in the log, so they are
+    /// durable then too.
+    pub fn committed_durable(&self, index: u64) -> Option<sluice_wal::DurableFuture> {
+        let state = self.inner.state.lock();
+        let committed = state.committed.as_ref()?;
+        (committed.index() >= index).then(|| self.inner.log.durable_future(state.committed_end))
     }
 
     async fn durable(&self, end: Lsn) -> io::Result<()> {

@@ -94,7 +94,7 @@ impl NodeConfig {
             id,
             dir: dir.into(),
             listen,
-            db: sluice::Options::default(),
+            db: state_machine_options(sluice::Options::default()),
             log: LogOptions::default(),
             raft: openraft::Config {
                 cluster_name: "sluice".into(),
@@ -107,6 +107,15 @@ impl NodeConfig {
             security,
         }
     }
+}
+
+/// `options` as a node's state machine wants them: the Raft log makes applied entries
+/// durable ([`StateMachine::witness_applies_with`]), so the state machine's own log is
+/// flushed in the background (once bytes have waited 50 ms, or 1 MiB of them) rather
+/// than after every apply.
+pub fn state_machine_options(mut options: sluice::Options) -> sluice::Options {
+    options.log.group_commit.max_delay = Duration::from_millis(50);
+    options
 }
 
 /// Timeouts of client calls and of peer calls that openraft gives none for.
@@ -145,6 +154,7 @@ impl Node {
             storage.create_dir_all(&dir)?;
             let log = LogStore::open(storage.clone(), dir.join("raft-log"), log_options)?;
             let sm = StateMachine::open(storage, dir.join("sm"), db)?;
+            sm.witness_applies_with(log.clone());
             Ok((log, sm))
         })
         .await

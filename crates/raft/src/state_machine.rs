@@ -15,9 +15,18 @@
 //! **Apply.** Each entry is applied in one transaction that also writes its log id to
 //! `raft/applied` (and, for a membership entry, the membership): the data and the applied
 //! position never disagree. The transactions of one `apply` call commit without waiting
-//! for the disk ([`Durability::Async`]); the call then waits until the last of them is
-//! durable before it answers any client, so an answer is never given for a state a crash
-//! could take back, and after a restart the applied position never goes back.
+//! for the disk ([`Durability::Async`]); the call then waits, before it answers any
+//! client, until a crash can no longer take back what it applied:
+//! - in a node, until the Raft log holds, durably, a committed log id at or past the last
+//!   entry applied ([`StateMachine::witness_applies_with`]). That record rides on the
+//!   log's next flush, which the next entries need anyway, so the state machine's own
+//!   log is flushed in the background. After a crash the database may come back behind
+//!   that point, and openraft re-applies the committed entries from the log inside
+//!   `Raft::new`, before the node serves anyone;
+//! - alone (or before the log records a committed id that far), until its own last
+//!   transaction is durable.
+//!
+//! Either way the applied position seen from outside never goes back across a restart.
 //!
 //! **Snapshots.** Built from one read transaction (a consistent cut of `data` and
 //! `raft`), written to `snapshots/` and made durable before they are returned. Installed
@@ -40,6 +49,7 @@ use sluice::{Database, Durability, Lsn, Options, Table, Transaction};
 use sluice_storage::Storage;
 
 use crate::files;
+use crate::log_store::LogStore;
 use crate::types::{
     decode, encode, Batch, BatchResult, Command, LogId, Snapshot, SnapshotData, SnapshotMeta,
     StoredMembership, TypeConfig,
@@ -94,6 +104,8 @@ struct Inner {
     limits: sluice::Limits,
     /// Serializes snapshot writers (builds and installs) and numbers their files.
     snapshots: Mutex<Stored>,
+    /// The node's Raft log, once attached ([`StateMachine::witness_applies_with`]).
+    raft_log: Mutex<Option<LogStore>>,
 }
 
 /// The newest snapshot file: its number and the last log id it covers.
@@ -201,6 +213,7 @@ impl StateMachine {
                 gate: Mutex::new(()),
                 limits,
                 snapshots: Mutex::new(newest),
+                raft_log: Mutex::new(None),
             }),
         })
     }
@@ -248,6 +261,18 @@ impl StateMachine {
     /// The last applied log id, as openraft sees it.
     pub fn last_applied(&self) -> Option<LogId> {
         self.inner.applied.lock().0
+    }
+
+    /// Lets the node's Raft log stand witness for applied entries: an `apply` then
+    /// answers once the log holds, durably, a committed log id at or past the last entry
+    /// it applied, instead of waiting for this database's own log. After a crash the
+    /// database may come back behind that point; openraft re-applies the committed
+    /// entries from the log before the node is started (`Raft::new`), so the applied
+    /// state seen from outside never goes back. This database's log is then flushed by
+    /// its group commit in the background, and made durable by every snapshot build
+    /// (before the log below the snapshot can be purged), install and close.
+    pub fn witness_applies_with(&self, log: LogStore) {
+        *self.inner.raft_log.lock() = Some(log);
     }
 
     /// Closes the database (a clean shutdown); later calls fail.
@@ -555,11 +580,24 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                 answers.push((r, result));
             }
         }
-        if let Some(lsn) = last_lsn {
-            db.log()
-                .durable_future(lsn)
-                .await
-                .map_err(io::Error::other)?;
+        // What makes the applied position durable: the Raft log's committed log id where
+        // one at or past the last entry applied is recorded there (a restart re-applies
+        // up to it from the log), else this database's own commits.
+        let witness = last_applied.and_then(|id| {
+            let log = self.inner.raft_log.lock();
+            log.as_ref().and_then(|l| l.committed_durable(id.index()))
+        });
+        match (witness, last_lsn) {
+            (Some(committed), _) => {
+                committed.await.map_err(io::Error::other)?;
+            }
+            (None, Some(lsn)) => {
+                db.log()
+                    .durable_future(lsn)
+                    .await
+                    .map_err(io::Error::other)?;
+            }
+            (None, None) => {}
         }
         {
             let mut applied = self.inner.applied.lock();

@@ -27,7 +27,7 @@ fn node_config(id: u64, dir: &std::path::Path) -> NodeConfig {
         "127.0.0.1:0".parse().unwrap(),
         Security::Insecure,
     );
-    c.db = sluice::Options::small();
+    c.db = sluice_raft::state_machine_options(sluice::Options::small());
     c.raft.snapshot_policy = openraft::SnapshotPolicy::Never;
     c
 }

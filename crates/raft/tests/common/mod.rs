@@ -31,7 +31,7 @@ pub fn config(id: NodeId, dir: &Path, listen: &str, security: Security) -> NodeC
         listen.parse().unwrap(),
         security,
     );
-    c.db = sluice::Options::small();
+    c.db = sluice_raft::state_machine_options(sluice::Options::small());
     c
 }
 

@@ -18,7 +18,7 @@ pub fn config(id: NodeId, dir: &Path, listen: &str) -> NodeConfig {
         listen.parse().unwrap(),
         Security::Insecure,
     );
-    c.db = sluice::Options::small();
+    c.db = sluice_raft::state_machine_options(sluice::Options::small());
     c.log.segment_bytes = 64 << 10;
     c.raft.snapshot_policy = openraft::SnapshotPolicy::Never;
     c.raft.max_in_snapshot_log_to_keep = 0;
