@@ -54,41 +54,50 @@ pub fn compress(page: &[u8]) -> Vec<u8> {
 }
 
 /// Appends the run-length encoding of `a ++ b` to `out`; false (leaving junk) as soon as
-/// it would not be shorter than the `raw` bytes themselves.
+/// it would not be shorter than the `raw` bytes themselves. The two parts are encoded one
+/// after the other (a run does not span them: the decoder only sees tokens), each over a
+/// plain slice, because this runs for every page image the log takes (splits, the first
+/// change after a checkpoint) and a byte-at-a-time walk over both parts cost about 5% of
+/// a replicated write's CPU (`perf`, `sluice bench replicated`).
 fn run_length_encode(a: &[u8], b: &[u8], raw: usize, out: &mut Vec<u8>) -> bool {
     let limit = out.len() + raw;
-    let at = |i: usize| if i < a.len() { a[i] } else { b[i - a.len()] };
-    let n = a.len() + b.len();
+    encode_part(a, limit, out) && encode_part(b, limit, out) && out.len() < limit
+}
+
+/// Appends the tokens of `s` to `out`; false once `out` reaches `limit`.
+fn encode_part(s: &[u8], limit: usize, out: &mut Vec<u8>) -> bool {
+    let n = s.len();
     let mut literal_from = 0;
     let mut i = 0;
-    let flush = |out: &mut Vec<u8>, from: usize, to: usize| {
-        for chunk_from in (from..to).step_by(MAX_LITERAL) {
-            let chunk_to = (chunk_from + MAX_LITERAL).min(to);
-            out.push((chunk_to - chunk_from - 1) as u8);
-            out.extend((chunk_from..chunk_to).map(at));
-        }
-    };
     while i < n {
-        let byte = at(i);
-        let mut run = 1;
-        while i + run < n && run < MAX_RUN && at(i + run) == byte {
-            run += 1;
+        let byte = s[i];
+        let end = (i + MAX_RUN).min(n);
+        let mut j = i + 1;
+        while j < end && s[j] == byte {
+            j += 1;
         }
+        let run = j - i;
         if run >= MIN_RUN {
-            flush(out, literal_from, i);
+            push_literals(out, &s[literal_from..i]);
             out.push((run - MIN_RUN + 128) as u8);
             out.push(byte);
-            i += run;
-            literal_from = i;
-        } else {
-            i += run;
+            literal_from = j;
+            if out.len() >= limit {
+                return false;
+            }
         }
-        if out.len() >= limit {
-            return false;
-        }
+        i = j;
     }
-    flush(out, literal_from, n);
+    push_literals(out, &s[literal_from..]);
     out.len() < limit
+}
+
+/// Appends `bytes` as literal tokens of at most `MAX_LITERAL` bytes each.
+fn push_literals(out: &mut Vec<u8>, bytes: &[u8]) {
+    for chunk in bytes.chunks(MAX_LITERAL) {
+        out.push((chunk.len() - 1) as u8);
+        out.extend_from_slice(chunk);
+    }
 }
 
 /// Decodes a run-length encoded body of exactly `len` bytes.
