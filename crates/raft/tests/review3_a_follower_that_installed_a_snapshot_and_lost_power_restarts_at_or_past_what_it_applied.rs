@@ -20,7 +20,12 @@ use sluice_raft::{Batch, Client, Consistency, Node, NodeConfig, NodeId, Security
 use sluice_storage::{SimStorage, Storage};
 
 fn config(id: NodeId, sim: &SimStorage, listen: &str) -> NodeConfig {
-    let mut c = NodeConfig::new(id, format!("/n{id}"), listen.parse().unwrap(), Security::Insecure);
+    let mut c = NodeConfig::new(
+        id,
+        format!("/n{id}"),
+        listen.parse().unwrap(),
+        Security::Insecure,
+    );
     c.db = sluice_raft::state_machine_options(sluice::Options::small());
     c.raft.snapshot_policy = openraft::SnapshotPolicy::LogsSinceLast(6);
     c.raft.max_in_snapshot_log_to_keep = 0;
@@ -29,7 +34,12 @@ fn config(id: NodeId, sim: &SimStorage, listen: &str) -> NodeConfig {
     c
 }
 
-async fn write_n(leader: &Client, tag: &str, n: usize, acked: &mut BTreeMap<Vec<u8>, Vec<u8>>) -> u64 {
+async fn write_n(
+    leader: &Client,
+    tag: &str,
+    n: usize,
+    acked: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+) -> u64 {
     let mut last = 0;
     for i in 0..n {
         let key = format!("{tag}-{i:05}").into_bytes();
@@ -52,14 +62,22 @@ fn a_follower_restarted_after_a_power_loss_is_at_or_past_what_it_applied() {
 }
 
 async fn scenario(seed: u64) {
-    let sims: BTreeMap<NodeId, SimStorage> =
-        (1..=3).map(|id| (id, SimStorage::new(seed * 100 + id))).collect();
+    let sims: BTreeMap<NodeId, SimStorage> = (1..=3)
+        .map(|id| (id, SimStorage::new(seed * 100 + id)))
+        .collect();
     let mut nodes = BTreeMap::new();
     for id in 1..=3 {
-        nodes.insert(id, Node::start(config(id, &sims[&id], "127.0.0.1:0")).await.unwrap());
+        nodes.insert(
+            id,
+            Node::start(config(id, &sims[&id], "127.0.0.1:0"))
+                .await
+                .unwrap(),
+        );
     }
-    let addrs: BTreeMap<NodeId, String> =
-        nodes.iter().map(|(id, n)| (*id, n.addr().to_string())).collect();
+    let addrs: BTreeMap<NodeId, String> = nodes
+        .iter()
+        .map(|(id, n)| (*id, n.addr().to_string()))
+        .collect();
     nodes[&1].initialize(addrs.clone()).await.unwrap();
     let client = Client::new(addrs.values().cloned().collect(), Security::Insecure);
     let mut acked = BTreeMap::new();
@@ -76,7 +94,9 @@ async fn scenario(seed: u64) {
 
     // The follower comes back on its address, installs a snapshot, then applies more entries.
     let sim3 = &sims[&victim];
-    let n3 = Node::start(config(victim, sim3, &addrs[&victim])).await.expect("the follower restarts");
+    let n3 = Node::start(config(victim, sim3, &addrs[&victim]))
+        .await
+        .expect("the follower restarts");
     n3.raft()
         .wait(Some(Duration::from_secs(30)))
         .applied_index_at_least(Some(last), "the follower catches up")
@@ -93,8 +113,14 @@ async fn scenario(seed: u64) {
         .exists(&std::path::Path::new(&format!("/n{victim}/sm/CURRENT")))
         .unwrap_or(false);
     let seen_applied = n3.state_machine().last_applied();
-    let seen_value = n3.read(b"c-00004", Consistency::Local).await.expect("local read");
-    assert!(seen_value.is_some(), "seed {seed}: the follower applied c-00004");
+    let seen_value = n3
+        .read(b"c-00004", Consistency::Local)
+        .await
+        .expect("local read");
+    assert!(
+        seen_value.is_some(),
+        "seed {seed}: the follower applied c-00004"
+    );
     let seen_dump = n3.state_machine().dump().unwrap();
 
     // Power loss on the follower only.
@@ -103,7 +129,9 @@ async fn scenario(seed: u64) {
 
     let n3 = Node::start(config(victim, sim3, &addrs[&victim]))
         .await
-        .unwrap_or_else(|e| panic!("seed {seed}: the follower does not restart after the power loss: {e}"));
+        .unwrap_or_else(|e| {
+            panic!("seed {seed}: the follower does not restart after the power loss: {e}")
+        });
     let applied = n3.state_machine().last_applied();
     eprintln!("seed {seed}: installed a snapshot {installed}, applied {seen_applied:?} before, {applied:?} at start");
     assert!(
@@ -126,7 +154,10 @@ async fn scenario(seed: u64) {
         .await
         .expect("the follower catches up again");
     let dump: BTreeMap<_, _> = n3.state_machine().dump().unwrap().into_iter().collect();
-    assert_eq!(dump, acked, "seed {seed}: the follower holds every acknowledged write");
+    assert_eq!(
+        dump, acked,
+        "seed {seed}: the follower holds every acknowledged write"
+    );
     n3.shutdown().await.unwrap();
     for (_, n) in nodes {
         n.shutdown().await.unwrap();

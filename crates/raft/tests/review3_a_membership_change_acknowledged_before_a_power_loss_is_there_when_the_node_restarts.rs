@@ -17,7 +17,12 @@ use sluice_raft::{Batch, Node, NodeConfig, NodeId, Security};
 use sluice_storage::SimStorage;
 
 fn config(id: NodeId, sim: &SimStorage, listen: &str) -> NodeConfig {
-    let mut c = NodeConfig::new(id, format!("/n{id}"), listen.parse().unwrap(), Security::Insecure);
+    let mut c = NodeConfig::new(
+        id,
+        format!("/n{id}"),
+        listen.parse().unwrap(),
+        Security::Insecure,
+    );
     c.db = sluice_raft::state_machine_options(sluice::Options::small());
     c.storage = Arc::new(sim.pinned());
     c
@@ -36,15 +41,21 @@ async fn scenario(seed: u64) {
     let n1 = Node::start(config(1, &s1, "127.0.0.1:0")).await.unwrap();
     let n2 = Node::start(config(2, &s2, "127.0.0.1:0")).await.unwrap();
     let (a1, a2) = (n1.addr().to_string(), n2.addr().to_string());
-    n1.initialize(BTreeMap::from([(1, a1.clone())])).await.unwrap();
+    n1.initialize(BTreeMap::from([(1, a1.clone())]))
+        .await
+        .unwrap();
     n1.raft()
         .wait(Some(Duration::from_secs(20)))
         .state(openraft::ServerState::Leader, "lead")
         .await
         .unwrap();
-    n1.write(Batch::new().put(b"k".to_vec(), b"v".to_vec())).await.unwrap();
+    n1.write(Batch::new().put(b"k".to_vec(), b"v".to_vec()))
+        .await
+        .unwrap();
     n1.add_learner(2, a2.clone()).await.expect("add learner");
-    n1.change_voters(BTreeSet::from([1, 2])).await.expect("promote");
+    n1.change_voters(BTreeSet::from([1, 2]))
+        .await
+        .expect("promote");
     let acked_applied = n1.state_machine().last_applied();
     let voters_before: BTreeSet<NodeId> = n1.status().voters.keys().copied().collect();
     assert_eq!(voters_before, BTreeSet::from([1, 2]));
@@ -63,10 +74,21 @@ async fn scenario(seed: u64) {
         applied.map(|l| l.index) >= acked_applied.map(|l| l.index),
         "seed {seed}: node 1 restarted with applied {applied:?}, behind the membership changes it acknowledged (applied {acked_applied:?})"
     );
-    // openraft publishes its metrics from its core task, after `Raft::new`: let it.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // openraft publishes its metrics from its core task, after `Raft::new`: wait for
+    // them (a bounded wait; the membership it reports is what was recovered).
+    n1.raft()
+        .wait(Some(Duration::from_secs(20)))
+        .voter_ids(
+            voters_before.iter().copied(),
+            "the voters after the restart",
+        )
+        .await
+        .unwrap_or_else(|e| panic!("seed {seed}: the voters after the restart: {e}"));
     let voters: BTreeSet<NodeId> = n1.status().voters.keys().copied().collect();
-    assert_eq!(voters, voters_before, "seed {seed}: the voters after the restart");
+    assert_eq!(
+        voters, voters_before,
+        "seed {seed}: the voters after the restart"
+    );
     assert_eq!(
         n1.state_machine().get(b"k").unwrap(),
         Some(b"v".to_vec()),

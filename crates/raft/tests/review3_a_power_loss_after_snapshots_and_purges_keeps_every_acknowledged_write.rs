@@ -53,7 +53,13 @@ impl Rng {
 
 type Acked = Arc<Mutex<BTreeMap<Vec<u8>, (Vec<u8>, u64)>>>;
 
-async fn write_until_halted(node: &Arc<Node>, tag: &str, writers: u64, per_writer: u64, acked: &Acked) {
+async fn write_until_halted(
+    node: &Arc<Node>,
+    tag: &str,
+    writers: u64,
+    per_writer: u64,
+    acked: &Acked,
+) {
     let mut tasks = Vec::new();
     for w in 0..writers {
         let (node, acked) = (node.clone(), acked.clone());
@@ -62,7 +68,10 @@ async fn write_until_halted(node: &Arc<Node>, tag: &str, writers: u64, per_write
             for i in 0..per_writer {
                 let key = format!("{tag}-w{w}-{i:05}").into_bytes();
                 let value = format!("value of {tag} w{w} {i}").into_bytes();
-                match node.write(Batch::new().put(key.clone(), value.clone())).await {
+                match node
+                    .write(Batch::new().put(key.clone(), value.clone()))
+                    .await
+                {
                     Ok(written) => {
                         assert_eq!(written.result, BatchResult::Applied);
                         acked.lock().insert(key, (value, written.log_id.index));
@@ -79,7 +88,13 @@ async fn write_until_halted(node: &Arc<Node>, tag: &str, writers: u64, per_write
 
 /// Restarts the node and checks it holds every acknowledged write; returns whether a
 /// halt armed during the restart fired.
-fn restart_and_check(sim: &SimStorage, seed: u64, acked: &Acked, halt_during: Option<(u64, bool)>, round: &str) -> bool {
+fn restart_and_check(
+    sim: &SimStorage,
+    seed: u64,
+    acked: &Acked,
+    halt_during: Option<(u64, bool)>,
+    round: &str,
+) -> bool {
     let acked_now = acked.lock().clone();
     let last_acked = acked_now.values().map(|(_, i)| *i).max();
     let rt = runtime();
@@ -179,7 +194,10 @@ fn a_node_halted_among_snapshots_and_purges_restarts_with_every_acknowledged_wri
         rt.shutdown_timeout(Duration::from_secs(2));
 
         // The log was purged below a snapshot (the attack needs it).
-        let snaps = sim.pinned().list(std::path::Path::new("/node/sm/snapshots")).unwrap_or_default();
+        let snaps = sim
+            .pinned()
+            .list(std::path::Path::new("/node/sm/snapshots"))
+            .unwrap_or_default();
         if snaps.iter().any(|n| n.ends_with(".snap")) {
             purged_runs += 1;
         }
@@ -188,8 +206,17 @@ fn a_node_halted_among_snapshots_and_purges_restarts_with_every_acknowledged_wri
         let halt_during = (seed % 2 == 1).then(|| (rng.range(1, 60), seed % 3 == 0));
         let fired = restart_and_check(&sim, seed, &acked, halt_during, "first restart");
         if fired {
-            restart_and_check(&sim, seed, &acked, None, "restart after a halt during the restart");
+            restart_and_check(
+                &sim,
+                seed,
+                &acked,
+                None,
+                "restart after a halt during the restart",
+            );
         }
     }
-    assert!(purged_runs > 0, "no run built a snapshot: the attack was not walked");
+    assert!(
+        purged_runs > 0,
+        "no run built a snapshot: the attack was not walked"
+    );
 }
