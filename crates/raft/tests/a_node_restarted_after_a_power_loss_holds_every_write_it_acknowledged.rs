@@ -9,72 +9,20 @@
 //! and that the state machine on its own did come back behind in some runs (so the
 //! re-apply path was walked, not assumed).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
-use sluice_raft::{Batch, BatchResult, Consistency, Node, NodeConfig, Security, StateMachine};
+use common::{runtime, sim_config, write_until_halted, Acked, Rng};
+use sluice_raft::{Consistency, Node, NodeConfig, StateMachine};
 use sluice_storage::{SimStorage, Storage};
 
 const DIR: &str = "/node";
 
 fn config(sim: &SimStorage) -> NodeConfig {
-    let mut c = NodeConfig::new(1, DIR, "127.0.0.1:0".parse().unwrap(), Security::Insecure);
-    c.db = sluice_raft::state_machine_options(sluice::Options::small());
-    c.storage = Arc::new(sim.pinned());
-    c
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo)
-    }
-}
-
-/// The acknowledged writes: key → (value, index of the entry that carried it).
-type Acked = Arc<Mutex<BTreeMap<Vec<u8>, (Vec<u8>, u64)>>>;
-
-/// Runs writers against `node` until `stop` or an error; records what was acknowledged.
-async fn write_until_halted(node: &Arc<Node>, writers: u64, per_writer: u64, acked: &Acked) {
-    let mut tasks = Vec::new();
-    for w in 0..writers {
-        let (node, acked) = (node.clone(), acked.clone());
-        tasks.push(tokio::spawn(async move {
-            for i in 0..per_writer {
-                let key = format!("w{w}-{i:05}").into_bytes();
-                let value = format!("value of w{w} {i}").into_bytes();
-                match node
-                    .write(Batch::new().put(key.clone(), value.clone()))
-                    .await
-                {
-                    Ok(written) => {
-                        assert_eq!(written.result, BatchResult::Applied);
-                        acked.lock().insert(key, (value, written.log_id.index));
-                    }
-                    Err(_) => return,
-                }
-            }
-        }));
-    }
-    for t in tasks {
-        t.await.unwrap();
-    }
+    sim_config(1, sim, DIR, "127.0.0.1:0")
 }
 
 #[test]
@@ -99,7 +47,7 @@ fn after_a_power_loss_or_kill_a_node_restarts_at_or_past_every_write_it_acknowle
                 .state(openraft::ServerState::Leader, "lead")
                 .await
                 .expect("the node leads");
-            write_until_halted(&node, 3, rng.range(5, 40), &acked).await;
+            write_until_halted(&node, "a", 3, rng.range(5, 40), &acked).await;
             let n = rng.range(1, 60);
             if kill {
                 sim.kill_at_op(n);
@@ -108,7 +56,7 @@ fn after_a_power_loss_or_kill_a_node_restarts_at_or_past_every_write_it_acknowle
             }
             let writers = tokio::time::timeout(
                 Duration::from_secs(30),
-                write_until_halted(&node, 3, 200, &acked),
+                write_until_halted(&node, "b", 3, 200, &acked),
             );
             writers.await.expect("writers end");
             if sim.incarnation() == 0 {

@@ -12,25 +12,15 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::run_bounded;
+use common::{run_bounded, sim_config, snapshot_and_purge_often};
 use sluice_raft::{Batch, Client, Consistency, Node, NodeConfig, NodeId, Security};
 use sluice_storage::{SimStorage, Storage};
 
 fn config(id: NodeId, sim: &SimStorage, listen: &str) -> NodeConfig {
-    let mut c = NodeConfig::new(
-        id,
-        format!("/n{id}"),
-        listen.parse().unwrap(),
-        Security::Insecure,
-    );
-    c.db = sluice_raft::state_machine_options(sluice::Options::small());
-    c.raft.snapshot_policy = openraft::SnapshotPolicy::LogsSinceLast(6);
-    c.raft.max_in_snapshot_log_to_keep = 0;
-    c.raft.purge_batch_size = 1;
-    c.storage = Arc::new(sim.pinned());
+    let mut c = sim_config(id, sim, &format!("/n{id}"), listen);
+    snapshot_and_purge_often(&mut c);
     c
 }
 
@@ -110,7 +100,7 @@ async fn scenario(seed: u64) {
         .expect("the follower applies the later entries");
     let installed = sim3
         .pinned()
-        .exists(&std::path::Path::new(&format!("/n{victim}/sm/CURRENT")))
+        .exists(std::path::Path::new(&format!("/n{victim}/sm/CURRENT")))
         .unwrap_or(false);
     let seen_applied = n3.state_machine().last_applied();
     let seen_value = n3

@@ -9,23 +9,14 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::run_bounded;
-use sluice_raft::{Batch, Node, NodeConfig, NodeId, Security};
+use common::{run_bounded, sim_config};
+use sluice_raft::{Batch, Node, NodeConfig, NodeId};
 use sluice_storage::SimStorage;
 
 fn config(id: NodeId, sim: &SimStorage, listen: &str) -> NodeConfig {
-    let mut c = NodeConfig::new(
-        id,
-        format!("/n{id}"),
-        listen.parse().unwrap(),
-        Security::Insecure,
-    );
-    c.db = sluice_raft::state_machine_options(sluice::Options::small());
-    c.storage = Arc::new(sim.pinned());
-    c
+    sim_config(id, sim, &format!("/n{id}"), listen)
 }
 
 #[test]

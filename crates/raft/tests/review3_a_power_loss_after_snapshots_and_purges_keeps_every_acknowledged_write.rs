@@ -10,80 +10,22 @@
 //! write must be there. A second halt is armed during the restart itself (the re-apply,
 //! a snapshot restore) in half of the runs, and the node restarted once more.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
-use sluice_raft::{Batch, BatchResult, Node, NodeConfig, Security};
+use common::{runtime, sim_config, snapshot_and_purge_often, write_until_halted, Acked, Rng};
+use sluice_raft::{Node, NodeConfig};
 use sluice_storage::{SimStorage, Storage};
 
 const DIR: &str = "/node";
 
 fn config(sim: &SimStorage) -> NodeConfig {
-    let mut c = NodeConfig::new(1, DIR, "127.0.0.1:0".parse().unwrap(), Security::Insecure);
-    c.db = sluice_raft::state_machine_options(sluice::Options::small());
-    c.raft.snapshot_policy = openraft::SnapshotPolicy::LogsSinceLast(6);
-    c.raft.max_in_snapshot_log_to_keep = 0;
-    c.raft.purge_batch_size = 1;
-    c.storage = Arc::new(sim.pinned());
+    let mut c = sim_config(1, sim, DIR, "127.0.0.1:0");
+    snapshot_and_purge_often(&mut c);
     c
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo)
-    }
-}
-
-type Acked = Arc<Mutex<BTreeMap<Vec<u8>, (Vec<u8>, u64)>>>;
-
-async fn write_until_halted(
-    node: &Arc<Node>,
-    tag: &str,
-    writers: u64,
-    per_writer: u64,
-    acked: &Acked,
-) {
-    let mut tasks = Vec::new();
-    for w in 0..writers {
-        let (node, acked) = (node.clone(), acked.clone());
-        let tag = tag.to_string();
-        tasks.push(tokio::spawn(async move {
-            for i in 0..per_writer {
-                let key = format!("{tag}-w{w}-{i:05}").into_bytes();
-                let value = format!("value of {tag} w{w} {i}").into_bytes();
-                match node
-                    .write(Batch::new().put(key.clone(), value.clone()))
-                    .await
-                {
-                    Ok(written) => {
-                        assert_eq!(written.result, BatchResult::Applied);
-                        acked.lock().insert(key, (value, written.log_id.index));
-                    }
-                    Err(_) => return,
-                }
-            }
-        }));
-    }
-    for t in tasks {
-        t.await.unwrap();
-    }
 }
 
 /// Restarts the node and checks it holds every acknowledged write; returns whether a

@@ -1,13 +1,17 @@
-//! What the cluster tests share: a bounded runtime, node configurations and a cluster of
-//! nodes in this process on 127.0.0.1.
+//! What the cluster tests share: a bounded runtime, node configurations (on the real or
+//! the simulated disk), a cluster of nodes in this process on 127.0.0.1, and writers that
+//! record what was acknowledged.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_raft::{Node, NodeConfig, NodeId, Security};
+use parking_lot::Mutex;
+use sluice_raft::{Batch, BatchResult, Node, NodeConfig, NodeId, Security};
+use sluice_storage::SimStorage;
 
 /// Runs `scenario` on a two-thread runtime, failing if it takes longer than `limit`.
 pub fn run_bounded(limit: Duration, scenario: impl Future<Output = ()>) {
@@ -73,5 +77,85 @@ pub async fn assert_all_hold(
             .await
             .unwrap_or_else(|e| panic!("node {id} did not apply up to {last} ({when}): {e}"));
         assert_eq!(n.state_machine().dump().unwrap(), want, "node {id} {when}");
+    }
+}
+
+/// Node `id` in `dir` on the simulated disk `sim` (its current incarnation), listening on
+/// `listen`, plain TCP, with small database options as a node takes them.
+pub fn sim_config(id: NodeId, sim: &SimStorage, dir: &str, listen: &str) -> NodeConfig {
+    let mut c = NodeConfig::new(id, dir, listen.parse().unwrap(), Security::Insecure);
+    c.db = sluice_raft::state_machine_options(sluice::Options::small());
+    c.storage = Arc::new(sim.pinned());
+    c
+}
+
+/// A snapshot every 6 entries, and the whole log below each purged.
+pub fn snapshot_and_purge_often(c: &mut NodeConfig) {
+    c.raft.snapshot_policy = openraft::SnapshotPolicy::LogsSinceLast(6);
+    c.raft.max_in_snapshot_log_to_keep = 0;
+    c.raft.purge_batch_size = 1;
+}
+
+/// A two-thread runtime (for tests that drop it between incarnations of a node).
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A small seeded generator (xorshift).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number in `lo..hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo)
+    }
+}
+
+/// The acknowledged writes: key → (value, index of the entry that carried it).
+pub type Acked = Arc<Mutex<BTreeMap<Vec<u8>, (Vec<u8>, u64)>>>;
+
+/// Runs `writers` writers of `per_writer` fresh keys (named by `tag`) against `node`, each
+/// until its first error; records every acknowledged write in `acked`.
+pub async fn write_until_halted(
+    node: &Arc<Node>,
+    tag: &str,
+    writers: u64,
+    per_writer: u64,
+    acked: &Acked,
+) {
+    let mut tasks = Vec::new();
+    for w in 0..writers {
+        let (node, acked) = (node.clone(), acked.clone());
+        let tag = tag.to_string();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..per_writer {
+                let key = format!("{tag}-w{w}-{i:05}").into_bytes();
+                let value = format!("value of {tag} w{w} {i}").into_bytes();
+                match node
+                    .write(Batch::new().put(key.clone(), value.clone()))
+                    .await
+                {
+                    Ok(written) => {
+                        assert_eq!(written.result, BatchResult::Applied);
+                        acked.lock().insert(key, (value, written.log_id.index));
+                    }
+                    Err(_) => return,
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
     }
 }
