@@ -90,8 +90,8 @@ pub struct NodeArgs {
     /// Ends this process when its parent ends.
     #[arg(long)]
     die_with_parent: bool,
-    /// Runtime threads: 1 (the default) runs the node on one thread.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    /// Runtime threads (1 runs the node on one thread).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: u16,
 }
 
@@ -482,12 +482,12 @@ fn node(a: NodeArgs) -> Result<(), Failure> {
                 .collect::<Result<_, Failure>>()?,
         ),
     };
-    // One thread by default: a node's work is one Raft core and one state-machine
-    // worker (the WALs flush on threads of their own), and on a small machine that runs
-    // several nodes a multi-threaded runtime only adds cross-thread wake-ups. Measured
-    // with `sluice compare replicated --clients 64 --rounds 2 --seconds 5` (2 cores,
-    // 2026-11-28, one run each, etcd in the same run): two worker threads 2.12× etcd's
-    // throughput, one thread 2.69×.
+    // Two worker threads by default. One thread measured faster on 2 cores
+    // (`sluice compare replicated --clients 64 --rounds 2 --seconds 5`, 2026-11-28: 2.69×
+    // etcd's throughput against 2.12× with two), but a node's state-machine work (applies,
+    // snapshot builds) then runs on the thread its Raft core needs for heartbeats and
+    // elections, and in one `crash-test cluster` run under load no write was acknowledged
+    // within 24 s of a kill. `--threads 1` keeps the faster setting for experiments.
     let rt = if a.threads == 1 {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
