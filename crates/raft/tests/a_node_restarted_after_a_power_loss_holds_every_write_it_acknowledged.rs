@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{runtime, sim_config, write_until_halted, Acked, Rng};
+use common::{run_one_node_until_halted, runtime, sim_config, Acked, Rng};
 use sluice_raft::{Consistency, Node, NodeConfig, StateMachine};
 use sluice_storage::{SimStorage, Storage};
 
@@ -37,40 +37,12 @@ fn after_a_power_loss_or_kill_a_node_restarts_at_or_past_every_write_it_acknowle
 
         // First incarnation: a one-node cluster, some writes, then a halt at a random
         // operation while more writes run.
-        let rt = runtime();
-        rt.block_on(async {
-            let node = Arc::new(Node::start(config(&sim)).await.expect("start"));
-            let members = BTreeMap::from([(1, node.addr().to_string())]);
-            node.initialize(members).await.expect("initialize");
-            node.raft()
-                .wait(Some(Duration::from_secs(20)))
-                .state(openraft::ServerState::Leader, "lead")
-                .await
-                .expect("the node leads");
-            write_until_halted(&node, "a", 3, rng.range(5, 40), &acked).await;
-            let n = rng.range(1, 60);
-            if kill {
-                sim.kill_at_op(n);
-            } else {
-                sim.crash_at_op(n);
-            }
-            let writers = tokio::time::timeout(
-                Duration::from_secs(30),
-                write_until_halted(&node, "b", 3, 200, &acked),
-            );
-            writers.await.expect("writers end");
-            if sim.incarnation() == 0 {
-                if kill {
-                    sim.kill_process();
-                } else {
-                    sim.crash();
-                }
-            } else {
-                halted_mid_run += 1;
-            }
-            sim.disarm_crash();
-        });
-        rt.shutdown_timeout(Duration::from_secs(2));
+        let warmup = (3, rng.range(5, 40));
+        let halt_at = rng.range(1, 60);
+        let first = || config(&sim);
+        if run_one_node_until_halted(&sim, first, warmup, halt_at, kill, 200, &acked) {
+            halted_mid_run += 1;
+        }
 
         let acked = acked.lock().clone();
         let last_acked = acked.values().map(|(_, i)| *i).max();

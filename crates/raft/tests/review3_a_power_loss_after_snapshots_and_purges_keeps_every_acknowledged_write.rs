@@ -13,10 +13,11 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::{runtime, sim_config, snapshot_and_purge_often, write_until_halted, Acked, Rng};
+use common::{
+    run_one_node_until_halted, runtime, sim_config, snapshot_and_purge_often, Acked, Rng,
+};
 use sluice_raft::{Node, NodeConfig};
 use sluice_storage::{SimStorage, Storage};
 
@@ -102,38 +103,10 @@ fn a_node_halted_among_snapshots_and_purges_restarts_with_every_acknowledged_wri
         let acked: Acked = Default::default();
         let kill = seed % 4 == 0;
 
-        let rt = runtime();
-        rt.block_on(async {
-            let node = Arc::new(Node::start(config(&sim)).await.expect("start"));
-            let members = BTreeMap::from([(1, node.addr().to_string())]);
-            node.initialize(members).await.expect("initialize");
-            node.raft()
-                .wait(Some(Duration::from_secs(20)))
-                .state(openraft::ServerState::Leader, "lead")
-                .await
-                .expect("the node leads");
-            write_until_halted(&node, "a", 2, rng.range(10, 40), &acked).await;
-            let n = rng.range(1, 300);
-            if kill {
-                sim.kill_at_op(n);
-            } else {
-                sim.crash_at_op(n);
-            }
-            let writers = tokio::time::timeout(
-                Duration::from_secs(30),
-                write_until_halted(&node, "b", 3, 300, &acked),
-            );
-            writers.await.expect("writers end");
-            if sim.incarnation() == 0 {
-                if kill {
-                    sim.kill_process();
-                } else {
-                    sim.crash();
-                }
-            }
-            sim.disarm_crash();
-        });
-        rt.shutdown_timeout(Duration::from_secs(2));
+        let warmup = (2, rng.range(10, 40));
+        let halt_at = rng.range(1, 300);
+        let first = || config(&sim);
+        run_one_node_until_halted(&sim, first, warmup, halt_at, kill, 300, &acked);
 
         // The log was purged below a snapshot (the attack needs it).
         let snaps = sim

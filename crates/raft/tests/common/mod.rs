@@ -159,3 +159,53 @@ pub async fn write_until_halted(
         t.await.unwrap();
     }
 }
+
+/// One incarnation of a one-node cluster on `sim`, started from `config`, ended by a halt:
+/// `warmup` = (writers, writes each) acknowledged first, then a power loss (or, with
+/// `kill`, a process kill) armed at the `halt_at`-th storage operation while three
+/// writers of `per_writer` writes run; if the armed halt never fired, the node is halted
+/// by hand once they end. Returns whether the armed halt fired among the writes.
+pub fn run_one_node_until_halted(
+    sim: &SimStorage,
+    config: impl FnOnce() -> NodeConfig,
+    warmup: (u64, u64),
+    halt_at: u64,
+    kill: bool,
+    per_writer: u64,
+    acked: &Acked,
+) -> bool {
+    let rt = runtime();
+    let fired = rt.block_on(async {
+        let node = Arc::new(Node::start(config()).await.expect("start"));
+        let members = BTreeMap::from([(1, node.addr().to_string())]);
+        node.initialize(members).await.expect("initialize");
+        node.raft()
+            .wait(Some(Duration::from_secs(20)))
+            .state(openraft::ServerState::Leader, "lead")
+            .await
+            .expect("the node leads");
+        write_until_halted(&node, "a", warmup.0, warmup.1, acked).await;
+        if kill {
+            sim.kill_at_op(halt_at);
+        } else {
+            sim.crash_at_op(halt_at);
+        }
+        let writers = tokio::time::timeout(
+            Duration::from_secs(30),
+            write_until_halted(&node, "b", 3, per_writer, acked),
+        );
+        writers.await.expect("writers end");
+        let fired = sim.incarnation() != 0;
+        if !fired {
+            if kill {
+                sim.kill_process();
+            } else {
+                sim.crash();
+            }
+        }
+        sim.disarm_crash();
+        fired
+    });
+    rt.shutdown_timeout(Duration::from_secs(2));
+    fired
+}
