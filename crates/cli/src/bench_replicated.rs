@@ -221,7 +221,14 @@ pub fn measure(a: &Args, dir: &std::path::Path) -> Result<Report, Failure> {
             expected.insert(k.clone(), *s);
         }
     }
-    let (missing, diverged) = check(&rt, &procs, &client, &expected, a.value_bytes, last)?;
+    let Checked {
+        missing,
+        diverged,
+        report,
+    } = check(&rt, &procs, &client, &expected, a.value_bytes, last)?;
+    for line in &report {
+        eprintln!("{line}");
+    }
     procs.stop();
     Ok(Report {
         nodes: a.nodes,
@@ -244,10 +251,19 @@ pub fn measure(a: &Args, dir: &std::path::Path) -> Result<Report, Failure> {
     })
 }
 
+/// What [`check`] found.
+pub struct Checked {
+    /// Acknowledged writes missing (or with another value) on at least one node.
+    pub missing: u64,
+    /// Nodes whose data differs from the first node's.
+    pub diverged: u64,
+    /// One line per node that lacks a write or differs: its id, applied index, key
+    /// count and the first missing keys.
+    pub report: Vec<String>,
+}
+
 /// Waits until every running node has applied up to `last`, then checks that each holds
-/// every acknowledged write with its value, and that all hold the same data. Returns the
-/// acknowledged writes missing from at least one node and the nodes whose data differs
-/// from the first node's.
+/// every acknowledged write with its value, and that all hold the same data.
 pub fn check(
     rt: &tokio::runtime::Runtime,
     procs: &Procs,
@@ -255,7 +271,7 @@ pub fn check(
     expected: &BTreeMap<Vec<u8>, u64>,
     value_bytes: usize,
     last: u64,
-) -> Result<(u64, u64), Failure> {
+) -> Result<Checked, Failure> {
     let deadline = Instant::now() + Duration::from_secs(60);
     let running: Vec<(NodeId, String)> = procs
         .file
@@ -283,6 +299,7 @@ pub fn check(
     }
     let mut missing_keys = std::collections::BTreeSet::new();
     let mut diverged = 0u64;
+    let mut report = Vec::new();
     let mut first: Option<Vec<(Vec<u8>, Vec<u8>)>> = None;
     for (id, addr) in &running {
         let dump = rt
@@ -292,16 +309,39 @@ pub fn check(
             .iter()
             .map(|(k, v)| (k.as_slice(), v.as_slice()))
             .collect();
+        let mut missing_here = Vec::new();
         for (k, s) in expected {
             if have.get(k.as_slice()) != Some(&value(*s, value_bytes).as_slice()) {
                 missing_keys.insert(k.clone());
+                missing_here.push(String::from_utf8_lossy(k).into_owned());
             }
         }
-        match &first {
-            None => first = Some(dump),
-            Some(f) if *f != dump => diverged += 1,
-            Some(_) => {}
+        let differs = match &first {
+            None => {
+                first = Some(dump.clone());
+                false
+            }
+            Some(f) => *f != dump,
+        };
+        if differs {
+            diverged += 1;
+        }
+        if differs || !missing_here.is_empty() {
+            let status = rt.block_on(client.status_at(addr)).ok();
+            report.push(format!(
+                "node {id}: applied {:?}, last log {:?}, {} keys, {} acknowledged writes missing{}{}",
+                status.as_ref().and_then(|s| s.applied_index),
+                status.as_ref().and_then(|s| s.last_log_index),
+                dump.len(),
+                missing_here.len(),
+                if missing_here.is_empty() { "" } else { ": " },
+                missing_here.iter().take(8).cloned().collect::<Vec<_>>().join(", "),
+            ));
         }
     }
-    Ok((missing_keys.len() as u64, diverged))
+    Ok(Checked {
+        missing: missing_keys.len() as u64,
+        diverged,
+        report,
+    })
 }

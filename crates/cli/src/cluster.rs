@@ -189,6 +189,8 @@ pub struct Procs {
     pub file: ClusterFile,
     certs: Option<PathBuf>,
     pub children: BTreeMap<NodeId, Child>,
+    /// Arguments added to every node's command line (e.g. `--threads 1`).
+    pub node_args: Vec<String>,
     /// Lines the nodes print after their first (tagged with their id).
     pub lines: mpsc::Receiver<(NodeId, String)>,
     tx: mpsc::Sender<(NodeId, String)>,
@@ -197,6 +199,16 @@ pub struct Procs {
 impl Procs {
     /// Makes a cluster of `n` nodes in `dir` (certificates made if missing).
     pub fn launch(dir: &Path, n: u64, insecure: bool) -> Result<Procs, Failure> {
+        Procs::launch_with(dir, n, insecure, Vec::new())
+    }
+
+    /// [`Procs::launch`], with `node_args` added to every node's command line.
+    pub fn launch_with(
+        dir: &Path,
+        n: u64,
+        insecure: bool,
+        node_args: Vec<String>,
+    ) -> Result<Procs, Failure> {
         if !(1..=9).contains(&n) {
             return Err(Failure::Usage(format!("--nodes {n}: must be 1 to 9")));
         }
@@ -248,6 +260,7 @@ impl Procs {
             file,
             certs,
             children: BTreeMap::new(),
+            node_args,
             lines,
             tx,
         };
@@ -291,6 +304,7 @@ impl Procs {
         if let Some(i) = init {
             cmd.args(["--init", i]);
         }
+        cmd.args(&self.node_args);
         let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -16,6 +16,10 @@
 //! data as the others, and a linearizable read through the leader must see every
 //! acknowledged write. A write whose outcome is unknown (the connection broke after it
 //! was sent) may be there or not; one that failed outright must not be acknowledged.
+//!
+//! A run that finds a lost write, a diverged node or a stale read keeps its directory
+//! (each node's Raft log and state machine) and names it, with each node's applied index
+//! and the first keys it lacks.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -26,7 +30,7 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use sluice_raft::{Batch, Consistency, NodeId};
 
-use crate::bench_replicated::{check, value};
+use crate::bench_replicated::{check, value, Checked};
 use crate::cluster::{runtime, Procs};
 use crate::Failure;
 
@@ -50,6 +54,9 @@ pub struct Args {
     /// One JSON object on stdout instead of the report.
     #[arg(long)]
     json: bool,
+    /// Runtime threads of each node process (`cluster node --threads`).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=256))]
+    node_threads: u16,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -109,7 +116,10 @@ pub fn run(a: Args) -> Result<(), Failure> {
                     r.lost,
                     r.diverged,
                     r.stale_reads
-                )
+                );
+                for line in &r.report {
+                    eprintln!("  {line}");
+                }
             });
         }
     }
@@ -140,6 +150,8 @@ pub fn run(a: Args) -> Result<(), Failure> {
 }
 
 struct RunResult {
+    /// What a failed run found, and where its directory is kept.
+    report: Vec<String>,
     acknowledged: u64,
     unknown: u64,
     lost: u64,
@@ -161,7 +173,12 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir()?;
     let rt = runtime()?;
-    let mut procs = Procs::launch(dir.path(), 3, a.insecure)?;
+    let mut procs = Procs::launch_with(
+        dir.path(),
+        3,
+        a.insecure,
+        vec!["--threads".into(), a.node_threads.to_string()],
+    )?;
     let client = Arc::new(procs.client()?);
     let leader = procs
         .wait_leader(&rt, &client, Duration::from_secs(30))
@@ -243,7 +260,11 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
     }
     let expected = shared.acked.lock().expect("not poisoned").clone();
     let last = shared.last_index.load(Ordering::Relaxed);
-    let (lost, mut diverged) = check(&rt, &procs, &client, &expected, VALUE_BYTES, last)?;
+    let Checked {
+        missing: lost,
+        mut diverged,
+        mut report,
+    } = check(&rt, &procs, &client, &expected, VALUE_BYTES, last)?;
     // Every node reports the same applied index once the log is quiet.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -262,6 +283,9 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
         }
         if Instant::now() > deadline {
             diverged += 1;
+            report.push(format!(
+                "the nodes' applied indexes stayed apart for 20 s: {applied:?}"
+            ));
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -281,7 +305,18 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
         }
     }
     procs.stop();
+    if lost + diverged + stale_reads > 0 {
+        // The evidence stays: each node's Raft log and state machine, for `sluice
+        // inspect` and a rerun.
+        let kept = dir.keep();
+        report.push(format!(
+            "leader at the end: node {leader}; last acknowledged index {last}; the run's directory is kept: {}",
+            kept.display()
+        ));
+        report.push(format!("shape {shape}, killed node {killed}"));
+    }
     Ok(RunResult {
+        report,
         acknowledged: expected.len() as u64,
         unknown: shared.unknown.load(Ordering::Relaxed),
         lost,

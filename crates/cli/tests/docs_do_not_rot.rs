@@ -32,7 +32,7 @@ const MANUALS: &[(&str, &[&str])] = &[
 
 /// Flags a manual may name beyond its commands' own: `--help` (every command has it) and
 /// cargo's.
-const OTHER_FLAGS: &[&str] = &["--help", "--release", "--features"];
+const OTHER_FLAGS: &[&str] = &["--help", "--release", "--features", "--example"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -9,7 +9,9 @@
 //! **What is durable when.** `save_vote` returns once its record is durable. `append`
 //! returns once its entries are in the WAL's buffer, where readers of this store already
 //! find them (they are kept in memory until durable), and calls openraft's `IOFlushed`
-//! callback only once they are durable (from the WAL's `on_durable`). `save_committed`,
+//! callback only once they are durable (from the WAL's `on_durable`). openraft may send
+//! such an entry to followers before it is durable here, which is why a node never lets a
+//! restarted leader go on leading its old term (`Node::start`, `no_leader_restore`). `save_committed`,
 //! `truncate_after` and `purge`'s own records ride on whatever is made durable next;
 //! `purge` waits for them before it removes anything.
 //!

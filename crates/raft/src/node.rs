@@ -118,6 +118,27 @@ pub fn state_machine_options(mut options: sluice::Options) -> sluice::Options {
     options
 }
 
+/// `raft` with openraft's leader restore off, or an error if it asks for it on.
+///
+/// The log store lets openraft send an entry to the followers as soon as it is appended,
+/// before it is durable here (Raft allows it: a majority of the others can commit it). A
+/// leader that then loses power comes back without that tail. With leader restore (on by
+/// default in openraft 0.10) it would go on leading its old term and write new entries at
+/// the lost indexes under the same log ids; a follower holding the old entry takes the new
+/// one for it, and the nodes diverge with a committed write missing on one of them (found
+/// by `sluice crash-test cluster`). Without it, a restarted leader is a follower until an
+/// election in a new term, which only a node holding every committed entry wins.
+fn no_leader_restore(mut raft: openraft::Config) -> io::Result<openraft::Config> {
+    if raft.enable_leader_restore == Some(true) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "enable_leader_restore: a sluice node cannot restore a restarted leader without an election (its followers may hold entries it appended but had not made durable); leave it unset or false",
+        ));
+    }
+    raft.enable_leader_restore = Some(false);
+    Ok(raft)
+}
+
 /// Timeouts of client calls and of peer calls that openraft gives none for.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -141,9 +162,7 @@ impl Node {
     /// [`Node::add_learner`] takes it in; a restarted node rejoins on its own.
     pub async fn start(config: NodeConfig) -> io::Result<Node> {
         let raft_config = Arc::new(
-            config
-                .raft
-                .clone()
+            no_leader_restore(config.raft.clone())?
                 .validate()
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?,
         );
