@@ -1,7 +1,7 @@
 //! Every bad argument gets one line on stderr and exit code 2, never a panic
 //! (docs/RELIABILITY.md §8).
 
-mod common;
+use crate::common;
 
 use common::{assert_usage_error, sluice};
 

@@ -4,7 +4,7 @@
 //! in units that mean something (percent and seconds), not an invisible bar or "/1000".
 //! By default the table has the columns a first reading needs; `--wide` shows them all.
 
-mod common;
+use crate::common;
 
 use common::{bench_args, run, sluice};
 

@@ -3,7 +3,7 @@
 //! otherwise (exit 2); `--check-only` runs only the consistency check (exit 0 when
 //! consistent, 1 when not); a database another process holds is one clear line (exit 1).
 
-mod common;
+use crate::common;
 
 use common::{assert_usage_error, bench_args, sluice};
 use std::path::Path;

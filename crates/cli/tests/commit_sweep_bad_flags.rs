@@ -1,7 +1,7 @@
 //! `sluice bench commit-sweep` rejects bad flags with one line on stderr and exit code 2,
 //! before it loads anything or writes a file.
 
-mod common;
+use crate::common;
 
 fn assert_usage_error(args: &[&str], mentions: &str) {
     let out_dir = tempfile::tempdir().unwrap();

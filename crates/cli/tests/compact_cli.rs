@@ -3,7 +3,7 @@
 //! one that is not a database is a usage error (exit 2), a database held by another
 //! handle a runtime failure (exit 1).
 
-mod common;
+use crate::common;
 
 use common::{assert_usage_error, run};
 

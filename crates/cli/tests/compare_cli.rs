@@ -2,7 +2,7 @@
 //! sluice alone (the default build has no peers) writes its table, JSON, CSV and
 //! figure, with each missing peer reported as unavailable with how to build it.
 
-mod common;
+use crate::common;
 use common::{assert_usage_error, json_lines, sluice};
 
 #[test]

@@ -2,7 +2,7 @@
 //! row is consistent and durable by the settings read back. Only with `--features peers`.
 #![cfg(feature = "peers")]
 
-mod common;
+use crate::common;
 use common::sluice;
 
 fn rows(args: &[&str]) -> Vec<serde_json::Value> {

@@ -2,7 +2,7 @@
 //! table and one JSON object whose counts agree with its exit code, each failure with a
 //! one-line replay command.
 
-mod common;
+use crate::common;
 
 #[test]
 fn bad_history_flags_print_one_line_and_exit_2() {

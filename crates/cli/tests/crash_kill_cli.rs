@@ -2,7 +2,7 @@
 //! (RELIABILITY.md tests 2 and 8): a short kill loop of the real binary loses nothing
 //! and recovers consistent states; bad arguments are one-line usage errors.
 
-mod common;
+use crate::common;
 
 use common::{assert_usage_error, sluice};
 

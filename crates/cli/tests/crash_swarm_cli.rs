@@ -3,7 +3,7 @@
 //! configuration and the command that replays it, with the exit code saying whether any
 //! seed broke a rule.
 
-mod common;
+use crate::common;
 
 use common::{assert_usage_error, sluice};
 

@@ -7,7 +7,7 @@
 //! commands and flags the binary has. Reads files and runs `--help` only: no network,
 //! well under a second.
 
-mod common;
+use crate::common;
 
 use common::sluice;
 use std::collections::{BTreeMap, BTreeSet};

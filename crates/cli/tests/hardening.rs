@@ -3,7 +3,7 @@
 //! front; the inspection commands on a damaged directory exit 1 with one line naming
 //! the damaged file and the LSN or page, never a panic.
 
-mod common;
+use crate::common;
 
 use common::{assert_usage_error, sluice};
 use std::fs::OpenOptions;

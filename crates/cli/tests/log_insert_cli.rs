@@ -2,7 +2,7 @@
 //! is one line on stderr and exit code 2; a good run prints the table and a JSON object
 //! with the fields scripts rely on.
 
-mod common;
+use crate::common;
 
 use common::sluice;
 

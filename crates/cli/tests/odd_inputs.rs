@@ -4,7 +4,7 @@
 //! refused with a message that names what to do (not "holds TPC-B at scale 1, not TPC-B
 //! at scale 1; use --scale 1"); and a benchmark piped into `head -1` ends quietly.
 
-mod common;
+use crate::common;
 
 use common::run;
 use std::path::Path;

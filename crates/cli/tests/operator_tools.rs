@@ -3,7 +3,7 @@
 //! panicking, and passes a clean database; `log dump` shows the records of a committed
 //! write; `stats`, `tables`, `get` and `scan` read a database read-only.
 
-mod common;
+use crate::common;
 
 use common::sluice;
 use std::fs::OpenOptions;

@@ -1,7 +1,7 @@
 //! `sluice plan` on the example profiles (the Tandem paper's Tables 2 and 3), and its
 //! refusal of bad profiles: one line on stderr, exit code 2.
 
-mod common;
+use crate::common;
 
 use common::{assert_usage_error, sluice};
 

@@ -2,7 +2,7 @@
 //! one JSON object with the summary fields and the time series scripts rely on; every bad
 //! argument is one line on stderr and exit code 2.
 
-mod common;
+use crate::common;
 
 use common::{assert_usage_error, sluice};
 

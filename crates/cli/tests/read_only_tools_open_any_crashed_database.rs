@@ -6,7 +6,7 @@
 //! reason other than the arguments exits 1, not 2: a creation interrupted before its
 //! first checkpoint, whose message names the command that finishes it.
 
-mod common;
+use crate::common;
 
 use common::run;
 use sluice_storage::{OpenOptions, SimStorage, Storage};

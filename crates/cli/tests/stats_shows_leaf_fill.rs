@@ -1,7 +1,7 @@
 //! `sluice stats` shows how full each table's leaves are (issue 24: space), and keys
 //! loaded in ascending or descending order fill theirs to at least 90 %.
 
-mod common;
+use crate::common;
 
 use common::sluice;
 

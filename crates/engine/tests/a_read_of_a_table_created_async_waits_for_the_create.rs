@@ -6,7 +6,7 @@
 //! released early, so the count inherits no dependency; a crash now takes the create,
 //! and the count was of a table that never existed.
 
-mod gated;
+use crate::gated;
 
 use gated::{open_gated, Opens};
 use sluice::{CommitProtocol, Durability};

@@ -8,7 +8,7 @@
 //! bytes were written (`LOG_WRITTEN`), before their sync. A read-only open, then a power
 //! loss, then a read-write open: both opens must show the same value.
 
-mod read_only;
+use crate::read_only;
 
 use read_only::*;
 use sluice::Database;

@@ -18,7 +18,7 @@
 //! interleaving is driven: the scanner is held in its first data-file read, after its
 //! batch checked the database, while the rollback fails.
 
-mod hold;
+use crate::hold;
 
 use hold::HoldReads;
 use sluice::{Database, Options};

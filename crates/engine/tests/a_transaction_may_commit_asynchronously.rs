@@ -4,7 +4,7 @@
 //! never a durable one; and a durable transaction that read what an async commit wrote is
 //! handed nothing, and not acknowledged, before that commit is durable.
 
-mod gated;
+use crate::gated;
 
 use gated::{open_gated, Opens};
 use rand::rngs::StdRng;

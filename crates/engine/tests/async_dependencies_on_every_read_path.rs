@@ -11,7 +11,7 @@
 //! not durable), then a durable transaction runs one read; the durable LSN right after
 //! the read returns must be at or past the async commit's record.
 
-mod gated;
+use crate::gated;
 
 use gated::{open_gated, Opens};
 use sluice::{CommitProtocol, Database, Durability, Lsn, Table};

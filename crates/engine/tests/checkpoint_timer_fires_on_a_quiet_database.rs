@@ -2,7 +2,7 @@
 //! passed with log written, the background checkpointer takes one by itself (nobody
 //! commits enough to reach `checkpoint_log_bytes`, nobody asks).
 
-mod spy;
+use crate::spy;
 
 use sluice::{Database, Options};
 use sluice_storage::SimStorage;

@@ -2,7 +2,7 @@
 //! commits: neither a client calling `commit` nor an agent. A commit only notices that
 //! enough log was written and wakes the checkpointer.
 
-mod spy;
+use crate::spy;
 
 use sluice::experiment::{Agents, Outcome};
 use sluice::{Database, Options};

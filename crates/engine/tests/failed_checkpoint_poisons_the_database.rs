@@ -3,7 +3,7 @@
 //! "checkpoint failed: …" — also when the checkpoint failed in the background. That
 //! includes a failed log truncation (otherwise the log grows until the disk is full).
 
-mod spy;
+use crate::spy;
 
 use sluice::{Database, Error, Options};
 use sluice_storage::{FaultKind, FaultOp, FaultPlan, SimStorage, Storage};

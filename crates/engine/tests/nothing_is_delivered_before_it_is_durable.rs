@@ -5,7 +5,7 @@
 //! agents a commit, a read-only result, a rollback's value and an error — must wait until
 //! the writer's commit is durable.
 
-mod gated;
+use crate::gated;
 
 use gated::open_gated;
 use sluice::experiment::{AgentOptions, Agents, Finished, Outcome};

@@ -1,7 +1,7 @@
 //! Every error from opening a database says which file it is about: the control file,
 //! the data file, the log directory.
 
-mod spy;
+use crate::spy;
 
 use sluice::{Database, Error, Options};
 use sluice_storage::{OpenOptions, SimStorage, Storage};

@@ -4,7 +4,7 @@
 //! a checkpoint — with `Error::ReadOnly`: one line, not retryable, and, as every error of
 //! an operation, failing its transaction.
 
-mod read_only;
+use crate::read_only;
 
 use read_only::*;
 use sluice::{Database, Error};

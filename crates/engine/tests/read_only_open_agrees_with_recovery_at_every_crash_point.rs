@@ -6,7 +6,7 @@
 //! kill, the page cache's unsynced writes. That a power loss between the two cannot make
 //! them disagree is `a_read_only_open_after_a_kill_shows_only_what_survives_a_power_loss.rs`.)
 
-mod read_only;
+use crate::read_only;
 
 use read_only::*;
 use sluice::{Database, Options, Result};

@@ -5,7 +5,7 @@
 //! open recovers the same way again), and a read-write open afterwards recovers on disk
 //! to the same contents.
 
-mod read_only;
+use crate::read_only;
 
 use read_only::*;
 use sluice::Database;

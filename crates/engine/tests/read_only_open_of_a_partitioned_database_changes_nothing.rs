@@ -3,7 +3,7 @@
 //! database has none) — makes no call that could change the disk, and the tree stays
 //! byte for byte as it was. A guard beside `read_only_open_of_a_missing_…`.
 
-mod read_only;
+use crate::read_only;
 
 use read_only::NoChanges;
 use sluice::{Options, Partitioned};

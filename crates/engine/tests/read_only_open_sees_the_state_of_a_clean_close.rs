@@ -2,7 +2,7 @@
 //! nothing for recovery to do; the handle reports itself read-only, and a read-write open
 //! afterwards finds the database as it was.
 
-mod read_only;
+use crate::read_only;
 
 use read_only::*;
 use sluice::Database;

@@ -7,7 +7,7 @@
 //! first (and does make them). A missing directory, one that is not a database and an
 //! interrupted creation are errors, and nothing is created for them either.
 
-mod read_only;
+use crate::read_only;
 
 use read_only::*;
 use sluice::{Database, Error, Options};

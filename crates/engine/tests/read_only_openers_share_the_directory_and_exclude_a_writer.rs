@@ -3,7 +3,7 @@
 //! `Error::Locked`, both ways, until the other side has closed. A copy of a database
 //! without its LOCK file opens read-only without one — and the file is not created.
 
-mod read_only;
+use crate::read_only;
 
 use read_only::*;
 use sluice::{Database, Error};

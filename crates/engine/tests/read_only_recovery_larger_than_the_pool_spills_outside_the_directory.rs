@@ -8,7 +8,7 @@
 //! (`Storage::scratch`), so on the simulator it is simulated too: a fault in it is the
 //! open's I/O error.
 
-mod read_only;
+use crate::read_only;
 
 use read_only::*;
 use sluice::Database;

@@ -4,7 +4,7 @@
 //! values (stored apart, in the hidden blob table) overwritten, deleted and written by a
 //! loser past the last checkpoint.
 
-mod read_only;
+use crate::read_only;
 
 use read_only::*;
 use sluice::{Database, Options, Strategy};

@@ -11,7 +11,7 @@ use sluice_raft::types::{Entry, LogId, Vote};
 use sluice_raft::Command;
 use sluice_wal::{Log, LogOptions};
 
-#[derive(Deserialize, Debug)]
+#[derive(Deserialize)]
 enum Record {
     Entry(Entry),
     Vote(Vote),
@@ -56,7 +56,10 @@ fn dump(dir: &str) -> Result<(), String> {
                 };
                 println!("{} entry {} {}", r.lsn, e.log_id(), what);
             }
-            other => println!("{} {:?}", r.lsn, other),
+            Record::Vote(v) => println!("{} vote {v:?}", r.lsn),
+            Record::Committed(c) => println!("{} committed {c:?}", r.lsn),
+            Record::Purged(p) => println!("{} purged {p:?}", r.lsn),
+            Record::TruncateAfter(t) => println!("{} truncate after {t:?}", r.lsn),
         }
     }
     Ok(())

@@ -17,7 +17,7 @@
 //! at random); the test requires that at least one seed lost it, so the schedule that
 //! matters was walked.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -9,7 +9,7 @@
 //! and that the state machine on its own did come back behind in some runs (so the
 //! re-apply path was walked, not assumed).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

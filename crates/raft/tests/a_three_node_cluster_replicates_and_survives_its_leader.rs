@@ -3,7 +3,7 @@
 //! restarts on its own data and catches up; a follower kept down while the leader
 //! snapshots and purges its log catches up by snapshot. Every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! removed and stopped; writes go on throughout and every acknowledged one is on every
 //! member. Bounded in time; loopback only.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

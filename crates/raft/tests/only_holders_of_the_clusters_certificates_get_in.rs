@@ -2,7 +2,7 @@
 //! refused before anything it sends is read — it can neither write, read, vote nor join
 //! — and each refusal is counted (and logged) by the node that refused it.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

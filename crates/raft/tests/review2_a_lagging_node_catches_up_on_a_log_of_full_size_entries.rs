@@ -13,7 +13,7 @@
 //! a learner is added and must catch up on 40 of them (~36 MiB) within 60 s. A control
 //! with small entries shows the same steps work.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -15,7 +15,7 @@
 //!   unbroken chain `0..m` and leaves the counter at `m`;
 //! * every node holds the same data.
 
-mod review_common;
+use crate::review_common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

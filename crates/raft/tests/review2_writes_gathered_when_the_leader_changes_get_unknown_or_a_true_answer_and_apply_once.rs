@@ -11,7 +11,7 @@
 //! Each of 16 clients writes its keys one after another; a client's later write must not
 //! be applied before its earlier one (checked through a per-client sequence key).
 
-mod review_common;
+use crate::review_common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

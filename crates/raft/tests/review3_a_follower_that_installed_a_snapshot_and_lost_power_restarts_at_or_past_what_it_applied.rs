@@ -9,7 +9,7 @@
 //! local dump must hold every write it held then. Also checked: the cluster's
 //! acknowledged writes are all on the restarted follower once it catches up.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! the membership entries it acknowledged, and the membership it reports must name
 //! node 2 as a voter.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

@@ -10,7 +10,7 @@
 //! write must be there. A second halt is armed during the restart itself (the re-apply,
 //! a snapshot restore) in half of the runs, and the node restarted once more.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

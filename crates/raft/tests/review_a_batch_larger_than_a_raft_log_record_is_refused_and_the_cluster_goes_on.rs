@@ -5,7 +5,7 @@
 //! leader stops — and the `Client` retries a write answered `Stopping`, handing the same
 //! batch to the next leader, which stops too.
 
-mod review_common;
+use crate::review_common;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! `apply` error as fatal, so every node that applies it stops, and a restarted node
 //! replays it and stops again.
 
-mod review_common;
+use crate::review_common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! must be there, no deleted key may come back, its applied position must not go back,
 //! and it must keep up with writes after the restart.
 
-mod review_common;
+use crate::review_common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -9,7 +9,7 @@
 //! compare-and-set now fails against the value the first copy wrote: the client is told
 //! `Conflict` (its write did not apply) although it did.
 
-mod review_common;
+use crate::review_common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

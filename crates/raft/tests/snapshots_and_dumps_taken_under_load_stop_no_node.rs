@@ -3,7 +3,7 @@
 //! snapshot build that failed that way stopped its node). At the end every node is up and
 //! holds every acknowledged write. Bounded in time; loopback only.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! and the callbacks after it never ran. Closing from the preparer must skip that join,
 //! as closing from the flush daemon already did.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_storage::{FaultKind, FaultOp, FaultPlan};

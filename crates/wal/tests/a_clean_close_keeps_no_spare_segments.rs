@@ -5,7 +5,7 @@
 //! the close only the segments that hold records stay, and the reopened log reads them all
 //! and goes on appending where it stopped.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_storage::Storage;

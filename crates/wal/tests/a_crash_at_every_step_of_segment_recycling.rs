@@ -6,7 +6,7 @@
 //! its start with its exact bytes and nothing that was never appended, never lose more
 //! than truncation asked for, and go on appending; and the same after one more power loss.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_storage::{OpenOptions, SimStorage, Storage};

@@ -14,7 +14,7 @@
 //! into the segment waits until the preparer's extension sync has failed, and the
 //! preparer holds its failure back until the daemon has synced (or a second has passed).
 
-mod common;
+use crate::common;
 
 use common::*;
 use parking_lot::{Condvar, Mutex};
@@ -144,7 +144,7 @@ impl StagedFile<(Mutex<Stage>, Condvar)> {
 #[test]
 fn a_failed_extension_sync_fails_the_daemons_next_sync() {
     let (sim, _) = sim(61);
-    let staged = Staged {
+    let staged: Staged<(Mutex<Stage>, Condvar)> = Staged {
         sim: sim.clone(),
         stage: Arc::default(),
     };

@@ -3,7 +3,7 @@
 //! acknowledged records, and was refused at the next identical open (both markers are
 //! one file). Fix: directories are compared by identity before any marker is written.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_storage::{OsStorage, Storage};

@@ -5,7 +5,7 @@
 //! `WalError::ReadOnly`, and shares the directory lock with other readers while
 //! excluding a writer.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_storage::{OpenOptions, Storage};

@@ -3,7 +3,7 @@
 //! segments count as archived already, and truncation freed records that no copy held.
 //! Fix: the archive carries a marker naming the log it archives, and anything else is refused.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_storage::Storage;

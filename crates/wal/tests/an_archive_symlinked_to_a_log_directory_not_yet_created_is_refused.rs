@@ -11,7 +11,7 @@
 //! what was truncated — the loss §13's postmortem describes (`D/log/../log`), reached by
 //! the one spelling the check does not resolve.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_storage::{OsStorage, Storage};

@@ -3,7 +3,7 @@
 //! itself, counted archived, then freed by truncation — acknowledged records were lost.
 //! Fix: directories are compared by what they are (the storage seam's `dir_identity`).
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_storage::{OsStorage, Storage};

@@ -21,7 +21,7 @@
 //! segment until the test lets it fail. The short sleep only gives the daemon time to
 //! park; if it had not parked yet, the test would pass (never a false failure).
 
-mod common;
+use crate::common;
 
 use common::*;
 use parking_lot::{Condvar, Mutex};
@@ -77,7 +77,7 @@ impl FileLayer for StagedFile<(Mutex<Gate>, Condvar)> {
 #[test]
 fn closing_from_the_preparers_poisoning_callback_while_the_daemon_waits_for_an_extension() {
     let (sim, _) = sim(5);
-    let staged = Staged {
+    let staged: Staged<(Mutex<Gate>, Condvar)> = Staged {
         sim,
         stage: Arc::default(),
     };

@@ -9,7 +9,7 @@
 //! through `Log` over the simulated disk, reopened and read back.
 #![cfg(not(loom))]
 
-mod common;
+use crate::common;
 
 use common::{check_payload, payload, read_all, sim, DIR};
 use sluice_wal::frame::{self, Decoded};

@@ -2,7 +2,7 @@
 //! inside the durable log is reported with its LSN, never silently dropped; each kind of
 //! bad frame and bad segment header is recognised.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_storage::{OpenOptions, Storage};

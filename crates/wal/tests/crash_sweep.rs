@@ -21,7 +21,7 @@
 //! through the sweep; a record below the recovered log's start counts as truncated, and
 //! the start never passes what truncation asked for.
 
-mod common;
+use crate::common;
 
 use common::*;
 use rand::rngs::StdRng;

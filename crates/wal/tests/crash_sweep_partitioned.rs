@@ -10,7 +10,7 @@
 //! no corruption and every record there is one that was written, at the LSN it was
 //! written at; and every archived segment the log still holds is a byte-for-byte copy.
 
-mod common;
+use crate::common;
 
 use common::*;
 use rand::rngs::StdRng;

@@ -4,7 +4,7 @@
 //! Recovery must answer every such directory with `Ok` or an error — never a panic — and
 //! report impossible headers as `Corruption`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use proptest::prelude::*;

@@ -4,7 +4,7 @@
 //! anything in it is acknowledged; an explicit sync syncs even with nothing buffered; no
 //! sync runs under the insertion lock; a held directory cannot be opened twice.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_storage::{FaultKind, FaultOp, FaultPlan, GatedStorage, Storage, TraceEvent};

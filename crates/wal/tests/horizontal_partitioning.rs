@@ -2,7 +2,7 @@
 //! `k` in directory `k mod D`, reads, recovers, truncates and recycles across them, and
 //! refuses to open with its directories missing, extra, swapped or from another log.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_storage::Storage;

@@ -3,7 +3,7 @@
 //! error that names the file, instead of trusting what the page cache shows. Once the
 //! device works again the log opens with every acknowledged record.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_storage::{raw_os_error, FaultKind, FaultOp, FaultPlan};

@@ -4,7 +4,7 @@
 //! boot (after a process kill) must not read them back as durable: recovery syncs each
 //! segment and drops its cache, so the scan sees exactly what the device holds.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_storage::{FaultKind, FaultOp, FaultPlan, SimStorage, Storage};

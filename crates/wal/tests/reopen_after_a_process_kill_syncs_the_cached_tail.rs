@@ -5,7 +5,7 @@
 //! reopened log reported, and never turns into "Corruption … a later record proves the log
 //! was durable".
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_storage::{GatedStorage, SimStorage, Storage};

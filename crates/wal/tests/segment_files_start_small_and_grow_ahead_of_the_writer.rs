@@ -4,7 +4,7 @@
 //! preparer extends it ahead of the flush daemon, and the next segment is made only once
 //! the current one is half full; what the log reads back is unchanged.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_storage::{OpenOptions, Storage};

@@ -1,6 +1,6 @@
 //! Segments, wrap-around, reading back, truncation and durable notification.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_wal::{segment, Log, LogOptions, Lsn};

@@ -4,7 +4,7 @@
 //! never be read as records of the new segment, wherever they lie, and must never make
 //! recovery call a healthy log corrupt.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_storage::{OpenOptions, Storage};

@@ -4,7 +4,7 @@
 //! log found none and restarted its LSNs at 0, under a database whose pages carry LSNs
 //! from the old numbering. The segment holding the last durable byte is never removed.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_wal::{frame, segment, Log, Lsn};

@@ -5,7 +5,7 @@
 //! stay exact after every single removal, a file already missing counts as removed, and
 //! the error reaches the caller.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sluice_storage::{FaultKind, FaultOp, FaultPlan, Storage};

@@ -1,0 +1,27 @@
+//! The replication tests, in one test binary: each `tests/*.rs` file here is a module (a test is
+//! named `file::test`), and the helpers under `tests/*/mod.rs` are declared once.
+//! One binary instead of one per file: each test crate was compiled and linked on its
+//! own, most of CI's build time.
+
+mod common;
+mod review_common;
+
+mod a_leader_back_from_a_power_loss_never_reuses_its_term;
+mod a_node_restarted_after_a_power_loss_holds_every_write_it_acknowledged;
+mod a_three_node_cluster_replicates_and_survives_its_leader;
+mod members_are_added_promoted_and_removed_while_writes_go_on;
+mod only_holders_of_the_clusters_certificates_get_in;
+mod openraft_storage_suite;
+mod reopen_after_close_and_crash;
+mod review2_a_lagging_node_catches_up_on_a_log_of_full_size_entries;
+mod review2_each_batch_of_a_shared_entry_is_atomic_and_answered_with_its_own_result;
+mod review2_writes_gathered_when_the_leader_changes_get_unknown_or_a_true_answer_and_apply_once;
+mod review3_a_follower_that_installed_a_snapshot_and_lost_power_restarts_at_or_past_what_it_applied;
+mod review3_a_membership_change_acknowledged_before_a_power_loss_is_there_when_the_node_restarts;
+mod review3_a_power_loss_after_snapshots_and_purges_keeps_every_acknowledged_write;
+mod review_a_batch_larger_than_a_raft_log_record_is_refused_and_the_cluster_goes_on;
+mod review_a_command_the_engine_refuses_does_not_stop_the_cluster;
+mod review_a_follower_that_installed_two_snapshots_in_a_row_keeps_every_acknowledged_write_across_a_restart;
+mod review_a_state_machine_installs_two_snapshots_in_a_row_and_reopens_on_the_second;
+mod review_a_write_committed_before_its_leader_failed_is_never_reported_as_not_applied;
+mod snapshots_and_dumps_taken_under_load_stop_no_node;
