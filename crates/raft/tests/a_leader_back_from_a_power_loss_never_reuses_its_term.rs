@@ -28,6 +28,9 @@ use openraft::async_runtime::watch::WatchReceiver;
 use sluice_raft::{Batch, BatchResult, Node, NodeConfig, NodeId};
 use sluice_storage::{GatedStorage, SimStorage, Storage};
 
+/// A node's whole key space, in key order.
+type Dump = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Long election timeouts: node 1 must be back before anyone else would stand.
 fn slow_elections(c: &mut NodeConfig) {
     c.raft.heartbeat_interval = 50;
@@ -162,7 +165,7 @@ fn one_seed(seed: u64) -> bool {
         Batch::new().put("written-after-the-restart", "x"),
         deadline,
     ));
-    let dumps: BTreeMap<NodeId, Vec<(Vec<u8>, Vec<u8>)>> = all
+    let dumps: BTreeMap<NodeId, Dump> = all
         .iter()
         .map(|(id, n)| {
             second_rt
