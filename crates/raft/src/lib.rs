@@ -26,7 +26,7 @@ pub mod tls;
 pub mod types;
 mod wire;
 
-pub use log_store::LogStore;
+pub use log_store::{LogStore, Record as LogRecord};
 pub use node::{
     state_machine_options, Client, ClientError, Consistency, Node, NodeConfig, NodeStatus,
     Security, Written,

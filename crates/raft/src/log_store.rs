@@ -49,13 +49,18 @@ use crate::types::{decode, encode, Entry, LogId, TypeConfig, Vote};
 /// that read right behind the appends. Older entries are read back from the WAL.
 const CACHE_DURABLE_ENTRIES: usize = 1024;
 
-/// One record of the store's WAL.
-#[derive(Serialize, Deserialize)]
-enum Record {
+/// One record of the store's WAL ([`LogStore::records`] reads them back).
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Record {
+    /// An appended entry (one at an index already there replaces it and all after it).
     Entry(Entry),
+    /// A vote, durable before `save_vote` returns.
     Vote(Vote),
+    /// The committed log id as openraft saved it.
     Committed(Option<LogId>),
+    /// A purge point: entries up to it are gone.
     Purged(LogId),
+    /// A truncation: entries after it are gone.
     TruncateAfter(Option<LogId>),
 }
 
@@ -166,6 +171,16 @@ fn wal_error(e: WalError) -> io::Error {
     io::Error::other(e)
 }
 
+/// Hands every record of `log` (the store's WAL in `dir`) to `f`, in order.
+fn replay(log: &Log, dir: &Path, mut f: impl FnMut(Lsn, Record)) -> io::Result<()> {
+    for record in log.read_from(log.start_lsn()).map_err(wal_error)? {
+        let record = record.map_err(wal_error)?;
+        let what = format!("raft log record at LSN {} in {}", record.lsn, dir.display());
+        f(record.lsn, decode(&record.payload, &what)?);
+    }
+    Ok(())
+}
+
 impl LogStore {
     /// Opens the store in `dir` (creating it if needed) and replays its records.
     pub fn open(
@@ -176,19 +191,29 @@ impl LogStore {
         let dir: PathBuf = dir.as_ref().to_path_buf();
         let log = Log::open(storage, &dir, options).map_err(wal_error)?;
         let mut state = State::default();
-        let reader = log.read_from(log.start_lsn()).map_err(wal_error)?;
-        for record in reader {
-            let record = record.map_err(wal_error)?;
-            let what = format!("raft log record at LSN {} in {}", record.lsn, dir.display());
-            let decoded: Record = decode(&record.payload, &what)?;
-            state.apply(decoded, record.lsn, false);
-        }
+        replay(&log, &dir, |lsn, record| state.apply(record, lsn, false))?;
         Ok(LogStore {
             inner: Arc::new(Inner {
                 log,
                 state: Mutex::new(state),
             }),
         })
+    }
+
+    /// Every record of the store's WAL in `dir`, in order, with its LSN: what a replay
+    /// reads, for inspecting a node's log (the `dump_raft_log` example). Opening the WAL
+    /// may repair a torn tail, so point it at a copy of a log that must stay as found.
+    pub fn records(
+        storage: Arc<dyn Storage>,
+        dir: impl AsRef<Path>,
+        options: LogOptions,
+    ) -> io::Result<Vec<(Lsn, Record)>> {
+        let dir = dir.as_ref();
+        let log = Log::open(storage, dir, options).map_err(wal_error)?;
+        let mut out = Vec::new();
+        replay(&log, dir, |lsn, record| out.push((lsn, record)))?;
+        log.close().map_err(wal_error)?;
+        Ok(out)
     }
 
     /// The WAL under the store (for its counters and durable position).
