@@ -54,9 +54,10 @@ pub struct Args {
     /// One JSON object on stdout instead of the report.
     #[arg(long)]
     json: bool,
-    /// Runtime threads of each node process (`cluster node --threads`).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=256))]
-    node_threads: u16,
+    /// Runtime threads of each node process (`cluster node --threads`; its default if
+    /// not given).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    node_threads: Option<u16>,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -177,7 +178,9 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
         dir.path(),
         3,
         a.insecure,
-        vec!["--threads".into(), a.node_threads.to_string()],
+        a.node_threads
+            .map(|t| vec!["--threads".into(), t.to_string()])
+            .unwrap_or_default(),
     )?;
     let client = Arc::new(procs.client()?);
     let leader = procs
@@ -306,8 +309,8 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
     }
     procs.stop();
     if lost + diverged + stale_reads > 0 {
-        // The evidence stays: each node's Raft log and state machine, for `sluice
-        // inspect` and a rerun.
+        // The evidence stays: each node's Raft log (the `dump_raft_log` example reads
+        // it) and state machine (`sluice get`, `sluice scan`).
         let kept = dir.keep();
         report.push(format!(
             "leader at the end: node {leader}; last acknowledged index {last}; the run's directory is kept: {}",
