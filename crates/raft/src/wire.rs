@@ -165,6 +165,29 @@ fn codec() -> LengthDelimitedCodec {
         .new_codec()
 }
 
+/// Writes the frames `out` hands over to `write` until either side closes. Every frame
+/// already waiting goes out in the same flush, so a burst of answers (the writes one
+/// log entry carried, applied together) costs one system call rather than one each.
+async fn write_frames(write: impl AsyncWrite + Unpin, mut out: mpsc::Receiver<bytes::Bytes>) {
+    let mut w = FramedWrite::new(write, codec());
+    while let Some(f) = out.recv().await {
+        if w.feed(f).await.is_err() {
+            return;
+        }
+        // Let the tasks already woken (the other answers of the same entry) queue
+        // theirs before the flush.
+        tokio::task::yield_now().await;
+        while let Ok(f) = out.try_recv() {
+            if w.feed(f).await.is_err() {
+                return;
+            }
+        }
+        if SinkExt::<bytes::Bytes>::flush(&mut w).await.is_err() {
+            return;
+        }
+    }
+}
+
 fn frame<T: Serialize>(id: u64, body: &T) -> io::Result<bytes::Bytes> {
     let mut out = id.to_le_bytes().to_vec();
     out.extend_from_slice(&encode(body)?);
@@ -195,16 +218,9 @@ impl Conn {
     /// Runs a connection on `stream`.
     pub(crate) fn new(stream: impl Stream) -> Conn {
         let (read, write) = tokio::io::split(stream);
-        let (out, mut out_rx) = mpsc::channel::<bytes::Bytes>(64);
+        let (out, out_rx) = mpsc::channel::<bytes::Bytes>(64);
         let pending: Pending = Arc::new(Mutex::new(Some(HashMap::new())));
-        tokio::spawn(async move {
-            let mut w = FramedWrite::new(write, codec());
-            while let Some(f) = out_rx.recv().await {
-                if w.send(f).await.is_err() {
-                    break;
-                }
-            }
-        });
+        tokio::spawn(write_frames(write, out_rx));
         let p = pending.clone();
         tokio::spawn(async move {
             let mut r = FramedRead::new(read, codec());
@@ -286,15 +302,8 @@ pub(crate) async fn serve<H, F>(
     F: std::future::Future<Output = Response> + Send + 'static,
 {
     let (read, write) = tokio::io::split(stream);
-    let (out, mut out_rx) = mpsc::channel::<bytes::Bytes>(64);
-    let writer = tokio::spawn(async move {
-        let mut w = FramedWrite::new(write, codec());
-        while let Some(f) = out_rx.recv().await {
-            if w.send(f).await.is_err() {
-                break;
-            }
-        }
-    });
+    let (out, out_rx) = mpsc::channel::<bytes::Bytes>(64);
+    let writer = tokio::spawn(write_frames(write, out_rx));
     let mut r = FramedRead::new(read, codec());
     loop {
         let f = tokio::select! {
