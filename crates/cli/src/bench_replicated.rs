@@ -42,6 +42,10 @@ pub struct Args {
     /// One JSON object on stdout instead of the table.
     #[arg(long)]
     json: bool,
+    /// Runtime threads of each node process (`cluster node --threads`; its default if
+    /// not given).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    node_threads: Option<u16>,
 }
 
 /// What a run measured and checked.
@@ -147,7 +151,7 @@ pub fn value(seed: u64, len: usize) -> Vec<u8> {
 
 pub fn measure(a: &Args, dir: &std::path::Path) -> Result<Report, Failure> {
     let rt = runtime()?;
-    let mut procs = Procs::launch(dir, a.nodes, a.insecure)?;
+    let mut procs = Procs::launch_threads(dir, a.nodes, a.insecure, a.node_threads)?;
     let client = Arc::new(procs.client()?);
     procs
         .wait_leader(&rt, &client, Duration::from_secs(30))

@@ -202,6 +202,20 @@ impl Procs {
         Procs::launch_with(dir, n, insecure, Vec::new())
     }
 
+    /// [`Procs::launch`] with each node's runtime threads (`cluster node --threads`),
+    /// or the node's own default where `threads` is `None`.
+    pub fn launch_threads(
+        dir: &Path,
+        n: u64,
+        insecure: bool,
+        threads: Option<u16>,
+    ) -> Result<Procs, Failure> {
+        let args = threads
+            .map(|t| vec!["--threads".into(), t.to_string()])
+            .unwrap_or_default();
+        Procs::launch_with(dir, n, insecure, args)
+    }
+
     /// [`Procs::launch`], with `node_args` added to every node's command line.
     pub fn launch_with(
         dir: &Path,

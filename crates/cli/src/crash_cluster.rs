@@ -174,14 +174,7 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir()?;
     let rt = runtime()?;
-    let mut procs = Procs::launch_with(
-        dir.path(),
-        3,
-        a.insecure,
-        a.node_threads
-            .map(|t| vec!["--threads".into(), t.to_string()])
-            .unwrap_or_default(),
-    )?;
+    let mut procs = Procs::launch_threads(dir.path(), 3, a.insecure, a.node_threads)?;
     let client = Arc::new(procs.client()?);
     let leader = procs
         .wait_leader(&rt, &client, Duration::from_secs(30))

@@ -483,7 +483,55 @@ fn newest_snapshot(storage: &dyn Storage, dir: &Path) -> io::Result<Option<(u64,
     Ok(newest)
 }
 
+/// What one `apply` call did: each entry's batch results (in entry order), the last
+/// commit LSN, the last log id applied, and the last membership among the entries.
+struct Applied {
+    results: Vec<Vec<BatchResult>>,
+    last_lsn: Option<Lsn>,
+    last_applied: Option<LogId>,
+    last_membership: Option<StoredMembership>,
+}
+
+/// Runs `f`, engine work that blocks (applies, snapshot builds: page reads, latches, the
+/// gate), on tokio's blocking pool, so that the runtime thread it would otherwise hold
+/// goes on sending heartbeats and answering votes. A node may run on a one-thread
+/// runtime (`sluice cluster node --threads 1`), where a snapshot build of a large state
+/// on that thread would delay heartbeats past the election timeout.
+async fn off_runtime<T: Send + 'static>(
+    f: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| io::Error::other(format!("a state-machine task failed: {e}")))?
+}
+
 impl Inner {
+    /// Applies `entries` in order, each in a transaction of its own (`apply_one`).
+    fn apply_all(&self, entries: &[crate::types::Entry]) -> io::Result<Applied> {
+        let mut applied = Applied {
+            results: Vec::with_capacity(entries.len()),
+            last_lsn: None,
+            last_applied: None,
+            last_membership: None,
+        };
+        let live = self.live.read();
+        let live = live.as_ref().ok_or_else(closed)?;
+        for entry in entries {
+            let log_id = entry.log_id();
+            let (result, lsn, membership) = {
+                let _gate = self.gate.lock();
+                StateMachine::apply_one(live, log_id, &entry.payload)?
+            };
+            applied.last_lsn = applied.last_lsn.max(lsn);
+            applied.last_applied = Some(log_id);
+            if membership.is_some() {
+                applied.last_membership = membership;
+            }
+            applied.results.push(result);
+        }
+        Ok(applied)
+    }
+
     /// Writes `image` as the next snapshot file, durably, and removes older ones.
     ///
     /// A snapshot older than the one stored (a build that read before an install but got
@@ -515,31 +563,35 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
     type SnapshotData = SnapshotData;
 
     async fn build_snapshot(&mut self) -> Result<Snapshot, io::Error> {
-        let image = {
-            let live = self.inner.live.read();
-            let live = live.as_ref().ok_or_else(closed)?;
-            let _gate = self.inner.gate.lock();
-            let mut tx = live.db.begin();
-            let data = tx
-                .scan_all(&live.data)
-                .collect::<sluice::Result<Vec<_>>>()
-                .map_err(db_error)?;
-            let (last_log_id, last_membership) = read_meta(&mut tx, live)?;
-            // A durable commit: the cut it read is durable when this returns.
-            tx.commit().map_err(db_error)?;
-            Image {
-                meta: SnapshotMeta {
-                    last_log_id,
-                    last_membership,
-                },
-                data,
-            }
-        };
-        let body = self.inner.store_snapshot(&image)?;
-        Ok(Snapshot {
-            meta: image.meta,
-            snapshot: body,
+        let inner = self.inner.clone();
+        off_runtime(move || {
+            let image = {
+                let live = inner.live.read();
+                let live = live.as_ref().ok_or_else(closed)?;
+                let _gate = inner.gate.lock();
+                let mut tx = live.db.begin();
+                let data = tx
+                    .scan_all(&live.data)
+                    .collect::<sluice::Result<Vec<_>>>()
+                    .map_err(db_error)?;
+                let (last_log_id, last_membership) = read_meta(&mut tx, live)?;
+                // A durable commit: the cut it read is durable when this returns.
+                tx.commit().map_err(db_error)?;
+                Image {
+                    meta: SnapshotMeta {
+                        last_log_id,
+                        last_membership,
+                    },
+                    data,
+                }
+            };
+            let body = inner.store_snapshot(&image)?;
+            Ok(Snapshot {
+                meta: image.meta,
+                snapshot: body,
+            })
         })
+        .await
     }
 }
 
@@ -555,31 +607,29 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     where
         Strm: Stream<Item = Result<EntryResponder<TypeConfig>, io::Error>> + Unpin + OptionalSend,
     {
-        let mut answers = Vec::new();
-        let mut last_lsn = None;
-        let mut last_applied = None;
-        let mut last_membership = None;
+        let mut batch = Vec::new();
+        let mut responders = Vec::new();
+        while let Some((entry, responder)) = entries.try_next().await? {
+            batch.push(entry);
+            responders.push(responder);
+        }
         let db = {
             let live = self.inner.live.read();
             live.as_ref().ok_or_else(closed)?.db.clone()
         };
-        while let Some((entry, responder)) = entries.try_next().await? {
-            let log_id = entry.log_id();
-            let (result, lsn, membership) = {
-                let live = self.inner.live.read();
-                let live = live.as_ref().ok_or_else(closed)?;
-                let _gate = self.inner.gate.lock();
-                StateMachine::apply_one(live, log_id, &entry.payload)?
-            };
-            last_lsn = last_lsn.max(lsn);
-            last_applied = Some(log_id);
-            if membership.is_some() {
-                last_membership = membership;
-            }
-            if let Some(r) = responder {
-                answers.push((r, result));
-            }
-        }
+        // The engine work runs off the async runtime (see `off_runtime`).
+        let inner = self.inner.clone();
+        let Applied {
+            results,
+            last_lsn,
+            last_applied,
+            last_membership,
+        } = off_runtime(move || inner.apply_all(&batch)).await?;
+        let answers: Vec<_> = responders
+            .into_iter()
+            .zip(results)
+            .filter_map(|(r, result)| r.map(|r| (r, result)))
+            .collect();
         // What makes the applied position durable: the Raft log's committed log id where
         // one at or past the last entry applied is recorded there (a restart re-applies
         // up to it from the log), else this database's own commits.
@@ -623,19 +673,31 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         meta: &SnapshotMeta,
         snapshot: SnapshotData,
     ) -> Result<(), io::Error> {
-        let image: Image = decode(&snapshot, "snapshot")?;
-        let inner = &self.inner;
-        let mut live = inner.live.write();
+        let (inner, meta) = (self.inner.clone(), meta.clone());
+        off_runtime(move || inner.install(&meta, &snapshot)).await
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
+        let inner = self.inner.clone();
+        off_runtime(move || inner.current_snapshot()).await
+    }
+}
+
+impl Inner {
+    /// Installs the snapshot `snapshot` (described by `meta`) as the live state machine.
+    fn install(&self, meta: &SnapshotMeta, snapshot: &SnapshotData) -> io::Result<()> {
+        let image: Image = decode(snapshot, "snapshot")?;
+        let mut live = self.live.write();
         let old = live.as_ref().ok_or_else(closed)?.generation;
         // A directory never used: past every generation there is, emptied or not.
-        let last = generations(&*inner.storage, &inner.dir)?
+        let last = generations(&*self.storage, &self.dir)?
             .last()
             .copied()
             .unwrap_or(0);
         let generation = last.max(old) + 1;
         // Fill the new generation, close it (durable), then switch CURRENT.
         {
-            let fresh = open_slot(&inner.storage, &inner.dir, &inner.options, generation)?;
+            let fresh = open_slot(&self.storage, &self.dir, &self.options, generation)?;
             for chunk in image.data.chunks(1024) {
                 let mut tx = fresh.db.begin();
                 for (k, v) in chunk {
@@ -657,10 +719,10 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             meta: meta.clone(),
             data: image.data,
         };
-        inner.store_snapshot(&stored)?;
+        self.store_snapshot(&stored)?;
         files::write_atomic(
-            &*inner.storage,
-            &inner.dir,
+            &*self.storage,
+            &self.dir,
             "CURRENT",
             generation_name(generation).as_bytes(),
         )?;
@@ -670,22 +732,23 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             db.close().map_err(db_error)?;
         }
         *live = Some(open_slot(
-            &inner.storage,
-            &inner.dir,
-            &inner.options,
+            &self.storage,
+            &self.dir,
+            &self.options,
             generation,
         )?);
-        files::clear_dir(&*inner.storage, &inner.dir.join(generation_name(old)))?;
-        *inner.applied.lock() = (meta.last_log_id, meta.last_membership.clone());
+        files::clear_dir(&*self.storage, &self.dir.join(generation_name(old)))?;
+        *self.applied.lock() = (meta.last_log_id, meta.last_membership.clone());
         Ok(())
     }
 
-    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
-        let _seq = self.inner.snapshots.lock();
-        let Some((_, path)) = newest_snapshot(&*self.inner.storage, &self.inner.dir)? else {
+    /// The stored snapshot, if any.
+    fn current_snapshot(&self) -> io::Result<Option<Snapshot>> {
+        let _seq = self.snapshots.lock();
+        let Some((_, path)) = newest_snapshot(&*self.storage, &self.dir)? else {
             return Ok(None);
         };
-        let Some(body) = files::read_checked(&*self.inner.storage, &path)? else {
+        let Some(body) = files::read_checked(&*self.storage, &path)? else {
             return Ok(None);
         };
         let image: Image = decode(&body, &path.display().to_string())?;
