@@ -91,7 +91,7 @@ pub struct NodeArgs {
     #[arg(long)]
     die_with_parent: bool,
     /// Runtime threads (1 runs the node on one thread).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: u16,
 }
 

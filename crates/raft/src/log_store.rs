@@ -80,6 +80,8 @@ struct State {
     /// The end of the last `Committed` record appended by this handle (zero after a
     /// replay: every replayed record is durable).
     committed_end: Lsn,
+    /// The end of the last record appended by this handle (zero after a replay).
+    end: Lsn,
     purged: Option<LogId>,
     entries: BTreeMap<u64, Slot>,
     /// Indexes whose slot holds a cached entry, oldest first.
@@ -245,6 +247,7 @@ impl LogStore {
         if matches!(record, Record::Committed(_)) {
             state.committed_end = at.end;
         }
+        state.end = at.end;
         state.apply(record, at.lsn, true);
         Ok((at.lsn, at.end))
     }
@@ -257,6 +260,15 @@ impl LogStore {
         let state = self.inner.state.lock();
         let committed = state.committed.as_ref()?;
         (committed.index() >= index).then(|| self.inner.log.durable_future(state.committed_end))
+    }
+
+    /// Resolves once every record appended so far is durable: the entries (and any
+    /// truncation before them) that a state machine is about to apply. A state machine
+    /// waits for it before it applies, so that its own log, flushed in the background,
+    /// never holds an entry this log could lose (see `StateMachine::apply`).
+    pub fn appended_durable(&self) -> sluice_wal::DurableFuture {
+        let end = self.inner.state.lock().end;
+        self.inner.log.durable_future(end)
     }
 
     async fn durable(&self, end: Lsn) -> io::Result<()> {

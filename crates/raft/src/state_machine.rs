@@ -14,9 +14,13 @@
 //!
 //! **Apply.** Each entry is applied in one transaction that also writes its log id to
 //! `raft/applied` (and, for a membership entry, the membership): the data and the applied
-//! position never disagree. The transactions of one `apply` call commit without waiting
-//! for the disk ([`Durability::Async`]); the call then waits, before it answers any
-//! client, until a crash can no longer take back what it applied:
+//! position never disagree. In a node, an `apply` call first waits until the Raft log
+//! holds, durably, every record appended so far (the entries it applies, and any
+//! truncation before them): this database flushes on its own, and must never hold an
+//! entry the Raft log could still lose. The engine work runs on tokio's blocking pool,
+//! off the thread of the node's Raft core. The transactions of one `apply` call commit
+//! without waiting for the disk ([`Durability::Async`]); the call then waits, before it
+//! answers any client, until a crash can no longer take back what it applied:
 //! - in a node, until the Raft log holds, durably, a committed log id at or past the last
 //!   entry applied ([`StateMachine::witness_applies_with`]). That record rides on the
 //!   log's next flush, which the next entries need anyway, so the state machine's own
@@ -617,6 +621,16 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             let live = self.inner.live.read();
             live.as_ref().ok_or_else(closed)?.db.clone()
         };
+        // Nothing is applied before the Raft log holds it durably. openraft applies what
+        // the log has accepted, which may not be durable yet (a follower's, or a leader
+        // whose followers made the majority), and this database flushes on its own: an
+        // applied entry could otherwise outlive, in this database, the log records that
+        // put it there (a truncation of a stale tail, the entry itself), and a node
+        // restarted after a power loss would find its state machine past its log.
+        let appended = self.inner.raft_log.lock().as_ref().map(LogStore::appended_durable);
+        if let Some(appended) = appended {
+            appended.await.map_err(io::Error::other)?;
+        }
         // The engine work runs off the async runtime (see `off_runtime`).
         let inner = self.inner.clone();
         let Applied {
