@@ -5,15 +5,15 @@
 //! the Raft log's flush is slower than that, the state machine is durable *ahead* of the
 //! Raft log. The docs only consider the state machine coming back behind the log.
 //!
-//! Schedule: node 1 leads (L), node 2 (O) is killed; L's Raft log syncs are held
+//! Schedule: node 1 leads (L), node 2 (O) is killed; L's Raft log writes and syncs are held
 //! while ten entries go to node 3 (F), which makes them durable (they are never
 //! committed: L does not have them durably and O is down). L loses power (losing those
 //! entries); F stays up (with an election timeout too long to stand in this test). L and
 //! O come back and elect a new leader in a new term, which commits a write at the same
 //! indexes. As soon as F has accepted that leader (its new vote durable), F's Raft log
-//! syncs are held: it truncates its stale tail and appends the new entries (a
-//! `TruncateAfter` record and entries, none synced), applies them (its state machine
-//! flushes on its own) and loses power. Its log may come back with the stale tail (the
+//! writes and syncs are held: it truncates its stale tail and appends the new entries (a
+//! `TruncateAfter` record and entries, none written), applies them (its state machine
+//! flushes on its own) and loses power. Its log comes back with the stale tail (the
 //! truncation record lost) while its state machine holds an applied log id of the new
 //! term at a lower index than that tail's end: openraft's `get_initial_state` then
 //! refuses to start ("inverted log order").
@@ -121,23 +121,25 @@ fn one_seed(seed: u64) -> (bool, Option<String>) {
     // F's log is not gated: let its flush finish.
     std::thread::sleep(Duration::from_millis(300));
     let t1 = fnode.status().term;
-    // Once F follows a leader of a newer term (its vote saved), its log's syncs wait.
+    c.power_loss(l);
+    // F is idle now (no leader, and it does not stand). The next sync of its Raft log is
+    // its vote for the next leader (saved before it takes that leader's entries); after
+    // it, F's Raft log writes and syncs wait.
+    c.slots[&f].gate.as_ref().unwrap().close_after_syncs(1);
     let watcher = {
-        let (fnode, gate) = (fnode.clone(), c.slots[&f].gate.clone().unwrap());
+        let fnode = fnode.clone();
         c.client.spawn(async move {
-            let r = fnode
+            fnode
                 .raft()
                 .wait(Some(Duration::from_secs(60)))
                 .metrics(
                     |m| m.current_term > t1 && m.current_leader.is_some_and(|x| x != 3),
                     "F follows a new leader",
                 )
-                .await;
-            gate.close();
-            r.is_ok()
+                .await
+                .is_ok()
         })
     };
-    c.power_loss(l);
 
     // L and O elect a new leader, which commits a write at the stale indexes.
     c.start(o).unwrap_or_else(|e| panic!("seed {seed}: restart O: {e}"));

@@ -4,9 +4,11 @@
 //! the next incarnation), driven from a plain thread, with a client runtime that writes
 //! through whichever node leads and records every write `Node::write` acknowledged.
 //!
-//! Every node's Raft log (`/nI/raft-log`) sits behind a `GatedStorage` of its own (open
-//! unless a test closes it), mounted over the same simulated disk: a test can hold the
-//! log's syncs while the state machine's own log flushes as usual.
+//! Every node's Raft log (`/nI/raft-log`) sits behind a [`Hold`] of its own (open unless
+//! a test closes it), mounted over the same simulated disk: a test can hold the log's
+//! writes and syncs (what the WAL's flush daemon does) while the state machine's own log
+//! flushes as usual. What is held never reaches the disk: a power loss meanwhile loses it
+//! for certain (a held sync alone would leave the written sectors to chance).
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -14,9 +16,97 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use sluice_raft::{Batch, BatchResult, ClientError, Node, NodeConfig, NodeId};
-use sluice_storage::{GatedStorage, RoutedStorage, SimStorage, Storage};
+use sluice_storage::{FileHandle, FileLayer, FileOp, RoutedStorage, SimStorage, Storage, StorageLayer};
+
+/// A storage whose files' writes and syncs wait while it is closed.
+#[derive(Clone)]
+pub struct Hold {
+    inner: Arc<dyn Storage>,
+    closed: Arc<(Mutex<HoldState>, Condvar)>,
+}
+
+#[derive(Default)]
+struct HoldState {
+    closed: bool,
+    /// `Some(n)`: close once `n` more syncs have completed.
+    close_after: Option<usize>,
+}
+
+impl Hold {
+    pub fn new(inner: Arc<dyn Storage>) -> Hold {
+        Hold {
+            inner,
+            closed: Arc::new((Mutex::new(HoldState::default()), Condvar::new())),
+        }
+    }
+
+    /// From now on, writes and syncs wait.
+    pub fn close(&self) {
+        self.closed.0.lock().closed = true;
+    }
+
+    /// Lets `n` more syncs (and the writes before them) through, then closes.
+    pub fn close_after_syncs(&self, n: usize) {
+        self.closed.0.lock().close_after = Some(n);
+    }
+
+    /// Lets them through.
+    pub fn open(&self) {
+        let mut s = self.closed.0.lock();
+        s.closed = false;
+        s.close_after = None;
+        self.closed.1.notify_all();
+    }
+}
+
+struct HeldFile {
+    inner: Box<dyn FileHandle>,
+    closed: Arc<(Mutex<HoldState>, Condvar)>,
+}
+
+impl FileLayer for HeldFile {
+    fn below(&self) -> &dyn FileHandle {
+        &*self.inner
+    }
+    fn around<T>(&self, op: FileOp, call: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
+        if !matches!(op, FileOp::Write(_) | FileOp::Sync) {
+            return call();
+        }
+        {
+            let mut s = self.closed.0.lock();
+            while s.closed {
+                self.closed.1.wait(&mut s);
+            }
+        }
+        let r = call();
+        if op == FileOp::Sync {
+            let mut s = self.closed.0.lock();
+            if let Some(n) = s.close_after {
+                if n <= 1 {
+                    s.close_after = None;
+                    s.closed = true;
+                } else {
+                    s.close_after = Some(n - 1);
+                }
+            }
+        }
+        r
+    }
+}
+
+impl StorageLayer for Hold {
+    fn below(&self) -> &dyn Storage {
+        &*self.inner
+    }
+    fn wrap(&self, inner: Box<dyn FileHandle>) -> Box<dyn FileHandle> {
+        Box::new(HeldFile {
+            inner,
+            closed: self.closed.clone(),
+        })
+    }
+}
 
 use crate::common::{runtime, sim_config};
 
@@ -41,7 +131,7 @@ pub struct Slot {
     pub sim: SimStorage,
     pub addr: Option<String>,
     /// The gate in front of this incarnation's Raft log.
-    pub gate: Option<GatedStorage>,
+    pub gate: Option<Hold>,
     rt: Option<tokio::runtime::Runtime>,
     node: Option<Arc<Node>>,
     tune: fn(&mut NodeConfig),
@@ -53,7 +143,7 @@ impl Slot {
         let listen = self.addr.clone().unwrap_or_else(|| "127.0.0.1:0".into());
         let mut c = sim_config(self.id, &self.sim, &dir, &listen);
         let pinned: Arc<dyn Storage> = Arc::new(self.sim.pinned());
-        let gate = GatedStorage::new(pinned.clone());
+        let gate = Hold::new(pinned.clone());
         c.storage =
             Arc::new(RoutedStorage::new(pinned).mount(format!("{dir}/raft-log"), Arc::new(gate.clone())));
         self.gate = Some(gate);
