@@ -43,7 +43,13 @@ fn tune(c: &mut NodeConfig) {
 
 /// What F's disk holds after its power loss: (the log's last entry id, the state
 /// machine's applied id), read as a restart would read them.
-fn shape(c: &Cluster, f: NodeId) -> (Option<sluice_raft::types::LogId>, Option<sluice_raft::types::LogId>) {
+fn shape(
+    c: &Cluster,
+    f: NodeId,
+) -> (
+    Option<sluice_raft::types::LogId>,
+    Option<sluice_raft::types::LogId>,
+) {
     let storage: Arc<dyn Storage> = Arc::new(c.slots[&f].sim.pinned());
     let records = LogStore::records(
         storage.clone(),
@@ -104,7 +110,11 @@ fn one_seed(seed: u64) -> (bool, Option<String>) {
         c.client.spawn(async move {
             let _ = ln
                 .raft()
-                .client_write(Batch::new().put(format!("stale-{i}"), "never committed").into())
+                .client_write(
+                    Batch::new()
+                        .put(format!("stale-{i}"), "never committed")
+                        .into(),
+                )
                 .await;
         });
     }
@@ -142,10 +152,16 @@ fn one_seed(seed: u64) -> (bool, Option<String>) {
     };
 
     // L and O elect a new leader, which commits a write at the stale indexes.
-    c.start(o).unwrap_or_else(|e| panic!("seed {seed}: restart O: {e}"));
-    c.start(l).unwrap_or_else(|e| panic!("seed {seed}: restart L: {e}"));
+    c.start(o)
+        .unwrap_or_else(|e| panic!("seed {seed}: restart O: {e}"));
+    c.start(l)
+        .unwrap_or_else(|e| panic!("seed {seed}: restart L: {e}"));
     let after = c.write("written-in-the-new-term", "x", 60);
-    eprintln!("seed {seed}: stale entries {}..={}, new-term write at {after}", n0 + 1, n0 + 10);
+    eprintln!(
+        "seed {seed}: stale entries {}..={}, new-term write at {after}",
+        n0 + 1,
+        n0 + 10
+    );
     let followed = within(&c.client, 60, "the watcher", watcher).unwrap();
     let applied = within(&c.client, 30, "F applies", async {
         fnode
@@ -199,5 +215,10 @@ fn a_follower_whose_state_machine_outran_its_raft_log_restarts_and_agrees() {
         "the state machine outran a stale log tail in {walked} of {} seeds",
         seeds.len()
     );
-    assert!(failures.is_empty(), "{} of {} seeds: {failures:#?}", failures.len(), seeds.len());
+    assert!(
+        failures.is_empty(),
+        "{} of {} seeds: {failures:#?}",
+        failures.len(),
+        seeds.len()
+    );
 }

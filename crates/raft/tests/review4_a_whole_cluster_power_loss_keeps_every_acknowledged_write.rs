@@ -24,8 +24,9 @@ fn restart_all(c: &mut Cluster, rng: &mut Rng) {
     order.rotate_left(k);
     for id in order {
         let seed = c.seed;
-        c.start(id)
-            .unwrap_or_else(|e| panic!("seed {seed}: node {id} does not restart after the power loss: {e}"));
+        c.start(id).unwrap_or_else(|e| {
+            panic!("seed {seed}: node {id} does not restart after the power loss: {e}")
+        });
         std::thread::sleep(Duration::from_millis(rng.range(0, 300)));
     }
 }

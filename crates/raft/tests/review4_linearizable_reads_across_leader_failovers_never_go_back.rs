@@ -31,8 +31,12 @@ fn one_seed(seed: u64) {
     let reads_ok = Arc::new(AtomicU64::new(0));
 
     let writer = {
-        let (live, acked_hi, attempted_hi, stop) =
-            (c.live.clone(), acked_hi.clone(), attempted_hi.clone(), stop.clone());
+        let (live, acked_hi, attempted_hi, stop) = (
+            c.live.clone(),
+            acked_hi.clone(),
+            attempted_hi.clone(),
+            stop.clone(),
+        );
         c.client.spawn(async move {
             let mut next = 1u64;
             while !stop.load(Ordering::Relaxed) {
@@ -114,8 +118,9 @@ fn one_seed(seed: u64) {
             c.kill(l);
         }
         std::thread::sleep(Duration::from_millis(rng.range(0, 1_500)));
-        c.start(l)
-            .unwrap_or_else(|e| panic!("seed {seed} round {round}: node {l} does not restart: {e}"));
+        c.start(l).unwrap_or_else(|e| {
+            panic!("seed {seed} round {round}: node {l} does not restart: {e}")
+        });
     }
     std::thread::sleep(Duration::from_millis(1_000));
     stop.store(true, Ordering::Relaxed);
@@ -132,7 +137,12 @@ fn one_seed(seed: u64) {
         reads_ok.load(Ordering::Relaxed),
         v.len()
     );
-    assert!(v.is_empty(), "seed {seed}: {} stale or impossible reads: {:?}", v.len(), &v[..v.len().min(5)]);
+    assert!(
+        v.is_empty(),
+        "seed {seed}: {} stale or impossible reads: {:?}",
+        v.len(),
+        &v[..v.len().min(5)]
+    );
     assert!(
         acked_hi.load(Ordering::SeqCst) > 0 && reads_ok.load(Ordering::Relaxed) > 0,
         "seed {seed}: nothing was written or read"

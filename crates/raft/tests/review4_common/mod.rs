@@ -18,7 +18,9 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 use sluice_raft::{Batch, BatchResult, ClientError, Node, NodeConfig, NodeId};
-use sluice_storage::{FileHandle, FileLayer, FileOp, RoutedStorage, SimStorage, Storage, StorageLayer};
+use sluice_storage::{
+    FileHandle, FileLayer, FileOp, RoutedStorage, SimStorage, Storage, StorageLayer,
+};
 
 /// A storage whose files' writes and syncs wait while it is closed.
 #[derive(Clone)]
@@ -70,7 +72,11 @@ impl FileLayer for HeldFile {
     fn below(&self) -> &dyn FileHandle {
         &*self.inner
     }
-    fn around<T>(&self, op: FileOp, call: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
+    fn around<T>(
+        &self,
+        op: FileOp,
+        call: impl FnOnce() -> std::io::Result<T>,
+    ) -> std::io::Result<T> {
         if !matches!(op, FileOp::Write(_) | FileOp::Sync) {
             return call();
         }
@@ -144,15 +150,18 @@ impl Slot {
         let mut c = sim_config(self.id, &self.sim, &dir, &listen);
         let pinned: Arc<dyn Storage> = Arc::new(self.sim.pinned());
         let gate = Hold::new(pinned.clone());
-        c.storage =
-            Arc::new(RoutedStorage::new(pinned).mount(format!("{dir}/raft-log"), Arc::new(gate.clone())));
+        c.storage = Arc::new(
+            RoutedStorage::new(pinned).mount(format!("{dir}/raft-log"), Arc::new(gate.clone())),
+        );
         self.gate = Some(gate);
         (self.tune)(&mut c);
         c
     }
 
     pub fn node(&self) -> &Arc<Node> {
-        self.node.as_ref().unwrap_or_else(|| panic!("node {} is down", self.id))
+        self.node
+            .as_ref()
+            .unwrap_or_else(|| panic!("node {} is down", self.id))
     }
 
     pub fn is_up(&self) -> bool {
@@ -160,7 +169,9 @@ impl Slot {
     }
 
     pub fn rt(&self) -> &tokio::runtime::Runtime {
-        self.rt.as_ref().unwrap_or_else(|| panic!("node {} is down", self.id))
+        self.rt
+            .as_ref()
+            .unwrap_or_else(|| panic!("node {} is down", self.id))
     }
 
     /// Ends the incarnation (after its disk was halted).
@@ -220,7 +231,8 @@ impl Cluster {
     pub fn started(seed: u64, n: NodeId, tune: fn(&mut NodeConfig)) -> Cluster {
         let mut c = Cluster::new(seed, n, tune);
         for id in 1..=n {
-            c.start(id).unwrap_or_else(|e| panic!("seed {seed}: start node {id}: {e}"));
+            c.start(id)
+                .unwrap_or_else(|e| panic!("seed {seed}: start node {id}: {e}"));
         }
         let members: BTreeMap<NodeId, String> = c
             .slots
@@ -302,16 +314,25 @@ impl Cluster {
     /// up that names a leader names it), within `secs`.
     pub fn leader(&self, secs: u64) -> NodeId {
         let seed = self.seed;
-        within(&self.client, secs, &format!("seed {seed}: a leader"), async {
-            loop {
-                let nodes: Vec<(NodeId, Arc<Node>)> =
-                    self.live.lock().iter().map(|(i, n)| (*i, n.clone())).collect();
-                if let Some((id, _)) = nodes.iter().find(|(_, n)| n.status().role == "Leader") {
-                    return *id;
+        within(
+            &self.client,
+            secs,
+            &format!("seed {seed}: a leader"),
+            async {
+                loop {
+                    let nodes: Vec<(NodeId, Arc<Node>)> = self
+                        .live
+                        .lock()
+                        .iter()
+                        .map(|(i, n)| (*i, n.clone()))
+                        .collect();
+                    if let Some((id, _)) = nodes.iter().find(|(_, n)| n.status().role == "Leader") {
+                        return *id;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
                 }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
+            },
+        )
     }
 
     /// Writes `key` = `value` through whichever node leads, retrying (the same put) until
@@ -391,21 +412,33 @@ impl Cluster {
                 continue;
             }
             let n = slot.node().clone();
-            within(&self.client, 60, &format!("seed {seed}: node {id} catches up ({when})"), async {
-                n.raft()
+            within(
+                &self.client,
+                60,
+                &format!("seed {seed}: node {id} catches up ({when})"),
+                async {
+                    n.raft()
                     .wait(Some(Duration::from_secs(50)))
                     .applied_index_at_least(Some(barrier), "catch up")
                     .await
                     .unwrap_or_else(|e| {
                         panic!("seed {seed}: node {id} did not apply up to {barrier} ({when}): {e}")
                     });
-            });
-            let d: BTreeMap<Vec<u8>, Vec<u8>> =
-                n.state_machine().dump().expect("dump").into_iter().collect();
+                },
+            );
+            let d: BTreeMap<Vec<u8>, Vec<u8>> = n
+                .state_machine()
+                .dump()
+                .expect("dump")
+                .into_iter()
+                .collect();
             dumps.insert(*id, d);
         }
         let acked = self.acked.lock().clone();
-        assert!(!acked.is_empty(), "seed {seed}: nothing was acknowledged ({when})");
+        assert!(
+            !acked.is_empty(),
+            "seed {seed}: nothing was acknowledged ({when})"
+        );
         for (id, d) in &dumps {
             for (key, (value, index)) in &acked {
                 assert_eq!(
@@ -430,8 +463,18 @@ impl Cluster {
         let (first, d0) = dumps.iter().next().unwrap();
         for (id, d) in &dumps {
             if d != d0 {
-                let only_here: Vec<_> = d.keys().filter(|k| !d0.contains_key(*k)).take(5).map(|k| String::from_utf8_lossy(k).into_owned()).collect();
-                let only_there: Vec<_> = d0.keys().filter(|k| !d.contains_key(*k)).take(5).map(|k| String::from_utf8_lossy(k).into_owned()).collect();
+                let only_here: Vec<_> = d
+                    .keys()
+                    .filter(|k| !d0.contains_key(*k))
+                    .take(5)
+                    .map(|k| String::from_utf8_lossy(k).into_owned())
+                    .collect();
+                let only_there: Vec<_> = d0
+                    .keys()
+                    .filter(|k| !d.contains_key(*k))
+                    .take(5)
+                    .map(|k| String::from_utf8_lossy(k).into_owned())
+                    .collect();
                 panic!("seed {seed}: node {id} and node {first} hold different data ({when}): only on {id}: {only_here:?}, only on {first}: {only_there:?}");
             }
         }
