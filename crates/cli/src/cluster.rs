@@ -510,12 +510,11 @@ fn node(a: NodeArgs) -> Result<(), Failure> {
                 .collect::<Result<_, Failure>>()?,
         ),
     };
-    // Two worker threads by default. One thread measured faster on 2 cores
-    // (`sluice compare replicated --clients 64 --rounds 2 --seconds 5`, 2026-11-28: 2.69×
-    // etcd's throughput against 2.12× with two), but a node's state-machine work (applies,
-    // snapshot builds) then runs on the thread its Raft core needs for heartbeats and
-    // elections, and in one `crash-test cluster` run under load no write was acknowledged
-    // within 24 s of a kill. `--threads 1` keeps the faster setting for experiments.
+    // One thread by default: on 2 cores it measured faster than two
+    // (`sluice compare replicated --clients 64`, 2026-11-28: 2.69× etcd's throughput
+    // against 2.12×). Two were the default while a node's state-machine work ran on its
+    // runtime thread and could hold heartbeats off (one `crash-test cluster` run went
+    // 24 s without an acknowledged write); that work now runs on tokio's blocking pool.
     let rt = if a.threads == 1 {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -262,6 +262,12 @@ impl LogStore {
         (committed.index() >= index).then(|| self.inner.log.durable_future(state.committed_end))
     }
 
+    /// Bytes of log written so far (the WAL's position: it only grows, across purges
+    /// and restarts).
+    pub fn appended_bytes(&self) -> u64 {
+        self.inner.log.released_lsn().0
+    }
+
     /// Resolves once every record appended so far is durable: the entries (and any
     /// truncation before them) that a state machine is about to apply. A state machine
     /// waits for it before it applies, so that its own log, flushed in the background,

@@ -64,6 +64,14 @@ pub struct NodeConfig {
     pub log: LogOptions,
     /// openraft's timing and snapshot settings.
     pub raft: openraft::Config,
+    /// Builds a snapshot once the Raft log has grown, since the last one this node built
+    /// or installed, by at least this many bytes and by at least that snapshot's size;
+    /// `None` leaves snapshots to `raft.snapshot_policy` alone. A snapshot copies the
+    /// whole state, so a rule counting entries (openraft's `LogsSinceLast`) makes each
+    /// write pay for more copying as the state grows; this rule copies at most as many
+    /// bytes as the log took in, and keeps the log at about twice the state.
+    /// [`NodeConfig::new`]: 16 MiB, with openraft's own policy off.
+    pub snapshot_log_bytes: Option<u64>,
     /// The disk (the real one, or a simulated one in tests).
     pub storage: Arc<dyn Storage>,
     /// Mutual TLS, or plain TCP for loopback experiments.
@@ -101,10 +109,43 @@ impl NodeConfig {
                 heartbeat_interval: 50,
                 election_timeout_min: 300,
                 election_timeout_max: 600,
+                snapshot_policy: openraft::SnapshotPolicy::Never,
                 ..Default::default()
             },
+            snapshot_log_bytes: Some(DEFAULT_SNAPSHOT_LOG_BYTES),
             storage: Arc::new(sluice_storage::OsStorage::new()),
             security,
+        }
+    }
+}
+
+/// [`NodeConfig::snapshot_log_bytes`] of [`NodeConfig::new`].
+pub const DEFAULT_SNAPSHOT_LOG_BYTES: u64 = 16 << 20;
+
+/// How often a node looks at its log's growth for [`NodeConfig::snapshot_log_bytes`].
+const SNAPSHOT_CHECK: Duration = Duration::from_millis(200);
+
+/// Triggers a snapshot whenever the Raft log has grown by `min_bytes`, and by the size of
+/// the newest snapshot, since the last trigger (or the start), until `stop` turns true.
+async fn snapshot_by_log_size(
+    raft: Raft,
+    log: LogStore,
+    sm: StateMachine,
+    min_bytes: u64,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut since = log.appended_bytes();
+    loop {
+        tokio::select! {
+            _ = stop.wait_for(|s| *s) => return,
+            _ = tokio::time::sleep(SNAPSHOT_CHECK) => {}
+        }
+        let now = log.appended_bytes();
+        if now.saturating_sub(since) >= min_bytes.max(sm.snapshot_bytes()) {
+            since = now;
+            if raft.trigger().snapshot().await.is_err() {
+                return;
+            }
         }
     }
 }
@@ -199,6 +240,15 @@ impl Node {
             max_record,
             proposer,
         };
+        if let Some(min_bytes) = config.snapshot_log_bytes {
+            tokio::spawn(snapshot_by_log_size(
+                raft.clone(),
+                log.clone(),
+                sm.clone(),
+                min_bytes,
+                stopped.clone(),
+            ));
+        }
         let served = handler.clone();
         let refused = Arc::new(AtomicU64::new(0));
         let (security, refusals) = (config.security.clone(), refused.clone());

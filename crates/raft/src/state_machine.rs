@@ -117,6 +117,8 @@ struct Inner {
 struct Stored {
     seq: u64,
     last: Option<LogId>,
+    /// Its size in bytes.
+    bytes: u64,
 }
 
 /// A Raft state machine (openraft's `RaftStateMachine`) on a sluice [`Database`].
@@ -189,9 +191,9 @@ impl StateMachine {
         let newest = match newest_snapshot(&*storage, &dir)? {
             None => Stored::default(),
             Some((seq, path)) => {
-                let last = match files::read_checked(&*storage, &path)? {
+                let (last, bytes) = match files::read_checked(&*storage, &path)? {
                     // The meta comes first in the file: read it alone.
-                    Some(body) => {
+                    Some(body) => (
                         postcard::take_from_bytes::<SnapshotMeta>(&body)
                             .map_err(|e| {
                                 io::Error::new(
@@ -200,11 +202,12 @@ impl StateMachine {
                                 )
                             })?
                             .0
-                            .last_log_id
-                    }
-                    None => None,
+                            .last_log_id,
+                        body.len() as u64,
+                    ),
+                    None => (None, 0),
                 };
-                Stored { seq, last }
+                Stored { seq, last, bytes }
             }
         };
         Ok(StateMachine {
@@ -260,6 +263,11 @@ impl StateMachine {
     /// The engine's limits on keys and values in this state machine.
     pub fn limits(&self) -> sluice::Limits {
         self.inner.limits
+    }
+
+    /// The size in bytes of the newest snapshot stored (zero while there is none).
+    pub fn snapshot_bytes(&self) -> u64 {
+        self.inner.snapshots.lock().bytes
     }
 
     /// The last applied log id, as openraft sees it.
@@ -552,6 +560,7 @@ impl Inner {
         *stored = Stored {
             seq: n,
             last: image.meta.last_log_id,
+            bytes: body.len() as u64,
         };
         for name in self.storage.list(&snaps)? {
             if name != snapshot_name(n) {
@@ -627,7 +636,12 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         // applied entry could otherwise outlive, in this database, the log records that
         // put it there (a truncation of a stale tail, the entry itself), and a node
         // restarted after a power loss would find its state machine past its log.
-        let appended = self.inner.raft_log.lock().as_ref().map(LogStore::appended_durable);
+        let appended = self
+            .inner
+            .raft_log
+            .lock()
+            .as_ref()
+            .map(LogStore::appended_durable);
         if let Some(appended) = appended {
             appended.await.map_err(io::Error::other)?;
         }
