@@ -13,7 +13,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use sluice_raft::{Batch, Client, Consistency, NodeId};
 
-use crate::cluster::{runtime, Procs};
+use crate::cluster::{runtime, thread_args, Procs};
 use crate::Failure;
 
 #[derive(clap::Args, Debug)]
@@ -151,7 +151,7 @@ pub fn value(seed: u64, len: usize) -> Vec<u8> {
 
 pub fn measure(a: &Args, dir: &std::path::Path) -> Result<Report, Failure> {
     let rt = runtime()?;
-    let mut procs = Procs::launch_threads(dir, a.nodes, a.insecure, a.node_threads)?;
+    let mut procs = Procs::launch_with(dir, a.nodes, a.insecure, thread_args(a.node_threads))?;
     let client = Arc::new(procs.client()?);
     procs
         .wait_leader(&rt, &client, Duration::from_secs(30))

@@ -93,6 +93,10 @@ pub struct NodeArgs {
     /// Runtime threads (1 runs the node on one thread).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: u16,
+    /// Build a snapshot once the Raft log has grown by this many bytes and by the last
+    /// snapshot's size (default: 16 MiB).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(4096..))]
+    snapshot_log_bytes: Option<u64>,
 }
 
 /// Where a cluster's nodes are (`cluster.json`).
@@ -196,24 +200,18 @@ pub struct Procs {
     tx: mpsc::Sender<(NodeId, String)>,
 }
 
+/// The node arguments for `threads` runtime threads (`cluster node --threads`); none
+/// where it is `None`, so that the node keeps its own default.
+pub fn thread_args(threads: Option<u16>) -> Vec<String> {
+    threads
+        .map(|t| vec!["--threads".into(), t.to_string()])
+        .unwrap_or_default()
+}
+
 impl Procs {
     /// Makes a cluster of `n` nodes in `dir` (certificates made if missing).
     pub fn launch(dir: &Path, n: u64, insecure: bool) -> Result<Procs, Failure> {
         Procs::launch_with(dir, n, insecure, Vec::new())
-    }
-
-    /// [`Procs::launch`] with each node's runtime threads (`cluster node --threads`),
-    /// or the node's own default where `threads` is `None`.
-    pub fn launch_threads(
-        dir: &Path,
-        n: u64,
-        insecure: bool,
-        threads: Option<u16>,
-    ) -> Result<Procs, Failure> {
-        let args = threads
-            .map(|t| vec!["--threads".into(), t.to_string()])
-            .unwrap_or_default();
-        Procs::launch_with(dir, n, insecure, args)
     }
 
     /// [`Procs::launch`], with `node_args` added to every node's command line.
@@ -526,7 +524,10 @@ fn node(a: NodeArgs) -> Result<(), Failure> {
             .build()?
     };
     rt.block_on(async move {
-        let config = NodeConfig::new(a.id, &a.dir, listen, security);
+        let mut config = NodeConfig::new(a.id, &a.dir, listen, security);
+        if let Some(bytes) = a.snapshot_log_bytes {
+            config.snapshot_log_bytes = Some(bytes);
+        }
         let node = sluice_raft::Node::start(config).await?;
         println!("node {} listening on {}", a.id, node.addr());
         if let Some(members) = init {

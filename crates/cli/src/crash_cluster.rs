@@ -31,7 +31,7 @@ use serde::Serialize;
 use sluice_raft::{Batch, Consistency, NodeId};
 
 use crate::bench_replicated::{check, value, Checked};
-use crate::cluster::{runtime, Procs};
+use crate::cluster::{runtime, thread_args, Procs};
 use crate::Failure;
 
 #[derive(clap::Args, Debug)]
@@ -174,7 +174,19 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir()?;
     let rt = runtime()?;
-    let mut procs = Procs::launch_threads(dir.path(), 3, a.insecure, a.node_threads)?;
+    // Half the runs snapshot and purge often (every 64 KiB–1 MiB of log, against the
+    // default 16 MiB that a run's load never reaches), so that kills land during builds,
+    // purges and installs. Drawn from a generator of its own: a seed's kill schedule is
+    // the same as before this dimension existed.
+    let mut knobs = rand::rngs::StdRng::seed_from_u64(seed ^ 0x05ee_d0f5_aa95);
+    let snapshot_log_bytes = knobs
+        .gen_bool(0.5)
+        .then(|| knobs.gen_range(64u64 << 10..=1 << 20));
+    let mut node_args = thread_args(a.node_threads);
+    if let Some(b) = snapshot_log_bytes {
+        node_args.extend(["--snapshot-log-bytes".into(), b.to_string()]);
+    }
+    let mut procs = Procs::launch_with(dir.path(), 3, a.insecure, node_args)?;
     let client = Arc::new(procs.client()?);
     let leader = procs
         .wait_leader(&rt, &client, Duration::from_secs(30))
@@ -309,7 +321,12 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
             "leader at the end: node {leader}; last acknowledged index {last}; the run's directory is kept: {}",
             kept.display()
         ));
-        report.push(format!("shape {shape}, killed node {killed}"));
+        report.push(format!(
+            "shape {shape}, killed node {killed}, snapshots every {}",
+            snapshot_log_bytes.map_or("16 MiB (default)".to_string(), |b| format!(
+                "{b} bytes of log"
+            ))
+        ));
     }
     Ok(RunResult {
         report,

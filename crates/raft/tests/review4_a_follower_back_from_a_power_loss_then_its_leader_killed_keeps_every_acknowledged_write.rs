@@ -37,7 +37,7 @@ fn one_seed(seed: u64) {
     c.start(f)
         .unwrap_or_else(|e| panic!("seed {seed}: F (node {f}) does not restart: {e}"));
     std::thread::sleep(ms(rng.range(0, 300)));
-    if seed % 2 == 0 {
+    if seed.is_multiple_of(2) {
         c.kill(l);
     } else {
         c.power_loss(l);

@@ -28,7 +28,7 @@ fn one_seed(seed: u64) {
     let others: Vec<NodeId> = c.slots.keys().copied().filter(|i| *i != l).collect();
     let f = others[rng.range(0, 2) as usize];
     c.power_loss(l);
-    if seed % 2 == 0 {
+    if seed.is_multiple_of(2) {
         c.kill(f);
     } else {
         c.power_loss(f);

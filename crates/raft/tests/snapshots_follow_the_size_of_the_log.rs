@@ -125,7 +125,7 @@ fn snapshots_follow_the_size_of_the_log() {
             new_snapshot(&node, first, quiet).await,
             None,
             "a snapshot after about {} KiB of log, below the last snapshot's {} KiB",
-            some * VALUE >> 10,
+            (some * VALUE) >> 10,
             first >> 10
         );
 
