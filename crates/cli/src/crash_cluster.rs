@@ -174,14 +174,14 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir()?;
     let rt = runtime()?;
-    // Half the runs snapshot and purge often (every 64 KiB–1 MiB of log, against the
+    // Half the runs snapshot and purge often (every 4–32 KiB of log, against the
     // default 16 MiB that a run's load never reaches), so that kills land during builds,
     // purges and installs. Drawn from a generator of its own: a seed's kill schedule is
     // the same as before this dimension existed.
     let mut knobs = rand::rngs::StdRng::seed_from_u64(seed ^ 0x05ee_d0f5_aa95);
     let snapshot_log_bytes = knobs
         .gen_bool(0.5)
-        .then(|| knobs.gen_range(64u64 << 10..=1 << 20));
+        .then(|| knobs.gen_range(4u64 << 10..=32 << 10));
     let mut node_args = thread_args(a.node_threads);
     if let Some(b) = snapshot_log_bytes {
         node_args.extend(["--snapshot-log-bytes".into(), b.to_string()]);
