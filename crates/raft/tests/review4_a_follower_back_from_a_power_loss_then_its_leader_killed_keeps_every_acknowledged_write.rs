@@ -6,17 +6,11 @@
 //! node, and all nodes must hold the same data, both with L down and after it is back.
 
 use crate::common::Rng;
-use crate::review4_common::{acked_count, Cluster};
+use crate::review4_common::{acked_count, slow_elections, Cluster};
 
 use std::time::{Duration, Instant};
 
-use sluice_raft::{NodeConfig, NodeId};
-
-fn tune(c: &mut NodeConfig) {
-    c.raft.heartbeat_interval = 100;
-    c.raft.election_timeout_min = 800;
-    c.raft.election_timeout_max = 1_200;
-}
+use sluice_raft::NodeId;
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -24,7 +18,7 @@ fn ms(n: u64) -> Duration {
 
 fn one_seed(seed: u64) {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-    let mut c = Cluster::started(seed, 3, tune);
+    let mut c = Cluster::started(seed, 3, slow_elections);
     let writers = c.writers("a", 4);
     std::thread::sleep(ms(rng.range(300, 900)));
     let l = c.leader(20);

@@ -6,24 +6,18 @@
 //! and all members hold the same data.
 
 use crate::common::Rng;
-use crate::review4_common::{acked_count, within, Cluster};
+use crate::review4_common::{acked_count, slow_elections, within, Cluster};
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use sluice_raft::{NodeConfig, NodeId};
-
-fn tune(c: &mut NodeConfig) {
-    c.raft.heartbeat_interval = 100;
-    c.raft.election_timeout_min = 800;
-    c.raft.election_timeout_max = 1_200;
-}
+use sluice_raft::NodeId;
 
 fn one_seed(seed: u64) {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 5);
-    let mut c = Cluster::started(seed, 3, tune);
+    let mut c = Cluster::started(seed, 3, slow_elections);
     c.add_slot(4);
     c.start(4)
         .unwrap_or_else(|e| panic!("seed {seed}: start node 4: {e}"));

@@ -6,17 +6,11 @@
 //! the others lose power right after.
 
 use crate::common::Rng;
-use crate::review4_common::{acked_count, Cluster};
+use crate::review4_common::{acked_count, slow_elections, Cluster};
 
 use std::time::{Duration, Instant};
 
-use sluice_raft::{NodeConfig, NodeId};
-
-fn tune(c: &mut NodeConfig) {
-    c.raft.heartbeat_interval = 100;
-    c.raft.election_timeout_min = 800;
-    c.raft.election_timeout_max = 1_200;
-}
+use sluice_raft::NodeId;
 
 fn restart_all(c: &mut Cluster, rng: &mut Rng) {
     let mut order: Vec<NodeId> = vec![1, 2, 3];
@@ -33,7 +27,7 @@ fn restart_all(c: &mut Cluster, rng: &mut Rng) {
 
 fn one_seed(seed: u64) {
     let mut rng = Rng(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1);
-    let mut c = Cluster::started(seed, 3, tune);
+    let mut c = Cluster::started(seed, 3, slow_elections);
 
     // First round: all lose power at a moment drawn from the seed.
     let writers = c.writers("a", 4);

@@ -6,24 +6,18 @@
 //! written (past the highest one attempted when it returned).
 
 use crate::common::Rng;
-use crate::review4_common::Cluster;
+use crate::review4_common::{slow_elections, Cluster};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use sluice_raft::{Batch, Consistency, NodeConfig};
-
-fn tune(c: &mut NodeConfig) {
-    c.raft.heartbeat_interval = 100;
-    c.raft.election_timeout_min = 800;
-    c.raft.election_timeout_max = 1_200;
-}
+use sluice_raft::{Batch, Consistency};
 
 fn one_seed(seed: u64) {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 7);
-    let mut c = Cluster::started(seed, 3, tune);
+    let mut c = Cluster::started(seed, 3, slow_elections);
     let acked_hi = Arc::new(AtomicU64::new(0));
     let attempted_hi = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));

@@ -7,21 +7,15 @@
 //! data, at both points.
 
 use crate::common::Rng;
-use crate::review4_common::{acked_count, Cluster};
+use crate::review4_common::{acked_count, slow_elections, Cluster};
 
 use std::time::{Duration, Instant};
 
-use sluice_raft::{NodeConfig, NodeId};
-
-fn tune(c: &mut NodeConfig) {
-    c.raft.heartbeat_interval = 100;
-    c.raft.election_timeout_min = 800;
-    c.raft.election_timeout_max = 1_200;
-}
+use sluice_raft::NodeId;
 
 fn one_seed(seed: u64) {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 3);
-    let mut c = Cluster::started(seed, 3, tune);
+    let mut c = Cluster::started(seed, 3, slow_elections);
     let writers = c.writers("a", 4);
     std::thread::sleep(Duration::from_millis(rng.range(300, 1_000)));
     let l = c.leader(20);

@@ -123,6 +123,23 @@ pub type Acked = Arc<Mutex<BTreeMap<Vec<u8>, (Vec<u8>, u64)>>>;
 pub type Live = Arc<Mutex<BTreeMap<NodeId, Arc<Node>>>>;
 
 /// Runs `f` on `rt`, panicking with `what` if it takes longer than `secs`.
+/// The review's timings: heartbeats every 100 ms, elections after 0.8–1.2 s (room for a
+/// loaded 2-core machine between a kill and the next election).
+pub fn slow_elections(c: &mut NodeConfig) {
+    c.raft.heartbeat_interval = 100;
+    c.raft.election_timeout_min = 800;
+    c.raft.election_timeout_max = 1_200;
+}
+
+/// Up to five keys of `a` that `b` lacks, readable.
+fn only_in(a: &BTreeMap<Vec<u8>, Vec<u8>>, b: &BTreeMap<Vec<u8>, Vec<u8>>) -> Vec<String> {
+    a.keys()
+        .filter(|k| !b.contains_key(*k))
+        .take(5)
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .collect()
+}
+
 pub fn within<F: Future>(rt: &tokio::runtime::Runtime, secs: u64, what: &str, f: F) -> F::Output {
     rt.block_on(async {
         tokio::time::timeout(Duration::from_secs(secs), f)
@@ -463,18 +480,7 @@ impl Cluster {
         let (first, d0) = dumps.iter().next().unwrap();
         for (id, d) in &dumps {
             if d != d0 {
-                let only_here: Vec<_> = d
-                    .keys()
-                    .filter(|k| !d0.contains_key(*k))
-                    .take(5)
-                    .map(|k| String::from_utf8_lossy(k).into_owned())
-                    .collect();
-                let only_there: Vec<_> = d0
-                    .keys()
-                    .filter(|k| !d.contains_key(*k))
-                    .take(5)
-                    .map(|k| String::from_utf8_lossy(k).into_owned())
-                    .collect();
+                let (only_here, only_there) = (only_in(d, d0), only_in(d0, d));
                 panic!("seed {seed}: node {id} and node {first} hold different data ({when}): only on {id}: {only_here:?}, only on {first}: {only_there:?}");
             }
         }
