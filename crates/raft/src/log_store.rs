@@ -68,6 +68,8 @@ pub enum Record {
 struct Slot {
     log_id: LogId,
     lsn: Lsn,
+    /// The end of its record.
+    end: Lsn,
     /// The entry, while it may not be durable yet (and for a while after).
     cached: Option<Entry>,
 }
@@ -89,8 +91,9 @@ struct State {
 }
 
 impl State {
-    /// Applies one record, as `append`/`save_vote`/... did and as replay does.
-    fn apply(&mut self, record: Record, lsn: Lsn, cache: bool) {
+    /// Applies one record (at `lsn`, ending at `end`), as `append`/`save_vote`/... did
+    /// and as replay does.
+    fn apply(&mut self, record: Record, lsn: Lsn, end: Lsn, cache: bool) {
         match record {
             Record::Entry(entry) => {
                 let log_id = entry.log_id();
@@ -110,6 +113,7 @@ impl State {
                     Slot {
                         log_id,
                         lsn,
+                        end,
                         cached,
                     },
                 );
@@ -193,7 +197,10 @@ impl LogStore {
         let dir: PathBuf = dir.as_ref().to_path_buf();
         let log = Log::open(storage, &dir, options).map_err(wal_error)?;
         let mut state = State::default();
-        replay(&log, &dir, |lsn, record| state.apply(record, lsn, false))?;
+        // A replayed record is durable: its start stands for its end.
+        replay(&log, &dir, |lsn, record| {
+            state.apply(record, lsn, lsn, false)
+        })?;
         Ok(LogStore {
             inner: Arc::new(Inner {
                 log,
@@ -248,7 +255,7 @@ impl LogStore {
             state.committed_end = at.end;
         }
         state.end = at.end;
-        state.apply(record, at.lsn, true);
+        state.apply(record, at.lsn, at.end, true);
         Ok((at.lsn, at.end))
     }
 
@@ -268,12 +275,16 @@ impl LogStore {
         self.inner.log.released_lsn().0
     }
 
-    /// Resolves once every record appended so far is durable: the entries (and any
-    /// truncation before them) that a state machine is about to apply. A state machine
-    /// waits for it before it applies, so that its own log, flushed in the background,
-    /// never holds an entry this log could lose (see `StateMachine::apply`).
-    pub fn appended_durable(&self) -> sluice_wal::DurableFuture {
-        let end = self.inner.state.lock().end;
+    /// Resolves once entry `index`, and with it every entry before it and every
+    /// truncation that made them the log's, is durable: what a state machine about to
+    /// apply up to `index` waits for, so that its own log, flushed in the background,
+    /// never holds an entry this log could lose (see `StateMachine::apply`). The records
+    /// that make entries up to `index` the log's all precede that entry's record: an
+    /// entry at or below it appended later would have truncated it. An index the log no
+    /// longer holds waits for every record appended so far.
+    pub fn entry_durable(&self, index: u64) -> sluice_wal::DurableFuture {
+        let state = self.inner.state.lock();
+        let end = state.entries.get(&index).map_or(state.end, |s| s.end);
         self.inner.log.durable_future(end)
     }
 

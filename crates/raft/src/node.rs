@@ -345,10 +345,7 @@ impl Node {
         key: &[u8],
         consistency: Consistency,
     ) -> Result<Option<Vec<u8>>, ClientError> {
-        self.handler.ready(consistency).await?;
-        self.sm
-            .get(key)
-            .map_err(|e| ClientError::Stopping(e.to_string()))
+        self.handler.read(consistency, |sm| sm.get(key)).await
     }
 
     /// Adds a learner (a non-voting member that receives the log); returns once it has
@@ -490,7 +487,12 @@ async fn propose(raft: Raft, id: NodeId, max_record: usize, mut rx: mpsc::Receiv
             let _permit = permit;
             let (batches, replies): (Vec<Batch>, Vec<_>) =
                 group.into_iter().map(|p| (p.batch, p.reply)).unzip();
-            match raft.client_write(Proposal { batches }).await {
+            match raft
+                .client_write(Proposal {
+                    batches: Arc::new(batches),
+                })
+                .await
+            {
                 Ok(r) => {
                     let mut results = r.data.into_iter();
                     for reply in replies {
@@ -545,6 +547,21 @@ impl Handler {
         answer.await.map_err(|_| {
             ClientError::Unknown("the node stopped while the write was in flight".into())
         })?
+    }
+
+    /// Serves a read of the given consistency: waits until it may be served here, reads
+    /// with `f`, then waits until no restart of this node can take back what it read
+    /// ([`StateMachine::settle`]).
+    async fn read<T>(
+        &self,
+        consistency: Consistency,
+        f: impl FnOnce(&StateMachine) -> io::Result<T>,
+    ) -> Result<T, ClientError> {
+        self.ready(consistency).await?;
+        let stopping = |e: io::Error| ClientError::Stopping(e.to_string());
+        let value = f(&self.sm).map_err(stopping)?;
+        self.sm.settle().await.map_err(stopping)?;
+        Ok(value)
     }
 
     /// Waits until a read of the given consistency may be served here.
@@ -614,20 +631,18 @@ impl Handler {
                 Ok(w) => Response::Written(w),
                 Err(e) => Response::Error(e),
             },
-            Request::Read { key, consistency } => match self.ready(consistency).await {
-                Ok(()) => match self.sm.get(&key) {
+            Request::Read { key, consistency } => {
+                match self.read(consistency, |sm| sm.get(&key)).await {
                     Ok(v) => Response::Value(v),
-                    Err(e) => fatal(&e),
-                },
-                Err(e) => Response::Error(e),
-            },
-            Request::Dump { consistency } => match self.ready(consistency).await {
-                Ok(()) => match self.sm.dump() {
+                    Err(e) => Response::Error(e),
+                }
+            }
+            Request::Dump { consistency } => {
+                match self.read(consistency, StateMachine::dump).await {
                     Ok(v) => Response::Dump(v),
-                    Err(e) => fatal(&e),
-                },
-                Err(e) => Response::Error(e),
-            },
+                    Err(e) => Response::Error(e),
+                }
+            }
             Request::Status => Response::Status(status(self.id, &self.raft)),
             Request::AddLearner { id, addr } => match self.add_learner(id, addr).await {
                 Ok(()) => Response::Done,

@@ -15,20 +15,23 @@
 //! **Apply.** Each entry is applied in one transaction that also writes its log id to
 //! `raft/applied` (and, for a membership entry, the membership): the data and the applied
 //! position never disagree. In a node, an `apply` call first waits until the Raft log
-//! holds, durably, every record appended so far (the entries it applies, and any
-//! truncation before them): this database flushes on its own, and must never hold an
+//! holds, durably, the entries it applies (and any truncation before them,
+//! `LogStore::entry_durable`): this database flushes on its own, and must never hold an
 //! entry the Raft log could still lose. The engine work runs on tokio's blocking pool,
-//! off the thread of the node's Raft core. The transactions of one `apply` call commit
-//! without waiting for the disk ([`Durability::Async`]); the call then waits, before it
-//! answers any client, until a crash can no longer take back what it applied:
-//! - in a node, until the Raft log holds, durably, a committed log id at or past the last
-//!   entry applied ([`StateMachine::witness_applies_with`]). That record rides on the
-//!   log's next flush, which the next entries need anyway, so the state machine's own
-//!   log is flushed in the background. After a crash the database may come back behind
-//!   that point, and openraft re-applies the committed entries from the log inside
-//!   `Raft::new`, before the node serves anyone;
-//! - alone (or before the log records a committed id that far), until its own last
-//!   transaction is durable.
+//! off the thread of the node's Raft core. The transactions commit without waiting for
+//! the disk ([`Durability::Async`]); no client gets an answer before a crash can no
+//! longer take back what it answers for:
+//! - in a node, a write's answer waits until the Raft log holds, durably, a committed log
+//!   id at or past the last entry of its `apply` call
+//!   ([`StateMachine::witness_applies_with`]). That record rides on the log's next
+//!   flush, which the next entries need anyway, and the wait runs on a task of its own,
+//!   so the state machine applies the next entries meanwhile. After a crash the database
+//!   may come back behind that point, and openraft re-applies the committed entries from
+//!   the log inside `Raft::new`, before the node serves anyone. A read waits the same way
+//!   for everything applied when it read ([`StateMachine::settle`]): an entry is readable
+//!   once applied, possibly before its witness is durable;
+//! - alone (or before the log records a committed id that far), `apply` returns only once
+//!   its own last transaction is durable.
 //!
 //! Either way the applied position seen from outside never goes back across a restart.
 //!
@@ -275,6 +278,18 @@ impl StateMachine {
         self.inner.applied.lock().0
     }
 
+    /// Resolves once a crash can no longer take back anything this state machine has
+    /// applied so far. A read awaits it after reading, before it answers: an entry is
+    /// applied (and readable) before it is witnessed (`apply` answers its writers only
+    /// then), and no client may see a state that a restart of this node takes back.
+    pub async fn settle(&self) -> io::Result<()> {
+        let applied = self.inner.applied.lock().0;
+        match self.inner.witness(applied, None) {
+            Some(w) => w.await.map(|_| ()).map_err(io::Error::other),
+            None => Ok(()),
+        }
+    }
+
     /// Lets the node's Raft log stand witness for applied entries: an `apply` then
     /// answers once the log holds, durably, a committed log id at or past the last entry
     /// it applied, instead of waiting for this database's own log. After a crash the
@@ -312,7 +327,7 @@ impl StateMachine {
             EntryPayload::Blank => {}
             EntryPayload::Normal(proposal) => {
                 let limits = live.db.limits();
-                for batch in &proposal.batches {
+                for batch in proposal.batches.iter() {
                     results.push(apply_batch(&mut tx, &live.data, batch, limits)?);
                 }
             }
@@ -496,12 +511,11 @@ fn newest_snapshot(storage: &dyn Storage, dir: &Path) -> io::Result<Option<(u64,
 }
 
 /// What one `apply` call did: each entry's batch results (in entry order), the last
-/// commit LSN, the last log id applied, and the last membership among the entries.
+/// commit LSN and the last log id applied.
 struct Applied {
     results: Vec<Vec<BatchResult>>,
     last_lsn: Option<Lsn>,
     last_applied: Option<LogId>,
-    last_membership: Option<StoredMembership>,
 }
 
 /// Runs `f`, engine work that blocks (applies, snapshot builds: page reads, latches, the
@@ -518,27 +532,54 @@ async fn off_runtime<T: Send + 'static>(
 }
 
 impl Inner {
+    /// What makes the applied position up to `last_applied` durable, `None` when it
+    /// already is: in a node, the Raft log's `Committed` record at or past it (a restart
+    /// re-applies up to it from the log); else, or before the log records a committed id
+    /// that far (a node restarted with this database ahead of that record), this
+    /// database's own log up to `last_lsn` (its last commit, or everything appended when
+    /// `None`).
+    fn witness(
+        &self,
+        last_applied: Option<LogId>,
+        last_lsn: Option<Lsn>,
+    ) -> Option<sluice_wal::DurableFuture> {
+        let id = last_applied?;
+        if let Some(log) = self.raft_log.lock().as_ref() {
+            if let Some(committed) = log.committed_durable(id.index()) {
+                return Some(committed);
+            }
+        }
+        let live = self.live.read();
+        let log = live.as_ref()?.db.log();
+        Some(log.durable_future(last_lsn.unwrap_or_else(|| log.released_lsn())))
+    }
+
     /// Applies `entries` in order, each in a transaction of its own (`apply_one`).
     fn apply_all(&self, entries: &[crate::types::Entry]) -> io::Result<Applied> {
         let mut applied = Applied {
             results: Vec::with_capacity(entries.len()),
             last_lsn: None,
             last_applied: None,
-            last_membership: None,
         };
         let live = self.live.read();
         let live = live.as_ref().ok_or_else(closed)?;
         for entry in entries {
             let log_id = entry.log_id();
-            let (result, lsn, membership) = {
+            let (result, lsn) = {
                 let _gate = self.gate.lock();
-                StateMachine::apply_one(live, log_id, &entry.payload)?
+                let (result, lsn, membership) =
+                    StateMachine::apply_one(live, log_id, &entry.payload)?;
+                // Under the gate: a read that sees this entry's writes sees it applied
+                // (see `StateMachine::settle`).
+                let mut applied = self.applied.lock();
+                applied.0 = Some(log_id);
+                if let Some(m) = membership {
+                    applied.1 = m;
+                }
+                (result, lsn)
             };
             applied.last_lsn = applied.last_lsn.max(lsn);
             applied.last_applied = Some(log_id);
-            if membership.is_some() {
-                applied.last_membership = membership;
-            }
             applied.results.push(result);
         }
         Ok(applied)
@@ -626,24 +667,18 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             batch.push(entry);
             responders.push(responder);
         }
-        let db = {
-            let live = self.inner.live.read();
-            live.as_ref().ok_or_else(closed)?.db.clone()
-        };
         // Nothing is applied before the Raft log holds it durably. openraft applies what
         // the log has accepted, which may not be durable yet (a follower's, or a leader
         // whose followers made the majority), and this database flushes on its own: an
         // applied entry could otherwise outlive, in this database, the log records that
         // put it there (a truncation of a stale tail, the entry itself), and a node
         // restarted after a power loss would find its state machine past its log.
-        let appended = self
-            .inner
-            .raft_log
-            .lock()
-            .as_ref()
-            .map(LogStore::appended_durable);
-        if let Some(appended) = appended {
-            appended.await.map_err(io::Error::other)?;
+        let held = batch.last().and_then(|last| {
+            let log = self.inner.raft_log.lock();
+            log.as_ref().map(|l| l.entry_durable(last.log_id().index()))
+        });
+        if let Some(held) = held {
+            held.await.map_err(io::Error::other)?;
         }
         // The engine work runs off the async runtime (see `off_runtime`).
         let inner = self.inner.clone();
@@ -651,43 +686,36 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             results,
             last_lsn,
             last_applied,
-            last_membership,
         } = off_runtime(move || inner.apply_all(&batch)).await?;
         let answers: Vec<_> = responders
             .into_iter()
             .zip(results)
             .filter_map(|(r, result)| r.map(|r| (r, result)))
             .collect();
-        // What makes the applied position durable: the Raft log's committed log id where
-        // one at or past the last entry applied is recorded there (a restart re-applies
-        // up to it from the log), else this database's own commits.
-        let witness = last_applied.and_then(|id| {
-            let log = self.inner.raft_log.lock();
-            log.as_ref().and_then(|l| l.committed_durable(id.index()))
-        });
-        match (witness, last_lsn) {
-            (Some(committed), _) => {
-                committed.await.map_err(io::Error::other)?;
+        // No answer leaves before a crash can no longer take back what it answers for
+        // (`Inner::witness`). In a node the wait runs on a task of its own, so this state
+        // machine goes on applying the next entries meanwhile: a restart re-applies what
+        // it loses from the Raft log. Alone, nothing could re-apply it, so `apply`
+        // returns only once it is durable.
+        let in_node = self.inner.raft_log.lock().is_some();
+        match self.inner.witness(last_applied, last_lsn) {
+            None => answers.into_iter().for_each(|(r, result)| r.send(result)),
+            Some(witness) if !in_node => {
+                witness.await.map_err(io::Error::other)?;
+                answers.into_iter().for_each(|(r, result)| r.send(result));
             }
-            (None, Some(lsn)) => {
-                db.log()
-                    .durable_future(lsn)
-                    .await
-                    .map_err(io::Error::other)?;
+            Some(witness) => {
+                tokio::spawn(async move {
+                    match witness.await {
+                        Ok(_) => answers.into_iter().for_each(|(r, result)| r.send(result)),
+                        // The log failed: the node stops (its next append fails), and the
+                        // clients, their answers dropped, learn the outcome is unknown.
+                        Err(e) => {
+                            tracing::error!("an applied entry could not be made durable: {e}")
+                        }
+                    }
+                });
             }
-            (None, None) => {}
-        }
-        {
-            let mut applied = self.inner.applied.lock();
-            if last_applied.is_some() {
-                applied.0 = last_applied;
-            }
-            if let Some(m) = last_membership {
-                applied.1 = m;
-            }
-        }
-        for (r, result) in answers {
-            r.send(result);
         }
         Ok(())
     }

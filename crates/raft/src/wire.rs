@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
 use crate::types::{
-    decode, encode, Batch, BatchResult, LogId, NodeId, SnapshotMeta, TypeConfig, Vote,
+    decode, encode_after, Batch, BatchResult, LogId, NodeId, SnapshotMeta, TypeConfig, Vote,
 };
 
 /// The largest frame either side accepts (a snapshot travels in one frame).
@@ -189,9 +189,7 @@ async fn write_frames(write: impl AsyncWrite + Unpin, mut out: mpsc::Receiver<by
 }
 
 fn frame<T: Serialize>(id: u64, body: &T) -> io::Result<bytes::Bytes> {
-    let mut out = id.to_le_bytes().to_vec();
-    out.extend_from_slice(&encode(body)?);
-    Ok(out.into())
+    Ok(encode_after(&id.to_le_bytes(), body)?.into())
 }
 
 fn unframe<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> io::Result<(u64, T)> {

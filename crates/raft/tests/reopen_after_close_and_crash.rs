@@ -1013,7 +1013,7 @@ impl SmModel {
             openraft::EntryPayload::Blank => {}
             openraft::EntryPayload::Normal(proposal) => {
                 // Each batch of the entry is atomic on its own.
-                for batch in &proposal.batches {
+                for batch in proposal.batches.iter() {
                     let mut next = self.data.clone();
                     let mut ok = true;
                     for c in &batch.commands {
