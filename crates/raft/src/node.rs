@@ -549,19 +549,19 @@ impl Handler {
         })?
     }
 
-    /// Serves a read of the given consistency: waits until it may be served here, reads
-    /// with `f`, then waits until no restart of this node can take back what it read
-    /// ([`StateMachine::settle`]).
+    /// Serves a read of the given consistency: waits until it may be served here, then
+    /// reads with `f`. An entry is readable once applied, possibly before the Raft log's
+    /// witness of it is durable; the read is still never taken back by a restart of this
+    /// node, because its transaction's commit waits until what it read is durable in the
+    /// state machine's own log (the engine's rule for a transaction that read the writes
+    /// of an early-released one).
     async fn read<T>(
         &self,
         consistency: Consistency,
         f: impl FnOnce(&StateMachine) -> io::Result<T>,
     ) -> Result<T, ClientError> {
         self.ready(consistency).await?;
-        let stopping = |e: io::Error| ClientError::Stopping(e.to_string());
-        let value = f(&self.sm).map_err(stopping)?;
-        self.sm.settle().await.map_err(stopping)?;
-        Ok(value)
+        f(&self.sm).map_err(|e| ClientError::Stopping(e.to_string()))
     }
 
     /// Waits until a read of the given consistency may be served here.

@@ -27,9 +27,10 @@
 //!   flush, which the next entries need anyway, and the wait runs on a task of its own,
 //!   so the state machine applies the next entries meanwhile. After a crash the database
 //!   may come back behind that point, and openraft re-applies the committed entries from
-//!   the log inside `Raft::new`, before the node serves anyone. A read waits the same way
-//!   for everything applied when it read ([`StateMachine::settle`]): an entry is readable
-//!   once applied, possibly before its witness is durable;
+//!   the log inside `Raft::new`, before the node serves anyone. An entry is readable once
+//!   applied, possibly before its witness is durable: a read's transaction then waits, at
+//!   its commit, until what it read is durable in this database's log (the engine's rule
+//!   for a reader of an early-released commit), so no read is taken back either;
 //! - alone (or before the log records a committed id that far), `apply` returns only once
 //!   its own last transaction is durable.
 //!
@@ -276,18 +277,6 @@ impl StateMachine {
     /// The last applied log id, as openraft sees it.
     pub fn last_applied(&self) -> Option<LogId> {
         self.inner.applied.lock().0
-    }
-
-    /// Resolves once a crash can no longer take back anything this state machine has
-    /// applied so far. A read awaits it after reading, before it answers: an entry is
-    /// applied (and readable) before it is witnessed (`apply` answers its writers only
-    /// then), and no client may see a state that a restart of this node takes back.
-    pub async fn settle(&self) -> io::Result<()> {
-        let applied = self.inner.applied.lock().0;
-        match self.inner.witness(applied, None) {
-            Some(w) => w.await.map(|_| ()).map_err(io::Error::other),
-            None => Ok(()),
-        }
     }
 
     /// Lets the node's Raft log stand witness for applied entries: an `apply` then
@@ -569,8 +558,8 @@ impl Inner {
                 let _gate = self.gate.lock();
                 let (result, lsn, membership) =
                     StateMachine::apply_one(live, log_id, &entry.payload)?;
-                // Under the gate: a read that sees this entry's writes sees it applied
-                // (see `StateMachine::settle`).
+                // Under the gate, with the writes: a read never sees data ahead of the
+                // applied position.
                 let mut applied = self.applied.lock();
                 applied.0 = Some(log_id);
                 if let Some(m) = membership {

@@ -20,7 +20,7 @@ use crate::review5_common::{
 
 fn one_seed(seed: u64) {
     let mut rng = Rng(seed.wrapping_mul(0xD1B5_4A32_D192_ED03) | 1);
-    let tune = if seed % 2 == 0 { lazy_sm } else { eager_sm };
+    let tune = if seed.is_multiple_of(2) { lazy_sm } else { eager_sm };
     let mut c = Cluster::started(seed, 3, tune);
     let seen = Arc::new(Mutex::new(Seen::default()));
     for round in 0..2 {
@@ -50,7 +50,12 @@ fn one_seed(seed: u64) {
         c.start(leader).unwrap_or_else(|e| {
             panic!("seed {seed} round {round}: leader {leader} does not restart after a power loss at its disk's operation {at}: {e}")
         });
-        assert_no_going_back(&c, &seen, leader, &format!("its power loss at operation {at} (round {round})"));
+        assert_no_going_back(
+            &c,
+            &seen,
+            leader,
+            &format!("its power loss at operation {at} (round {round})"),
+        );
         tasks.stop(&c.client);
         writers.stop(&c.client);
         c.check(&format!("seed {seed} round {round}"));

@@ -35,7 +35,7 @@ fn one_seed(seed: u64) -> usize {
     let tasks = counter_and_readers(&c, &seen, 3);
     std::thread::sleep(Duration::from_millis(rng.range(300, 800)));
     let leader = c.leader(30);
-    let target = if seed % 2 == 0 {
+    let target = if seed.is_multiple_of(2) {
         leader
     } else {
         *c.slots.keys().find(|i| **i != leader).unwrap()
@@ -58,7 +58,7 @@ fn one_seed(seed: u64) -> usize {
         if target == leader { "leader" } else { "follower" }
     );
     assert!(
-        applied.map_or(true, |a| last >= Some(a)),
+        applied.is_none_or(|a| last >= Some(a)),
         "seed {seed}: node {target}'s state machine (applied {applied:?}) is past its Raft log (last entry {last:?})"
     );
     c.start(target).unwrap_or_else(|e| {
@@ -90,7 +90,9 @@ fn one_seed(seed: u64) -> usize {
         }
         shapes.push((*id, committed, last, applied));
     }
-    eprintln!("seed {seed}: whole cluster down; (node, Committed, last entry, applied): {shapes:?}");
+    eprintln!(
+        "seed {seed}: whole cluster down; (node, Committed, last entry, applied): {shapes:?}"
+    );
     for id in &ids {
         c.start(*id).unwrap_or_else(|e| {
             panic!("seed {seed}: node {id} does not restart after the whole cluster's power loss ({shapes:?}): {e}")

@@ -39,7 +39,12 @@ fn one_seed(seed: u64) {
             c.start(*id).unwrap_or_else(|e| {
                 panic!("seed {seed} round {round}: node {id} does not restart after the whole cluster's power loss: {e}")
             });
-            assert_no_going_back(&c, &seen, *id, &format!("the whole cluster's power loss (round {round})"));
+            assert_no_going_back(
+                &c,
+                &seen,
+                *id,
+                &format!("the whole cluster's power loss (round {round})"),
+            );
         }
         let lin = linearizable_ctr(&c, 60);
         assert!(

@@ -34,7 +34,7 @@ fn one_seed(seed: u64) {
         let tasks = counter_and_readers(&c, &seen, 6);
         std::thread::sleep(Duration::from_millis(rng.range(400, 1200)));
         let leader = c.leader(30);
-        let target = if (seed + round) % 2 == 0 {
+        let target = if (seed + round).is_multiple_of(2) {
             leader
         } else {
             *c.slots.keys().find(|i| **i != leader).unwrap()
@@ -55,7 +55,12 @@ fn one_seed(seed: u64) {
         c.start(target).unwrap_or_else(|e| {
             panic!("seed {seed} round {round}: node {target} does not restart after its power loss: {e}")
         });
-        assert_no_going_back(&c, &seen, target, &format!("its power loss (round {round})"));
+        assert_no_going_back(
+            &c,
+            &seen,
+            target,
+            &format!("its power loss (round {round})"),
+        );
         tasks.stop(&c.client);
         writers.stop(&c.client);
         c.check(&format!("seed {seed} round {round}"));
@@ -67,7 +72,10 @@ fn one_seed(seed: u64) {
         s.acks,
         acked_count(&c.acked)
     );
-    assert!(s.reads > 0 && s.acks > 0, "seed {seed}: nothing was read or acknowledged");
+    assert!(
+        s.reads > 0 && s.acks > 0,
+        "seed {seed}: nothing was read or acknowledged"
+    );
     drop(s);
     c.shutdown();
 }

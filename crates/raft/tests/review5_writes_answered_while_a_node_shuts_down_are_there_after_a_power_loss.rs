@@ -21,7 +21,7 @@ use crate::review5_common::{eager_sm, lazy_sm, seeds};
 
 fn config(sim: &SimStorage, seed: u64) -> NodeConfig {
     let mut c = sim_config(1, sim, "/n1", "127.0.0.1:0");
-    if seed % 2 == 0 {
+    if seed.is_multiple_of(2) {
         lazy_sm(&mut c)
     } else {
         eager_sm(&mut c)
@@ -76,12 +76,13 @@ fn one_seed(seed: u64) {
     }
     std::thread::sleep(Duration::from_millis(rng.range(200, 900)));
     let before = acked.lock().len();
-    let shut = rt.block_on(async {
-        tokio::time::timeout(Duration::from_secs(30), node.shutdown()).await
-    });
+    let shut =
+        rt.block_on(async { tokio::time::timeout(Duration::from_secs(30), node.shutdown()).await });
     let during = acked.lock().len() - before;
     shut.unwrap_or_else(|_| panic!("seed {seed}: Node::shutdown did not return within 30 s"))
-        .unwrap_or_else(|e| panic!("seed {seed}: Node::shutdown with writes in flight failed: {e}"));
+        .unwrap_or_else(|e| {
+            panic!("seed {seed}: Node::shutdown with writes in flight failed: {e}")
+        });
     // Whatever is still running of the node's tasks ends with its runtime; then the disk
     // loses power: what the clean shutdown did not make durable is gone.
     rt.shutdown_timeout(Duration::from_secs(2));

@@ -5,8 +5,8 @@
 
 mod common;
 mod review4_common;
-mod review_common;
 mod review5_common;
+mod review_common;
 
 mod a_leader_back_from_a_power_loss_never_reuses_its_term;
 mod a_node_restarted_after_a_power_loss_holds_every_write_it_acknowledged;

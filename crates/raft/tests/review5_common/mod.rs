@@ -214,7 +214,12 @@ pub async fn put_once(live: &Live, key: &[u8], value: &[u8]) -> Result<(NodeId, 
 pub fn assert_no_going_back(c: &Cluster, seen: &SeenRef, id: NodeId, when: &str) -> u64 {
     let seed = c.seed;
     let node = c.node(id);
-    let (before, how) = seen.lock().by_node.get(&id).copied().unwrap_or((0, "nothing"));
+    let (before, how) = seen
+        .lock()
+        .by_node
+        .get(&id)
+        .copied()
+        .unwrap_or((0, "nothing"));
     let applied = node.state_machine().last_applied();
     let addr = node.addr().to_string();
     let (direct, via_client) = within(&c.client, 20, "a Local read after the restart", async {
