@@ -20,7 +20,11 @@ use crate::review5_common::{
 
 fn one_seed(seed: u64) {
     let mut rng = Rng(seed.wrapping_mul(0xD1B5_4A32_D192_ED03) | 1);
-    let tune = if seed.is_multiple_of(2) { lazy_sm } else { eager_sm };
+    let tune = if seed.is_multiple_of(2) {
+        lazy_sm
+    } else {
+        eager_sm
+    };
     let mut c = Cluster::started(seed, 3, tune);
     let seen = Arc::new(Mutex::new(Seen::default()));
     for round in 0..2 {
