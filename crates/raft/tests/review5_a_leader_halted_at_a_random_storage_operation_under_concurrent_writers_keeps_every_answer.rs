@@ -15,7 +15,8 @@ use parking_lot::Mutex;
 use crate::common::Rng;
 use crate::review4_common::{acked_count, Cluster};
 use crate::review5_common::{
-    assert_no_going_back, counter_and_readers, disk_shape, eager_sm, lazy_sm, seeds, Seen,
+    assert_no_going_back, counter_and_readers, disk_shape, eager_sm, end_round, lazy_sm, seeds,
+    Seen,
 };
 
 fn one_seed(seed: u64) {
@@ -60,9 +61,7 @@ fn one_seed(seed: u64) {
             leader,
             &format!("its power loss at operation {at} (round {round})"),
         );
-        tasks.stop(&c.client);
-        writers.stop(&c.client);
-        c.check(&format!("seed {seed} round {round}"));
+        end_round(&c, tasks, writers, &format!("seed {seed} round {round}"));
     }
     eprintln!(
         "seed {seed}: {} acknowledged writes, {} counter acks",

@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 use crate::common::Rng;
 use crate::review4_common::Cluster;
 use crate::review5_common::{
-    assert_no_going_back, counter_and_readers, disk_shape, eager_sm, seeds, Seen,
+    assert_no_going_back, counter_and_readers, disk_shape, eager_sm, end_round, seeds, Seen,
 };
 
 /// Returns whether the node's disk had its state machine ahead of its log's `Committed`.
@@ -65,9 +65,7 @@ fn one_seed(seed: u64) -> usize {
         panic!("seed {seed}: node {target} (state machine applied {applied:?}, log Committed {committed:?}, last entry {last:?}) does not restart: {e}")
     });
     assert_no_going_back(&c, &seen, target, "its Raft log was held and it lost power");
-    tasks.stop(&c.client);
-    writers.stop(&c.client);
-    c.check("one node held and down");
+    end_round(&c, tasks, writers, "one node held and down");
 
     // The whole cluster: every Raft log held after a few syncs, power loss of all.
     let writers = c.writers("all", 6);
@@ -99,9 +97,7 @@ fn one_seed(seed: u64) -> usize {
         });
         assert_no_going_back(&c, &seen, *id, "the whole cluster's power loss");
     }
-    tasks.stop(&c.client);
-    writers.stop(&c.client);
-    c.check("whole cluster held and down");
+    end_round(&c, tasks, writers, "whole cluster held and down");
     c.shutdown();
     ahead
 }

@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use crate::common::Rng;
 use crate::review4_common::Cluster;
 use crate::review5_common::{
-    assert_no_going_back, counter_and_readers, lazy_sm, linearizable_ctr, seeds, Seen,
+    assert_no_going_back, counter_and_readers, end_round, lazy_sm, linearizable_ctr, seeds, Seen,
 };
 
 fn one_seed(seed: u64) {
@@ -57,9 +57,7 @@ fn one_seed(seed: u64) {
         eprintln!(
             "seed {seed} round {round}: Linearizable ctr after the restart {lin} (highest answered before: {before:?})"
         );
-        tasks.stop(&c.client);
-        writers.stop(&c.client);
-        c.check(&format!("seed {seed} round {round}"));
+        end_round(&c, tasks, writers, &format!("seed {seed} round {round}"));
     }
     c.shutdown();
 }

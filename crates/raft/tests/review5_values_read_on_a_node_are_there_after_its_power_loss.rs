@@ -22,7 +22,7 @@ use parking_lot::Mutex;
 use crate::common::Rng;
 use crate::review4_common::{acked_count, Cluster};
 use crate::review5_common::{
-    assert_no_going_back, counter_and_readers, disk_shape, lazy_sm, seeds, Seen,
+    assert_no_going_back, counter_and_readers, disk_shape, end_round, lazy_sm, seeds, Seen,
 };
 
 fn one_seed(seed: u64) {
@@ -61,9 +61,7 @@ fn one_seed(seed: u64) {
             target,
             &format!("its power loss (round {round})"),
         );
-        tasks.stop(&c.client);
-        writers.stop(&c.client);
-        c.check(&format!("seed {seed} round {round}"));
+        end_round(&c, tasks, writers, &format!("seed {seed} round {round}"));
     }
     let s = seen.lock();
     eprintln!(

@@ -109,6 +109,14 @@ impl Tasks {
     }
 }
 
+/// Ends a round: stops the counter and readers, then the writers, then checks the cluster
+/// (every acknowledged write on every node, the same data everywhere), as `label`.
+pub fn end_round(c: &Cluster, tasks: Tasks, writers: crate::review4_common::Writers, label: &str) {
+    tasks.stop(&c.client);
+    writers.stop(&c.client);
+    c.check(label);
+}
+
 /// The serial writer of `ctr` (through whichever node leads) and `readers_per_node`
 /// readers on each node up (Local consistency; by turns `Node::read`, the `Client`'s
 /// `read_at` and `dump_at`, plus Linearizable reads through the leader).
