@@ -521,12 +521,11 @@ async fn off_runtime<T: Send + 'static>(
 }
 
 impl Inner {
-    /// What makes the applied position up to `last_applied` durable, `None` when it
-    /// already is: in a node, the Raft log's `Committed` record at or past it (a restart
-    /// re-applies up to it from the log); else, or before the log records a committed id
-    /// that far (a node restarted with this database ahead of that record), this
-    /// database's own log up to `last_lsn` (its last commit, or everything appended when
-    /// `None`).
+    /// What makes an `apply` call's work up to `last_applied` (committed at `last_lsn`)
+    /// durable, `None` when it applied nothing: in a node, the Raft log's `Committed`
+    /// record at or past it (a restart re-applies up to it from the log); else, or before
+    /// the log records a committed id that far (a node restarted with this database
+    /// ahead of that record), this database's own log up to `last_lsn`.
     fn witness(
         &self,
         last_applied: Option<LogId>,
@@ -539,8 +538,7 @@ impl Inner {
             }
         }
         let live = self.live.read();
-        let log = live.as_ref()?.db.log();
-        Some(log.durable_future(last_lsn.unwrap_or_else(|| log.released_lsn())))
+        Some(live.as_ref()?.db.log().durable_future(last_lsn?))
     }
 
     /// Applies `entries` in order, each in a transaction of its own (`apply_one`).
