@@ -3,9 +3,12 @@
 //! acknowledged commit and break no rule — and the seeds must have covered every commit
 //! protocol, every propagation strategy, both layouts, read-only opens, and tables
 //! created, dropped and renamed inside committed transactions.
-//! `SLUICE_SWARM_SEEDS` changes the count (`SLUICE_SWARM_FIRST` the first seed): 5,500
-//! seeds is about 5 minutes on 2 cores shared with other builds (4,000 took 212 s with
-//! `sluice crash-test swarm --jobs 2`). A failure prints its replay command;
+//! `SLUICE_SWARM_SEEDS` changes the count (`SLUICE_SWARM_FIRST` the first seed). The seeds
+//! run on four threads per core: a seed spends about half its time waiting (on commits,
+//! its own clients, the engine's cleaners and checkpoints), so two threads on two cores
+//! left them half idle. 400 seeds on 2 cores with `sluice crash-test swarm --jobs J`
+//! (debug build, the same CPU time each): 24.8 s with 2 jobs, 15.2 s with 4, 12.3 s with
+//! 8 — 5,500 seeds about 3 minutes instead of 5. A failure prints its replay command;
 //! `SLUICE_SWARM_TRACE=1` prints each step of a replayed seed.
 //!
 //! On the code this sweep was written against it fails: it finds the defects the outside
@@ -25,7 +28,7 @@ fn env(name: &str, default: u64) -> u64 {
 fn swarm_of_configurations_loses_nothing_and_breaks_no_rule() {
     let seeds = env("SLUICE_SWARM_SEEDS", 5500);
     let first = env("SLUICE_SWARM_FIRST", 0);
-    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let jobs = 4 * std::thread::available_parallelism().map_or(1, |n| n.get());
     let r = swarm(seeds, first, jobs, |_| {});
     println!(
         "{seeds} seeds from {first}: {} acknowledged, {} lost, {} lost under async, {} violations, {} halts mid-run, {} in recovery, {} read-only opens ({} spilled), {} clean closes, {} states rechecked, {} audits, {} pool-full, tables {} created {} dropped {} renamed, {} compactions ({} pages returned)",
