@@ -97,6 +97,11 @@ pub struct NodeArgs {
     /// snapshot's size (default: 16 MiB).
     #[arg(long, value_parser = clap::value_parser!(u64).range(4096..))]
     snapshot_log_bytes: Option<u64>,
+    /// Entries the Raft log keeps behind a snapshot before it purges them (openraft's
+    /// `max_in_snapshot_log_to_keep`; default 1,000). Fewer make a lagging node install
+    /// a snapshot sooner instead of catching up from the log.
+    #[arg(long)]
+    snapshot_keep_entries: Option<u64>,
 }
 
 /// Where a cluster's nodes are (`cluster.json`).
@@ -448,20 +453,22 @@ fn print_status(
     file: &ClusterFile,
 ) -> Result<(), Failure> {
     println!(
-        "{:>4}  {:<21}  {:<9}  {:>5}  {:>6}  {:>9}  {:>9}",
-        "node", "address", "role", "term", "leader", "last log", "applied"
+        "{:>4}  {:<21}  {:<9}  {:>5}  {:>6}  {:>9}  {:>9}  {:>9}",
+        "node", "address", "role", "term", "leader", "last log", "applied", "snapshot"
     );
+    let index = |i: Option<u64>| i.map_or("-".into(), |l| l.to_string());
     for (id, addr) in &file.nodes {
         match rt.block_on(client.status_at(addr)) {
             Ok(s) => println!(
-                "{:>4}  {:<21}  {:<9}  {:>5}  {:>6}  {:>9}  {:>9}",
+                "{:>4}  {:<21}  {:<9}  {:>5}  {:>6}  {:>9}  {:>9}  {:>9}",
                 id,
                 addr,
                 s.role,
                 s.term,
-                s.leader.map_or("-".into(), |l| l.to_string()),
-                s.last_log_index.map_or("-".into(), |l| l.to_string()),
-                s.applied_index.map_or("-".into(), |l| l.to_string())
+                index(s.leader),
+                index(s.last_log_index),
+                index(s.applied_index),
+                index(s.snapshot_index)
             ),
             Err(e) => println!("{id:>4}  {addr:<21}  unreachable: {e}"),
         }
@@ -527,6 +534,9 @@ fn node(a: NodeArgs) -> Result<(), Failure> {
         let mut config = NodeConfig::new(a.id, &a.dir, listen, security);
         if let Some(bytes) = a.snapshot_log_bytes {
             config.snapshot_log_bytes = Some(bytes);
+        }
+        if let Some(keep) = a.snapshot_keep_entries {
+            config.raft.max_in_snapshot_log_to_keep = keep;
         }
         let node = sluice_raft::Node::start(config).await?;
         println!("node {} listening on {}", a.id, node.addr());

@@ -71,6 +71,15 @@ struct Totals {
     failover_ms_p50: f64,
     failover_ms_max: f64,
     failovers: u64,
+    /// Runs drawn to snapshot often (a snapshot every 4–32 KiB of log).
+    snapshot_runs: u64,
+    /// Runs at whose end some node held a snapshot (built or installed).
+    snapshotted_runs: u64,
+    /// Runs at whose end some node had purged its Raft log.
+    purged_runs: u64,
+    /// Runs in which a node installed a snapshot from the leader (as the nodes alive at
+    /// the end report: a node's count starts at its last start).
+    installed_runs: u64,
 }
 
 /// Longest a cluster may go without serving a write after a kill.
@@ -107,6 +116,10 @@ pub fn run(a: Args) -> Result<(), Failure> {
         totals.lost += r.lost;
         totals.diverged += r.diverged;
         totals.stale_reads += r.stale_reads;
+        totals.snapshot_runs += u64::from(r.snapshot_log_bytes.is_some());
+        totals.snapshotted_runs += u64::from(r.snapshotted);
+        totals.purged_runs += u64::from(r.purged);
+        totals.installed_runs += u64::from(r.installed);
         pb.inc(1);
         if r.lost + r.diverged + r.stale_reads > 0 {
             pb.suspend(|| {
@@ -140,6 +153,10 @@ pub fn run(a: Args) -> Result<(), Failure> {
             "failover (kill to the next acknowledged write), {} kills: p50 {:.0} ms, max {:.0} ms",
             totals.failovers, totals.failover_ms_p50, totals.failover_ms_max
         );
+        println!(
+            "snapshots: {} runs drawn to snapshot often; at the end of {} runs a node held a snapshot, of {} a node had purged its log; in {} a node installed one",
+            totals.snapshot_runs, totals.snapshotted_runs, totals.purged_runs, totals.installed_runs
+        );
     }
     if totals.lost + totals.diverged + totals.stale_reads > 0 {
         return Err(Failure::Runtime(format!(
@@ -158,6 +175,14 @@ struct RunResult {
     lost: u64,
     diverged: u64,
     stale_reads: u64,
+    /// The run's snapshot rule, if it was drawn to snapshot often.
+    snapshot_log_bytes: Option<u64>,
+    /// Whether some node held a snapshot at the end.
+    snapshotted: bool,
+    /// Whether some node had purged its Raft log by the end.
+    purged: bool,
+    /// Whether some node alive at the end had installed a snapshot.
+    installed: bool,
 }
 
 /// What the writers share with the run.
@@ -182,9 +207,18 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
     let snapshot_log_bytes = knobs
         .gen_bool(0.5)
         .then(|| knobs.gen_range(4u64 << 10..=32 << 10));
+    // Those runs also keep only 0–32 entries behind a snapshot (openraft keeps 1,000 by
+    // default, more than a run writes), so that logs are purged and a node that comes
+    // back behind the purge installs a snapshot.
+    let keep_entries = snapshot_log_bytes.map(|_| knobs.gen_range(0u64..=32));
     let mut node_args = thread_args(a.node_threads);
-    if let Some(b) = snapshot_log_bytes {
-        node_args.extend(["--snapshot-log-bytes".into(), b.to_string()]);
+    if let (Some(b), Some(k)) = (snapshot_log_bytes, keep_entries) {
+        node_args.extend([
+            "--snapshot-log-bytes".into(),
+            b.to_string(),
+            "--snapshot-keep-entries".into(),
+            k.to_string(),
+        ]);
     }
     let mut procs = Procs::launch_with(dir.path(), 3, a.insecure, node_args)?;
     let client = Arc::new(procs.client()?);
@@ -235,6 +269,15 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
     ));
     // Kill the leader and time the failover.
     let killed = current_leader(&rt, &procs, &client).unwrap_or(leader);
+    // In a run that snapshots often, where the killed node's log ends (as it says just
+    // before the kill; at least the last acknowledged index).
+    let killed_end = snapshot_log_bytes.map(|_| {
+        rt.block_on(client.status_at(&procs.file.nodes[&killed]))
+            .ok()
+            .and_then(|s| s.last_log_index)
+            .unwrap_or(0)
+            .max(shared.last_index.load(Ordering::Relaxed))
+    });
     let kill_at = kill(&mut procs, killed, t0)?;
     match shape {
         // During the election: back 50–400 ms later.
@@ -256,6 +299,23 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
         }
         _ => {
             failovers.push(wait_failover(&shared, kill_at, t0, seed)?);
+            if let Some(end) = killed_end {
+                // It comes back once a live node has purged its log past the killed
+                // node's end (or after 10 s), so that its new leader sends it a snapshot.
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while Instant::now() < deadline
+                    && !procs.file.nodes.iter().any(|(id, addr)| {
+                        *id != killed
+                            && rt
+                                .block_on(client.status_at(addr))
+                                .ok()
+                                .and_then(|s| s.purged_index)
+                                .is_some_and(|p| p >= end)
+                    })
+                {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
             procs.spawn(killed, None)?;
         }
     }
@@ -298,6 +358,16 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    // Whether the run reached the snapshot paths it was drawn for (built or installed,
+    // and purged), as each node reports at the end.
+    let (mut snapshotted, mut purged, mut installed) = (false, false, false);
+    for addr in procs.file.nodes.values() {
+        if let Ok(s) = rt.block_on(client.status_at(addr)) {
+            snapshotted |= s.snapshot_index.is_some();
+            purged |= s.purged_index.is_some();
+            installed |= s.snapshots_installed > 0;
+        }
+    }
     // A linearizable read through the leader after the failover sees every
     // acknowledged write.
     let mut stale_reads = 0;
@@ -323,9 +393,10 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
         ));
         report.push(format!(
             "shape {shape}, killed node {killed}, snapshots every {}",
-            snapshot_log_bytes.map_or("16 MiB (default)".to_string(), |b| format!(
-                "{b} bytes of log"
-            ))
+            match (snapshot_log_bytes, keep_entries) {
+                (Some(b), Some(k)) => format!("{b} bytes of log, {k} entries kept behind one"),
+                _ => "16 MiB (default)".to_string(),
+            }
         ));
     }
     Ok(RunResult {
@@ -335,6 +406,10 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
         lost,
         diverged,
         stale_reads,
+        snapshot_log_bytes,
+        snapshotted,
+        purged,
+        installed,
     })
 }
 

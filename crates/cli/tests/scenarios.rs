@@ -12,6 +12,7 @@ mod commit_sweep_bad_flags;
 mod compact_cli;
 mod compare_cli;
 mod compare_peers;
+mod crash_cluster_cli;
 mod crash_history_cli;
 mod crash_kill_cli;
 mod crash_swarm_cli;

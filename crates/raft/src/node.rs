@@ -369,7 +369,7 @@ impl Node {
 
     /// What the node says of itself.
     pub fn status(&self) -> NodeStatus {
-        status(self.id, &self.raft)
+        status(self.id, &self.raft, &self.sm)
     }
 
     /// Stops serving, stops openraft, and closes the storage cleanly.
@@ -388,7 +388,7 @@ impl Node {
     }
 }
 
-fn status(id: NodeId, raft: &Raft) -> NodeStatus {
+fn status(id: NodeId, raft: &Raft, sm: &StateMachine) -> NodeStatus {
     use openraft::async_runtime::watch::WatchReceiver;
     let m = raft.metrics().borrow_watched().clone();
     let role = match m.state {
@@ -416,6 +416,9 @@ fn status(id: NodeId, raft: &Raft) -> NodeStatus {
         term: m.current_term,
         last_log_index: m.last_log_index,
         applied_index: m.last_applied.map(|l| l.index()),
+        snapshot_index: m.snapshot.map(|l| l.index()),
+        purged_index: m.purged.map(|l| l.index()),
+        snapshots_installed: sm.installs(),
         voters: v,
         learners: l,
     }
@@ -643,7 +646,7 @@ impl Handler {
                     Err(e) => Response::Error(e),
                 }
             }
-            Request::Status => Response::Status(status(self.id, &self.raft)),
+            Request::Status => Response::Status(status(self.id, &self.raft, &self.sm)),
             Request::AddLearner { id, addr } => match self.add_learner(id, addr).await {
                 Ok(()) => Response::Done,
                 Err(e) => Response::Error(e),

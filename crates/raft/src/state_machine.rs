@@ -114,6 +114,8 @@ struct Inner {
     snapshots: Mutex<Stored>,
     /// The node's Raft log, once attached ([`StateMachine::witness_applies_with`]).
     raft_log: Mutex<Option<LogStore>>,
+    /// Snapshots installed since this handle was opened ([`StateMachine::installs`]).
+    installs: std::sync::atomic::AtomicU64,
 }
 
 /// The newest snapshot file: its number and the last log id it covers.
@@ -225,6 +227,7 @@ impl StateMachine {
                 limits,
                 snapshots: Mutex::new(newest),
                 raft_log: Mutex::new(None),
+                installs: Default::default(),
             }),
         })
     }
@@ -272,6 +275,14 @@ impl StateMachine {
     /// The size in bytes of the newest snapshot stored (zero while there is none).
     pub fn snapshot_bytes(&self) -> u64 {
         self.inner.snapshots.lock().bytes
+    }
+
+    /// Snapshots from a leader installed since this state machine was opened (kept in
+    /// memory only: what a campaign reads to see that it reached the install path).
+    pub fn installs(&self) -> u64 {
+        self.inner
+            .installs
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The last applied log id, as openraft sees it.
@@ -782,6 +793,8 @@ impl Inner {
         )?);
         files::clear_dir(&*self.storage, &self.dir.join(generation_name(old)))?;
         *self.applied.lock() = (meta.last_log_id, meta.last_membership.clone());
+        self.installs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 

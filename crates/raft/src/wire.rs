@@ -113,6 +113,13 @@ pub struct NodeStatus {
     pub last_log_index: Option<u64>,
     /// Index of the last entry applied to its state machine.
     pub applied_index: Option<u64>,
+    /// Index of the last entry its newest snapshot covers (built here or installed from
+    /// the leader), if it has one.
+    pub snapshot_index: Option<u64>,
+    /// Index of the last entry purged from its Raft log, if any.
+    pub purged_index: Option<u64>,
+    /// Snapshots it installed from a leader since its process started.
+    pub snapshots_installed: u64,
     /// The members (voters) and their addresses, as its membership says.
     pub voters: BTreeMap<NodeId, String>,
     /// Learners and their addresses.
