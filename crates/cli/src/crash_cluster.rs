@@ -116,7 +116,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         totals.lost += r.lost;
         totals.diverged += r.diverged;
         totals.stale_reads += r.stale_reads;
-        totals.snapshot_runs += u64::from(r.snapshot_log_bytes.is_some());
+        totals.snapshot_runs += u64::from(r.snapshot_run);
         totals.snapshotted_runs += u64::from(r.snapshotted);
         totals.purged_runs += u64::from(r.purged);
         totals.installed_runs += u64::from(r.installed);
@@ -175,8 +175,8 @@ struct RunResult {
     lost: u64,
     diverged: u64,
     stale_reads: u64,
-    /// The run's snapshot rule, if it was drawn to snapshot often.
-    snapshot_log_bytes: Option<u64>,
+    /// Whether the run was drawn to snapshot often.
+    snapshot_run: bool,
     /// Whether some node held a snapshot at the end.
     snapshotted: bool,
     /// Whether some node had purged its Raft log by the end.
@@ -204,15 +204,15 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
     // purges and installs. Drawn from a generator of its own: a seed's kill schedule is
     // the same as before this dimension existed.
     let mut knobs = rand::rngs::StdRng::seed_from_u64(seed ^ 0x05ee_d0f5_aa95);
-    let snapshot_log_bytes = knobs
-        .gen_bool(0.5)
-        .then(|| knobs.gen_range(4u64 << 10..=32 << 10));
     // Those runs also keep only 0–32 entries behind a snapshot (openraft keeps 1,000 by
     // default, more than a run writes), so that logs are purged and a node that comes
-    // back behind the purge installs a snapshot.
-    let keep_entries = snapshot_log_bytes.map(|_| knobs.gen_range(0u64..=32));
+    // back behind the purge installs a snapshot. (Snapshot bytes, entries kept.)
+    let snapshots = knobs.gen_bool(0.5).then(|| {
+        let bytes = knobs.gen_range(4u64 << 10..=32 << 10);
+        (bytes, knobs.gen_range(0u64..=32))
+    });
     let mut node_args = thread_args(a.node_threads);
-    if let (Some(b), Some(k)) = (snapshot_log_bytes, keep_entries) {
+    if let Some((b, k)) = snapshots {
         node_args.extend([
             "--snapshot-log-bytes".into(),
             b.to_string(),
@@ -271,7 +271,7 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
     let killed = current_leader(&rt, &procs, &client).unwrap_or(leader);
     // In a run that snapshots often, where the killed node's log ends (as it says just
     // before the kill; at least the last acknowledged index).
-    let killed_end = snapshot_log_bytes.map(|_| {
+    let killed_end = snapshots.map(|_| {
         rt.block_on(client.status_at(&procs.file.nodes[&killed]))
             .ok()
             .and_then(|s| s.last_log_index)
@@ -393,10 +393,9 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
         ));
         report.push(format!(
             "shape {shape}, killed node {killed}, snapshots every {}",
-            match (snapshot_log_bytes, keep_entries) {
-                (Some(b), Some(k)) => format!("{b} bytes of log, {k} entries kept behind one"),
-                _ => "16 MiB (default)".to_string(),
-            }
+            snapshots.map_or("16 MiB (default)".to_string(), |(b, k)| format!(
+                "{b} bytes of log, {k} entries kept behind one"
+            ))
         ));
     }
     Ok(RunResult {
@@ -406,7 +405,7 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
         lost,
         diverged,
         stale_reads,
-        snapshot_log_bytes,
+        snapshot_run: snapshots.is_some(),
         snapshotted,
         purged,
         installed,
