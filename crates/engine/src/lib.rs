@@ -100,6 +100,7 @@
 mod agents;
 #[cfg(test)]
 mod alloc_probe;
+mod backup_label;
 mod blob;
 mod btree;
 mod buffer_pool;
@@ -145,11 +146,14 @@ mod txn_table;
 mod worker;
 
 // The application API.
+pub use backup_label::BackupLabel;
 pub use btree::TreeReport;
 pub use buffer_pool::PoolStats;
 pub use builder::Builder;
 pub use catalog::MAX_TABLE_NAME;
-pub use db::CompactReport;
+pub use db::{
+    BackupProgress, CompactReport, Restore, RestoreProgress, RestoreReport, RestoreTarget,
+};
 pub use db::{Database, Stats, VerifyReport};
 pub use error::{Error, Result};
 pub use ids::{PageId, TxnId};

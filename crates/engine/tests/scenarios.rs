@@ -4,12 +4,14 @@
 //! engine again and was linked on its own, which made most of CI's build time. The files
 //! that stay binaries of their own are listed in `Cargo.toml` with the reason.
 
+mod backup_load;
 mod gated;
 mod hold;
 mod read_only;
 mod spy;
 
 mod a_64_mib_value_is_all_or_nothing_across_crashes;
+mod a_backup_under_load_shows_exactly_the_commits_below_its_end;
 mod a_coordinated_commit_a_participant_cannot_finish_is_not_acknowledged;
 mod a_drop_is_a_change_of_its_transaction;
 mod a_dropped_tables_handle_is_refused_after_its_root_is_reused;

@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 
 mod buffer;
+mod copy;
 mod error;
 mod flush;
 pub mod frame;
@@ -49,6 +50,7 @@ mod tests_prop;
 mod wait;
 
 pub use buffer::{BufferOptions, InsertVariant, LogBuffer};
+pub use copy::{copy_file, cut_log_dir, CopiedSegments, COPY_STEP_BYTES};
 pub use error::{Result, WalError};
 pub use log::{Appended, Log, LogStats};
 pub use lsn::Lsn;

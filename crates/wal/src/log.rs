@@ -91,7 +91,7 @@ pub struct Appended {
 /// assert_eq!(records, vec![b"hello".to_vec()]);
 /// ```
 pub struct Log {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     daemon: crate::sync::Mutex<Option<JoinHandle<()>>>,
     preparer: crate::sync::Mutex<Option<JoinHandle<()>>>,
     archiver: crate::sync::Mutex<Option<JoinHandle<()>>>,

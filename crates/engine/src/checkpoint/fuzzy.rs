@@ -58,6 +58,10 @@ pub(crate) struct Checkpoints {
     pub(crate) last_at: Mutex<Instant>,
     /// How long the completed checkpoints took (`Database::metrics`).
     pub(crate) durations: crate::metrics::DurationRecorder,
+    /// The log that backups being taken still copy: truncation keeps everything from the
+    /// lowest pin (each with its own id, so backups can overlap).
+    pins: Mutex<Vec<(u64, Lsn)>>,
+    next_pin: AtomicU64,
     /// Test-only pause point: runs once, inside the next checkpoint, right after its
     /// begin record and redo point (to drive races with that window deterministically).
     #[cfg(test)]
@@ -73,9 +77,37 @@ impl Checkpoints {
             last_end: AtomicU64::new(0),
             last_at: Mutex::new(Instant::now()),
             durations: Default::default(),
+            pins: Mutex::new(Vec::new()),
+            next_pin: AtomicU64::new(0),
             #[cfg(test)]
             after_begin: Mutex::new(None),
         }
+    }
+
+    /// Keeps the log from `lsn` on until the returned pin is dropped: no checkpoint
+    /// truncates below it. Take it under `lock`, right after a checkpoint, with `lsn` at
+    /// or below what that checkpoint kept, so nothing below it is already gone.
+    pub(crate) fn pin_log(&self, lsn: Lsn) -> LogPin<'_> {
+        let id = self.next_pin.fetch_add(1, Ordering::Relaxed);
+        self.pins.lock().push((id, lsn));
+        LogPin { state: self, id }
+    }
+
+    /// The lowest LSN a pin keeps, if any pin is held.
+    fn lowest_pin(&self) -> Option<Lsn> {
+        self.pins.lock().iter().map(|p| p.1).min()
+    }
+}
+
+/// Log kept from truncation ([`Checkpoints::pin_log`]) while it lives.
+pub(crate) struct LogPin<'a> {
+    state: &'a Checkpoints,
+    id: u64,
+}
+
+impl Drop for LogPin<'_> {
+    fn drop(&mut self) {
+        self.state.pins.lock().retain(|p| p.0 != self.id);
     }
 }
 
@@ -237,6 +269,10 @@ fn take(cx: &Scope<'_>, occasion: Occasion, _held: &MutexGuard<'_, ()>) -> Resul
         if let Some(c) = cap()? {
             keep = keep.min(c);
         }
+    }
+    // A backup still copying the log from a pin (`Database::backup_to`).
+    if let Some(pin) = state.lowest_pin() {
+        keep = keep.min(pin);
     }
     store.log.truncate_below(keep)?;
     Ok(())

@@ -10,12 +10,16 @@
 //! counters), `compact.rs` (freeing a dropped tree's pages, [`Database::compact`]), `open.rs` (every way to open one, read-write and read-only, and the checks
 //! of a directory before anything is created in it), `verify.rs` ([`Database::verify`]).
 
+mod backup;
 mod compact;
 mod handle;
 mod open;
+mod restore;
 mod verify;
 
+pub use backup::BackupProgress;
 pub use compact::CompactReport;
 pub use handle::{Database, Stats};
 pub(crate) use open::refuse_same_dirs;
+pub use restore::{Restore, RestoreProgress, RestoreReport, RestoreTarget};
 pub use verify::VerifyReport;

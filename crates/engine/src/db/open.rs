@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 /// The data file's name in the database directory.
-const DATA: &str = "data";
+pub(super) const DATA: &str = "data";
 /// The directory lock's name.
 const LOCK: &str = "LOCK";
 
@@ -354,6 +354,7 @@ impl Database {
         if !hooks.partition {
             refuse_partition(&*storage, &dir)?;
         }
+        crate::backup_label::refuse_backup(&*storage, &dir, options.read_only)?;
         refuse_same_dirs(&[
             ("database directory".into(), &*storage, dir.clone()),
             ("log directory".into(), &*log_storage, log_dir.clone()),

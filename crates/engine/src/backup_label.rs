@@ -1,0 +1,241 @@
+//! The backup label: what makes a directory a complete backup, and what it holds.
+//!
+//! A backup directory (`Database::backup_to`) holds what a database directory holds —
+//! `CONTROL`, `data`, `log/` — plus `BACKUP`, this label. The order of a backup is:
+//! `BACKUP.partial` first (an empty marker, durable before anything else is written),
+//! then the data file, the log, `CONTROL`, the label, and last the marker's removal. So
+//! a directory with the marker is an interrupted backup, whatever else it holds, and one
+//! with the label and without the marker is complete. Every open refuses the first by
+//! name; a read-write open refuses the second too, because recovery there would write
+//! past the backup's end LSN and it could no longer be rolled forward from an archive
+//! (a read-only open shows it as of its end LSN; `sluice restore` makes a database of it).
+//!
+//! The label is text, one `key value` per line, the last line `crc32c` of everything
+//! before it:
+//!
+//! ```text
+//! sluice-backup 1
+//! database_id 8f3a…            (hex; the source database's id from CONTROL)
+//! page_size 8192
+//! checkpoint 1048576           (the redo point of the checkpoint CONTROL names)
+//! log_start 0                  (the first LSN of the copied log)
+//! end_lsn 2097152              (the copied log ends here: the backup shows exactly the
+//!                               commits whose records lie below it)
+//! data_bytes 819200            (the copied data file's length)
+//! started_us 1796000000000000  (wall clock, µs since the Unix epoch)
+//! ended_us 1796000000400000
+//! crc32c 1a2b3c4d
+//! ```
+
+use crate::data_file::{file_error, write_durably};
+use crate::error::{Error, Result};
+use sluice_storage::{OpenOptions, Storage};
+use sluice_wal::Lsn;
+use std::path::Path;
+
+/// The label's name in a backup directory.
+pub(crate) const LABEL: &str = "BACKUP";
+/// Its temporary name while it is written.
+const LABEL_TMP: &str = "BACKUP.tmp";
+/// Present while a backup is being taken; removed last.
+pub(crate) const PARTIAL: &str = "BACKUP.partial";
+const FORMAT: &str = "sluice-backup 1";
+/// Labels are a few hundred bytes; anything longer is not one.
+const MAX_LABEL_BYTES: u64 = 4096;
+
+/// What a complete backup holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackupLabel {
+    /// The source database's id (from its control file).
+    pub database_id: u64,
+    /// Its page size.
+    pub page_size: u32,
+    /// The redo point of the checkpoint the backup's control file names.
+    pub checkpoint: Lsn,
+    /// The first LSN of the copied log (what recovery from that checkpoint reads).
+    pub log_start: Lsn,
+    /// Where the copied log ends: the backup shows exactly the commits below it.
+    pub end_lsn: Lsn,
+    /// The copied data file's length in bytes.
+    pub data_bytes: u64,
+    /// When the backup started, µs since the Unix epoch.
+    pub started_us: u64,
+    /// When it ended, µs since the Unix epoch.
+    pub ended_us: u64,
+}
+
+impl BackupLabel {
+    pub(crate) fn encode(&self) -> String {
+        let body = format!(
+            "{FORMAT}\ndatabase_id {:016x}\npage_size {}\ncheckpoint {}\nlog_start {}\nend_lsn {}\ndata_bytes {}\nstarted_us {}\nended_us {}\n",
+            self.database_id,
+            self.page_size,
+            self.checkpoint.0,
+            self.log_start.0,
+            self.end_lsn.0,
+            self.data_bytes,
+            self.started_us,
+            self.ended_us
+        );
+        let crc = crc32c::crc32c(body.as_bytes());
+        format!("{body}crc32c {crc:08x}\n")
+    }
+
+    /// Parses a label; never panics, whatever the bytes.
+    pub(crate) fn decode(b: &[u8]) -> std::result::Result<BackupLabel, String> {
+        let text = std::str::from_utf8(b).map_err(|_| "not text".to_string())?;
+        let Some(at) = text.rfind("crc32c ") else {
+            return Err("no checksum line".into());
+        };
+        let (body, crc_line) = text.split_at(at);
+        let crc = u32::from_str_radix(crc_line["crc32c ".len()..].trim_end(), 16)
+            .map_err(|_| "bad checksum line".to_string())?;
+        if crc != crc32c::crc32c(body.as_bytes()) {
+            return Err("checksum mismatch".into());
+        }
+        let mut lines = body.lines();
+        if lines.next() != Some(FORMAT) {
+            return Err(format!("not a `{FORMAT}` label"));
+        }
+        let mut field = |key: &str| -> std::result::Result<u64, String> {
+            let line = lines.next().ok_or_else(|| format!("no `{key}` line"))?;
+            let value = line
+                .strip_prefix(key)
+                .and_then(|v| v.strip_prefix(' '))
+                .ok_or_else(|| format!("expected `{key}`, found `{line}`"))?;
+            let radix = if key == "database_id" { 16 } else { 10 };
+            u64::from_str_radix(value, radix).map_err(|_| format!("bad `{key}` value `{value}`"))
+        };
+        let label = BackupLabel {
+            database_id: field("database_id")?,
+            page_size: u32::try_from(field("page_size")?).map_err(|_| "bad page size")?,
+            checkpoint: Lsn(field("checkpoint")?),
+            log_start: Lsn(field("log_start")?),
+            end_lsn: Lsn(field("end_lsn")?),
+            data_bytes: field("data_bytes")?,
+            started_us: field("started_us")?,
+            ended_us: field("ended_us")?,
+        };
+        if lines.next().is_some() {
+            return Err("lines after `ended_us`".into());
+        }
+        if !(label.log_start <= label.checkpoint && label.checkpoint < label.end_lsn) {
+            return Err(format!(
+                "log start {}, checkpoint {} and end {} are out of order",
+                label.log_start, label.checkpoint, label.end_lsn
+            ));
+        }
+        Ok(label)
+    }
+
+    /// Writes the label durably into `dir` (temp, sync, rename, directory sync).
+    pub(crate) fn write(&self, storage: &dyn Storage, dir: &Path) -> Result<()> {
+        write_durably(
+            storage,
+            dir,
+            (LABEL_TMP, LABEL),
+            self.encode().as_bytes(),
+            "backup label",
+            None,
+        )
+    }
+
+    /// Reads the label of the backup in `dir`: `Ok(None)` if `dir` holds no label.
+    pub(crate) fn read(storage: &dyn Storage, dir: &Path) -> Result<Option<BackupLabel>> {
+        let path = dir.join(LABEL);
+        let io = |e| file_error("backup label", &path, e);
+        if !storage.exists(&path).map_err(io)? {
+            return Ok(None);
+        }
+        let f = storage.open(&path, OpenOptions::READ_ONLY).map_err(io)?;
+        let len = f.len().map_err(io)?;
+        if len > MAX_LABEL_BYTES {
+            return Err(Error::Corruption(format!(
+                "backup label {} is {len} bytes: not a label",
+                path.display()
+            )));
+        }
+        let mut b = vec![0u8; len as usize];
+        f.read_exact_at(&mut b, 0).map_err(io)?;
+        BackupLabel::decode(&b)
+            .map(Some)
+            .map_err(|e| Error::Corruption(format!("backup label {}: {e}", path.display())))
+    }
+}
+
+/// Refuses to open an interrupted backup (any open) or a complete one read-write (see
+/// the module docs). Called by every open before it changes anything.
+pub(crate) fn refuse_backup(storage: &dyn Storage, dir: &Path, read_only: bool) -> Result<()> {
+    let io = |e| file_error("database directory", dir, e);
+    if !storage.exists(dir).map_err(io)? {
+        return Ok(());
+    }
+    if storage.exists(&dir.join(PARTIAL)).map_err(io)? {
+        return Err(incomplete(dir));
+    }
+    if !read_only && storage.exists(&dir.join(LABEL)).map_err(io)? {
+        return Err(Error::InvalidArgument(format!(
+            "{} is a backup: opening it read-write would write past its end and it could no longer be restored from; open it read-only, or restore it into a new directory (`sluice restore --from {} --to-end DEST`)",
+            dir.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The error for an interrupted backup in `dir`.
+pub(crate) fn incomplete(dir: &Path) -> Error {
+    Error::InvalidArgument(format!(
+        "{} is an incomplete backup ({PARTIAL} is there: the backup was interrupted); take a new one",
+        dir.display()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample() -> BackupLabel {
+        BackupLabel {
+            database_id: 0x8f3a_0000_1234_abcd,
+            page_size: 8192,
+            checkpoint: Lsn(1 << 20),
+            log_start: Lsn(0),
+            end_lsn: Lsn(2 << 20),
+            data_bytes: 819_200,
+            started_us: 1_796_000_000_000_000,
+            ended_us: 1_796_000_000_400_000,
+        }
+    }
+
+    #[test]
+    fn a_label_round_trips() {
+        let l = sample();
+        assert_eq!(BackupLabel::decode(l.encode().as_bytes()), Ok(l));
+    }
+
+    #[test]
+    fn a_changed_byte_is_refused() {
+        let text = sample().encode().into_bytes();
+        for i in 0..text.len() {
+            let mut b = text.clone();
+            b[i] ^= 0x01;
+            assert!(BackupLabel::decode(&b).is_err(), "byte {i} flipped");
+        }
+    }
+
+    #[test]
+    fn an_end_at_or_below_the_checkpoint_is_refused() {
+        let mut l = sample();
+        l.end_lsn = l.checkpoint;
+        assert!(BackupLabel::decode(l.encode().as_bytes()).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(b in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let _ = BackupLabel::decode(&b);
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! Online backup: a copy of a running database that opens as the database was at the
+//! backup's end LSN, and that a restore rolls forward from (`restore.rs`).
+//!
+//! The copy is *fuzzy*, as PostgreSQL's base backup is, and ARIES recovery makes it
+//! consistent:
+//! 1. A checkpoint, then — under the checkpoint lock — the control file it wrote is read
+//!    and the log is pinned from its first segment on: no later checkpoint truncates
+//!    what recovery from that control file reads, until the backup ends.
+//! 2. The data file is copied while writers go on. A page may be copied while the pool
+//!    writes it, and the copy may hold half of each version. That is the torn write the
+//!    full-page-image rule already covers (`checkpoint/fuzzy.rs`): every page write after
+//!    the checkpoint's step 3 is of a page whose full image lies in the log above the
+//!    checkpoint's redo point, durable before the write; so recovery of the copy finds
+//!    the image and restores the page before it applies anything to it. A page written
+//!    before that is whole on disk before the copy starts. Pages added to the file after
+//!    the copy read its length are new pages, whose images are in the log too.
+//! 3. The log is made durable, and its end `E` read: every page the copy read was written
+//!    under the write-ahead rule, so it holds no change at or past `E`. The log is copied
+//!    from the pin to `E` (`Log::copy_segments`: the last segment ends exactly at `E`).
+//! 4. The control file read in step 1, then the label (`backup_label`), then the
+//!    interrupted-backup marker is removed.
+//!
+//! Recovery of the copy starts at the checkpoint, redoes up to `E` and rolls back what
+//! was in flight there: the backup shows exactly the commits whose records lie below `E`.
+//! Compaction (which shortens the data file) waits while a backup runs.
+
+use super::handle::Database;
+use super::open::DATA;
+use crate::backup_label::{BackupLabel, PARTIAL};
+use crate::control::Control;
+use crate::data_file::{file_error, write_durably};
+use crate::error::{Error, Result};
+use sluice_storage::Storage;
+use sluice_wal::Lsn;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Where a backup stands, for a progress bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackupProgress {
+    /// Bytes copied so far (data file, then log).
+    pub copied_bytes: u64,
+    /// Bytes to copy: the data file's length and the log written so far (the log grows
+    /// while the data file is copied, so this can grow too).
+    pub total_bytes: u64,
+}
+
+/// The log directory's name in a backup (and in a database restored from one).
+pub(crate) const LOG: &str = "log";
+
+pub(crate) fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+impl Database {
+    /// Takes an online backup into `dest` (a directory that does not exist yet or is
+    /// empty, on the database's storage) while transactions go on, and returns its label:
+    /// the backup shows exactly the commits durable at [`BackupLabel::end_lsn`]. See
+    /// [`Database::backup_to_with`].
+    pub fn backup_to(&self, dest: impl AsRef<Path>) -> Result<BackupLabel> {
+        self.backup_to_with(dest, &mut |_| {})
+    }
+
+    /// [`Database::backup_to`], telling `progress` how far the copy is after each step.
+    ///
+    /// No writer waits for it: it runs one checkpoint, then copies the data file and the
+    /// log while transactions go on (the module docs of `db/backup.rs` say why the fuzzy
+    /// copy is consistent once recovered). Log truncation keeps what the backup still
+    /// copies; compaction waits for it. The backup directory holds `CONTROL`, `data`,
+    /// `log/` and the label `BACKUP`; `BACKUP.partial` is there until the backup is
+    /// complete, so an interrupted backup is refused by every open and by a restore. A
+    /// complete one opens read-only (showing its end state) and is refused read-write: it
+    /// is restored instead ([`Database::restore`]), which can roll it forward with an
+    /// archive of the log.
+    ///
+    /// A read-only database is backed up as it is on disk (no checkpoint). A partition of
+    /// a partitioned database cannot be backed up on its own: a consistent cut needs every
+    /// partition's log ([`Error::InvalidArgument`]).
+    pub fn backup_to_with(
+        &self,
+        dest: impl AsRef<Path>,
+        progress: &mut dyn FnMut(BackupProgress),
+    ) -> Result<BackupLabel> {
+        let inner = &self.inner;
+        inner.check()?;
+        if inner.hooks.partition {
+            return Err(Error::InvalidArgument(
+                "a partition of a partitioned database cannot be backed up on its own".into(),
+            ));
+        }
+        let dest = dest.as_ref();
+        let storage = &*inner.storage;
+        let _span = tracing::info_span!("backup", dest = %dest.display()).entered();
+        super::refuse_same_dirs(&[
+            ("database directory".into(), storage, inner.dir.clone()),
+            ("log directory".into(), storage, inner.log_dir.clone()),
+            ("backup directory".into(), storage, dest.to_path_buf()),
+        ])?;
+        prepare_empty_dir(storage, dest, "backup directory")?;
+        let started_us = now_us();
+        write_durably(
+            storage,
+            dest,
+            (&format!("{PARTIAL}.tmp"), PARTIAL),
+            b"",
+            "backup marker",
+            None,
+        )?;
+        // The data file must not shrink under the copy.
+        let _no_compaction = inner.store.compacting.lock();
+        let log = &inner.store.log;
+
+        // 1. A checkpoint, and the log recovery from it reads, pinned.
+        let read_only = inner.options.read_only;
+        if !read_only {
+            inner.checkpoint_now()?;
+        }
+        let (control, _pin, log_start) = {
+            let _held = inner.checkpoints.lock.lock();
+            let control = if read_only {
+                Control::read_only(storage, &inner.dir)?
+            } else {
+                Control::read(storage, &inner.dir)?
+            };
+            let control = control.ok_or_else(|| {
+                Error::Corruption(format!(
+                    "the control file of {} vanished during a backup",
+                    inner.dir.display()
+                ))
+            })?;
+            let start = log.start_lsn();
+            // Read-only: nothing truncates.
+            let pin = (!read_only).then(|| inner.checkpoints.pin_log(start));
+            (control, pin, start)
+        };
+        let Some(checkpoint) = control.checkpoint else {
+            return Err(Error::InvalidArgument(format!(
+                "the database in {} has no checkpoint yet to back up from",
+                inner.dir.display()
+            )));
+        };
+
+        // 2. The data file, while writers go on.
+        let source = inner.dir.join(DATA);
+        let data_len = {
+            let f = storage
+                .open(&source, sluice_storage::OpenOptions::READ_ONLY)
+                .map_err(|e| file_error("data file", &source, e))?;
+            f.len().map_err(|e| file_error("data file", &source, e))?
+        };
+        let data_len = data_len - data_len % u64::from(control.page_size);
+        if data_len < control.data_len {
+            return Err(Error::Corruption(format!(
+                "data file {} is {data_len} bytes, shorter than the {} its control file records",
+                source.display(),
+                control.data_len
+            )));
+        }
+        let log_estimate = |log_start: Lsn| log.durable_lsn().0.saturating_sub(log_start.0);
+        let mut total = data_len + log_estimate(log_start);
+        sluice_wal::copy_file(
+            storage,
+            &source,
+            (storage, dest, DATA),
+            // 64 pages a step: a progress bar moves, and a step is short.
+            (Some(data_len), 64 * u64::from(control.page_size)),
+            &mut |n| {
+                progress(BackupProgress {
+                    copied_bytes: n,
+                    total_bytes: total,
+                })
+            },
+        )?;
+
+        // 3. The log, from the pin to its durable end now.
+        let end = if read_only {
+            log.durable_lsn()
+        } else {
+            log.sync()?
+        };
+        total = data_len + (end.0 - log_start.0);
+        let log_dir = dest.join(LOG);
+        storage
+            .create_dir_all(&log_dir)
+            .map_err(|e| file_error("backup log directory", &log_dir, e))?;
+        log.copy_segments(storage, &log_dir, (log_start, end), &mut |n| {
+            progress(BackupProgress {
+                copied_bytes: data_len + n,
+                total_bytes: total,
+            })
+        })?;
+
+        // 4. The control file, the label, and the marker's removal.
+        control.write(storage, dest)?;
+        let label = BackupLabel {
+            database_id: control.database_id,
+            page_size: control.page_size,
+            checkpoint: checkpoint.begin,
+            log_start,
+            end_lsn: end,
+            data_bytes: data_len,
+            started_us,
+            ended_us: now_us(),
+        };
+        label.write(storage, dest)?;
+        let marker = dest.join(PARTIAL);
+        storage
+            .remove(&marker)
+            .map_err(|e| file_error("backup marker", &marker, e))?;
+        storage
+            .sync_dir(dest)
+            .map_err(|e| file_error("backup directory", dest, e))?;
+        tracing::info!(end = %end, data_bytes = data_len, "backup complete");
+        Ok(label)
+    }
+}
+
+/// Makes `dir` exist and checks that it is empty (a backup or restore never writes over
+/// files it did not make).
+pub(crate) fn prepare_empty_dir(storage: &dyn Storage, dir: &Path, what: &str) -> Result<()> {
+    storage
+        .create_dir_all(dir)
+        .map_err(|e| file_error(what, dir, e))?;
+    let names = storage.list(dir).map_err(|e| file_error(what, dir, e))?;
+    if let Some(name) = names.first() {
+        return Err(Error::InvalidArgument(format!(
+            "{what} {} is not empty (it holds `{name}`{}): give a new or empty directory",
+            dir.display(),
+            if names.len() > 1 {
+                format!(" and {} more", names.len() - 1)
+            } else {
+                String::new()
+            }
+        )));
+    }
+    Ok(())
+}
