@@ -256,6 +256,7 @@ pub fn log(c: LogCommand) -> Result<(), Failure> {
             let j = json!({
                 "lsn": e.lsn, "len": e.len, "payload_len": e.payload_len, "txn": e.txn,
                 "type": e.kind, "pages": e.pages, "summary": e.summary,
+                "commit_time_us": e.commit_time.map(|t| t.as_micros()),
             });
             writeln!(out, "{j}")
         } else {

@@ -22,7 +22,10 @@
 //! sluice reads both forms, so it opens a version 2 database, recovers its log, and
 //! writes version 3 at its next checkpoint (the first one is at the end of that open);
 //! a sluice that reads only version 2 refuses a version 3 `CONTROL` by name instead of
-//! meeting record types it does not know in recovery.
+//! meeting record types it does not know in recovery. Record tags added since (entry
+//! counts; commit times, issue 26) came without a new version: they only add forms, every
+//! record an older sluice wrote still decodes, and an older sluice meeting a new tag
+//! fails recovery with "unknown record type", loudly.
 //!
 //! Creating a database writes it first, in the "created, no checkpoint yet" state, before
 //! the log and the data file exist: a directory without `CONTROL` never holds a sluice

@@ -10,7 +10,8 @@
 
 /// A log record payload (`Record::decode`, the transaction records of both formats, and
 /// the delta of an update). A record that decodes has deltas that apply to exactly the
-/// values they describe.
+/// values they describe; `commit_of` (is it a commit record, and when) agrees with the
+/// decoder.
 pub fn log_record(data: &[u8]) {
     crate::log_record::fuzz::record(data)
 }

@@ -5,7 +5,7 @@
 //! depending on that format. Nothing here changes anything on disk.
 
 use crate::error::{Error, Result};
-use crate::log_record::{Change, PageOp, Record};
+use crate::log_record::{Change, CommitTime, PageOp, Record};
 use crate::page::StoredValue;
 use sluice_storage::{OsStorage, Storage};
 use sluice_wal::{LogOptions, Lsn, WalError};
@@ -36,8 +36,15 @@ pub struct LogEntry {
     /// A short description of the payload: for an update, the change (`insert`, `update`,
     /// `patch`, `delete`), the tree's root page, the key (escaped like a Rust byte string,
     /// cut at [`KEY_PREVIEW`] bytes) and the value lengths; for a compensation, its page
-    /// operation and where undo continues; for a checkpoint, its tables' sizes.
+    /// operation and where undo continues; for a commit, its time (RFC 3339, UTC; see
+    /// [`LogEntry::commit_time`]); for a checkpoint, its tables' sizes.
     pub summary: String,
+    /// For a commit record (`commit`, `coordinated-commit`): when it committed, by the
+    /// log's commit clock ([`CommitTime::UNKNOWN`] for a record written before commit
+    /// records carried a time). `None` for the other records. Stamps never go back in the
+    /// order they were taken, but two concurrent commits may be logged in the opposite
+    /// order of their stamps (microseconds apart): see [`CommitTime`].
+    pub commit_time: Option<CommitTime>,
 }
 
 /// What [`dump_log`] read.
@@ -266,15 +273,20 @@ fn entry(at: u64, len: u64, payload_len: u64, rec: &Record) -> LogEntry {
                 format!("{o} undo-next {} prev {}", lsn(*undo_next), lsn(*prev)),
             )
         }
-        Record::Commit { prev, .. } => ("commit", vec![], format!("prev {}", lsn(*prev))),
+        Record::Commit { prev, at: t, .. } => {
+            ("commit", vec![], format!("prev {} at {t}", lsn(*prev)))
+        }
         Record::End { prev, .. } => ("end", vec![], format!("prev {}", lsn(*prev))),
         Record::Coordinated {
-            prev, participants, ..
+            prev,
+            at: t,
+            participants,
+            ..
         } => (
             "coordinated-commit",
             vec![],
             format!(
-                "prev {} participants [{}]",
+                "prev {} at {t} participants [{}]",
                 lsn(*prev),
                 participants
                     .iter()
@@ -305,11 +317,12 @@ fn entry(at: u64, len: u64, payload_len: u64, rec: &Record) -> LogEntry {
             "end-checkpoint",
             vec![],
             format!(
-                "begin {} next-txn {} active {} dirty {}",
+                "begin {} next-txn {} active {} dirty {} clock {}",
                 d.begin,
                 d.next_txn,
                 d.active.len(),
-                d.dirty.len()
+                d.dirty.len(),
+                d.clock
             ),
         ),
     };
@@ -321,6 +334,10 @@ fn entry(at: u64, len: u64, payload_len: u64, rec: &Record) -> LogEntry {
         kind,
         pages,
         summary,
+        commit_time: match rec {
+            Record::Commit { at: t, .. } | Record::Coordinated { at: t, .. } => Some(*t),
+            _ => None,
+        },
     }
 }
 

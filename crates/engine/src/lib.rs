@@ -158,6 +158,7 @@ pub use db::{Database, Stats, VerifyReport};
 pub use error::{Error, Result};
 pub use ids::{PageId, TxnId};
 pub use key_range::KeyRange;
+pub use log_record::CommitTime;
 pub use metrics::{Durations, Latency, Metrics};
 pub use options::{CommitProtocol, Options};
 pub use page::Limits;

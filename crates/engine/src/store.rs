@@ -15,7 +15,7 @@
 use crate::buffer_pool::{BufferPool, PageWrite};
 use crate::error::Result;
 use crate::ids::PageId;
-use crate::log_record::Record;
+use crate::log_record::{CommitClock, Record};
 use crate::log_sink::LogSink;
 use crate::page::Limits;
 use parking_lot::{Mutex, RwLock};
@@ -39,6 +39,10 @@ pub(crate) struct Store {
     pub(crate) redo_point: AtomicU64,
     /// Structure latches and entry counts by tree root (`tree_count`).
     trees: Mutex<HashMap<PageId, Arc<TreeLatch>>>,
+    /// Stamps this log's commit records with their time (`log_record::CommitClock`):
+    /// raised by recovery's analysis to the highest time the log holds before anything
+    /// is stamped, and saved in each checkpoint's record.
+    pub(crate) commit_clock: CommitClock,
     /// Held shared by every allocation of pages (a split, a new table's root until its
     /// latch is registered); exclusively while compaction decides which pages nothing
     /// reaches and shortens the file, and while a dropped tree is freed (`space`).
@@ -71,6 +75,7 @@ impl Store {
             limits: Limits::for_page_size(page_size),
             redo_point: AtomicU64::new(redo_point),
             trees: Mutex::new(HashMap::new()),
+            commit_clock: CommitClock::new(),
             space_gate: RwLock::new(()),
             compacting: Mutex::new(()),
             #[cfg(test)]

@@ -54,6 +54,7 @@ mod close_of_a_poisoned_database_reports_the_failure;
 mod closing_a_partitioned_database_under_load_keeps_every_transaction_whole;
 mod commit_never_runs_a_checkpoint;
 mod commit_protocols;
+mod commit_records_carry_a_time_that_never_goes_back;
 mod compaction_keeps_an_uncommitted_delete_all_undoable;
 mod concurrent_transfers_keep_the_total;
 mod crash_sweep;

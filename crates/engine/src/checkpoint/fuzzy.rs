@@ -223,6 +223,7 @@ fn take(cx: &Scope<'_>, occasion: Occasion, _held: &MutexGuard<'_, ()>) -> Resul
         next_txn: cx.txns.next_id(),
         active: cx.txns.snapshot(),
         dirty: merge_dirty(dirty_at_begin, store.pool.checkpoint_dirty_pages()),
+        clock: store.commit_clock.last(),
     };
     // Recovery reads from the oldest of: the redo point, the first record of every active
     // transaction (undo), and the recovery LSN of every page still dirty (redo) — a page

@@ -10,10 +10,21 @@
 //! [`Reader::value`], and whether a patch may appear), as raft-engine's
 //! `file_pipe_log/format.rs` passes a format version into one decoder. The encoder writes
 //! version 3 only.
+//!
+//! Commit times (issue 26, `time.rs`) came without a new format version: a commit record
+//! with a time is a new tag (15, or 16 for a coordinated commit), whose fields are those
+//! of tag 10 (12) with the time as a varint after `prev`; an end-checkpoint record with
+//! the commit clock is tag 17, tag 7's fields and the clock in 8 bytes. The old tags still
+//! decode, with [`CommitTime::UNKNOWN`], and are what the encoder writes for a record whose
+//! time is unknown (a new tag with time 0 is refused), so each record has one encoding
+//! and the old ones keep their bytes. Code from before issue 26 refuses the new tags
+//! ("unknown record type"), loudly; see `control.rs`.
 
 use super::wire::{Reader, Writer, MAX_FIELD};
 use super::MAX_PARTICIPANTS;
-use super::{legacy, ActiveTxn, Change, CheckpointData, Delta, PageOp, Participant, Record};
+use super::{
+    legacy, ActiveTxn, Change, CheckpointData, CommitTime, Delta, PageOp, Participant, Record,
+};
 use crate::ids::{PageId, TxnId};
 use crate::page::StoredValue;
 use sluice_wal::Lsn;
@@ -57,6 +68,14 @@ const TAG_COORDINATED: u8 = 12;
 /// A compensation record naming its tree (written since entry counts; tag 9 names none).
 const TAG_CLR_TREE: u8 = 13;
 const TAG_TREE_COUNT: u8 = 14;
+/// A commit and a coordinated commit with their time (since commit times; tags 10 and 12
+/// carry none), and an end-checkpoint record with the commit clock (tag 7 carries none).
+const TAG_COMMIT_AT: u8 = 15;
+const TAG_COORDINATED_AT: u8 = 16;
+const TAG_END_CKPT_AT: u8 = 17;
+/// The highest tag of any record (the property tests write bytes behind each tag).
+#[cfg(test)]
+pub(super) const MAX_TAG: u8 = TAG_END_CKPT_AT;
 
 /// Kinds of [`Change`] and of [`PageOp`] in a record (both versions).
 const KIND_INSERT: u8 = 1;
@@ -167,6 +186,22 @@ impl Reader<'_> {
             external: field & 1 != 0,
         })
     }
+    /// A commit time, present (read by `field`) under a tag that carries one — where 0,
+    /// the encoding of an unknown time under the old tag, is refused — and unknown under
+    /// one that does not.
+    fn time(
+        &mut self,
+        present: bool,
+        field: fn(&mut Self) -> Result<u64, String>,
+    ) -> Result<CommitTime, String> {
+        if !present {
+            return Ok(CommitTime::UNKNOWN);
+        }
+        match field(self)? {
+            0 => Err("a time of 0 under a tag for a known time".into()),
+            t => Ok(CommitTime(t)),
+        }
+    }
     /// A patch's delta (version 3 only).
     fn delta(&mut self) -> Result<Delta, String> {
         let at = self.field_len()?;
@@ -276,19 +311,34 @@ impl Record {
                 w.op(op);
                 w.opt_lsn(*undo_next);
             }
-            Record::Commit { txn, prev } => {
-                w.u8(TAG_COMMIT);
+            Record::Commit { txn, prev, at } => {
+                w.u8(if at.is_known() {
+                    TAG_COMMIT_AT
+                } else {
+                    TAG_COMMIT
+                });
                 w.varint(txn.0);
                 w.opt_lsn(*prev);
+                if at.is_known() {
+                    w.varint(at.0);
+                }
             }
             Record::Coordinated {
                 txn,
                 prev,
+                at,
                 participants,
             } => {
-                w.u8(TAG_COORDINATED);
+                w.u8(if at.is_known() {
+                    TAG_COORDINATED_AT
+                } else {
+                    TAG_COORDINATED
+                });
                 w.varint(txn.0);
                 w.opt_lsn(*prev);
+                if at.is_known() {
+                    w.varint(at.0);
+                }
                 w.varint(participants.len() as u64);
                 for p in participants {
                     w.varint(u64::from(p.partition));
@@ -323,7 +373,11 @@ impl Record {
             }
             Record::EndCheckpoint(c) => {
                 debug_assert!(c.active.len() <= u32::MAX as usize);
-                w.u8(TAG_END_CKPT);
+                w.u8(if c.clock.is_known() {
+                    TAG_END_CKPT_AT
+                } else {
+                    TAG_END_CKPT
+                });
                 w.u64(c.begin.0);
                 w.u64(c.next_txn);
                 w.u32(c.active.len() as u32);
@@ -336,6 +390,9 @@ impl Record {
                 for (p, l) in &c.dirty {
                     w.u64(p.0);
                     w.u64(l.0);
+                }
+                if c.clock.is_known() {
+                    w.u64(c.clock.0);
                 }
             }
         }
@@ -374,17 +431,19 @@ impl Record {
                 op: r.op(v)?,
                 undo_next: r.opt_lsn(v)?,
             },
-            TAG_COMMIT | legacy::TAG_COMMIT => Record::Commit {
+            TAG_COMMIT | TAG_COMMIT_AT | legacy::TAG_COMMIT => Record::Commit {
                 txn: TxnId(r.number(v)?),
                 prev: r.opt_lsn(v)?,
+                at: r.time(tag == TAG_COMMIT_AT, Reader::varint)?,
             },
             TAG_END | legacy::TAG_END => Record::End {
                 txn: TxnId(r.number(v)?),
                 prev: r.opt_lsn(v)?,
             },
-            TAG_COORDINATED => {
+            TAG_COORDINATED | TAG_COORDINATED_AT => {
                 let txn = TxnId(r.number(v)?);
                 let prev = r.opt_lsn(v)?;
+                let at = r.time(tag == TAG_COORDINATED_AT, Reader::varint)?;
                 let n = r.varint()?;
                 if n > MAX_PARTICIPANTS as u64 {
                     return Err(format!(
@@ -405,6 +464,7 @@ impl Record {
                 Record::Coordinated {
                     txn,
                     prev,
+                    at,
                     participants,
                 }
             }
@@ -425,7 +485,7 @@ impl Record {
                     f => return Err(format!("bad entry-count flag {f}")),
                 },
             },
-            TAG_END_CKPT => {
+            TAG_END_CKPT | TAG_END_CKPT_AT => {
                 let begin = Lsn(r.u64()?);
                 let next_txn = r.u64()?;
                 let n = r.count(24)?;
@@ -447,6 +507,7 @@ impl Record {
                     next_txn,
                     active,
                     dirty,
+                    clock: r.time(tag == TAG_END_CKPT_AT, Reader::u64)?,
                 })
             }
             t => return Err(format!("unknown record type {t}")),
@@ -455,6 +516,26 @@ impl Record {
             return Err(format!("{} trailing bytes after a record", r.0.len()));
         }
         Ok(rec)
+    }
+}
+
+/// Whether a log payload is a commit record (`Commit` or `Coordinated`, any form), and if
+/// so its transaction and time ([`CommitTime::UNKNOWN`] for one written before commit
+/// times). Looks at the tag first, so a payload of another type costs one byte's look; a
+/// payload that does not decode is `None` (whoever replays the log reports it). For
+/// point-in-time restore, which looks for the last commit at or before a time without
+/// matching on [`Record`].
+pub(crate) fn commit_of(payload: &[u8]) -> Option<(TxnId, CommitTime)> {
+    match payload.first()? {
+        &(TAG_COMMIT
+        | TAG_COMMIT_AT
+        | TAG_COORDINATED
+        | TAG_COORDINATED_AT
+        | legacy::TAG_COMMIT) => match Record::decode(payload).ok()? {
+            Record::Commit { txn, at, .. } | Record::Coordinated { txn, at, .. } => Some((txn, at)),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -521,6 +602,12 @@ mod tests {
             "0d090104ffffffffffffffffff01030003".to_string(),
             "0e0201ffffffffffffffffff01".to_string(),
             "0eac0200".to_string(),
+            // Written since commit times (issue 26): commits with their time, and a
+            // checkpoint with the commit clock.
+            "0f0102c0c480c1c1c48203".to_string(),
+            "0fffffffffffffffffff0100ffffffffffffffffff01".to_string(),
+            "100709010103290020000000000000".to_string(),
+            "1140000000000000000c00000000000000000000000000000040222018240a0600".to_string(),
         ];
         let version_2 = [
             "0109000000000000000004000000000000000200000000000000010000006b020100000061020000806262".to_string(),
@@ -553,6 +640,72 @@ mod tests {
             Record::decode(&patch_in_v2),
             Err(format!("bad change kind {KIND_PATCH}"))
         );
+    }
+
+    /// A commit record written before commit times (tag 10, 12, or version 2's 3) reads
+    /// as committed at an unknown time, and so does a checkpoint's clock (tag 7); a new
+    /// tag carrying time 0 (the old tag's meaning) is refused, so each record keeps one
+    /// encoding.
+    #[test]
+    fn old_commit_records_decode_with_an_unknown_time() {
+        for (bytes, txn) in [("0a0102", 1), ("030100000000000000010800000000000000", 1)] {
+            let r = Record::decode(&unhex(bytes)).unwrap();
+            assert_eq!(
+                r,
+                Record::Commit {
+                    txn: TxnId(txn),
+                    prev: Some(Lsn(8)),
+                    at: CommitTime::UNKNOWN
+                }
+            );
+            assert_eq!(
+                commit_of(&unhex(bytes)),
+                Some((TxnId(txn), CommitTime::UNKNOWN))
+            );
+        }
+        let old_coordinated = "0c0700020128001000000000000002ffffffffffffffffff01ffffffffffffffff";
+        let Ok(Record::Coordinated { txn, at, .. }) = Record::decode(&unhex(old_coordinated))
+        else {
+            panic!("not a coordinated commit")
+        };
+        assert_eq!((txn, at), (TxnId(7), CommitTime::UNKNOWN));
+        let Ok(Record::EndCheckpoint(d)) = Record::decode(&unhex(
+            "0740000000000000000c00000000000000010000000300000000000000080000000000000028000000000000000100000005000000000000001800000000000000",
+        )) else {
+            panic!("not an end-checkpoint record")
+        };
+        assert_eq!(d.clock, CommitTime::UNKNOWN);
+        for zero_under_a_new_tag in [
+            "0f010200",
+            "100709000103290020000000000000",
+            "1140000000000000000c0000000000000000000000000000000000000000000000",
+        ] {
+            assert_eq!(
+                Record::decode(&unhex(zero_under_a_new_tag)),
+                Err("a time of 0 under a tag for a known time".to_string()),
+                "{zero_under_a_new_tag}"
+            );
+        }
+    }
+
+    #[test]
+    fn commit_of_names_commit_records_and_nothing_else() {
+        for r in samples() {
+            let want = match &r {
+                Record::Commit { txn, at, .. } | Record::Coordinated { txn, at, .. } => {
+                    Some((*txn, *at))
+                }
+                _ => None,
+            };
+            assert_eq!(commit_of(&r.encode()), want, "{r:?}");
+        }
+        assert_eq!(
+            commit_of(&unhex("0f0102c0c480c1c1c48203")),
+            Some((TxnId(1), CommitTime(1_700_000_000_123_456)))
+        );
+        // A damaged commit record is no commit (the replay that decodes it says why).
+        assert_eq!(commit_of(&unhex("0f0102c0c480")), None);
+        assert_eq!(commit_of(&[]), None);
     }
 
     #[test]

@@ -1,13 +1,21 @@
 //! The fuzz entry point of the log record decoder (forwarded by `crate::fuzzing` to the
 //! fuzz target; called by the property tests).
 
-use crate::log_record::{Change, PageOp, Record};
+use crate::log_record::{commit_of, Change, PageOp, Record};
 
 /// A log record payload (`Record::decode`, the transaction records of both formats, and
 /// the delta of an update). A record that decodes has deltas that apply to exactly the
-/// values they describe.
+/// values they describe; `commit_of` agrees with the decoder about every payload.
 pub(crate) fn record(data: &[u8]) {
-    let Ok(r) = Record::decode(data) else {
+    let decoded = Record::decode(data);
+    let commit = match &decoded {
+        Ok(Record::Commit { txn, at, .. } | Record::Coordinated { txn, at, .. }) => {
+            Some((*txn, *at))
+        }
+        _ => None,
+    };
+    assert_eq!(commit_of(data), commit, "commit_of disagrees with decode");
+    let Ok(r) = decoded else {
         return;
     };
     let delta = match &r {

@@ -38,9 +38,10 @@ fn max_page_record_bytes(page_size: usize) -> usize {
     images.max(update)
 }
 
-/// Bytes of an `EndCheckpoint` record with `active` transactions and `dirty` pages.
+/// Bytes of an `EndCheckpoint` record with `active` transactions and `dirty` pages (and
+/// the commit clock).
 const fn checkpoint_record_bytes(active: usize, dirty: usize) -> usize {
-    1 + 8 + 8 + 4 + 24 * active + 4 + 16 * dirty
+    1 + 8 + 8 + 4 + 24 * active + 4 + 16 * dirty + 8
 }
 
 /// The largest record the engine writes with pages of `page_size` bytes and a pool of

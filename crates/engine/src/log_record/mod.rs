@@ -12,11 +12,16 @@
 //! undoes it. A transaction's records (update, compensation, commit, end) write their
 //! numbers as LEB128 varints (tags 8–11); the fixed-width forms they replaced (tags 1–4,
 //! format version 2 of the database, see `control.rs`) still decode, so a log written
-//! before the change recovers, and is never written again.
+//! before the change recovers, and is never written again. Commit records carry a time
+//! since issue 26 (tags 15 and 16, and an end-checkpoint record carries the commit clock,
+//! tag 17); the forms without one (tags 10, 12, 7) are still written for a record whose
+//! time is unknown and decode with [`CommitTime::UNKNOWN`].
 //!
 //! One concept a file:
 //! * `record.rs`: the records ([`Record`]) and what checkpoints and coordinated commits
 //!   carry;
+//! * `time.rs`: the time a commit record carries ([`CommitTime`]), the per-log clock that
+//!   stamps it, and the running maximum a reader takes along the log;
 //! * `change.rs`: a transaction's change to a key ([`Change`]), the leaf operation that
 //!   redoes it ([`PageOp`]), and when a [`Delta`] (`delta.rs`) is logged instead of the
 //!   whole values;
@@ -37,10 +42,17 @@ mod record;
 mod samples;
 #[cfg(test)]
 pub(crate) mod tests_prop;
+mod time;
 mod wire;
 
 pub use change::{Change, PageOp};
+pub(crate) use codec::commit_of;
 pub use delta::Delta;
 pub(crate) use limits::max_record_bytes;
 pub use limits::MAX_PARTICIPANTS;
 pub use record::{ActiveTxn, CheckpointData, Participant, Record};
+pub(crate) use time::CommitClock;
+pub use time::CommitTime;
+// For point-in-time restore (issue 26, `backup/`), which reads commit times along a log.
+#[allow(unused_imports)]
+pub(crate) use time::{effective_times, EffectiveTimes};

@@ -1,7 +1,7 @@
 //! The records of the storage manager's log: what each says. Their bytes are the codec's
 //! (`codec.rs`); their size bounds are in `limits.rs`.
 
-use super::{Change, PageOp};
+use super::{Change, CommitTime, PageOp};
 use crate::ids::{PageId, TxnId};
 use sluice_wal::Lsn;
 
@@ -28,6 +28,11 @@ pub struct CheckpointData {
     pub active: Vec<ActiveTxn>,
     /// Dirty pages and their recovery LSN (the first record that dirtied them).
     pub dirty: Vec<(PageId, Lsn)>,
+    /// The log's commit clock when the checkpoint was taken (the highest commit time
+    /// stamped so far; `time.rs`): a restart whose analysis meets no commit record
+    /// (after a clean close, say) still starts the clock there.
+    /// [`CommitTime::UNKNOWN`] in a record written before commit times.
+    pub clock: CommitTime,
 }
 
 /// One log record of the storage manager.
@@ -71,6 +76,9 @@ pub enum Record {
         txn: TxnId,
         /// Its previous record.
         prev: Option<Lsn>,
+        /// When, by the log's commit clock ([`CommitTime::UNKNOWN`] in a record
+        /// written before commit times).
+        at: CommitTime,
     },
     /// A transaction of a partitioned database committed (`crate::partitioned`): the
     /// commit record in the coordinator's log, written only once every other log that
@@ -82,6 +90,9 @@ pub enum Record {
         txn: TxnId,
         /// Its previous record there.
         prev: Option<Lsn>,
+        /// When, by the coordinator log's commit clock ([`CommitTime::UNKNOWN`] in a
+        /// record written before commit times).
+        at: CommitTime,
         /// The transaction's part in each other log.
         participants: Vec<Participant>,
     },

@@ -2,7 +2,9 @@
 //! had before version 3, for the transaction records it still decodes): what the codec's
 //! tests encode and decode.
 
-use super::{legacy, ActiveTxn, Change, CheckpointData, Delta, PageOp, Participant, Record};
+use super::{
+    legacy, ActiveTxn, Change, CheckpointData, CommitTime, Delta, PageOp, Participant, Record,
+};
 use crate::ids::{PageId, TxnId};
 use crate::page::StoredValue;
 use sluice_wal::Lsn;
@@ -112,6 +114,7 @@ pub(super) fn samples() -> Vec<Record> {
         Record::Commit {
             txn: TxnId(1),
             prev: Some(Lsn(8)),
+            at: CommitTime::UNKNOWN,
         },
         Record::End {
             txn: TxnId(1),
@@ -120,6 +123,7 @@ pub(super) fn samples() -> Vec<Record> {
         Record::Coordinated {
             txn: TxnId(7),
             prev: None,
+            at: CommitTime::UNKNOWN,
             participants: vec![
                 Participant {
                     partition: 1,
@@ -146,6 +150,7 @@ pub(super) fn samples() -> Vec<Record> {
                 last: Lsn(40),
             }],
             dirty: vec![(PageId(5), Lsn(24))],
+            clock: CommitTime::UNKNOWN,
         }),
         Record::Clr {
             txn: TxnId(9),
@@ -163,6 +168,35 @@ pub(super) fn samples() -> Vec<Record> {
             tree: PageId(300),
             entries: None,
         },
+        // Written since commit times: commits with their time, and a checkpoint with the
+        // commit clock.
+        Record::Commit {
+            txn: TxnId(1),
+            prev: Some(Lsn(8)),
+            at: CommitTime(1_700_000_000_123_456),
+        },
+        Record::Commit {
+            txn: TxnId(u64::MAX),
+            prev: None,
+            at: CommitTime(u64::MAX),
+        },
+        Record::Coordinated {
+            txn: TxnId(7),
+            prev: Some(Lsn(64)),
+            at: CommitTime(1),
+            participants: vec![Participant {
+                partition: 3,
+                txn: TxnId(41),
+                last: Lsn(8192),
+            }],
+        },
+        Record::EndCheckpoint(CheckpointData {
+            begin: Lsn(64),
+            next_txn: 12,
+            active: vec![],
+            dirty: vec![],
+            clock: CommitTime(1_700_000_000_123_456),
+        }),
     ]
 }
 
@@ -251,7 +285,7 @@ pub(super) fn legacy_encode(r: &Record) -> Vec<u8> {
             }
             opt_lsn(&mut b, *undo_next);
         }
-        Record::Commit { txn, prev } | Record::End { txn, prev } => {
+        Record::Commit { txn, prev, .. } | Record::End { txn, prev } => {
             b.push(if matches!(r, Record::Commit { .. }) {
                 legacy::TAG_COMMIT
             } else {
@@ -272,7 +306,8 @@ pub(super) fn legacy_samples() -> Vec<Record> {
         .filter(|r| match r {
             Record::Update { change, .. } => !matches!(change, Change::Patch { .. }),
             Record::Clr { op, tree, .. } => tree.is_none() && !matches!(op, PageOp::Patch { .. }),
-            Record::Commit { .. } | Record::End { .. } => true,
+            Record::Commit { at, .. } => !at.is_known(),
+            Record::End { .. } => true,
             _ => false,
         })
         .collect()

@@ -3,7 +3,7 @@
 //! make `Record::decode` panic, allocate absurdly or loop. The same checks as the fuzz
 //! target (`super::fuzz::record`).
 
-use super::codec::TAG_UPDATE;
+use super::codec::{MAX_TAG, TAG_UPDATE};
 use super::limits::MAX_IMAGES_PER_RECORD;
 use super::*;
 use crate::alloc_probe::assert_bounded;
@@ -32,6 +32,16 @@ fn opt_lsn() -> impl Strategy<Value = Option<Lsn>> {
 
 fn number() -> impl Strategy<Value = u64> {
     prop_oneof![0u64..300, any::<u64>()]
+}
+
+/// A commit time: unknown (an old record's), near now, or anything.
+fn time() -> impl Strategy<Value = CommitTime> {
+    prop_oneof![
+        Just(0u64),
+        1_600_000_000_000_000u64..1_900_000_000_000_000,
+        any::<u64>()
+    ]
+    .prop_map(CommitTime)
 }
 
 fn value() -> impl Strategy<Value = StoredValue> {
@@ -94,18 +104,21 @@ pub(crate) fn record() -> impl Strategy<Value = Record> {
                 op,
                 undo_next,
             }),
-        (number(), opt_lsn()).prop_map(|(txn, prev)| Record::Commit {
+        (number(), opt_lsn(), time()).prop_map(|(txn, prev, at)| Record::Commit {
             txn: TxnId(txn),
-            prev
+            prev,
+            at
         }),
         (
             number(),
             opt_lsn(),
+            time(),
             proptest::collection::vec((any::<u16>(), number(), lsn()), 0..=8)
         )
-            .prop_map(|(txn, prev, ps)| Record::Coordinated {
+            .prop_map(|(txn, prev, at, ps)| Record::Coordinated {
                 txn: TxnId(txn),
                 prev,
+                at,
                 participants: ps
                     .into_iter()
                     .map(|(partition, t, last)| Participant {
@@ -134,8 +147,9 @@ pub(crate) fn record() -> impl Strategy<Value = Record> {
             number(),
             proptest::collection::vec((number(), lsn(), lsn()), 0..5),
             proptest::collection::vec((number(), lsn()), 0..5),
+            time(),
         )
-            .prop_map(|(begin, next_txn, active, dirty)| {
+            .prop_map(|(begin, next_txn, active, dirty, clock)| {
                 Record::EndCheckpoint(CheckpointData {
                     begin,
                     next_txn,
@@ -148,6 +162,7 @@ pub(crate) fn record() -> impl Strategy<Value = Record> {
                         })
                         .collect(),
                     dirty: dirty.into_iter().map(|(p, l)| (PageId(p), l)).collect(),
+                    clock,
                 })
             }),
     ]
@@ -168,7 +183,7 @@ proptest! {
     }
 
     #[test]
-    fn arbitrary_bytes_behind_each_tag_never_panic(tag in 0u8..13, b in bytes(400)) {
+    fn arbitrary_bytes_behind_each_tag_never_panic(tag in 0u8..=MAX_TAG + 1, b in bytes(400)) {
         let mut v = vec![tag];
         v.extend_from_slice(&b);
         assert_bounded(&v, super::fuzz::record);
@@ -180,7 +195,7 @@ proptest! {
         apply(&mut b, &ms);
         assert_bounded(&b, super::fuzz::record);
         // A varint-form record that decodes is canonical: it re-encodes to its bytes.
-        if let Ok(d @ (Record::Update { .. } | Record::Clr { .. } | Record::Commit { .. } | Record::End { .. })) = Record::decode(&b) {
+        if let Ok(d @ (Record::Update { .. } | Record::Clr { .. } | Record::Commit { .. } | Record::Coordinated { .. } | Record::End { .. })) = Record::decode(&b) {
             if b[0] >= TAG_UPDATE {
                 prop_assert_eq!(d.encode(), b);
             }

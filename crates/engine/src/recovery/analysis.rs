@@ -3,7 +3,7 @@
 use crate::control::Checkpoint;
 use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
-use crate::log_record::Record;
+use crate::log_record::{CommitTime, Record};
 use crate::recovery::Context;
 use crate::tree_count::Counts;
 use sluice_wal::Lsn;
@@ -25,6 +25,9 @@ pub(crate) struct Analysis {
     pub(crate) records: u64,
     /// The entry counts the log gives (`tree_count`).
     pub(crate) counts: Counts,
+    /// The highest commit time met: the commit records scanned and the checkpoint's
+    /// record of the commit clock (`log_record::CommitClock` starts there).
+    pub(crate) last_commit_time: CommitTime,
 }
 
 pub(crate) fn decode(lsn: Lsn, payload: &[u8]) -> Result<Record> {
@@ -36,6 +39,7 @@ pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analy
     let mut att: HashMap<TxnId, Loser> = HashMap::new();
     let mut dirty: HashMap<PageId, Lsn> = HashMap::new();
     let mut next_txn = 1;
+    let mut last_commit_time = CommitTime::UNKNOWN;
     // The dirty pages are the checkpoint's table plus the pages of records from its begin
     // on (ARIES). The scan may start earlier, at the first record of a transaction
     // active at the checkpoint (for its undo), but those earlier records' pages were
@@ -73,6 +77,7 @@ pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analy
                 )));
             }
             next_txn = d.next_txn;
+            last_commit_time = d.clock;
             for a in &d.active {
                 att.insert(
                     a.txn,
@@ -120,9 +125,12 @@ pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analy
                 l.last = l.last.max(lsn);
                 l.records.insert(lsn, rec);
             }
-            Record::Commit { txn, .. }
-            | Record::Coordinated { txn, .. }
-            | Record::End { txn, .. } => {
+            Record::Commit { txn, at, .. } | Record::Coordinated { txn, at, .. } => {
+                next_txn = next_txn.max(txn.0 + 1);
+                last_commit_time = last_commit_time.max(*at);
+                att.remove(txn);
+            }
+            Record::End { txn, .. } => {
                 next_txn = next_txn.max(txn.0 + 1);
                 att.remove(txn);
             }
@@ -143,5 +151,6 @@ pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analy
         next_txn,
         records,
         counts,
+        last_commit_time,
     })
 }

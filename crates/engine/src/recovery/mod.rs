@@ -123,6 +123,9 @@ fn passes(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<RecoveryRepor
         ..RecoveryReport::default()
     };
     cx.txns.advance(a.next_txn);
+    // Before anything is stamped (undo's commits of in-doubt transactions): a restart
+    // with the wall clock set back does not stamp below what the log holds.
+    cx.store.commit_clock.observe(a.last_commit_time);
     // No full images while redo runs, and no writes of pages without one in reach
     // (`BufferPool::set_redo`).
     cx.store.pool.set_redo(true);

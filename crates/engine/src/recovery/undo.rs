@@ -12,7 +12,9 @@ use std::collections::{BinaryHeap, HashMap};
 
 /// Commits each loser the coordinator of a partitioned database committed (`decide`:
 /// true for its number and the start of its last record), with a commit record, and
-/// takes it off `losers`; returns how many.
+/// takes it off `losers`; returns how many. The record's time is this log's clock now
+/// (at or after the coordinator's commit, which is the time that decided it: a reader
+/// after the time of a partitioned database's commit takes the coordinator's record).
 pub(crate) fn commit_in_doubt(
     cx: &Context<'_>,
     losers: &mut HashMap<TxnId, Loser>,
@@ -33,7 +35,11 @@ pub(crate) fn commit_in_doubt(
                 last: Some(l.last),
             },
         );
-        txn.append(&cx.store.log, |prev| Record::Commit { txn: *id, prev })?;
+        txn.append(&cx.store.log, |prev| Record::Commit {
+            txn: *id,
+            prev,
+            at: cx.store.commit_clock.stamp(),
+        })?;
         cx.txns.end(*id);
     }
     Ok(committed.len())

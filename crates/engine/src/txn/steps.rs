@@ -26,13 +26,18 @@ impl Transaction {
                 .append(&self.db.store.log, |prev| Record::Coordinated {
                     txn,
                     prev,
+                    at: self.db.store.commit_clock.stamp(),
                     participants,
                 })?;
             Some(a.end)
         } else if self.shared.chain().last.is_some() {
             let a = self
                 .shared
-                .append(&self.db.store.log, |prev| Record::Commit { txn, prev })?;
+                .append(&self.db.store.log, |prev| Record::Commit {
+                    txn,
+                    prev,
+                    at: self.db.store.commit_clock.stamp(),
+                })?;
             Some(a.end)
         } else {
             None
