@@ -53,6 +53,11 @@ struct Report {
     tables_renamed: u64,
     compactions: u64,
     pages_returned: u64,
+    archives_checked: u64,
+    archived_segments: u64,
+    archive_copies_compared: u64,
+    archived_records_read: u64,
+    archived_records_compared: u64,
     coverage: BTreeMap<String, u64>,
     failures: Vec<String>,
 }
@@ -85,6 +90,20 @@ pub fn run(a: SwarmArgs) -> Result<(), Failure> {
             ("renamed", thousands(r.tables_renamed as f64)),
             ("compactions", thousands(r.compactions as f64)),
             ("pages returned", thousands(r.pages_returned as f64)),
+            ("log archives checked", thousands(r.archives_checked as f64)),
+            ("archived segments", thousands(r.archived_segments as f64)),
+            (
+                "copies compared at halts",
+                thousands(r.archive_copies_compared as f64),
+            ),
+            (
+                "archived records read",
+                thousands(r.archived_records_read as f64),
+            ),
+            (
+                "archived records compared",
+                thousands(r.archived_records_compared as f64),
+            ),
         ],
     );
     // The dimensions the seeds covered, one line per dimension.
@@ -130,6 +149,11 @@ pub fn run(a: SwarmArgs) -> Result<(), Failure> {
         tables_renamed: r.tables_renamed,
         compactions: r.compactions,
         pages_returned: r.pages_returned,
+        archives_checked: r.archives_checked,
+        archived_segments: r.archived_segments,
+        archive_copies_compared: r.archive_copies_compared,
+        archived_records_read: r.archived_records_read,
+        archived_records_compared: r.archived_records_compared,
         coverage: r.coverage,
         failures: r.failures,
     };

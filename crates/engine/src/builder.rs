@@ -124,6 +124,24 @@ impl Builder {
         self
     }
 
+    /// Archives the log continuously in `dir` (default: no archive; see
+    /// [`Options::log_archive`]): a background thread copies each finished log segment
+    /// there (a temporary name, sync, rename, directory sync), then appends an entry to
+    /// the archive's `MANIFEST` (file name, LSN range, length, CRC32C;
+    /// [`sluice_wal::read_archive_manifest`], [`sluice_wal::verify_archive`]).
+    /// Checkpoints free only segments already archived, so a stalled or failed archiver
+    /// keeps the log growing: [`Database::metrics`](crate::Database::metrics) shows the
+    /// archive's progress and error, and a checkpoint held back by more than two
+    /// segments says so with a `tracing` warning. An archive I/O error stops archiving
+    /// (the database goes on) until the next open. `dir` must be a directory of its own
+    /// (not the database's or the log's under another spelling), on the log's storage,
+    /// and the same archive must not serve two logs (it names the log it archives and
+    /// refuses another). A read-only open ignores it.
+    pub fn log_archive(mut self, dir: impl AsRef<Path>) -> Builder {
+        self.options.log_archive = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
     /// Log bytes between background checkpoints (default 64 MiB; 0: only the timer).
     pub fn checkpoint_log_bytes(mut self, bytes: u64) -> Builder {
         self.options.checkpoint_log_bytes = bytes;

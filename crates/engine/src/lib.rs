@@ -159,7 +159,7 @@ pub use error::{Error, Result};
 pub use ids::{PageId, TxnId};
 pub use key_range::KeyRange;
 pub use log_record::CommitTime;
-pub use metrics::{Durations, Latency, Metrics};
+pub use metrics::{ArchiveMetrics, Durations, Latency, Metrics};
 pub use options::{CommitProtocol, Options};
 pub use page::Limits;
 pub use partitioned::{

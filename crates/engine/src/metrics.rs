@@ -51,6 +51,30 @@ pub struct Metrics {
     pub pool_misses: u64,
     /// Checkpoints completed, and how long they took.
     pub checkpoints: Durations,
+    /// Continuous log archiving ([`Options::log_archive`](crate::Options::log_archive)):
+    /// how far the archive is; `None` without one (and in a read-only database).
+    pub archive: Option<ArchiveMetrics>,
+}
+
+/// Where continuous log archiving stands ([`Metrics::archive`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ArchiveMetrics {
+    /// The archive directory.
+    pub dir: String,
+    /// Every log segment below this LSN is archived (its copy and its `MANIFEST` entry
+    /// durable); checkpoints free no segment at or above it.
+    pub archived_lsn: u64,
+    /// Durable log bytes not archived yet (the durable LSN minus `archived_lsn`): the
+    /// archiver copies a segment once the log has moved past it, so this stays below
+    /// about a segment while it keeps up, and grows while it is stalled or stopped.
+    pub unarchived_bytes: u64,
+    /// Segments archived since the database was opened.
+    pub segments_archived: u64,
+    /// Bytes archived since the database was opened.
+    pub bytes_archived: u64,
+    /// The error that stopped the archiver, if one did: the database goes on, but no
+    /// segment is archived (nor freed) until it is reopened.
+    pub error: Option<String>,
 }
 
 /// A latency distribution (from an HDR histogram, 2 significant digits), in

@@ -4,6 +4,7 @@ use crate::error::{Error, Result};
 use crate::page::{MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 use crate::strategy::Strategy;
 use sluice_wal::LogOptions;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// How transactions commit (Aether §3–4): when locks are released, and whether the
@@ -99,7 +100,7 @@ impl std::str::FromStr for CommitProtocol {
 }
 
 /// Options of a database.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     /// Bytes per page: a power of two in 1 KiB..=32 KiB. Used when the database is
     /// created; an existing database keeps the page size it was created with.
@@ -145,6 +146,13 @@ pub struct Options {
     /// recovery: the data file can be rebuilt from an old copy plus the runs); by
     /// default a run is removed once everything in it is in the data file.
     pub keep_runs: bool,
+    /// Continuous log archiving ([`crate::Builder::log_archive`]): a background thread
+    /// copies each finished log segment to this directory, with a `MANIFEST` listing
+    /// each copy's LSN range, length and checksum, and checkpoints free only segments
+    /// already archived (`Database::metrics().archive` says how far it is). `None` (the
+    /// default): no archive. A read-only open never archives. A partitioned database
+    /// archives partition `i`'s log in `part-<i>` under it.
+    pub log_archive: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -163,6 +171,7 @@ impl Default for Options {
             propagation_segment_bytes: 1 << 20,
             run_bytes: 16 << 20,
             keep_runs: false,
+            log_archive: None,
         }
     }
 }
@@ -193,6 +202,7 @@ impl Options {
             propagation_segment_bytes: 16 << 10,
             run_bytes: 64 << 10,
             keep_runs: false,
+            log_archive: None,
         }
     }
 

@@ -14,7 +14,7 @@ fn a_rollback_that_cannot_finish_stops_the_database_and_recovery_finishes_it() {
     let mut o = Options::small();
     o.pool_pages = 16;
     o.checkpoint_log_bytes = 0;
-    let open = || Database::open_on(Arc::new(sim.pinned()), "/db", o).unwrap();
+    let open = || Database::open_on(Arc::new(sim.pinned()), "/db", o.clone()).unwrap();
     let db = open();
     let t = db.create_table("t").unwrap();
     let filler = db.create_table("filler").unwrap();

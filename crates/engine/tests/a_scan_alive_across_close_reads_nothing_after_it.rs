@@ -20,7 +20,7 @@ fn value(tag: u8, i: u32) -> Vec<u8> {
 fn a_scan_alive_across_close_returns_closed_not_the_reopened_databases_values() {
     let sim = SimStorage::new(24);
     let o = Options::small();
-    let db = Database::open_on(Arc::new(sim.clone()), "/db", o).unwrap();
+    let db = Database::open_on(Arc::new(sim.clone()), "/db", o.clone()).unwrap();
     let t = db.create_table("t").unwrap();
     let mut tx = db.begin();
     for i in 0..40u32 {

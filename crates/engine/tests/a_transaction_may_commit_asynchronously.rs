@@ -132,13 +132,13 @@ fn crash_run(protocol: CommitProtocol, seed: u64) -> (u64, Option<u64>, u64) {
     o.commit = protocol;
     let mut rng = StdRng::seed_from_u64(seed);
     {
-        let db = Database::open_on(storage.clone(), "/db", o).unwrap();
+        let db = Database::open_on(storage.clone(), "/db", o.clone()).unwrap();
         db.create_table("t").unwrap();
     }
     sim.crash_at_op(rng.gen_range(5..400));
     let mut acked = 0;
     let mut last_durable = None;
-    if let Ok(db) = Database::open_on(storage.clone(), "/db", o) {
+    if let Ok(db) = Database::open_on(storage.clone(), "/db", o.clone()) {
         let t = db.table("t").unwrap();
         for i in 0..300u64 {
             let mut tx = db.begin();

@@ -21,7 +21,7 @@ fn options_apply_and_the_log_lives_where_it_was_put() {
         .checkpoint_interval(Duration::ZERO)
         .open()
         .unwrap();
-    let o = *db.options();
+    let o = db.options().clone();
     assert_eq!(
         (o.page_size, o.pool_pages, o.commit, o.lock_timeout),
         (

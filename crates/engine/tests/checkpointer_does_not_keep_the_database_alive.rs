@@ -16,7 +16,7 @@ fn dropping_the_last_handle_closes_the_database_and_stops_its_checkpointer() {
         ..Options::small()
     };
     for round in 0..20u32 {
-        let db = Database::open_on(sim.clone(), "/db", o)
+        let db = Database::open_on(sim.clone(), "/db", o.clone())
             .unwrap_or_else(|e| panic!("round {round}: the previous handle still holds it: {e}"));
         let t = db.table_or_create("t").unwrap();
         for i in 0..30u32 {

@@ -27,7 +27,7 @@ fn transfers_from_many_threads_keep_the_total() {
     let mut o = Options::small();
     o.pool_pages = 24;
     o.lock_timeout = Duration::from_millis(100);
-    let db = Database::open_on(Arc::new(OsStorage::new()), dir.path(), o).unwrap();
+    let db = Database::open_on(Arc::new(OsStorage::new()), dir.path(), o.clone()).unwrap();
     let t = db.create_table("acct").unwrap();
     let mut tx = db.begin();
     for a in 0..ACCOUNTS {

@@ -1,9 +1,10 @@
 //! The engine emits `tracing` spans for open, recovery (one per pass) and checkpoints,
 //! and installs no subscriber itself: an application's subscriber (here a tiny layer that
-//! records each new span's name, its parent and its fields) sees them.
+//! records each new span's name, its parent and its fields) sees them. A checkpoint held
+//! back by a failed log archive warns, once.
 
 use sluice::{Database, Options};
-use sluice_storage::{SimStorage, Storage};
+use sluice_storage::{FaultKind, FaultOp, FaultPlan, SimStorage, Storage};
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use tracing::span::{Attributes, Id, Record};
@@ -30,6 +31,12 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
         let parent = span.parent().map_or("", |p| p.name());
         let mut line = format!("{}<{parent}", attrs.metadata().name());
         attrs.record(&mut Fields(&mut line));
+        self.0.lock().unwrap().push(line);
+    }
+    fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
+        let m = event.metadata();
+        let mut line = format!("event {} {}", m.level(), m.target());
+        event.record(&mut Fields(&mut line));
         self.0.lock().unwrap().push(line);
     }
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
@@ -91,5 +98,60 @@ fn open_recovery_and_checkpoints_emit_spans() {
             .iter()
             .any(|l| l.starts_with("open<") && l.contains("dir=/db")),
         "the open span does not name the directory: {lines:#?}"
+    );
+}
+
+#[test]
+fn a_checkpoint_held_back_by_a_failed_log_archive_warns_once() {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    let sim = SimStorage::new(2);
+    let mut o = Options::small();
+    o.log.segment_bytes = 16 << 10;
+    // Only the checkpoints taken here, on this thread (where the subscriber is).
+    o.checkpoint_log_bytes = 0;
+    o.checkpoint_interval = std::time::Duration::ZERO;
+    tracing::subscriber::with_default(subscriber, || {
+        let db = Database::builder("/db")
+            .options(o)
+            .storage(Arc::new(sim.clone()))
+            .log_archive("/archive")
+            .open()
+            .unwrap();
+        sim.inject(
+            FaultPlan::new(FaultOp::Any, 1, FaultKind::Eio)
+                .persistent()
+                .on("/archive"),
+        );
+        let t = db.create_table("t").unwrap();
+        for i in 0..400u32 {
+            let mut tx = db.begin();
+            tx.put(&t, i.to_be_bytes(), [7u8; 200]).unwrap();
+            tx.commit().unwrap();
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while db.metrics().archive.unwrap().error.is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the archive never failed"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        for _ in 0..3 {
+            db.checkpoint().unwrap();
+        }
+        drop(t);
+        db.close().unwrap();
+    });
+    let lines = capture.0.lock().unwrap().clone();
+    let warnings: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with("event WARN") && l.contains("log archive"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{lines:#?}");
+    assert!(
+        warnings[0].contains("archive=\"/archive\"") && warnings[0].contains("error="),
+        "{}",
+        warnings[0]
     );
 }

@@ -59,7 +59,7 @@ fn the_smallest_accepted_options_really_take_a_split() {
     };
     o.log.segment_bytes = 4096;
     let Err(Error::InvalidArgument(msg)) =
-        Database::open_on(Arc::new(SimStorage::new(93)), "/db", o)
+        Database::open_on(Arc::new(SimStorage::new(93)), "/db", o.clone())
     else {
         panic!("accepted");
     };

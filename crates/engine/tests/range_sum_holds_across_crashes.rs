@@ -43,7 +43,7 @@ fn run_seed(protocol: CommitProtocol, via: Via, seed: u64) -> (bool, usize) {
     let o = options(protocol);
     let sim = SimStorage::new(seed);
     let mut rng = StdRng::seed_from_u64(seed);
-    let db = Database::open_on(FencedStorage::for_incarnation(&sim), "/db", o).unwrap();
+    let db = Database::open_on(FencedStorage::for_incarnation(&sim), "/db", o.clone()).unwrap();
     let t = range_sum::setup(&db, "sums").unwrap();
     let kill = rng.gen_bool(0.5);
     // The workload does about 150-250 counted disk operations.
@@ -80,7 +80,7 @@ fn run_seed(protocol: CommitProtocol, via: Via, seed: u64) -> (bool, usize) {
     );
     if kill {
         // Same boot, from the page cache; then the power goes.
-        let sum = recovered_sum(&sim, o, &what);
+        let sum = recovered_sum(&sim, o.clone(), &what);
         assert_eq!(sum, TOTAL, "{what}: the reopen after the kill");
         sim.crash();
     }

@@ -32,7 +32,7 @@ fn big(i: u32, tag: &str, page_size: usize) -> Vec<u8> {
 
 fn crash(sim: &SimStorage, o: &Options) {
     let ps = o.page_size;
-    let db = Database::open_on(FencedStorage::for_incarnation(sim), DIR, *o).unwrap();
+    let db = Database::open_on(FencedStorage::for_incarnation(sim), DIR, o.clone()).unwrap();
     let t = db.table_or_create("t").unwrap();
     let mut tx = db.begin();
     for i in 0..200 {
@@ -84,7 +84,7 @@ fn read_only_open_with_a_16_page_pool_agrees_with_recovery_under_every_strategy(
                 .options(Options {
                     read_only: true,
                     pool_pages: 16,
-                    ..o
+                    ..o.clone()
                 })
                 .storage(guard.clone() as Arc<dyn Storage>)
                 .open();

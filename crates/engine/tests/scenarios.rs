@@ -57,6 +57,7 @@ mod commit_protocols;
 mod commit_records_carry_a_time_that_never_goes_back;
 mod compaction_keeps_an_uncommitted_delete_all_undoable;
 mod concurrent_transfers_keep_the_total;
+mod continuous_log_archiving;
 mod crash_sweep;
 mod crash_sweep_log_managers;
 mod crash_sweep_propagation;

@@ -149,7 +149,8 @@ fn a_crash_at_any_operation_of_a_compaction_loses_nothing() {
         for (kill, strategy) in [(false, Strategy::CheckpointSweep), (true, Strategy::Log)] {
             let o = options(strategy, 1024);
             let sim = SimStorage::new(at);
-            let db = Database::open_on(FencedStorage::for_incarnation(&sim), "/db", o).unwrap();
+            let db =
+                Database::open_on(FencedStorage::for_incarnation(&sim), "/db", o.clone()).unwrap();
             fill(&db, "kept", 0..300);
             fill(&db, "gone", 0..1500);
             delete(&db, "gone", 0..1500);

@@ -145,7 +145,7 @@ fn open_slot(
     generation: u64,
 ) -> io::Result<Live> {
     let db = Database::builder(dir.join(generation_name(generation)))
-        .options(*options)
+        .options(options.clone())
         .storage(storage.clone())
         .open()
         .map_err(db_error)?;

@@ -8,7 +8,9 @@
 //! * Horizontal partitioning ([`Log::open_dirs`], the [`dirs`] module): segments
 //!   round-robin over several directories (devices); an optional archiver
 //!   ([`Log::open_archived`], `segments/archive.rs`) copies each finished segment off the
-//!   device the writer has left, and truncation frees only archived segments.
+//!   device the writer has left and lists it in the archive's `MANIFEST`, and truncation
+//!   frees only archived segments; [`read_archive_manifest`] and [`verify_archive`] check
+//!   an archive.
 //! * Recovery on open finds the end of the log: a torn tail is cut; damage inside the
 //!   durable log is reported as [`WalError::Corruption`] with its LSN.
 //!
@@ -58,7 +60,10 @@ pub use notify::{DurableCallback, DurableFuture};
 pub use options::{GroupCommit, LogOptions};
 pub use reader::{LogReader, ReadRecord};
 pub use recovery::RecoveryInfo;
-pub use segments::{dirs, segment, MAX_RECYCLED_SEGMENTS};
+pub use segments::{
+    dirs, read_archive_manifest, segment, verify_archive, ArchiveProblem, ArchiveReport,
+    ArchivedSegment, MANIFEST_NAME, MAX_RECYCLED_SEGMENTS,
+};
 
 /// Internals the loom models (`tests/loom.rs`) check directly; absent from normal builds.
 #[cfg(loom)]

@@ -39,6 +39,7 @@ struct Totals {
     halts_in_open: u64,
     archived_segments_checked: u64,
     records_only_in_archive: u64,
+    archives_verified: u64,
 }
 
 struct Seed {
@@ -165,7 +166,25 @@ impl Seed {
         for (lsn, id) in found.iter().filter(|(l, _)| **l >= start) {
             self.acked.insert(*lsn, *id);
         }
+        let archiver_failed = log.archive_error();
         log.close().unwrap();
+        // The reopened archiver listed every copy (and, closed, it is between copies: a
+        // renamed copy has its entry unless the archiver stopped on an error): the
+        // manifest names them all, each whole, and they hold one range of the log, up to
+        // what the log counted archived.
+        let report = sluice_wal::verify_archive(&*storage, Path::new(ARCHIVE))
+            .unwrap_or_else(|e| panic!("seed {seed} {what}: verify_archive: {e}"));
+        assert!(
+            report.is_intact() && (report.unlisted.is_empty() || archiver_failed.is_some()),
+            "seed {seed} {what}: {report}"
+        );
+        if let Some((_, end)) = report.reachable {
+            assert!(
+                end >= archived,
+                "seed {seed} {what}: {report}, archived {archived}"
+            );
+        }
+        totals.archives_verified += 1;
     }
 }
 
@@ -221,12 +240,13 @@ fn sweep(n: usize) {
     println!(
         "partitioned crash sweep, {n} dirs: {SEEDS_PER_LAYOUT} seeds; {} halts mid-run, {} in \
          open; {} acknowledged; {} records found only in the archive; {} archived segments \
-         compared",
+         compared; {} archives verified against their manifest",
         totals.halts_mid_run,
         totals.halts_in_open,
         totals.acknowledged,
         totals.records_only_in_archive,
-        totals.archived_segments_checked
+        totals.archived_segments_checked,
+        totals.archives_verified
     );
     assert!(
         totals.halts_mid_run > SEEDS_PER_LAYOUT,

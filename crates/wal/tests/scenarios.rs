@@ -28,6 +28,7 @@ mod reopen_after_a_failed_fsync_reads_the_device;
 mod reopen_after_a_process_kill_syncs_the_cached_tail;
 mod segment_files_start_small_and_grow_ahead_of_the_writer;
 mod segments;
+mod the_archive_manifest_lists_every_durable_copy;
 mod truncated_segments_are_recycled;
 mod truncation_at_a_segment_boundary_keeps_the_log_position;
 mod truncation_survives_a_failed_segment_removal;

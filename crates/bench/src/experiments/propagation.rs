@@ -375,7 +375,7 @@ pub fn run(
     // The clean close's checkpoint writes every loaded page: every strategy starts from
     // the same propagated database.
     let opts = run_options(&s, cfg.strategy);
-    let (bench, _) = bench.reopen(opts, false)?;
+    let (bench, _) = bench.reopen(opts.clone(), false)?;
     let tables = TpcbTables::open(&bench.db)?;
     let reads0 = bench.db.stats().pool.reads;
     let c = tpcb::check(&bench.db, &tables, Some(0))?;

@@ -62,6 +62,9 @@ pub(crate) struct Checkpoints {
     /// lowest pin (each with its own id, so backups can overlap).
     pins: Mutex<Vec<(u64, Lsn)>>,
     next_pin: AtomicU64,
+    /// What the last checkpoint found the log archiver doing to truncation
+    /// ([`ArchiveHold`]): a warning is logged when it changes, not at every checkpoint.
+    pub(crate) archive_hold: Mutex<ArchiveHold>,
     /// Test-only pause point: runs once, inside the next checkpoint, right after its
     /// begin record and redo point (to drive races with that window deterministically).
     #[cfg(test)]
@@ -79,6 +82,7 @@ impl Checkpoints {
             durations: Default::default(),
             pins: Mutex::new(Vec::new()),
             next_pin: AtomicU64::new(0),
+            archive_hold: Mutex::new(ArchiveHold::Free),
             #[cfg(test)]
             after_begin: Mutex::new(None),
         }
@@ -276,7 +280,83 @@ fn take(cx: &Scope<'_>, occasion: Occasion, _held: &MutexGuard<'_, ()>) -> Resul
         keep = keep.min(pin);
     }
     store.log.truncate_below(keep)?;
+    note_archive_hold(&store.log, &state.archive_hold, keep);
     Ok(())
+}
+
+/// Truncation is held back by the archiver (continuous log archiving,
+/// `Options::log_archive`) when it wants to free more than this many segments the
+/// archiver has not copied yet.
+pub(crate) const ARCHIVE_HOLD_SEGMENTS: u64 = 2;
+
+/// Whether the log archiver holds truncation back, as the last checkpoint found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ArchiveHold {
+    /// No archive, or it is within [`ARCHIVE_HOLD_SEGMENTS`] of what truncation wants.
+    Free,
+    /// Truncation is held back by more than that; the archive's error, if it stopped on
+    /// one (otherwise it is slow, or the log outruns it).
+    Held { error: Option<String> },
+}
+
+impl ArchiveHold {
+    /// The hold a checkpoint that wants to keep the log from `keep` finds, with the
+    /// archiver at `archived` (`None`: no archive).
+    fn of(
+        keep: Lsn,
+        archived: Option<Lsn>,
+        segment_bytes: u64,
+        error: impl FnOnce() -> Option<String>,
+    ) -> ArchiveHold {
+        match archived {
+            Some(a) if keep.0.saturating_sub(a.0) > ARCHIVE_HOLD_SEGMENTS * segment_bytes => {
+                ArchiveHold::Held { error: error() }
+            }
+            _ => ArchiveHold::Free,
+        }
+    }
+}
+
+/// Says when the archiver starts or stops holding truncation back, or its error changes
+/// while it does: a `tracing` warning naming the archive directory (and the error), once
+/// per change, and a note when truncation can proceed again.
+fn note_archive_hold(log: &sluice_wal::Log, last: &Mutex<ArchiveHold>, keep: Lsn) {
+    let archived = log.archived_lsn();
+    let now = ArchiveHold::of(keep, archived, log.segment_bytes(), || {
+        log.archive_error().map(|e| e.to_string())
+    });
+    let mut last = last.lock();
+    if *last == now {
+        return;
+    }
+    let dir = log.archive_dir().map(|d| d.display().to_string());
+    let archived = archived.map_or(0, |a| a.0);
+    match &now {
+        ArchiveHold::Held { error: Some(e) } => tracing::warn!(
+            archive = dir.as_deref().unwrap_or(""),
+            archived,
+            wanted = keep.0,
+            error = %e,
+            "log archive {} stopped on an error ({e}): the log keeps every segment from LSN {archived} (truncation wanted to free up to {}) until the database is reopened",
+            dir.as_deref().unwrap_or(""),
+            keep.0
+        ),
+        ArchiveHold::Held { error: None } => tracing::warn!(
+            archive = dir.as_deref().unwrap_or(""),
+            archived,
+            wanted = keep.0,
+            "log archive {} is behind: the log keeps every segment from LSN {archived}, not yet archived (truncation wanted to free up to {})",
+            dir.as_deref().unwrap_or(""),
+            keep.0
+        ),
+        ArchiveHold::Free => tracing::info!(
+            archive = dir.as_deref().unwrap_or(""),
+            archived,
+            "log archive {} caught up: truncation proceeds",
+            dir.as_deref().unwrap_or("")
+        ),
+    }
+    *last = now;
 }
 
 /// The dirty-page table: the one at the end, and if there is one from the begin record,
@@ -293,6 +373,37 @@ fn merge_dirty(
         m.entry(p).and_modify(|x| *x = (*x).min(l)).or_insert(l);
     }
     m.into_iter().collect()
+}
+
+#[cfg(test)]
+mod archive_hold_tests {
+    use super::{ArchiveHold, ARCHIVE_HOLD_SEGMENTS};
+    use sluice_wal::Lsn;
+
+    #[test]
+    fn truncation_is_held_by_the_archive_only_beyond_two_segments() {
+        let seg = 1000;
+        let at = |keep: u64, archived: Option<u64>, err: Option<&str>| {
+            ArchiveHold::of(Lsn(keep), archived.map(Lsn), seg, || err.map(String::from))
+        };
+        assert_eq!(at(50_000, None, None), ArchiveHold::Free, "no archive");
+        assert_eq!(
+            at(3000, Some(1000), None),
+            ArchiveHold::Free,
+            "two segments"
+        );
+        assert_eq!(at(500, Some(1000), Some("x")), ArchiveHold::Free, "ahead");
+        assert_eq!(
+            at(1000 + ARCHIVE_HOLD_SEGMENTS * seg + 8, Some(1000), None),
+            ArchiveHold::Held { error: None }
+        );
+        assert_eq!(
+            at(9000, Some(0), Some("EIO")),
+            ArchiveHold::Held {
+                error: Some("EIO".into())
+            }
+        );
+    }
 }
 
 #[cfg(test)]

@@ -254,6 +254,19 @@ impl Database {
             pool_hits: pool.hits,
             pool_misses: pool.reads,
             checkpoints: db.checkpoints.durations.snapshot(),
+            archive: db.store.log.archived_lsn().map(|archived| {
+                let l = &db.store.log;
+                crate::metrics::ArchiveMetrics {
+                    dir: l
+                        .archive_dir()
+                        .map_or(String::new(), |d| d.display().to_string()),
+                    archived_lsn: archived.0,
+                    unarchived_bytes: l.durable_lsn().0.saturating_sub(archived.0),
+                    segments_archived: log.segments_archived,
+                    bytes_archived: log.bytes_archived,
+                    error: l.archive_error().map(|e| e.to_string()),
+                }
+            }),
         }
     }
 

@@ -355,10 +355,21 @@ impl Database {
             refuse_partition(&*storage, &dir)?;
         }
         crate::backup_label::refuse_backup(&*storage, &dir, options.read_only)?;
-        refuse_same_dirs(&[
+        let mut named = vec![
             ("database directory".into(), &*storage, dir.clone()),
             ("log directory".into(), &*log_storage, log_dir.clone()),
-        ])?;
+        ];
+        if let Some(a) = options.log_archive.as_ref().filter(|_| !options.read_only) {
+            // The archive is on the log's storage. Log-based propagation's runs live in
+            // `archive/` of the database directory: not a log archive's place.
+            named.push((
+                "propagation runs directory".into(),
+                &*storage,
+                dir.join(crate::propagation::runs::DIR),
+            ));
+            named.push(("log archive".into(), &*log_storage, a.clone()));
+        }
+        refuse_same_dirs(&named)?;
         if options.read_only {
             return Database::open_read_only_with_log(
                 storage,
@@ -409,9 +420,13 @@ impl Database {
         if let Some(cp) = control.checkpoint {
             log_segment_bytes = check_log_present(&*log_storage, &log_dir, cp, false)?;
         }
-        let log = Arc::new(
-            Log::open(log_storage, &log_dir, options.log).map_err(|e| log_error(&log_dir, e))?,
-        );
+        let log = match &options.log_archive {
+            None => Log::open(log_storage, &log_dir, options.log),
+            Some(a) => {
+                Log::open_archived(log_storage, std::slice::from_ref(&log_dir), a, options.log)
+            }
+        };
+        let log = Arc::new(log.map_err(|e| log_error(&log_dir, e))?);
         check_records_fit(&options, page_size, log.max_record_bytes())?;
         let data_path = dir.join(DATA);
         let file = DataFile::open(

@@ -146,6 +146,13 @@ impl PartitionedBuilder {
         self
     }
 
+    /// Archives every partition's log continuously: partition `i`'s in `part-<i>`
+    /// under `dir` ([`crate::Builder::log_archive`]; on that partition's log storage).
+    pub fn log_archive(mut self, dir: impl AsRef<Path>) -> PartitionedBuilder {
+        self.options.log_archive = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
     /// The storage partition `i`'s log is on (for example a
     /// [`sluice_storage::DeviceModel`] emulating a device of its own).
     pub fn log_storage(mut self, i: usize, storage: Arc<dyn Storage>) -> PartitionedBuilder {
@@ -331,25 +338,38 @@ impl Partitioned {
                 .cloned()
                 .unwrap_or_else(|| partition_dir(&dir, i).join("log"))
         };
-        // Every partition's log in a directory of its own, none of them a partition's
-        // directory — compared by identity, not spelling (`db::refuse_same_dirs`), and
-        // before anything is created: aliased directories are bad input.
+        // With archiving, partition i's log is archived in `part-<i>` under the archive
+        // directory (on the partition's log storage, as its log is).
+        let archive_dir = |i: usize| {
+            b.options
+                .log_archive
+                .as_ref()
+                .filter(|_| !read_only)
+                .map(|a| partition_dir(a, i))
+        };
+        // Every partition's log (and archive) in a directory of its own, none of them a
+        // partition's directory — compared by identity, not spelling
+        // (`db::refuse_same_dirs`), and before anything is created: aliased directories
+        // are bad input.
         let named: Vec<(String, &dyn Storage, PathBuf)> = (0..k)
             .flat_map(|i| {
                 let log_storage = b.log_storages.get(&i).map_or(&*storage, |s| &**s);
                 [
-                    (
+                    Some((
                         format!("partition {i}'s directory"),
                         &*storage,
                         partition_dir(&dir, i),
-                    ),
-                    (
+                    )),
+                    Some((
                         format!("partition {i}'s log directory"),
                         log_storage,
                         log_dir(i),
-                    ),
+                    )),
+                    archive_dir(i)
+                        .map(|a| (format!("partition {i}'s log archive"), log_storage, a)),
                 ]
             })
+            .flatten()
             .collect();
         crate::db::refuse_same_dirs(&named)?;
         // Creating the database, or finishing an interrupted creation, writes the
@@ -399,8 +419,13 @@ impl Partitioned {
             let pd = partition_dir(&dir, i);
             let ld = log_dir(i);
             let log_storage = b.log_storages.get(&i).cloned().unwrap_or(storage.clone());
+            // Each partition's log is archived in a directory of its own.
+            let options = Options {
+                log_archive: archive_dir(i),
+                ..b.options.clone()
+            };
             let mut builder = Builder::new(&pd)
-                .options(b.options)
+                .options(options)
                 .storage(storage.clone())
                 .log_storage(log_storage.clone())
                 .log_dir(&ld);

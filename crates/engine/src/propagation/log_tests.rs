@@ -214,7 +214,7 @@ fn the_strategy_can_change_between_opens() {
     let mut sweep = options();
     sweep.propagation = Strategy::CheckpointSweep;
     let mut n = 0;
-    for (round, o) in [options(), sweep, options(), sweep, options()]
+    for (round, o) in [options(), sweep.clone(), options(), sweep, options()]
         .into_iter()
         .enumerate()
     {

@@ -118,7 +118,7 @@ fn counts_survive_crashes_at_any_point_and_recovery_twice() {
         let sim = SimStorage::new(seed);
         let mut rng = StdRng::seed_from_u64(seed);
         {
-            let db = Database::open_on(Arc::new(sim.pinned()), "/db", o).unwrap();
+            let db = Database::open_on(Arc::new(sim.pinned()), "/db", o.clone()).unwrap();
             let t = db.create_table("t").unwrap();
             for i in 0..60 {
                 let rollback = rng.gen_ratio(1, 5);
@@ -152,10 +152,10 @@ fn counts_survive_crashes_at_any_point_and_recovery_twice() {
             }
             drop(open);
         }
-        let mut ro = o;
+        let mut ro = o.clone();
         ro.read_only = true;
         for round in 0..2 {
-            let db = Database::open_on(Arc::new(sim.pinned()), "/db", ro).unwrap();
+            let db = Database::open_on(Arc::new(sim.pinned()), "/db", ro.clone()).unwrap();
             for name in ["t", "u"] {
                 let t = db.table(name).unwrap();
                 assert_exact(&db, &t, &format!("seed {seed} read-only {round} {name}"));
@@ -165,7 +165,7 @@ fn counts_survive_crashes_at_any_point_and_recovery_twice() {
             sim.kill_process();
         }
         for round in 0..2 {
-            let db = Database::open_on(Arc::new(sim.pinned()), "/db", o).unwrap();
+            let db = Database::open_on(Arc::new(sim.pinned()), "/db", o.clone()).unwrap();
             for name in ["t", "u"] {
                 let t = db.table(name).unwrap();
                 assert!(known(&db, t.root), "seed {seed}: {name} needs a scan");

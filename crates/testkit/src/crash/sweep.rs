@@ -130,7 +130,7 @@ fn run_seed<W: SweepWorkload>(seed: u64, w: &mut W) -> SeedResult {
     let mut res = SeedResult::new();
     res.halt = Some(halt);
     let opts = w.options();
-    let options = || opts;
+    let options = || opts.clone();
     let setup = (|| {
         let db = reopen(&sim, options())?;
         w.setup(&db)?;

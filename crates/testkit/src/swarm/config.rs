@@ -8,6 +8,7 @@ use rand::{Rng, SeedableRng};
 use sluice::experiment::{PageCleaner, Policy};
 use sluice::{CommitProtocol, Options, Strategy, Unassigned};
 use sluice_wal::{GroupCommit, InsertVariant};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The tables every seed creates: two of keys owned by the threads, two of accounts, three
@@ -17,6 +18,9 @@ pub(crate) const TABLES: [&str; 7] = ["own0", "own1", "acct0", "acct1", "mk0", "
 pub(crate) const OWN: [usize; 2] = [0, 1];
 pub(crate) const ACCT: [usize; 2] = [2, 3];
 pub(crate) const MARK: [usize; 3] = [4, 5, 6];
+/// The log archive of a seed that archives (`Config::archive`): a partitioned database's
+/// partition `i` archives in `part-<i>` under it.
+pub(crate) const LOG_ARCHIVE: &str = "/logarchive";
 /// The most client threads a seed draws (the fences loaded at creation cover them).
 pub(crate) const MAX_THREADS: usize = 4;
 
@@ -155,6 +159,10 @@ pub struct Config {
     /// back, reclaiming what nothing reaches and truncating the data file while
     /// transactions write, drop tables and checkpoint, and while the halt strikes.
     pub compact: bool,
+    /// Whether every open archives the log continuously ([`sluice::Options::log_archive`]
+    /// in [`LOG_ARCHIVE`]): checkpoints then free only archived segments, and after every
+    /// recovery the archive must be whole and reach the log (`super::archive`).
+    pub archive: bool,
 }
 
 /// The balance each account is loaded with.
@@ -330,6 +338,8 @@ impl Config {
         };
         // After the scratch share, for the same reason.
         let compact = rng.gen_bool(0.35);
+        // After compaction, for the same reason.
+        let archive = rng.gen_bool(0.3);
         Config {
             seed,
             protocol,
@@ -359,6 +369,7 @@ impl Config {
             async_share,
             scratch_share,
             compact,
+            archive,
         }
     }
 
@@ -384,6 +395,7 @@ impl Config {
         // Clients lock in one global order, so waits are short; a timeout is only the
         // backstop for a deadlock the detector missed.
         o.lock_timeout = Duration::from_millis(500);
+        o.log_archive = self.archive.then(|| PathBuf::from(LOG_ARCHIVE));
         o
     }
 
@@ -470,7 +482,7 @@ impl Config {
             .collect();
         let gc = &self.group_commit;
         format!(
-            "{} {driver} strategies={} page={}K pool={} large={large} ckpt={}/{}ms seg={} buf={} {}:{} gc={}/{}/{}us{} cleaner={}ms propseg={}p run={}{} threads={}x{} keys={}{} accts={} {layout} sessions=[{}] async={}% scratch={}%{}",
+            "{} {driver} strategies={} page={}K pool={} large={large} ckpt={}/{}ms seg={} buf={} {}:{} gc={}/{}/{}us{} cleaner={}ms propseg={}p run={}{} threads={}x{} keys={}{} accts={} {layout} sessions=[{}] async={}% scratch={}%{}{}",
             self.protocol,
             strategies.join(">"),
             self.page_size >> 10,
@@ -497,7 +509,8 @@ impl Config {
             sessions.join(","),
             self.async_share * 100.0,
             self.scratch_share * 100.0,
-            if self.compact { " compact" } else { "" }
+            if self.compact { " compact" } else { "" },
+            if self.archive { " archive" } else { "" }
         )
     }
 }

@@ -85,6 +85,14 @@ impl Db {
         }
     }
 
+    /// The database of each log: the ordinary one, or each partition.
+    pub(crate) fn databases(&self) -> Vec<&Database> {
+        match self {
+            Db::Plain(d) => vec![d],
+            Db::Part(d) => (0..d.log_managers()).map(|i| d.partition(i)).collect(),
+        }
+    }
+
     pub(crate) fn read_only(&self) -> bool {
         match self {
             Db::Plain(d) => d.is_read_only(),

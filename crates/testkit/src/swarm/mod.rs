@@ -20,11 +20,14 @@
 //!   sweep's, `crate::crash::Halt`).
 //! * `report`: many seeds on several threads, and what they found.
 //!
-//! The horizontal log partitioning (several directories for one log) and the WAL
-//! segment archiver are not dimensions yet: `sluice_wal::Log` offers them
-//! (`Log::open_dirs`, `Log::open_archived`), but neither `sluice::Builder` nor
-//! `PartitionedBuilder` does; once they do, each is one more draw in `config.rs`.
+//! * `archive`: with continuous log archiving drawn, what each log's archive must be
+//!   after a recovery and at the end.
+//!
+//! The horizontal log partitioning (several directories for one log) is not a dimension
+//! yet: `sluice_wal::Log` offers it (`Log::open_dirs`), but neither `sluice::Builder` nor
+//! `PartitionedBuilder` does; once they do, it is one more draw in `config.rs`.
 
+mod archive;
 mod client;
 mod config;
 mod engine;

@@ -51,6 +51,17 @@ pub struct SwarmReport {
     pub compactions: u64,
     /// Data-file pages those compactions returned to the file system.
     pub pages_returned: u64,
+    /// Log archives checked after a recovery (the seed's `archive`): whole, from LSN 0,
+    /// reaching the log's first segment.
+    pub archives_checked: u64,
+    /// Archived segments those checks found listed (and whole).
+    pub archived_segments: u64,
+    /// Archived copies found byte for byte equal to the log's segments at the halts.
+    pub archive_copies_compared: u64,
+    /// Records read from the archives, as logs, after a seed's final close.
+    pub archived_records_read: u64,
+    /// Records an archive and its log both held, found equal after a seed's final close.
+    pub archived_records_compared: u64,
     /// How many seeds exercised each dimension value (`protocol=elr`, `strategy=log`,
     /// `layout=partitioned`, `read-only=opened`, ...).
     pub coverage: BTreeMap<String, u64>,
@@ -124,6 +135,11 @@ pub fn swarm(
         report.tables_renamed += r.tables.renamed;
         report.compactions += r.compactions;
         report.pages_returned += r.pages_returned;
+        report.archives_checked += r.archives_checked;
+        report.archived_segments += r.archived_segments;
+        report.archive_copies_compared += r.archive_copies_compared;
+        report.archived_records_read += r.archived_records_read;
+        report.archived_records_compared += r.archived_records_compared;
         let mut seen = r.coverage;
         seen.sort();
         seen.dedup();

@@ -46,6 +46,16 @@ pub(crate) struct SeedResult {
     /// returned to the file system.
     pub(crate) compactions: u64,
     pub(crate) pages_returned: u64,
+    /// Archives checked after a recovery (`super::archive::check_live`), and copies
+    /// their manifests listed then.
+    pub(crate) archives_checked: u64,
+    pub(crate) archived_segments: u64,
+    /// Copies found byte for byte equal to the log's segments at the halts.
+    pub(crate) archive_copies_compared: u64,
+    /// After the final close: records read from the archives as logs, and those an
+    /// archive and its log both held, found equal.
+    pub(crate) archived_records_read: u64,
+    pub(crate) archived_records_compared: u64,
 }
 
 /// Disk operations a halted recovery draws its halt from, per partition.
@@ -101,6 +111,9 @@ fn coverage(cfg: &Config) -> Vec<String> {
     }
     if cfg.compact {
         c.push("compaction".into());
+    }
+    if cfg.archive {
+        c.push("log-archive".into());
     }
     match &cfg.layout {
         Layout::Plain { log_dir } => {
@@ -186,7 +199,15 @@ impl<'a> Seed<'a> {
         };
         drop(tables);
         r.and_then(|()| db.close())
-            .map_err(|e| format!("work after recovery failed: {e}"))
+            .map_err(|e| format!("work after recovery failed: {e}"))?;
+        if cfg.archive {
+            let c = super::archive::check_closed(&self.sim, cfg)
+                .map_err(|p| format!("after the final close: {p}"))?;
+            self.res.archived_records_read += c.archived_records;
+            self.res.archived_records_compared += c.records;
+            self.note(|| format!("archives after the final close: {c:?}"));
+        }
+        Ok(())
     }
 
     /// Creates the database, its tables and the loaded rows, and checkpoints (before
@@ -245,6 +266,10 @@ impl<'a> Seed<'a> {
             drop(db);
         }
         let end = armed.end_run(&self.sim, &mut self.rng);
+        if cfg.archive {
+            self.res.archive_copies_compared += super::archive::check_at_halt(&self.sim, cfg)
+                .map_err(|p| format!("session {s} ({}): {p}", plan.halt.name()))?;
+        }
         self.note(|| {
             let threads: Vec<String> = run
                 .threads
@@ -330,12 +355,12 @@ impl<'a> Seed<'a> {
             killed,
             RECOVERY_OPS * parts,
             &mut self.res.halts_in_recovery,
-            || open(sim, cfg, options),
+            || open(sim, cfg, options.clone()),
             |db| shown.show(&db).map(drop),
         )?;
         self.note(|| format!("{} recoveries halted so far", self.res.halts_in_recovery));
         if let Some(pool) = plan.read_only {
-            let mut ro = options;
+            let mut ro = options.clone();
             ro.read_only = true;
             ro.pool_pages = pool;
             // Whatever the pool, a read-only open of a crashed database opens and shows
@@ -358,11 +383,17 @@ impl<'a> Seed<'a> {
             }
         }
         if plan.halt == Halt::ReadErrorsInRecovery {
-            let refused = open_with_read_errors(sim, &mut self.rng, || open(sim, cfg, options))?;
+            let refused =
+                open_with_read_errors(sim, &mut self.rng, || open(sim, cfg, options.clone()))?;
             self.res.refused_opens += refused as u64;
         }
         let db = open(sim, cfg, options).map_err(|e| format!("recovery failed: {e}"))?;
         let tables = shown.show(&db)?;
+        if cfg.archive {
+            let listed = super::archive::check_live(sim, cfg, &db)?;
+            self.res.archives_checked += 1;
+            self.res.archived_segments += listed;
+        }
         Ok((db, tables))
     }
 }

@@ -15,9 +15,13 @@
 //! log's. It is a directory of its own — compared with the log's by identity, not by
 //! spelling (`dirs.rs`).
 //!
-//! `archived` — the LSN below which every segment of the log is archived — only moves
-//! after the rename is durable. With archiving on, [`crate::Log::truncate_below`] never
-//! frees a segment at or above it: a segment leaves the log only once its copy is safe.
+//! After the rename and its directory sync, the archiver appends the copy's entry to the
+//! archive's `MANIFEST` (file name, LSN range, length, CRC32C; `manifest.rs`) and syncs
+//! it. `archived` — the LSN below which every segment of the log is archived — only moves
+//! after that: a segment counts as archived once its copy and its entry are durable. A
+//! copy renamed into place whose entry a crash prevented is listed by the next open.
+//! With archiving on, [`crate::Log::truncate_below`] never frees a segment at or above
+//! it: a segment leaves the log only once its copy is safe.
 //! On open, `archived` is the start of the log's first segment that has no copy in the
 //! archive (segments below the log's start are gone and cannot be copied any more).
 //!
@@ -31,6 +35,7 @@
 //! where it was, so truncation keeps every unarchived segment. The next open starts over
 //! from the first unarchived segment.
 
+use super::manifest::{ArchivedSegment, Manifest};
 use super::segment::{self, SEGMENT_HEADER_BYTES};
 use super::set::SegmentSet;
 use crate::error::{Result, WalError};
@@ -38,7 +43,7 @@ use crate::health::Health;
 use crate::sync::{AtomicU64, Condvar, Mutex, Ordering};
 use crate::Lsn;
 use sluice_storage::{OpenOptions, Storage};
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -71,6 +76,8 @@ pub(crate) struct Archiver {
     archived: AtomicU64,
     state: Mutex<State>,
     cv: Condvar,
+    /// The archive's `MANIFEST`, appended to by the archiver thread alone.
+    manifest: Mutex<Manifest>,
     pub(crate) bytes_archived: AtomicU64,
     pub(crate) segments_archived: AtomicU64,
 }
@@ -86,7 +93,7 @@ impl Archiver {
         starts: &[Lsn],
         segment_bytes: u64,
     ) -> Result<Archiver> {
-        let mut archived_set = HashSet::new();
+        let mut archived_set = BTreeSet::new();
         for name in storage.list(dir)? {
             if name.ends_with(TMP_SUFFIX) {
                 storage.remove(&dir.join(&name))?;
@@ -103,6 +110,14 @@ impl Archiver {
         // synced before its rename, so syncing the directory makes every listed copy whole
         // and durable.
         storage.sync_dir(dir)?;
+        // Every durable copy is listed in the manifest (one whose entry a crash prevented
+        // is listed now); a copy that is not a whole segment is not counted archived (it
+        // is copied again if the log still holds its segment).
+        let copies: Vec<Lsn> = archived_set.iter().copied().collect();
+        let (manifest, bad) = Manifest::open(storage, dir, &copies, segment_bytes)?;
+        for b in bad {
+            archived_set.remove(&b);
+        }
         let resume = match starts.iter().find(|s| !archived_set.contains(s)) {
             Some(&s) => s,
             // Every segment has a copy (the newest ends exactly at the log's end), or
@@ -114,6 +129,7 @@ impl Archiver {
             archived: AtomicU64::new(resume.0),
             state: Mutex::new(State::default()),
             cv: Condvar::new(),
+            manifest: Mutex::new(manifest),
             bytes_archived: AtomicU64::new(0),
             segments_archived: AtomicU64::new(0),
         })
@@ -171,7 +187,19 @@ impl Archiver {
                     s = a.cv.wait_for(s, IDLE_WAIT);
                 }
             }
-            match a.copy(cx.segments, next) {
+            let copied = a.copy(cx.segments, next).and_then(|c| {
+                if let Some((bytes, crc32c)) = c {
+                    a.manifest.lock().append(&ArchivedSegment {
+                        name: segment::segment_name(next),
+                        first: next,
+                        end: next.add(segment_bytes),
+                        len: bytes,
+                        crc32c,
+                    })?;
+                }
+                Ok(c.map(|(bytes, _)| bytes))
+            });
+            match copied {
                 Ok(Some(bytes)) => {
                     a.archived.store(next.0 + segment_bytes, Ordering::Release);
                     a.segments_archived.fetch_add(1, Ordering::Relaxed);
@@ -187,9 +215,9 @@ impl Archiver {
     }
 
     /// Copies finished segment `start` into the archive (see the module docs) and returns
-    /// the bytes copied; `None` if the log began closing in the middle (the temporary file
-    /// is left for the next open to remove).
-    fn copy(&self, segments: &SegmentSet, start: Lsn) -> Result<Option<u64>> {
+    /// the bytes copied and their CRC32C; `None` if the log began closing in the middle
+    /// (the temporary file is left for the next open to remove).
+    fn copy(&self, segments: &SegmentSet, start: Lsn) -> Result<Option<(u64, u32)>> {
         let storage = &*segments.storage;
         let name = segment::segment_name(start);
         let source = segment::open_read(storage, segments.dir_of(start), start)?;
@@ -210,7 +238,7 @@ impl Archiver {
         let target = storage.open(&tmp, OpenOptions::CREATE)?;
         target.set_len(0)?;
         let mut buf = vec![0u8; COPY_CHUNK];
-        let mut off = 0u64;
+        let (mut off, mut crc) = (0u64, 0u32);
         while off < whole {
             if self.stopped() {
                 return Ok(None);
@@ -218,6 +246,7 @@ impl Archiver {
             let n = (whole - off).min(COPY_CHUNK as u64) as usize;
             source.read_exact_at(&mut buf[..n], off)?;
             target.write_at(&buf[..n], off)?;
+            crc = crc32c::crc32c_append(crc, &buf[..n]);
             off += n as u64;
         }
         target.sync_data()?;
@@ -228,6 +257,6 @@ impl Archiver {
             &self.dir.join(&name),
         )?;
         storage.sync_dir(&self.dir)?;
-        Ok(Some(whole))
+        Ok(Some((whole, crc)))
     }
 }

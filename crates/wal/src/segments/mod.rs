@@ -9,7 +9,9 @@
 //! * `prepare.rs` — the preparer thread, which zero-fills and recycles files ahead of the
 //!   flush daemon;
 //! * `archive.rs` — the archiver thread, which copies each finished segment to an archive
-//!   directory.
+//!   directory;
+//! * `manifest.rs` — the archive's `MANIFEST` (an entry per copy: LSN range, length,
+//!   CRC32C) and the readers that check an archive against it.
 //!
 //! The preparer and the archiver see the log through narrow contexts
 //! ([`PrepareContext`], [`ArchiveContext`]): the segment set and the log's health, and for
@@ -18,11 +20,16 @@
 
 mod archive;
 pub mod dirs;
+mod manifest;
 mod prepare;
 pub mod segment;
 mod set;
 
 pub(crate) use archive::{ArchiveContext, Archiver};
+pub use manifest::{
+    read_archive_manifest, verify_archive, ArchiveProblem, ArchiveReport, ArchivedSegment,
+    MANIFEST_NAME,
+};
 pub(crate) use prepare::{PrepareContext, Preparer};
 pub(crate) use set::SegmentSet;
 pub use set::MAX_RECYCLED_SEGMENTS;
