@@ -4,6 +4,7 @@
 //! Every command validates its flags up front; a bad argument prints one line on stderr
 //! and exits with code 2. Runtime failures (an I/O error during a benchmark) exit 1.
 
+mod backup;
 mod bench_log_insert;
 mod bench_partition;
 mod bench_propagation;
@@ -77,6 +78,12 @@ enum Command {
     /// Open a database (recovering it, unless --read-only) and check every page's
     /// checksum, every B+tree and the catalog; exit 1 naming the damage if any.
     Verify(inspect::VerifyArgs),
+    /// Back a database up (a copy that opens as of its end LSN and that `sluice restore`
+    /// rolls forward), or list and verify backups and what a restore can reach.
+    Backup(backup::BackupArgs),
+    /// Make a new database from a backup, rolled forward from a log archive to an LSN,
+    /// a time or the end.
+    Restore(backup::RestoreArgs),
     /// Give free space back: cut emptied tables back to one page, reclaim pages nothing
     /// reaches, and shorten the data file by the free pages at its end.
     Compact(compact::CompactArgs),
@@ -259,6 +266,8 @@ fn main() -> ExitCode {
         Command::Cluster { which } => cluster::run(which),
         Command::Verify(a) => inspect::verify(a),
         Command::Compact(a) => compact::run(a),
+        Command::Backup(a) => backup::run(a),
+        Command::Restore(a) => backup::restore(a),
         Command::Log { which } => inspect::log(which),
         Command::Stats(a) => inspect::stats(a),
         Command::Tables(a) => inspect::tables(a),

@@ -59,3 +59,57 @@ fn plain<T>(msg: &str, work: impl FnOnce(&dyn Fn(f64)) -> T) -> T {
     eprintln!("{msg}: done in {:.1} s", started.elapsed().as_secs_f64());
     r
 }
+
+/// [`fraction`] for work that may first refuse its input: nothing is shown until `work`
+/// reports its first progress, so a refusal before any work is the only line on stderr
+/// (a usage error is one line). On a terminal the bar, elsewhere the plain lines, start
+/// at that first report.
+pub fn fraction_once_started<T>(msg: &str, quiet: bool, work: impl FnOnce(&dyn Fn(f64)) -> T) -> T {
+    let terminal = std::io::stderr().is_terminal();
+    let started: Cell<Option<(Instant, Option<ProgressBar>)>> = Cell::new(None);
+    let shown = Cell::new(0u32);
+    let r = work(&|f| {
+        if quiet {
+            return;
+        }
+        let (at, pb) = match started.take() {
+            Some(s) => s,
+            None if terminal => {
+                let pb = bar(1000, msg, false);
+                pb.set_style(
+                    ProgressStyle::with_template(
+                        "{msg:>24} [{bar:40}] {percent:>3} % ({eta} left)",
+                    )
+                    .expect("the template is valid")
+                    .progress_chars("=> "),
+                );
+                (Instant::now(), Some(pb))
+            }
+            None => {
+                eprintln!("{msg}: started");
+                (Instant::now(), None)
+            }
+        };
+        match &pb {
+            Some(pb) => pb.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64),
+            None => {
+                let tenths = (f.clamp(0.0, 1.0) * 10.0) as u32;
+                if tenths > shown.get() && tenths < 10 {
+                    shown.set(tenths);
+                    eprintln!(
+                        "{msg}: {} % ({:.1} s)",
+                        tenths * 10,
+                        at.elapsed().as_secs_f64()
+                    );
+                }
+            }
+        }
+        started.set(Some((at, pb)));
+    });
+    match started.take() {
+        Some((_, Some(pb))) => pb.finish_and_clear(),
+        Some((at, None)) => eprintln!("{msg}: done in {:.1} s", at.elapsed().as_secs_f64()),
+        None => {}
+    }
+    r
+}

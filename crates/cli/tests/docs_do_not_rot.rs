@@ -24,6 +24,7 @@ const MANUALS: &[(&str, &[&str])] = &[
     ("docs/plan.md", &["plan", "measure-lmax"]),
     ("docs/crash-test.md", &["crash-test"]),
     ("docs/replication.md", &["cluster"]),
+    ("docs/backup.md", &["backup", "restore"]),
     (
         "docs/operate.md",
         &["verify", "log", "stats", "tables", "get", "scan", "compact"],
@@ -259,19 +260,27 @@ fn help(path: &[String]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// Every leaf command under `path`, as its words.
+/// Every leaf command under `path`, as its words; and a command with subcommands that
+/// also runs on its own (`sluice backup DIR DEST` beside `sluice backup list`), which
+/// has flags of its own to document.
 fn leaves(path: Vec<String>) -> Vec<Vec<String>> {
     let subs = subcommands(&path);
     if subs.is_empty() {
         return vec![path];
     }
-    subs.into_iter()
+    let runs_itself = !path.is_empty() && !declared_flags(&help(&path)).is_empty();
+    let mut out: Vec<Vec<String>> = subs
+        .into_iter()
         .flat_map(|s| {
             let mut p = path.clone();
             p.push(s);
             leaves(p)
         })
-        .collect()
+        .collect();
+    if runs_itself {
+        out.insert(0, path);
+    }
+    out
 }
 
 /// The long flags the option lines of `--help` declare (`  -h, --help  …`, `      --json`).

@@ -5,6 +5,7 @@
 
 mod common;
 
+mod backup_cli;
 mod bad_arguments;
 mod bench_output_a_newcomer_can_read;
 mod bench_reuse;

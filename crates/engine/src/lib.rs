@@ -152,7 +152,8 @@ pub use buffer_pool::PoolStats;
 pub use builder::Builder;
 pub use catalog::MAX_TABLE_NAME;
 pub use db::{
-    BackupProgress, CompactReport, Restore, RestoreProgress, RestoreReport, RestoreTarget,
+    BackupProgress, BackupReach, CompactReport, Restore, RestoreProgress, RestoreReport,
+    RestoreTarget,
 };
 pub use db::{Database, Stats, VerifyReport};
 pub use error::{Error, Result};

@@ -12,10 +12,12 @@
 //! renamed and the directory synced, so a crash leaves each file either absent or whole.
 
 use crate::error::{Result, WalError};
+use crate::segments::dirs::LogDirs;
 use crate::segments::segment::{self, segment_name, SEGMENT_HEADER_BYTES};
-use crate::{Log, Lsn};
+use crate::{Log, LogReader, Lsn};
 use sluice_storage::{OpenOptions, Storage};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Bytes read and written per step of a log copy.
 pub const COPY_STEP_BYTES: u64 = 1 << 20;
@@ -182,6 +184,27 @@ pub fn cut_log_dir(storage: &dyn Storage, dir: &Path, at: Lsn) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Reads the records of the segment files in the one directory `dir` — a copy of a log,
+/// such as a backup's or an archive — in place, from `from` (a record boundary) to
+/// `limit`: no lock, no recovery, nothing written or synced. A frame that does not verify
+/// below `limit` is [`WalError::Corruption`] at its LSN, and so is a file that ends
+/// before it; `segment_bytes` must be the segments' size (from a header:
+/// [`segment::decode_header`]).
+pub fn read_segment_files(
+    storage: Arc<dyn Storage>,
+    dir: &Path,
+    segment_bytes: u64,
+    (from, limit): (Lsn, Lsn),
+) -> LogReader {
+    LogReader::new(
+        storage,
+        Arc::new(LogDirs::single(dir)),
+        segment_bytes,
+        from,
+        limit,
+    )
 }
 
 fn named(path: &Path, what: &str, e: std::io::Error) -> WalError {

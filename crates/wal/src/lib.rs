@@ -52,7 +52,7 @@ mod tests_prop;
 mod wait;
 
 pub use buffer::{BufferOptions, InsertVariant, LogBuffer};
-pub use copy::{copy_file, cut_log_dir, CopiedSegments, COPY_STEP_BYTES};
+pub use copy::{copy_file, cut_log_dir, read_segment_files, CopiedSegments, COPY_STEP_BYTES};
 pub use error::{Result, WalError};
 pub use log::{Appended, Log, LogStats};
 pub use lsn::Lsn;

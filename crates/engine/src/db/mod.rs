@@ -6,8 +6,9 @@
 //! in it, checks what the control file says against the log and the data file, runs
 //! restart recovery, checkpoints, and starts the background checkpointer.
 //!
-//! Files: `handle.rs` (the [`Database`] handle: transactions, checkpoint, close,
-//! counters), `compact.rs` (freeing a dropped tree's pages, [`Database::compact`]), `open.rs` (every way to open one, read-write and read-only, and the checks
+//! Files: `backup.rs` ([`Database::backup_to`]), `restore.rs` ([`Database::restore`],
+//! [`Database::backup_reach`]), `handle.rs` (the [`Database`] handle: transactions,
+//! checkpoint, close, counters), `compact.rs` (freeing a dropped tree's pages, [`Database::compact`]), `open.rs` (every way to open one, read-write and read-only, and the checks
 //! of a directory before anything is created in it), `verify.rs` ([`Database::verify`]).
 
 mod backup;
@@ -21,5 +22,5 @@ pub use backup::BackupProgress;
 pub use compact::CompactReport;
 pub use handle::{Database, Stats};
 pub(crate) use open::refuse_same_dirs;
-pub use restore::{Restore, RestoreProgress, RestoreReport, RestoreTarget};
+pub use restore::{BackupReach, Restore, RestoreProgress, RestoreReport, RestoreTarget};
 pub use verify::VerifyReport;

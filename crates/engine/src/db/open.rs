@@ -178,7 +178,7 @@ fn check_records_fit(options: &Options, page_size: usize, log_max: usize) -> Res
 }
 
 /// The largest record a log with these options would take, without creating it.
-fn probe_log_max(options: &Options) -> Result<usize> {
+pub(super) fn probe_log_max(options: &Options) -> Result<usize> {
     let buffer = LogBuffer::new(
         &BufferOptions {
             capacity: options.log.buffer_bytes,

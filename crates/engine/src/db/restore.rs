@@ -1,23 +1,25 @@
 //! Point-in-time restore: a backup (`backup.rs`), rolled forward with the segments of a
 //! log archive, to the end, to an LSN, or to a time.
 //!
-//! 1. The backup's data file and log are copied into the new directory.
-//! 2. The archive's segments that continue the backup's log are copied after them, in
-//!    LSN order, from the one holding the backup's end (whose archived copy is whole,
-//!    where the backup's ends at its end LSN; the bytes both hold must be equal, or the
-//!    archive is of another log). A missing segment ends the chain: a target past it
-//!    fails naming it, and so does a restore to the end while later segments exist —
-//!    nothing is ever skipped. A segment that does not read to its end is damaged, and
-//!    is named too.
-//! 3. The log is cut at the target: after the last record at or below a target LSN, or
-//!    before the first commit record whose time is past a target time (times taken as
-//!    their running maximum in LSN order, so the cut is a prefix). A transaction commits
-//!    in the restored database exactly when its commit record is kept.
+//! 1. The log to restore from is the backup's (up to its end LSN), continued by the
+//!    archive's segments from the one holding the backup's end on, in LSN order (the
+//!    archived copy of that segment is whole, where the backup's ends at its end LSN; the
+//!    bytes both hold must be equal, or the archive is of another log). A missing segment
+//!    ends this chain: a target past it fails naming it, and so does a restore to the end
+//!    while later segments exist — nothing is ever skipped.
+//! 2. That log is read in place up to the target — every record below the cut checked,
+//!    an archived segment all the way to its end — and the cut found: after the last
+//!    record at or below a target LSN, or before the first commit record whose time is
+//!    past a target time (times taken as their running maximum in LSN order, so the cut
+//!    is a prefix of the log). A transaction commits in the restored database exactly
+//!    when its commit record is kept. Damage is named by file and LSN.
+//! 3. The data file and the segments up to the cut are copied into the new directory,
+//!    and the copy cut there.
 //! 4. The backup's control file is copied last: until then the directory is not a
 //!    database (it has no `CONTROL`), and from then on it opens to exactly the target
 //!    state, so a crash anywhere leaves either no database or the restored one.
-//! 5. The database is opened once — restart recovery from the backup's checkpoint:
-//!    redo up to the cut, undo of what was in flight there — and closed.
+//! 5. The database is opened once — restart recovery from the backup's checkpoint: redo
+//!    up to the cut, undo of what was in flight there — and closed.
 
 use super::backup::{now_us, prepare_empty_dir, LOG};
 use super::handle::Database;
@@ -26,12 +28,14 @@ use crate::backup_label::{incomplete, BackupLabel, PARTIAL};
 use crate::control::Control;
 use crate::data_file::file_error;
 use crate::error::{Error, Result};
+use crate::log_record::{commit_of, CommitTime, EffectiveTimes};
 use crate::options::Options;
 use crate::recovery::RecoveryReport;
 use sluice_storage::{OpenOptions, Storage};
-use sluice_wal::segment::SEGMENT_HEADER_BYTES;
-use sluice_wal::segment::{decode_header, parse_segment_name, segment_name, segment_start};
-use sluice_wal::{Log, LogOptions, Lsn, WalError, COPY_STEP_BYTES};
+use sluice_wal::segment::{
+    decode_header, parse_segment_name, segment_name, segment_start, SEGMENT_HEADER_BYTES,
+};
+use sluice_wal::{read_segment_files, Lsn, ReadRecord, WalError, COPY_STEP_BYTES};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -43,6 +47,11 @@ pub enum RestoreTarget {
     /// Every record at or below this LSN: a transaction is committed exactly when its
     /// commit record is at or below it.
     Lsn(Lsn),
+    /// Every commit at or before this time, and nothing from the first commit after it
+    /// on. Commit times are the running maximum of the commit records' stamps in LSN
+    /// order (two commits may be stamped a few µs out of their log order), so the kept
+    /// commits are a prefix of the log.
+    Time(CommitTime),
 }
 
 /// What to restore, from where, to where.
@@ -50,7 +59,7 @@ pub enum RestoreTarget {
 pub struct Restore {
     /// The backup directory ([`Database::backup_to`]).
     pub backup: PathBuf,
-    /// A log archive (`Builder::log_archive`) to roll forward from, if any.
+    /// A log archive (`Options::log_archive`) to roll forward from, if any.
     pub archive: Option<PathBuf>,
     /// How far.
     pub target: RestoreTarget,
@@ -63,6 +72,8 @@ pub struct Restore {
 pub struct RestoreProgress {
     /// Bytes copied so far.
     pub copied_bytes: u64,
+    /// Bytes to copy in all.
+    pub total_bytes: u64,
 }
 
 /// What a restore did.
@@ -72,12 +83,32 @@ pub struct RestoreReport {
     pub label: BackupLabel,
     /// The restored log ends here: exactly the commits below it are in the database.
     pub end_lsn: Lsn,
+    /// The last commit kept, and its time, if any was read (a target LSN is found
+    /// reading from the backup's end, a time or the end from its start).
+    pub last_commit: Option<(Lsn, CommitTime)>,
     /// Segments taken from the archive.
     pub archived_segments: usize,
     /// The recovery that made the restored database consistent.
     pub recovery: RecoveryReport,
     /// How long the restore took, in µs.
     pub elapsed_us: u64,
+}
+
+/// How far a backup, with an archive, can be restored ([`Database::backup_reach`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackupReach {
+    /// The backup's label: a restore reaches no earlier than its end.
+    pub label: BackupLabel,
+    /// The latest LSN a restore can reach (the end of the archived chain, or the
+    /// backup's end without one).
+    pub end_lsn: Lsn,
+    /// The last commit there, and its time.
+    pub last_commit: Option<(Lsn, CommitTime)>,
+    /// Segments of the archive that continue the backup.
+    pub archived_segments: usize,
+    /// The first segment the archive lacks although it holds later ones (a restore
+    /// cannot pass it): its file name and first LSN.
+    pub gap: Option<(String, Lsn)>,
 }
 
 impl Database {
@@ -97,6 +128,137 @@ impl Database {
         let _span =
             tracing::info_span!("restore", backup = %backup.display(), dest = %dest.display())
                 .entered();
+        let mut named = vec![
+            ("backup directory".to_string(), st, backup.clone()),
+            ("restore directory".to_string(), st, dest.clone()),
+        ];
+        if let Some(a) = &spec.archive {
+            named.push(("log archive".to_string(), st, a.clone()));
+        }
+        super::refuse_same_dirs(&named)?;
+        let source = Source::open(storage.clone(), backup, spec.archive.as_deref())?;
+        let label = source.label;
+
+        // 1. and 2. The cut, and the log below it checked.
+        let (cut, last_commit) = source.cut(spec.target)?;
+        prepare_empty_dir(st, dest, "restore directory")?;
+
+        // 3. The data file and the log up to the cut.
+        let needed: Vec<(PathBuf, Lsn)> = source.files_below(cut);
+        let total = label.data_bytes + needed.len() as u64 * source.segment_bytes;
+        let mut copied = 0u64;
+        let mut tell = |n: u64| {
+            progress(RestoreProgress {
+                copied_bytes: n,
+                total_bytes: total,
+            })
+        };
+        sluice_wal::copy_file(
+            st,
+            &backup.join(DATA),
+            (st, dest, DATA),
+            (Some(label.data_bytes), COPY_STEP_BYTES),
+            &mut tell,
+        )?;
+        copied += label.data_bytes;
+        let to_log = dest.join(LOG);
+        st.create_dir_all(&to_log)
+            .map_err(|e| file_error("restore log directory", &to_log, e))?;
+        for (path, start) in &needed {
+            let base = copied;
+            copied += sluice_wal::copy_file(
+                st,
+                path,
+                (st, &to_log, &segment_name(*start)),
+                (None, COPY_STEP_BYTES),
+                &mut |n| tell(base + n),
+            )?;
+        }
+        st.sync_dir(&to_log)
+            .map_err(|e| file_error("restore log directory", &to_log, e))?;
+        sluice_wal::cut_log_dir(st, &to_log, cut)?;
+
+        // 4. The control file, last.
+        let control = Control::read_only(st, backup)?.ok_or_else(|| {
+            Error::Corruption(format!(
+                "backup {} has a label but no control file",
+                backup.display()
+            ))
+        })?;
+        control.write(st, dest)?;
+
+        // 5. Recovery.
+        let db = Database::open_on(
+            storage.clone(),
+            dest,
+            recovery_options(label.page_size as usize, source.segment_bytes)?,
+        )?;
+        let recovery = db.recovery_report().clone();
+        db.close()?;
+        let archived_segments = needed
+            .iter()
+            .filter(|(p, _)| !p.starts_with(backup))
+            .count();
+        tracing::info!(end = %cut, archived_segments, "restore complete");
+        Ok(RestoreReport {
+            label,
+            end_lsn: cut,
+            last_commit,
+            archived_segments,
+            recovery,
+            elapsed_us: now_us().saturating_sub(started),
+        })
+    }
+
+    /// How far the backup in `backup` can be restored with the log archive `archive`:
+    /// the whole log from the backup's end to the end of the archived chain is read and
+    /// checked (as a restore to the end would), without writing anything.
+    pub fn backup_reach(
+        storage: Arc<dyn Storage>,
+        backup: &Path,
+        archive: Option<&Path>,
+    ) -> Result<BackupReach> {
+        let source = Source::open(storage, backup, archive)?;
+        let mut last_commit = None;
+        for r in source.records(source.label.end_lsn) {
+            let r = r?;
+            if let Some((_, at)) = commit_of(&r.payload) {
+                last_commit = Some((r.lsn, at));
+            }
+        }
+        Ok(BackupReach {
+            label: source.label,
+            end_lsn: source.end(),
+            last_commit,
+            archived_segments: source.chain.taken.len(),
+            gap: source.chain.gap.map(|g| (segment_name(g), g)),
+        })
+    }
+}
+
+/// The log a restore reads: the backup's, continued by the archive's chain.
+struct Source {
+    storage: Arc<dyn Storage>,
+    backup: PathBuf,
+    archive: Option<PathBuf>,
+    label: BackupLabel,
+    segment_bytes: u64,
+    /// The backup's segment starts.
+    backup_segments: Vec<Lsn>,
+    chain: Chain,
+}
+
+/// The archived segments that continue a backup's log.
+struct Chain {
+    /// Starts of the segments taken, in order, from the one holding the backup's end.
+    taken: Vec<Lsn>,
+    /// The first missing segment, where the archive holds later ones.
+    gap: Option<Lsn>,
+}
+
+impl Source {
+    fn open(storage: Arc<dyn Storage>, backup: &Path, archive: Option<&Path>) -> Result<Source> {
+        let st = &*storage;
         if !st
             .exists(backup)
             .map_err(|e| file_error("backup directory", backup, e))?
@@ -118,373 +280,363 @@ impl Database {
                 backup.display()
             ))
         })?;
-        let mut named = vec![
-            ("backup directory".to_string(), st, backup.clone()),
-            ("restore directory".to_string(), st, dest.clone()),
-        ];
-        if let Some(a) = &spec.archive {
-            named.push(("log archive".to_string(), st, a.clone()));
-        }
-        super::refuse_same_dirs(&named)?;
-        if let RestoreTarget::Lsn(l) = spec.target {
-            if l < label.end_lsn {
-                return Err(Error::InvalidArgument(format!(
-                    "target LSN {l} is before the backup's end LSN {}: the backup already holds changes up to there; restore from an older backup",
-                    label.end_lsn
-                )));
-            }
-        }
-        prepare_empty_dir(st, dest, "restore directory")?;
-        let mut copied = 0u64;
-
-        // 1. The data file and the backup's log.
-        sluice_wal::copy_file(
-            st,
-            &backup.join(DATA),
-            (st, dest, DATA),
-            (Some(label.data_bytes), COPY_STEP_BYTES),
-            &mut |n| {
-                progress(RestoreProgress {
-                    copied_bytes: copied + n,
-                })
-            },
-        )?;
-        copied += label.data_bytes;
-        let (from_log, to_log) = (backup.join(LOG), dest.join(LOG));
-        st.create_dir_all(&to_log)
-            .map_err(|e| file_error("restore log directory", &to_log, e))?;
-        let listed = sluice_wal::segment::scan_dir_read_only(st, &from_log)
-            .map_err(|e| in_backup(backup, e))?;
-        let Some(segment_bytes) = listed.segment_bytes else {
+        let log = backup.join(LOG);
+        let mut starts = segment_files(st, &log, "backup log directory")?;
+        starts.retain(|s| s.0 < label.end_lsn.0);
+        let Some(&first) = starts.first() else {
             return Err(Error::Corruption(format!(
-                "backup {}: its log directory holds no segment",
-                backup.display()
+                "backup {}: its log directory holds no segment below its end LSN {}",
+                backup.display(),
+                label.end_lsn
             )));
         };
-        let (first, last) = (
-            listed.starts[0],
-            *listed.starts.last().expect("one at least"),
-        );
-        if first > label.log_start || last.0 + segment_bytes < label.end_lsn.0 {
+        let segment_bytes = header(st, &log.join(segment_name(first)), first, None)?;
+        let expected: Vec<Lsn> = (segment_start(label.log_start, segment_bytes).0..label.end_lsn.0)
+            .step_by(segment_bytes as usize)
+            .map(Lsn)
+            .collect();
+        if starts != expected {
             return Err(Error::Corruption(format!(
-                "backup {}: its log holds segments from LSN {first} to {}, not [{}, {}) as its label says",
+                "backup {}: its log holds segments {} where its label needs [{}, {})",
                 backup.display(),
-                last.0 + segment_bytes,
+                describe(&starts),
                 label.log_start,
                 label.end_lsn
             )));
         }
-        for &s in &listed.starts {
-            copied += sluice_wal::copy_file(
-                st,
-                &from_log.join(segment_name(s)),
-                (st, &to_log, &segment_name(s)),
-                (None, COPY_STEP_BYTES),
-                &mut |n| {
-                    progress(RestoreProgress {
-                        copied_bytes: copied + n,
-                    })
-                },
-            )?;
+        let mut source = Source {
+            storage,
+            backup: backup.to_path_buf(),
+            archive: archive.map(Path::to_path_buf),
+            label,
+            segment_bytes,
+            backup_segments: starts,
+            chain: Chain {
+                taken: Vec::new(),
+                gap: None,
+            },
+        };
+        if let Some(a) = archive {
+            source.chain = source.archived_chain(a)?;
         }
+        Ok(source)
+    }
 
-        // 2. The archive's segments after them.
+    /// The archive's segments from the one holding the backup's end on, in order, up to
+    /// the first missing one; each with a valid header of this log's segment size, and
+    /// the first equal to the backup's copy below the backup's end.
+    fn archived_chain(&self, archive: &Path) -> Result<Chain> {
+        let st = &*self.storage;
+        if !st
+            .exists(archive)
+            .map_err(|e| file_error("log archive", archive, e))?
+        {
+            return Err(Error::InvalidArgument(format!(
+                "log archive {} does not exist",
+                archive.display()
+            )));
+        }
+        let starts = segment_files(st, archive, "log archive")?;
+        let mut next = segment_start(self.label.end_lsn, self.segment_bytes);
         let mut chain = Chain {
-            next: segment_start(label.end_lsn, segment_bytes),
             taken: Vec::new(),
             gap: None,
         };
-        if let Some(archive) = &spec.archive {
-            let wanted = match spec.target {
-                RestoreTarget::Lsn(l) => Some(l),
-                RestoreTarget::End => None,
-            };
-            chain = archived_chain(st, archive, segment_bytes, &label, wanted)?;
-            for &s in &chain.taken {
-                let source = archive.join(segment_name(s));
-                if s < label.end_lsn {
-                    same_prefix(st, &source, &to_log.join(segment_name(s)), &label)?;
-                }
-                copied += sluice_wal::copy_file(
-                    st,
-                    &source,
-                    (st, &to_log, &segment_name(s)),
-                    (None, COPY_STEP_BYTES),
-                    &mut |n| {
-                        progress(RestoreProgress {
-                            copied_bytes: copied + n,
-                        })
-                    },
-                )?;
+        for s in starts {
+            if s < next {
+                continue;
             }
+            if s > next {
+                chain.gap = Some(next);
+                break;
+            }
+            let path = archive.join(segment_name(s));
+            header(st, &path, s, Some(self.segment_bytes))?;
+            if s < self.label.end_lsn {
+                self.same_prefix(&path, s)?;
+            }
+            chain.taken.push(s);
+            next = s.add(self.segment_bytes);
         }
-        st.sync_dir(&to_log)
-            .map_err(|e| file_error("restore log directory", &to_log, e))?;
+        Ok(chain)
+    }
 
-        // How far the assembled log reads, and whether that is as far as it should.
-        let whose = |at: Lsn| -> String {
-            let s = segment_start(at, segment_bytes);
-            match &spec.archive {
-                Some(a) if chain.taken.contains(&s) => {
-                    format!("archived segment {}", a.join(segment_name(s)).display())
-                }
-                _ => format!(
-                    "segment {} of the backup",
-                    from_log.join(segment_name(s)).display()
-                ),
+    /// The archived copy of the segment the backup's log ends in must hold the same bytes
+    /// below the backup's end: otherwise it is of another log (or damaged).
+    fn same_prefix(&self, archived: &Path, start: Lsn) -> Result<()> {
+        let st = &*self.storage;
+        let copied = self.backup.join(LOG).join(segment_name(start));
+        let len = SEGMENT_HEADER_BYTES + (self.label.end_lsn.0 - start.0);
+        let open = |p: &Path, what| {
+            st.open(p, OpenOptions::READ_ONLY)
+                .map_err(|e| file_error(what, p, e))
+        };
+        let (a, b) = (
+            open(archived, "archived segment")?,
+            open(&copied, "backup segment")?,
+        );
+        let (mut x, mut y) = (
+            vec![0u8; COPY_STEP_BYTES as usize],
+            vec![0u8; COPY_STEP_BYTES as usize],
+        );
+        let mut at = 0;
+        while at < len {
+            let n = (len - at).min(COPY_STEP_BYTES) as usize;
+            a.read_exact_at(&mut x[..n], at)
+                .map_err(|e| file_error("archived segment", archived, e))?;
+            b.read_exact_at(&mut y[..n], at)
+                .map_err(|e| file_error("backup segment", &copied, e))?;
+            if x[..n] != y[..n] {
+                return Err(Error::Corruption(format!(
+                    "archived segment {} differs from the backup's copy {} below the backup's end LSN {}: the archive is of another log, or damaged",
+                    archived.display(),
+                    copied.display(),
+                    self.label.end_lsn
+                )));
             }
-        };
-        let reach = {
-            let log = Log::open_read_only(
-                storage.clone(),
-                &to_log,
-                LogOptions {
-                    segment_bytes,
-                    ..LogOptions::default()
-                },
-            )
-            .map_err(|e| match e {
-                WalError::Corruption { lsn, reason } => {
-                    Error::Corruption(format!("{} is damaged at LSN {lsn}: {reason}", whose(lsn)))
-                }
-                other => Error::from(other),
-            })?;
-            log.durable_lsn()
-        };
-        let expected = match chain.taken.last() {
-            Some(&s) => Lsn(s.0 + segment_bytes).max(label.end_lsn),
-            None => label.end_lsn,
-        };
-        if reach < expected {
-            return Err(Error::Corruption(format!(
-                "{} is damaged: its records end at LSN {reach}, before the segment does (LSN {expected})",
-                whose(reach)
-            )));
+            at += n as u64;
         }
-        let gap_named = |g: Lsn| {
+        Ok(())
+    }
+
+    /// Where the log a restore can read ends.
+    fn end(&self) -> Lsn {
+        match self.chain.taken.last() {
+            Some(&s) => s.add(self.segment_bytes),
+            None => self.label.end_lsn,
+        }
+    }
+
+    /// The file that holds `lsn`: an archived segment if the chain has it (the
+    /// backup's copy of the shared segment ends at the backup's end), else the backup's.
+    fn file_of(&self, lsn: Lsn) -> PathBuf {
+        let s = segment_start(lsn, self.segment_bytes);
+        match &self.archive {
+            Some(a) if lsn >= self.label.end_lsn && self.chain.taken.contains(&s) => {
+                a.join(segment_name(s))
+            }
+            _ => self.backup.join(LOG).join(segment_name(s)),
+        }
+    }
+
+    /// The files holding the log below `cut`, with their segments' starts: the backup's
+    /// segments, then the archive's, the shared one from the archive when the log goes
+    /// past the backup's end.
+    fn files_below(&self, cut: Lsn) -> Vec<(PathBuf, Lsn)> {
+        let mut out: Vec<(PathBuf, Lsn)> = Vec::new();
+        let past_backup = cut > self.label.end_lsn;
+        for &s in &self.backup_segments {
+            let shared = self.chain.taken.first() == Some(&s);
+            if !(shared && past_backup) {
+                out.push((self.backup.join(LOG).join(segment_name(s)), s));
+            }
+        }
+        if let Some(a) = &self.archive {
+            for &s in self.chain.taken.iter().filter(|s| s.0 < cut.0) {
+                let shared = self.backup_segments.contains(&s);
+                if !shared || past_backup {
+                    out.push((a.join(segment_name(s)), s));
+                }
+            }
+        }
+        out
+    }
+
+    /// The records from `from` to the end, read in place, damage named by file.
+    fn records(&self, from: Lsn) -> impl Iterator<Item = Result<ReadRecord>> + '_ {
+        let e = self.label.end_lsn;
+        let backup_part = (from < e).then(|| {
+            read_segment_files(
+                self.storage.clone(),
+                &self.backup.join(LOG),
+                self.segment_bytes,
+                (from, e),
+            )
+        });
+        let archive_part = self.archive.as_ref().and_then(|a| {
+            (self.end() > e).then(|| {
+                read_segment_files(
+                    self.storage.clone(),
+                    a,
+                    self.segment_bytes,
+                    (from.max(e), self.end()),
+                )
+            })
+        });
+        backup_part
+            .into_iter()
+            .flatten()
+            .chain(archive_part.into_iter().flatten())
+            .map(move |r| r.map_err(|err| self.damage(err)))
+    }
+
+    fn damage(&self, e: WalError) -> Error {
+        match e {
+            WalError::Corruption { lsn, reason } => Error::Corruption(format!(
+                "{} is damaged at LSN {lsn}: {reason}",
+                self.file_of(lsn).display()
+            )),
+            other => Error::from(other),
+        }
+    }
+
+    /// The cut for `target`, after reading (and so checking) the log up to it; and the
+    /// last commit kept, if the part read holds one.
+    fn cut(&self, target: RestoreTarget) -> Result<(Lsn, Option<(Lsn, CommitTime)>)> {
+        let e = self.label.end_lsn;
+        let reach = self.end();
+        let which = if self.archive.is_some() {
+            "the backup and the archive hold"
+        } else {
+            "the backup holds"
+        };
+        let gap = |g: Lsn| {
             format!(
-                "the log archive {} has no segment {} (LSNs {g} to {})",
-                spec.archive.as_deref().unwrap_or(Path::new("")).display(),
+                "the log archive {} has no segment {} (LSNs {g} to {}) but holds later ones",
+                self.archive.as_deref().unwrap_or(Path::new("")).display(),
                 segment_name(g),
-                g.0 + segment_bytes
+                g.0 + self.segment_bytes
             )
         };
-
-        // 3. The cut.
-        let cut = match spec.target {
+        match target {
             RestoreTarget::End => {
-                if let Some(g) = chain.gap {
+                if let Some(g) = self.chain.gap {
                     return Err(Error::InvalidArgument(format!(
-                        "{} but holds later ones: a restore to the end would skip it; restore to an LSN below {g}, or put the segment back",
-                        gap_named(g)
+                        "{}: a restore to the end would skip it; restore to an LSN below {g}, or put the segment back",
+                        gap(g)
                     )));
                 }
-                reach
+                let mut last = None;
+                for r in self.records(e) {
+                    let r = r?;
+                    if let Some((_, at)) = commit_of(&r.payload) {
+                        last = Some((r.lsn, at));
+                    }
+                }
+                Ok((reach, last))
             }
             RestoreTarget::Lsn(l) => {
+                if l < e {
+                    return Err(Error::InvalidArgument(format!(
+                        "target LSN {l} is before the backup's end LSN {e}: the backup already holds changes up to there; restore from an older backup"
+                    )));
+                }
                 if l >= reach {
-                    return Err(Error::InvalidArgument(match chain.gap {
-                        Some(g) => format!(
-                            "target LSN {l} is past LSN {reach}: {}",
-                            gap_named(g)
-                        ),
+                    return Err(Error::InvalidArgument(match self.chain.gap {
+                        Some(g) => format!("target LSN {l} is past LSN {reach}: {}", gap(g)),
                         None => format!(
-                            "target LSN {l} is past the end of the log the backup{} holds (LSN {reach})",
-                            if spec.archive.is_some() { " and the archive" } else { "" }
+                            "target LSN {l} is past the end of the log {which} (LSN {reach})"
                         ),
                     }));
                 }
-                last_record_end_at_or_below(&storage, &to_log, segment_bytes, label.end_lsn, l)?
+                let (mut cut, mut last) = (e, None);
+                for r in self.records(e) {
+                    let r = r?;
+                    if r.lsn > l {
+                        break;
+                    }
+                    cut = r.end;
+                    if let Some((_, at)) = commit_of(&r.payload) {
+                        last = Some((r.lsn, at));
+                    }
+                }
+                Ok((cut, last))
             }
-        };
-        sluice_wal::cut_log_dir(st, &to_log, cut)?;
-
-        // 4. The control file, last.
-        let control = Control::read_only(st, backup)?.ok_or_else(|| {
-            Error::Corruption(format!(
-                "backup {} has a label but no control file",
-                backup.display()
-            ))
-        })?;
-        control.write(st, dest)?;
-
-        // 5. Recovery.
-        let db = Database::open_on(
-            storage.clone(),
-            dest,
-            Options {
-                page_size: label.page_size as usize,
-                ..Options::default()
-            },
-        )?;
-        let recovery = db.recovery_report().clone();
-        db.close()?;
-        Ok(RestoreReport {
-            label,
-            end_lsn: cut,
-            archived_segments: chain.taken.len(),
-            recovery,
-            elapsed_us: now_us().saturating_sub(started),
-        })
+            RestoreTarget::Time(t) => {
+                let mut times = EffectiveTimes::starting_at(CommitTime(0));
+                let mut last = None;
+                for r in self.records(self.label.log_start) {
+                    let r = r?;
+                    let Some((_, at)) = commit_of(&r.payload) else {
+                        continue;
+                    };
+                    let at = times.next(at);
+                    if at <= t {
+                        last = Some((r.lsn, at));
+                        continue;
+                    }
+                    if r.lsn < e {
+                        return Err(Error::InvalidArgument(format!(
+                            "target time {t} is before the backup's end: the commit at LSN {}, below its end LSN {e}, was at {at}; restore from an older backup",
+                            r.lsn
+                        )));
+                    }
+                    return Ok((r.lsn, last));
+                }
+                let shown = last.map_or("no commit".to_string(), |(l, at)| {
+                    format!("the last commit at LSN {l}, at {at}")
+                });
+                Err(Error::InvalidArgument(match self.chain.gap {
+                    Some(g) => format!("no commit after {t} before LSN {reach} ({shown}): {}", gap(g)),
+                    None => format!(
+                        "no commit after {t} in the log {which} (it ends at LSN {reach}, {shown}): commits up to {t} may be missing from it; restore to the end instead"
+                    ),
+                }))
+            }
+        }
     }
 }
 
-/// The archived segments that continue a backup's log.
-struct Chain {
-    /// The start of the segment after the last one taken.
-    next: Lsn,
-    /// Starts of the segments taken, in order.
-    taken: Vec<Lsn>,
-    /// The first missing segment, where the archive holds later ones.
-    gap: Option<Lsn>,
+/// The options the restored database is recovered with: the defaults, with the backup's
+/// page size and log segment size, and the largest default-or-smaller pool whose
+/// checkpoint record that log can take (a pool's dirty-page table is one record; a log
+/// of small segments cannot take one of the default pool).
+fn recovery_options(page_size: usize, segment_bytes: u64) -> Result<Options> {
+    let mut o = Options {
+        page_size,
+        log: sluice_wal::LogOptions {
+            segment_bytes,
+            ..sluice_wal::LogOptions::default()
+        },
+        ..Options::default()
+    };
+    let log_max = super::open::probe_log_max(&o)?;
+    while o.pool_pages > 16
+        && crate::log_record::max_record_bytes(page_size, o.pool_pages) > log_max
+    {
+        o.pool_pages /= 2;
+    }
+    Ok(o)
 }
 
-/// Lists `archive` and takes its segments from the one holding the backup's end on, in
-/// order, up to the one holding `wanted` (all without a target), stopping at the first
-/// missing one. Every segment taken has a valid header of the backup's segment size.
-fn archived_chain(
-    st: &dyn Storage,
-    archive: &Path,
-    segment_bytes: u64,
-    label: &BackupLabel,
-    wanted: Option<Lsn>,
-) -> Result<Chain> {
-    let io = |e| file_error("log archive", archive, e);
-    if !st.exists(archive).map_err(io)? {
-        return Err(Error::InvalidArgument(format!(
-            "log archive {} does not exist",
-            archive.display()
-        )));
-    }
+/// The segment files in `dir`, ascending.
+fn segment_files(st: &dyn Storage, dir: &Path, what: &str) -> Result<Vec<Lsn>> {
     let mut starts: Vec<Lsn> = st
-        .list(archive)
-        .map_err(io)?
+        .list(dir)
+        .map_err(|e| file_error(what, dir, e))?
         .iter()
         .filter_map(|n| parse_segment_name(n))
         .collect();
     starts.sort();
-    let mut chain = Chain {
-        next: segment_start(label.end_lsn, segment_bytes),
-        taken: Vec::new(),
-        gap: None,
-    };
-    for &s in &starts {
-        if s < chain.next {
-            continue;
-        }
-        if wanted.is_some_and(|w| w.0 < chain.next.0) {
-            break;
-        }
-        if s > chain.next {
-            chain.gap = Some(chain.next);
-            return Ok(chain);
-        }
-        let path = archive.join(segment_name(s));
-        let mut header = vec![0u8; SEGMENT_HEADER_BYTES as usize];
-        let f = st
-            .open(&path, OpenOptions::READ_ONLY)
-            .map_err(|e| file_error("archived segment", &path, e))?;
-        f.read_exact_at(&mut header, 0)
-            .map_err(|e| file_error("archived segment", &path, e))?;
-        match decode_header(&header, s) {
-            Ok(b) if b == segment_bytes => {}
-            Ok(b) => {
-                return Err(Error::Corruption(format!(
-                    "archived segment {} has segments of {b} bytes, the backup's log {segment_bytes}: it is not of this log",
-                    path.display()
-                )))
-            }
-            Err(e) => {
-                return Err(Error::Corruption(format!(
-                    "archived segment {} is damaged: {e}",
-                    path.display()
-                )))
-            }
-        }
-        chain.taken.push(s);
-        chain.next = s.add(segment_bytes);
-    }
-    // Nothing after the last one taken: the chain ends where the archive does.
-    Ok(chain)
+    Ok(starts)
 }
 
-/// The archived copy of the segment the backup's log ends in must hold the same bytes
-/// below the backup's end: otherwise it is of another log (or damaged).
-fn same_prefix(
-    st: &dyn Storage,
-    archived: &Path,
-    copied: &Path,
-    label: &BackupLabel,
-) -> Result<()> {
-    let start = parse_segment_name(
-        &copied
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-    )
-    .unwrap_or(Lsn(0));
-    let len = SEGMENT_HEADER_BYTES + (label.end_lsn.0 - start.0);
-    const STEP: u64 = 1 << 20;
-    let a = st
-        .open(archived, OpenOptions::READ_ONLY)
-        .map_err(|e| file_error("archived segment", archived, e))?;
-    let b = st
-        .open(copied, OpenOptions::READ_ONLY)
-        .map_err(|e| file_error("restored segment", copied, e))?;
-    let (mut x, mut y) = (vec![0u8; STEP as usize], vec![0u8; STEP as usize]);
-    let mut at = 0;
-    while at < len {
-        let n = (len - at).min(STEP) as usize;
-        a.read_exact_at(&mut x[..n], at)
-            .map_err(|e| file_error("archived segment", archived, e))?;
-        b.read_exact_at(&mut y[..n], at)
-            .map_err(|e| file_error("restored segment", copied, e))?;
-        if x[..n] != y[..n] {
-            return Err(Error::Corruption(format!(
-                "archived segment {} differs from the backup's copy below the backup's end LSN {}: the archive is of another log, or damaged",
-                archived.display(),
-                label.end_lsn
-            )));
-        }
-        at += n as u64;
+/// Checks the header of the segment file `path` (segment `start`) and returns its
+/// segment size, which must be `want` if given.
+fn header(st: &dyn Storage, path: &Path, start: Lsn, want: Option<u64>) -> Result<u64> {
+    let mut b = vec![0u8; SEGMENT_HEADER_BYTES as usize];
+    let f = st
+        .open(path, OpenOptions::READ_ONLY)
+        .map_err(|e| file_error("segment", path, e))?;
+    f.read_exact_at(&mut b, 0)
+        .map_err(|e| file_error("segment", path, e))?;
+    match decode_header(&b, start) {
+        Ok(size) if want.is_none_or(|w| w == size) => Ok(size),
+        Ok(size) => Err(Error::Corruption(format!(
+            "segment {} has segments of {size} bytes, the backup's log {}: it is not of this log",
+            path.display(),
+            want.unwrap_or(0)
+        ))),
+        Err(e) => Err(Error::Corruption(format!(
+            "segment {} is damaged: {e}",
+            path.display()
+        ))),
     }
-    Ok(())
 }
 
-/// The end of the last record at or below `target`, reading from `from` (a record
-/// boundary at or below it).
-fn last_record_end_at_or_below(
-    storage: &Arc<dyn Storage>,
-    log_dir: &Path,
-    segment_bytes: u64,
-    from: Lsn,
-    target: Lsn,
-) -> Result<Lsn> {
-    let log = Log::open_read_only(
-        storage.clone(),
-        log_dir,
-        LogOptions {
-            segment_bytes,
-            ..LogOptions::default()
-        },
-    )?;
-    let mut cut = from;
-    for r in log.read_from(from)? {
-        let r = r?;
-        if r.lsn > target {
-            break;
-        }
-        cut = r.end;
-    }
-    Ok(cut)
-}
-
-fn in_backup(backup: &Path, e: WalError) -> Error {
-    match e {
-        WalError::Corruption { lsn, reason } => Error::Corruption(format!(
-            "the log of backup {} is damaged at LSN {lsn}: {reason}",
-            backup.display()
-        )),
-        other => Error::from(other),
+fn describe(starts: &[Lsn]) -> String {
+    match (starts.first(), starts.last()) {
+        (Some(a), Some(b)) => format!("from LSN {a} to the one at {b} ({} files)", starts.len()),
+        _ => "none".into(),
     }
 }

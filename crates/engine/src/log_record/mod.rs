@@ -53,6 +53,6 @@ pub use limits::MAX_PARTICIPANTS;
 pub use record::{ActiveTxn, CheckpointData, Participant, Record};
 pub(crate) use time::CommitClock;
 pub use time::CommitTime;
-// For point-in-time restore (issue 26, `backup/`), which reads commit times along a log.
-#[allow(unused_imports)]
+// Point-in-time restore (`db/restore.rs`) reads commit times along a log.
+#[allow(unused_imports)] // effective_times: the tests' form of EffectiveTimes
 pub(crate) use time::{effective_times, EffectiveTimes};

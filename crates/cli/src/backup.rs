@@ -1,0 +1,400 @@
+//! `sluice backup DIR DEST`, `sluice backup list`, `sluice backup verify` and
+//! `sluice restore`: the operator's side of `Database::backup_to`, `Database::restore`
+//! and `Database::backup_reach` (docs/backup.md).
+//!
+//! Exit codes as the other operator tools': 0 when it worked, 2 for bad arguments
+//! (a path that is not what it must be, a target a restore cannot reach, a malformed
+//! time), 1 when the work fails (damage, I/O, a database locked by another process).
+
+use crate::inspect::{check_dir, open_failure};
+use crate::progress;
+use crate::Failure;
+use clap::{ArgGroup, Args, Subcommand};
+use serde_json::json;
+use sluice::{BackupLabel, BackupReach, CommitTime, Database, Error, Lsn, Restore, RestoreTarget};
+use sluice_storage::{OsStorage, Storage};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// `sluice backup`.
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct BackupArgs {
+    #[command(subcommand)]
+    pub which: Option<BackupCommand>,
+    /// The database directory. It is opened here (read-write: a crashed database is
+    /// recovered first), so it must not be open in another process; an application
+    /// backs itself up while it runs with `Database::backup_to`.
+    #[arg(required = true)]
+    pub dir: Option<PathBuf>,
+    /// The backup directory to make: must not exist yet, or be empty.
+    #[arg(required = true)]
+    pub dest: Option<PathBuf>,
+    /// Open the database read-only and back it up as it is on disk (no recovery, no
+    /// checkpoint), e.g. one on read-only media.
+    #[arg(long)]
+    pub read_only: bool,
+    /// Print the label as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `sluice backup list` and `sluice backup verify`.
+#[derive(Subcommand, Debug)]
+pub enum BackupCommand {
+    /// Which backups there are and what a restore can reach from each: from its end
+    /// (LSN and time) to the end of the archive's unbroken chain of segments after it
+    /// (reading every record on the way), and the first missing segment if any.
+    List(ReachArgs),
+    /// `list`, and then a trial restore of each backup to the end into a temporary
+    /// directory, with every page and tree of the result checked; exit 1 naming any
+    /// damage.
+    Verify(ReachArgs),
+}
+
+/// The arguments of `list` and `verify`.
+#[derive(Args, Debug)]
+pub struct ReachArgs {
+    /// Backup directories, or directories holding backups (each subdirectory with a
+    /// backup label is one).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// The log archive that rolls the backups forward (`Options::log_archive`).
+    #[arg(long)]
+    pub archive: Option<PathBuf>,
+    /// JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `sluice restore`.
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("target").required(true).args(["to_lsn", "to_time", "to_end"])))]
+pub struct RestoreArgs {
+    /// The backup to restore (`sluice backup`).
+    #[arg(long = "from", value_name = "BACKUP")]
+    pub from: PathBuf,
+    /// The log archive to roll the backup forward from.
+    #[arg(long)]
+    pub archive: Option<PathBuf>,
+    /// Keep every log record at or below this LSN: a transaction is restored committed
+    /// exactly when its commit record is (LSNs as `sluice log dump` prints them).
+    #[arg(long, value_name = "LSN")]
+    pub to_lsn: Option<u64>,
+    /// Keep every commit at or before this time, RFC 3339 (`2026-11-29T10:42:00Z`,
+    /// fractions of a second and offsets such as `+01:00` allowed).
+    #[arg(long, value_name = "TIME")]
+    pub to_time: Option<String>,
+    /// As far as the backup and the archive reach.
+    #[arg(long)]
+    pub to_end: bool,
+    /// The new database's directory: must not exist yet, or be empty.
+    pub dest: PathBuf,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn storage() -> Arc<dyn Storage> {
+    Arc::new(OsStorage::new())
+}
+
+/// An engine error: one about the arguments (a path that is not a backup, a target out
+/// of reach) is a usage error, anything else a failure of the work.
+fn failure(what: &str, e: Error) -> Failure {
+    match e {
+        Error::InvalidArgument(m) | Error::NotFound(m) => Failure::Usage(format!("{what}: {m}")),
+        e => Failure::Runtime(format!("{what}: {e}")),
+    }
+}
+
+fn label_json(l: &BackupLabel) -> serde_json::Value {
+    json!({
+        "database_id": format!("{:016x}", l.database_id),
+        "page_size": l.page_size,
+        "checkpoint_lsn": l.checkpoint.0,
+        "log_start_lsn": l.log_start.0,
+        "end_lsn": l.end_lsn.0,
+        "data_bytes": l.data_bytes,
+        "started": CommitTime(l.started_us).to_string(),
+        "ended": CommitTime(l.ended_us).to_string(),
+    })
+}
+
+/// `sluice backup …`.
+pub fn run(a: BackupArgs) -> Result<(), Failure> {
+    match a.which {
+        Some(BackupCommand::List(r)) => reach(r, false),
+        Some(BackupCommand::Verify(r)) => reach(r, true),
+        None => {
+            let (dir, dest) = (a.dir.expect("required"), a.dest.expect("required"));
+            take(&dir, &dest, a.read_only, a.json)
+        }
+    }
+}
+
+/// DEST of a backup or restore must be new or empty: said before anything opens.
+fn check_new_dir(dest: &Path, what: &str) -> Result<(), Failure> {
+    if dest.exists() {
+        let not_empty = !dest.is_dir()
+            || std::fs::read_dir(dest)
+                .map(|mut d| d.next().is_some())
+                .unwrap_or(true);
+        if not_empty {
+            return Err(Failure::Usage(format!(
+                "{what} {} exists and is not an empty directory: give a new or empty one",
+                dest.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn take(dir: &Path, dest: &Path, read_only: bool, json: bool) -> Result<(), Failure> {
+    check_dir(dir)?;
+    check_new_dir(dest, "backup directory")?;
+    let db = if read_only {
+        Database::open_read_only(dir)
+    } else {
+        Database::open(dir)
+    }
+    .map_err(|e| open_failure(dir, e))?;
+    let what = format!("backup of {} to {}", dir.display(), dest.display());
+    let label = progress::fraction_once_started("backup", json, |moved| {
+        db.backup_to_with(dest, &mut |p| {
+            moved(p.copied_bytes as f64 / p.total_bytes.max(1) as f64)
+        })
+    })
+    .map_err(|e| failure(&what, e))?;
+    db.close()
+        .map_err(|e| Failure::Runtime(format!("{what}: closing: {e}")))?;
+    if json {
+        println!("{}", label_json(&label));
+    } else {
+        println!(
+            "backed up {} to {}: end LSN {} ({}), {} bytes of data, log from LSN {}",
+            dir.display(),
+            dest.display(),
+            label.end_lsn,
+            CommitTime(label.ended_us),
+            label.data_bytes,
+            label.log_start
+        );
+    }
+    Ok(())
+}
+
+/// The backups named by `paths`: each a backup, or a directory whose subdirectories
+/// with a label are.
+fn backups(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
+    let mut out = Vec::new();
+    for p in paths {
+        if !p.is_dir() {
+            return Err(Failure::Usage(format!(
+                "{} is not a directory",
+                p.display()
+            )));
+        }
+        if p.join("BACKUP").exists() || p.join("BACKUP.partial").exists() {
+            out.push(p.clone());
+            continue;
+        }
+        let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+            .map_err(|e| Failure::Runtime(format!("{}: {e}", p.display())))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|d| d.join("BACKUP").exists() || d.join("BACKUP.partial").exists())
+            .collect();
+        if found.is_empty() {
+            return Err(Failure::Usage(format!(
+                "{} is not a backup and holds none (no BACKUP label in it or in a directory under it)",
+                p.display()
+            )));
+        }
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
+}
+
+fn reach_json(b: &Path, r: &BackupReach) -> serde_json::Value {
+    json!({
+        "backup": b.display().to_string(),
+        "label": label_json(&r.label),
+        "restorable_from_lsn": r.label.end_lsn.0,
+        "restorable_to_lsn": r.end_lsn.0,
+        "last_commit_lsn": r.last_commit.map(|c| c.0 .0),
+        "last_commit_time": r.last_commit.map(|c| c.1.to_string()),
+        "archived_segments": r.archived_segments,
+        "gap": r.gap.as_ref().map(|g| json!({ "segment": g.0, "lsn": g.1 .0 })),
+    })
+}
+
+fn reach(a: ReachArgs, verify: bool) -> Result<(), Failure> {
+    if let Some(archive) = &a.archive {
+        if !archive.is_dir() {
+            return Err(Failure::Usage(format!(
+                "--archive {} is not a directory",
+                archive.display()
+            )));
+        }
+    }
+    let list = backups(&a.paths)?;
+    let mut rows = Vec::new();
+    let mut damaged = Vec::new();
+    for b in &list {
+        let r = match Database::backup_reach(storage(), b, a.archive.as_deref()) {
+            Ok(r) => r,
+            Err(Error::InvalidArgument(m)) => {
+                // An interrupted backup among complete ones: shown, not fatal.
+                damaged.push(format!("{}: {m}", b.display()));
+                continue;
+            }
+            Err(e) => {
+                damaged.push(format!("{}: {e}", b.display()));
+                continue;
+            }
+        };
+        if verify {
+            if let Err(e) = trial_restore(b, a.archive.as_deref(), a.json) {
+                damaged.push(format!("{}: trial restore: {e}", b.display()));
+            }
+        }
+        rows.push((b.clone(), r));
+    }
+    if a.json {
+        let j = json!({
+            "backups": rows.iter().map(|(b, r)| reach_json(b, r)).collect::<Vec<_>>(),
+            "problems": damaged,
+        });
+        println!("{j}");
+    } else {
+        println!(
+            "{:<32} {:>12} {:>28} {:>12} {:>28} {:>9}  gap",
+            "backup", "from LSN", "from time", "to LSN", "last commit", "archived"
+        );
+        for (b, r) in &rows {
+            println!(
+                "{:<32} {:>12} {:>28} {:>12} {:>28} {:>9}  {}",
+                b.display(),
+                r.label.end_lsn,
+                CommitTime(r.label.ended_us).to_string(),
+                r.end_lsn,
+                r.last_commit.map_or("-".to_string(), |c| c.1.to_string()),
+                r.archived_segments,
+                r.gap
+                    .as_ref()
+                    .map_or("-".to_string(), |g| format!("{} missing", g.0))
+            );
+        }
+        for d in &damaged {
+            println!("problem: {d}");
+        }
+        if verify && damaged.is_empty() {
+            println!(
+                "verified {} backup(s): each restores to its end and checks clean",
+                rows.len()
+            );
+        }
+    }
+    if damaged.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Runtime(format!(
+            "{} of {} backup(s) cannot be restored as listed: {}",
+            damaged.len(),
+            list.len(),
+            damaged.join("; ")
+        )))
+    }
+}
+
+/// Restores `backup` to the end into a temporary directory and checks the result.
+fn trial_restore(backup: &Path, archive: Option<&Path>, quiet: bool) -> Result<(), String> {
+    let tmp = tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?;
+    let dest = tmp.path().join("restored");
+    let spec = Restore {
+        backup: backup.to_path_buf(),
+        archive: archive.map(Path::to_path_buf),
+        target: RestoreTarget::End,
+        dest: dest.clone(),
+    };
+    progress::fraction_once_started("trial restore", quiet, |moved| {
+        Database::restore(storage(), &spec, &mut |p| {
+            moved(p.copied_bytes as f64 / p.total_bytes.max(1) as f64)
+        })
+    })
+    .map_err(|e| e.to_string())?;
+    let db = Database::open_read_only(&dest).map_err(|e| e.to_string())?;
+    db.verify().map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// `sluice restore`.
+pub fn restore(a: RestoreArgs) -> Result<(), Failure> {
+    let target = match (a.to_lsn, &a.to_time, a.to_end) {
+        (Some(l), None, false) => RestoreTarget::Lsn(Lsn(l)),
+        (None, Some(t), false) => RestoreTarget::Time(
+            t.parse::<CommitTime>()
+                .map_err(|e| Failure::Usage(format!("--to-time {t}: {e}")))?,
+        ),
+        (None, None, true) => RestoreTarget::End,
+        _ => unreachable!("clap's group asks for exactly one target"),
+    };
+    if !a.from.is_dir() {
+        return Err(Failure::Usage(format!(
+            "--from {}: not a directory",
+            a.from.display()
+        )));
+    }
+    if let Some(archive) = &a.archive {
+        if !archive.is_dir() {
+            return Err(Failure::Usage(format!(
+                "--archive {} is not a directory",
+                archive.display()
+            )));
+        }
+    }
+    check_new_dir(&a.dest, "restore directory")?;
+    let spec = Restore {
+        backup: a.from.clone(),
+        archive: a.archive.clone(),
+        target,
+        dest: a.dest.clone(),
+    };
+    let what = format!("restore of {} into {}", a.from.display(), a.dest.display());
+    let r = progress::fraction_once_started("restore", a.json, |moved| {
+        Database::restore(storage(), &spec, &mut |p| {
+            moved(p.copied_bytes as f64 / p.total_bytes.max(1) as f64)
+        })
+    })
+    .map_err(|e| failure(&what, e))?;
+    if a.json {
+        println!(
+            "{}",
+            json!({
+                "dest": a.dest.display().to_string(),
+                "end_lsn": r.end_lsn.0,
+                "last_commit_lsn": r.last_commit.map(|c| c.0 .0),
+                "last_commit_time": r.last_commit.map(|c| c.1.to_string()),
+                "archived_segments": r.archived_segments,
+                "redone": r.recovery.redone,
+                "rolled_back": r.recovery.losers,
+                "elapsed_ms": r.elapsed_us / 1000,
+            })
+        );
+    } else {
+        println!(
+            "restored {} into {}: log cut at LSN {}{}; {} archived segment(s) replayed, {} change(s) redone, {} transaction(s) in flight rolled back, in {:.1} s",
+            a.from.display(),
+            a.dest.display(),
+            r.end_lsn,
+            r.last_commit
+                .map_or(String::new(), |c| format!(" (last commit at LSN {}, {})", c.0, c.1)),
+            r.archived_segments,
+            r.recovery.redone,
+            r.recovery.losers,
+            r.elapsed_us as f64 / 1e6
+        );
+    }
+    Ok(())
+}
