@@ -31,7 +31,7 @@ fn swarm_of_configurations_loses_nothing_and_breaks_no_rule() {
     let jobs = 4 * std::thread::available_parallelism().map_or(1, |n| n.get());
     let r = swarm(seeds, first, jobs, |_| {});
     println!(
-        "{seeds} seeds from {first}: {} acknowledged, {} lost, {} lost under async, {} violations, {} halts mid-run, {} in recovery, {} read-only opens ({} spilled), {} clean closes, {} states rechecked, {} audits, {} pool-full, tables {} created {} dropped {} renamed, {} compactions ({} pages returned), {} log archives checked ({} segments listed, {} copies equal to the log's segments at the halts; after the final close {} records read from them, {} equal to the log's)",
+        "{seeds} seeds from {first}: {} acknowledged, {} lost, {} lost under async, {} violations, {} halts mid-run, {} in recovery, {} read-only opens ({} spilled), {} clean closes, {} states rechecked, {} audits, {} pool-full, tables {} created {} dropped {} renamed, {} compactions ({} pages returned), {} log archives checked ({} segments listed, {} copies equal to the log's segments at the halts; after the final close {} records read from them, {} equal to the log's), {} backups checked, {} restored",
         r.acknowledged,
         r.lost,
         r.lost_async,
@@ -53,7 +53,9 @@ fn swarm_of_configurations_loses_nothing_and_breaks_no_rule() {
         r.archived_segments,
         r.archive_copies_compared,
         r.archived_records_read,
-        r.archived_records_compared
+        r.archived_records_compared,
+        r.backups,
+        r.restores
     );
     for (c, n) in &r.coverage {
         println!("  {c}: {n}");
@@ -61,6 +63,10 @@ fn swarm_of_configurations_loses_nothing_and_breaks_no_rule() {
     for f in &r.failures {
         println!("FAILURE {f}");
     }
+    assert!(
+        r.backups > 0 && r.restores > 0,
+        "no seed backed up and restored"
+    );
     let count = |key: String| r.coverage.get(&key).copied().unwrap_or(0);
     for p in CommitProtocol::ALL {
         assert!(count(format!("protocol={p}")) > 0, "no seed ran {p}");
@@ -78,6 +84,7 @@ fn swarm_of_configurations_loses_nothing_and_breaks_no_rule() {
         "scratch-tables",
         "compaction",
         "log-archive",
+        "backup",
     ] {
         assert!(count(c.to_string()) > 0, "no seed covered {c}");
     }

@@ -163,6 +163,9 @@ pub struct Config {
     /// in [`LOG_ARCHIVE`]): checkpoints then free only archived segments, and after every
     /// recovery the archive must be whole and reach the log (`super::archive`).
     pub archive: bool,
+    /// Whether the database the last recovery opened is backed up, and the backup
+    /// restored after the final close (`super::backup`; ordinary databases only).
+    pub backup: bool,
 }
 
 /// The balance each account is loaded with.
@@ -340,6 +343,8 @@ impl Config {
         let compact = rng.gen_bool(0.35);
         // After compaction, for the same reason.
         let archive = rng.gen_bool(0.3);
+        // Last, for the same reason (and drawn only where a backup can be taken).
+        let backup = !partitioned && rng.gen_bool(0.3);
         Config {
             seed,
             protocol,
@@ -370,6 +375,7 @@ impl Config {
             scratch_share,
             compact,
             archive,
+            backup,
         }
     }
 
@@ -482,7 +488,7 @@ impl Config {
             .collect();
         let gc = &self.group_commit;
         format!(
-            "{} {driver} strategies={} page={}K pool={} large={large} ckpt={}/{}ms seg={} buf={} {}:{} gc={}/{}/{}us{} cleaner={}ms propseg={}p run={}{} threads={}x{} keys={}{} accts={} {layout} sessions=[{}] async={}% scratch={}%{}{}",
+            "{} {driver} strategies={} page={}K pool={} large={large} ckpt={}/{}ms seg={} buf={} {}:{} gc={}/{}/{}us{} cleaner={}ms propseg={}p run={}{} threads={}x{} keys={}{} accts={} {layout} sessions=[{}] async={}% scratch={}%{}{}{}",
             self.protocol,
             strategies.join(">"),
             self.page_size >> 10,
@@ -510,7 +516,8 @@ impl Config {
             self.async_share * 100.0,
             self.scratch_share * 100.0,
             if self.compact { " compact" } else { "" },
-            if self.archive { " archive" } else { "" }
+            if self.archive { " archive" } else { "" },
+            if self.backup { " backup" } else { "" }
         )
     }
 }

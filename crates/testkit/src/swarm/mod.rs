@@ -28,6 +28,7 @@
 //! `PartitionedBuilder` does; once they do, it is one more draw in `config.rs`.
 
 mod archive;
+mod backup;
 mod client;
 mod config;
 mod engine;

@@ -62,6 +62,11 @@ pub struct SwarmReport {
     pub archived_records_read: u64,
     /// Records an archive and its log both held, found equal after a seed's final close.
     pub archived_records_compared: u64,
+    /// Backups taken after a seed's last recovery and found to show what the database
+    /// showed (the seed's `backup`), and restores of them to the end after its close.
+    pub backups: u64,
+    /// See `backups`.
+    pub restores: u64,
     /// How many seeds exercised each dimension value (`protocol=elr`, `strategy=log`,
     /// `layout=partitioned`, `read-only=opened`, ...).
     pub coverage: BTreeMap<String, u64>,
@@ -140,6 +145,8 @@ pub fn swarm(
         report.archive_copies_compared += r.archive_copies_compared;
         report.archived_records_read += r.archived_records_read;
         report.archived_records_compared += r.archived_records_compared;
+        report.backups += r.backups;
+        report.restores += r.restores;
         let mut seen = r.coverage;
         seen.sort();
         seen.dedup();

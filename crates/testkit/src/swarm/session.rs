@@ -56,6 +56,9 @@ pub(crate) struct SeedResult {
     /// archive and its log both held, found equal.
     pub(crate) archived_records_read: u64,
     pub(crate) archived_records_compared: u64,
+    /// Backups taken and checked (`super::backup`), and restored after the final close.
+    pub(crate) backups: u64,
+    pub(crate) restores: u64,
 }
 
 /// Disk operations a halted recovery draws its halt from, per partition.
@@ -114,6 +117,9 @@ fn coverage(cfg: &Config) -> Vec<String> {
     }
     if cfg.archive {
         c.push("log-archive".into());
+    }
+    if cfg.backup {
+        c.push("backup".into());
     }
     match &cfg.layout {
         Layout::Plain { log_dir } => {
@@ -191,6 +197,11 @@ impl<'a> Seed<'a> {
             tables = next_tables;
         }
         db.verify().map_err(|e| format!("verify failed: {e}"))?;
+        let backed_up = match cfg.backup {
+            true => Some(super::backup::take(&self.sim, cfg, &db, &tables)?),
+            false => None,
+        };
+        self.res.backups += backed_up.is_some() as u64;
         // The recovered database takes new work.
         let mut tx = db.begin();
         let r = match tx.put(&tables[MARK[0]], b"after", b"recovery") {
@@ -206,6 +217,10 @@ impl<'a> Seed<'a> {
             self.res.archived_records_read += c.archived_records;
             self.res.archived_records_compared += c.records;
             self.note(|| format!("archives after the final close: {c:?}"));
+        }
+        if let Some(rows) = backed_up {
+            super::backup::restore(&self.sim, cfg, &rows)?;
+            self.res.restores += 1;
         }
         Ok(())
     }
