@@ -24,6 +24,8 @@
 //! data_bytes 819200            (the copied data file's length)
 //! started_us 1796000000000000  (wall clock, µs since the Unix epoch)
 //! ended_us 1796000000400000
+//! log_id 5d1c…                 (hex, or `-`: the id of the source's log, which its
+//!                               archive names; a log gets one when first archived)
 //! crc32c 1a2b3c4d
 //! ```
 
@@ -62,12 +64,16 @@ pub struct BackupLabel {
     pub started_us: u64,
     /// When it ended, µs since the Unix epoch.
     pub ended_us: u64,
+    /// The id of the source's log, if it had one (`sluice_wal::Log::id`: a log gets one
+    /// when it is first archived). A restore rolls the backup forward only from an
+    /// archive that names this log.
+    pub log_id: Option<u64>,
 }
 
 impl BackupLabel {
     pub(crate) fn encode(&self) -> String {
         let body = format!(
-            "{FORMAT}\ndatabase_id {:016x}\npage_size {}\ncheckpoint {}\nlog_start {}\nend_lsn {}\ndata_bytes {}\nstarted_us {}\nended_us {}\n",
+            "{FORMAT}\ndatabase_id {:016x}\npage_size {}\ncheckpoint {}\nlog_start {}\nend_lsn {}\ndata_bytes {}\nstarted_us {}\nended_us {}\nlog_id {}\n",
             self.database_id,
             self.page_size,
             self.checkpoint.0,
@@ -75,7 +81,9 @@ impl BackupLabel {
             self.end_lsn.0,
             self.data_bytes,
             self.started_us,
-            self.ended_us
+            self.ended_us,
+            self.log_id
+                .map_or_else(|| "-".to_string(), |id| format!("{id:016x}"))
         );
         let crc = crc32c::crc32c(body.as_bytes());
         format!("{body}crc32c {crc:08x}\n")
@@ -88,8 +96,11 @@ impl BackupLabel {
             return Err("no checksum line".into());
         };
         let (body, crc_line) = text.split_at(at);
-        let crc = u32::from_str_radix(crc_line["crc32c ".len()..].trim_end(), 16)
-            .map_err(|_| "bad checksum line".to_string())?;
+        let digits = crc_line["crc32c ".len()..]
+            .strip_suffix('\n')
+            .filter(|d| d.len() == 8)
+            .ok_or_else(|| "bad checksum line".to_string())?;
+        let crc = u32::from_str_radix(digits, 16).map_err(|_| "bad checksum line".to_string())?;
         if crc != crc32c::crc32c(body.as_bytes()) {
             return Err("checksum mismatch".into());
         }
@@ -97,14 +108,19 @@ impl BackupLabel {
         if lines.next() != Some(FORMAT) {
             return Err(format!("not a `{FORMAT}` label"));
         }
-        let mut field = |key: &str| -> std::result::Result<u64, String> {
+        let mut text_of = |key: &str| -> std::result::Result<String, String> {
             let line = lines.next().ok_or_else(|| format!("no `{key}` line"))?;
-            let value = line
-                .strip_prefix(key)
+            line.strip_prefix(key)
                 .and_then(|v| v.strip_prefix(' '))
-                .ok_or_else(|| format!("expected `{key}`, found `{line}`"))?;
-            let radix = if key == "database_id" { 16 } else { 10 };
+                .map(str::to_string)
+                .ok_or_else(|| format!("expected `{key}`, found `{line}`"))
+        };
+        let number = |key: &str, value: &str, radix: u32| {
             u64::from_str_radix(value, radix).map_err(|_| format!("bad `{key}` value `{value}`"))
+        };
+        let mut field = |key: &str| -> std::result::Result<u64, String> {
+            let value = text_of(key)?;
+            number(key, &value, if key == "database_id" { 16 } else { 10 })
         };
         let label = BackupLabel {
             database_id: field("database_id")?,
@@ -115,9 +131,17 @@ impl BackupLabel {
             data_bytes: field("data_bytes")?,
             started_us: field("started_us")?,
             ended_us: field("ended_us")?,
+            log_id: None,
+        };
+        let label = BackupLabel {
+            log_id: match text_of("log_id")?.as_str() {
+                "-" => None,
+                id => Some(number("log_id", id, 16)?),
+            },
+            ..label
         };
         if lines.next().is_some() {
-            return Err("lines after `ended_us`".into());
+            return Err("lines after `log_id`".into());
         }
         if !(label.log_start <= label.checkpoint && label.checkpoint < label.end_lsn) {
             return Err(format!(
@@ -206,12 +230,22 @@ mod tests {
             data_bytes: 819_200,
             started_us: 1_796_000_000_000_000,
             ended_us: 1_796_000_000_400_000,
+            log_id: Some(0x5d1c_0000_0000_0001),
         }
     }
 
     #[test]
     fn a_label_round_trips() {
         let l = sample();
+        assert_eq!(BackupLabel::decode(l.encode().as_bytes()), Ok(l));
+    }
+
+    #[test]
+    fn a_label_without_a_log_id_round_trips() {
+        let l = BackupLabel {
+            log_id: None,
+            ..sample()
+        };
         assert_eq!(BackupLabel::decode(l.encode().as_bytes()), Ok(l));
     }
 

@@ -32,6 +32,15 @@ pub struct CopiedSegments {
 }
 
 impl Log {
+    /// The log's id, if it has one: a log of several directories always does, one of a
+    /// single directory once it has been archived. Its archive names it
+    /// ([`crate::dirs::read_archive_log_id`]), so a copy of the log (a backup) that records
+    /// it can tell its own log's archive from another's.
+    pub fn id(&self) -> Result<Option<u64>> {
+        let s = &self.shared.segments;
+        crate::dirs::read_log_id(&*s.storage, s.dirs.first())
+    }
+
     /// Copies the segment files holding the log's records in `[from, to)` into the
     /// directory `dest` on `dest_storage` (one directory, whatever the log's own
     /// layout: a copy reads as an ordinary one-directory log). Each segment is copied

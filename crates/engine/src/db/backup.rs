@@ -203,6 +203,7 @@ impl Database {
             data_bytes: data_len,
             started_us,
             ended_us: now_us(),
+            log_id: log.id()?,
         };
         label.write(storage, dest)?;
         let marker = dest.join(PARTIAL);

@@ -83,8 +83,9 @@ pub struct RestoreReport {
     pub label: BackupLabel,
     /// The restored log ends here: exactly the commits below it are in the database.
     pub end_lsn: Lsn,
-    /// The last commit kept, and its time, if any was read (a target LSN is found
-    /// reading from the backup's end, a time or the end from its start).
+    /// The last commit kept and its time, if the part of the log read holds one: a
+    /// target LSN is found reading from the backup's end, a time or the end from the
+    /// backup's start.
     pub last_commit: Option<(Lsn, CommitTime)>,
     /// Segments taken from the archive.
     pub archived_segments: usize,
@@ -219,13 +220,7 @@ impl Database {
         archive: Option<&Path>,
     ) -> Result<BackupReach> {
         let source = Source::open(storage, backup, archive)?;
-        let mut last_commit = None;
-        for r in source.records(source.label.end_lsn) {
-            let r = r?;
-            if let Some((_, at)) = commit_of(&r.payload) {
-                last_commit = Some((r.lsn, at));
-            }
-        }
+        let last_commit = source.last_commit()?;
         Ok(BackupReach {
             label: source.label,
             end_lsn: source.end(),
@@ -268,6 +263,11 @@ impl Source {
                 backup.display()
             )));
         }
+        // Nothing reported or copied may rest on a directory entry a power loss can take
+        // back (a killed writer's last rename): make the entries durable first, as every
+        // open does.
+        sluice_storage::settle_dir(st, backup, true)
+            .map_err(|e| file_error("backup directory", backup, e))?;
         if st
             .exists(&backup.join(PARTIAL))
             .map_err(|e| file_error("backup directory", backup, e))?
@@ -281,6 +281,8 @@ impl Source {
             ))
         })?;
         let log = backup.join(LOG);
+        sluice_storage::settle_dir(st, &log, true)
+            .map_err(|e| file_error("backup log directory", &log, e))?;
         let mut starts = segment_files(st, &log, "backup log directory")?;
         starts.retain(|s| s.0 < label.end_lsn.0);
         let Some(&first) = starts.first() else {
@@ -336,8 +338,44 @@ impl Source {
                 archive.display()
             )));
         }
+        sluice_storage::settle_dir(st, archive, true)
+            .map_err(|e| file_error("log archive", archive, e))?;
         let starts = segment_files(st, archive, "log archive")?;
         let mut next = segment_start(self.label.end_lsn, self.segment_bytes);
+        // Whose log the archive holds: its marker names the log's id, and the label names
+        // the backup's log's (if the log had one when the backup was taken).
+        let archived_log = sluice_wal::dirs::read_archive_log_id(st, archive)?;
+        let another = |why: String| {
+            Error::InvalidArgument(format!(
+                "log archive {} is not the archive of the log backup {} was taken from: {why}",
+                archive.display(),
+                self.backup.display()
+            ))
+        };
+        match (self.label.log_id, archived_log) {
+            (Some(ours), Some(theirs)) if ours != theirs => {
+                return Err(another(format!(
+                    "it archives log {theirs:016x}, the backup's log is {ours:016x}"
+                )))
+            }
+            (Some(ours), None) if starts.iter().any(|&s| s >= next) => {
+                return Err(another(format!(
+                    "it holds segments but names no log, the backup's log is {ours:016x}"
+                )))
+            }
+            _ => {}
+        }
+        // Without the log's id (a backup taken before its log was first archived), only
+        // the bytes the backup and the archive both hold can tell: a backup that ends on a
+        // segment boundary shares none with it.
+        let unproven =
+            self.label.log_id.is_none() && next == self.label.end_lsn && starts.contains(&next);
+        if unproven {
+            return Err(another(format!(
+                "the backup was taken before its log had an id (it was not archived yet) and ends at LSN {}, a segment boundary, so no bytes both hold show that the archive continues it; take a new backup",
+                self.label.end_lsn
+            )));
+        }
         let mut chain = Chain {
             taken: Vec::new(),
             gap: None,
@@ -470,6 +508,21 @@ impl Source {
             .map(move |r| r.map_err(|err| self.damage(err)))
     }
 
+    /// The last commit of the whole log (from the backup's start: a backup with no commit
+    /// after its checkpoint still names the one before), with its effective time; every
+    /// record on the way is read and checked.
+    fn last_commit(&self) -> Result<Option<(Lsn, CommitTime)>> {
+        let mut times = EffectiveTimes::starting_at(CommitTime(0));
+        let mut last = None;
+        for r in self.records(self.label.log_start) {
+            let r = r?;
+            if let Some((_, at)) = commit_of(&r.payload) {
+                last = Some((r.lsn, times.next(at)));
+            }
+        }
+        Ok(last)
+    }
+
     fn damage(&self, e: WalError) -> Error {
         match e {
             WalError::Corruption { lsn, reason } => Error::Corruption(format!(
@@ -506,14 +559,7 @@ impl Source {
                         gap(g)
                     )));
                 }
-                let mut last = None;
-                for r in self.records(e) {
-                    let r = r?;
-                    if let Some((_, at)) = commit_of(&r.payload) {
-                        last = Some((r.lsn, at));
-                    }
-                }
-                Ok((reach, last))
+                Ok((reach, self.last_commit()?))
             }
             RestoreTarget::Lsn(l) => {
                 if l < e {
@@ -521,7 +567,7 @@ impl Source {
                         "target LSN {l} is before the backup's end LSN {e}: the backup already holds changes up to there; restore from an older backup"
                     )));
                 }
-                if l >= reach {
+                if l > reach {
                     return Err(Error::InvalidArgument(match self.chain.gap {
                         Some(g) => format!("target LSN {l} is past LSN {reach}: {}", gap(g)),
                         None => format!(

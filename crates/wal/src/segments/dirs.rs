@@ -429,6 +429,24 @@ pub(crate) fn claim_archive(
     }
 }
 
+/// The id of the log whose first directory is `dir`, if it has one (a log of one
+/// directory gets its id when it is first archived): what the log's archive names.
+pub fn read_log_id(storage: &dyn Storage, dir: &Path) -> Result<Option<u64>> {
+    Ok(read_marker(storage, dir)?.map(|m| m.log_id))
+}
+
+/// The id of the log the archive in `dir` holds copies of (its `ARCHIVE_OF` marker), if
+/// it has a marker.
+pub fn read_archive_log_id(storage: &dyn Storage, dir: &Path) -> Result<Option<u64>> {
+    Ok(read_marker_file(
+        storage,
+        ("archive directory", dir),
+        ARCHIVE_MARKER_NAME,
+        ARCHIVE_MAGIC,
+    )?
+    .map(|m| m.log_id))
+}
+
 /// The marker in `dir`, if it has a valid one. A marker file that does not decode is
 /// damage (markers are written atomically, so it was never a half-written one).
 fn read_marker(storage: &dyn Storage, dir: &Path) -> Result<Option<Marker>> {
