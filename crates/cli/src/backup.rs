@@ -244,12 +244,9 @@ fn reach(a: ReachArgs, verify: bool) -> Result<(), Failure> {
     for b in &list {
         let r = match Database::backup_reach(storage(), b, a.archive.as_deref()) {
             Ok(r) => r,
-            Err(Error::InvalidArgument(m)) => {
-                // An interrupted backup among complete ones: shown, not fatal.
-                damaged.push(format!("{}: {m}", b.display()));
-                continue;
-            }
             Err(e) => {
+                // Listed (an interrupted backup among complete ones, a damaged one), and
+                // the command exits 1 naming it.
                 damaged.push(format!("{}: {e}", b.display()));
                 continue;
             }

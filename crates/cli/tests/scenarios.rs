@@ -5,6 +5,7 @@
 
 mod common;
 
+mod a_backup_label_with_absurd_values_is_damage_not_an_abort;
 mod backup_cli;
 mod bad_arguments;
 mod bench_output_a_newcomer_can_read;

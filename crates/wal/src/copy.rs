@@ -32,6 +32,11 @@ pub struct CopiedSegments {
 }
 
 impl Log {
+    /// The storage the log's files are on.
+    pub fn storage(&self) -> Arc<dyn Storage> {
+        self.shared.segments.storage.clone()
+    }
+
     /// The log's id, if it has one: a log of several directories always does, one of a
     /// single directory once it has been archived. Its archive names it
     /// ([`crate::dirs::read_archive_log_id`]), so a copy of the log (a backup) that records

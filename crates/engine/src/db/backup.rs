@@ -93,9 +93,12 @@ impl Database {
         let dest = dest.as_ref();
         let storage = &*inner.storage;
         let _span = tracing::info_span!("backup", dest = %dest.display()).entered();
+        // The log may live on a storage of its own (`open_with_log`): its directory is
+        // looked up there.
+        let log_storage = inner.store.log.storage();
         super::refuse_same_dirs(&[
             ("database directory".into(), storage, inner.dir.clone()),
-            ("log directory".into(), storage, inner.log_dir.clone()),
+            ("log directory".into(), &*log_storage, inner.log_dir.clone()),
             ("backup directory".into(), storage, dest.to_path_buf()),
         ])?;
         prepare_empty_dir(storage, dest, "backup directory")?;

@@ -146,7 +146,9 @@ impl Database {
 
         // 3. The data file and the log up to the cut.
         let needed: Vec<(PathBuf, Lsn)> = source.files_below(cut);
-        let total = label.data_bytes + needed.len() as u64 * source.segment_bytes;
+        let total = label
+            .data_bytes
+            .saturating_add((needed.len() as u64).saturating_mul(source.segment_bytes));
         let mut copied = 0u64;
         let mut tell = |n: u64| {
             progress(RestoreProgress {
@@ -293,11 +295,18 @@ impl Source {
             )));
         };
         let segment_bytes = header(st, &log.join(segment_name(first)), first, None)?;
-        let expected: Vec<Lsn> = (segment_start(label.log_start, segment_bytes).0..label.end_lsn.0)
-            .step_by(segment_bytes as usize)
-            .map(Lsn)
-            .collect();
-        if starts != expected {
+        // The files must be the segments from the log start's to the end's, one each and
+        // in order: compared as they are listed, never by listing the range (a damaged
+        // label's end could lie anywhere below 2^62).
+        let from = segment_start(label.log_start, segment_bytes);
+        let contiguous = starts.iter().enumerate().all(|(i, s)| {
+            Some(s.0)
+                == (i as u64)
+                    .checked_mul(segment_bytes)
+                    .and_then(|o| o.checked_add(from.0))
+        });
+        let last_needed = segment_start(Lsn(label.end_lsn.0 - 1), segment_bytes);
+        if !contiguous || starts.last() != Some(&last_needed) {
             return Err(Error::Corruption(format!(
                 "backup {}: its log holds segments {} where its label needs [{}, {})",
                 backup.display(),
@@ -358,9 +367,12 @@ impl Source {
                     "it archives log {theirs:016x}, the backup's log is {ours:016x}"
                 )))
             }
-            (Some(ours), None) if starts.iter().any(|&s| s >= next) => {
+            (_, None) if starts.iter().any(|&s| s >= next) => {
                 return Err(another(format!(
-                    "it holds segments but names no log, the backup's log is {ours:016x}"
+                    "it holds segments but no ARCHIVE_OF marker naming their log (an archive gets one before its first copy: this is not an archive){}",
+                    self.label
+                        .log_id
+                        .map_or(String::new(), |ours| format!("; the backup's log is {ours:016x}"))
                 )))
             }
             _ => {}
