@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// is "unknown": a commit record written before commit records carried a time.
 ///
 /// Within one log the stamps never decrease in the order they were taken, across
-/// restarts and clock steps ([`CommitClock`]), but two transactions committing at the
+/// restarts and clock steps (the store's commit clock), but two transactions committing at the
 /// same moment may append their records in the opposite order of their stamps (a few
 /// microseconds apart): a reader that needs a time that never goes back in LSN order takes
 /// the running maximum in that order. Displayed as RFC 3339 in UTC with microseconds

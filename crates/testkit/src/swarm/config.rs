@@ -160,7 +160,7 @@ pub struct Config {
     /// transactions write, drop tables and checkpoint, and while the halt strikes.
     pub compact: bool,
     /// Whether every open archives the log continuously ([`sluice::Options::log_archive`]
-    /// in [`LOG_ARCHIVE`]): checkpoints then free only archived segments, and after every
+    /// in `/logarchive`): checkpoints then free only archived segments, and after every
     /// recovery the archive must be whole and reach the log (`super::archive`).
     pub archive: bool,
     /// Whether the database the last recovery opened is backed up, and the backup
