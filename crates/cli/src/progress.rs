@@ -29,15 +29,21 @@ pub fn fraction<T>(msg: &str, quiet: bool, work: impl FnOnce(&dyn Fn(f64)) -> T)
     if !quiet && !std::io::stderr().is_terminal() {
         return plain(msg, work);
     }
+    let pb = percent_bar(msg, quiet);
+    let r = work(&|f| pb.set_position((f * 1000.0) as u64));
+    pb.finish_and_clear();
+    r
+}
+
+/// A bar of 1000 steps shown as a percentage (hidden when `quiet`).
+fn percent_bar(msg: &str, quiet: bool) -> ProgressBar {
     let pb = bar(1000, msg, quiet);
     pb.set_style(
         ProgressStyle::with_template("{msg:>24} [{bar:40}] {percent:>3} % ({eta} left)")
             .expect("the template is valid")
             .progress_chars("=> "),
     );
-    let r = work(&|f| pb.set_position((f * 1000.0) as u64));
-    pb.finish_and_clear();
-    r
+    pb
 }
 
 /// [`fraction`]'s plain lines: one at the start, one per tenth done, one at the end.
@@ -45,19 +51,23 @@ fn plain<T>(msg: &str, work: impl FnOnce(&dyn Fn(f64)) -> T) -> T {
     let started = Instant::now();
     let shown = Cell::new(0u32);
     eprintln!("{msg}: started");
-    let r = work(&|f| {
-        let tenths = (f.clamp(0.0, 1.0) * 10.0) as u32;
-        if tenths > shown.get() && tenths < 10 {
-            shown.set(tenths);
-            eprintln!(
-                "{msg}: {} % ({:.1} s)",
-                tenths * 10,
-                started.elapsed().as_secs_f64()
-            );
-        }
-    });
+    let r = work(&|f| tenth_line(msg, &shown, f, started));
     eprintln!("{msg}: done in {:.1} s", started.elapsed().as_secs_f64());
     r
+}
+
+/// The plain line for a fraction `f` done since `started`, once per tenth (`shown`: the
+/// last tenth printed).
+fn tenth_line(msg: &str, shown: &Cell<u32>, f: f64, started: Instant) {
+    let tenths = (f.clamp(0.0, 1.0) * 10.0) as u32;
+    if tenths > shown.get() && tenths < 10 {
+        shown.set(tenths);
+        eprintln!(
+            "{msg}: {} % ({:.1} s)",
+            tenths * 10,
+            started.elapsed().as_secs_f64()
+        );
+    }
 }
 
 /// [`fraction`] for work that may first refuse its input: nothing is shown until `work`
@@ -74,17 +84,7 @@ pub fn fraction_once_started<T>(msg: &str, quiet: bool, work: impl FnOnce(&dyn F
         }
         let (at, pb) = match started.take() {
             Some(s) => s,
-            None if terminal => {
-                let pb = bar(1000, msg, false);
-                pb.set_style(
-                    ProgressStyle::with_template(
-                        "{msg:>24} [{bar:40}] {percent:>3} % ({eta} left)",
-                    )
-                    .expect("the template is valid")
-                    .progress_chars("=> "),
-                );
-                (Instant::now(), Some(pb))
-            }
+            None if terminal => (Instant::now(), Some(percent_bar(msg, false))),
             None => {
                 eprintln!("{msg}: started");
                 (Instant::now(), None)
@@ -92,17 +92,7 @@ pub fn fraction_once_started<T>(msg: &str, quiet: bool, work: impl FnOnce(&dyn F
         };
         match &pb {
             Some(pb) => pb.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64),
-            None => {
-                let tenths = (f.clamp(0.0, 1.0) * 10.0) as u32;
-                if tenths > shown.get() && tenths < 10 {
-                    shown.set(tenths);
-                    eprintln!(
-                        "{msg}: {} % ({:.1} s)",
-                        tenths * 10,
-                        at.elapsed().as_secs_f64()
-                    );
-                }
-            }
+            None => tenth_line(msg, &shown, f, at),
         }
         started.set(Some((at, pb)));
     });

@@ -10,7 +10,6 @@ use sluice_wal::segment::{segment_name, SEGMENT_HEADER_BYTES};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 struct Setup {
     storage: Arc<dyn Storage>,
@@ -29,14 +28,8 @@ fn setup(seed: u64) -> Setup {
     preload(&db, &rec);
     let label = db.backup_to("/backup").unwrap();
     run_load(&db, 2, 300, seed, &AtomicBool::new(false), &rec);
-    let log = db.log();
-    let segment_bytes = log.segment_bytes();
-    let finished = Lsn(log.durable_lsn().0 - log.durable_lsn().0 % segment_bytes);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while log.archived_lsn().unwrap() < finished {
-        assert!(Instant::now() < deadline, "the archiver did not catch up");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let segment_bytes = db.log().segment_bytes();
+    wait_archived(&db);
     db.close().unwrap();
     let mut archived: Vec<Lsn> = storage
         .list("/archive".as_ref())

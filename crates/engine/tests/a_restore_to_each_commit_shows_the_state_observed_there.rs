@@ -13,7 +13,7 @@ use sluice_storage::{OsStorage, SimStorage, Storage};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn restored(storage: &Arc<dyn Storage>, spec: &Restore, o: &Options, verify: bool) -> State {
     let report = Database::restore(storage.clone(), spec, &mut |_| {}).unwrap();
@@ -63,13 +63,8 @@ fn check(
         std::thread::sleep(Duration::from_millis(3));
     }
     // Everything but the segment being written is archived.
+    wait_archived(&db);
     let log = db.log();
-    let finished = Lsn(log.durable_lsn().0 - log.durable_lsn().0 % log.segment_bytes());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while log.archived_lsn().unwrap() < finished {
-        assert!(Instant::now() < deadline, "the archiver did not catch up");
-        std::thread::sleep(Duration::from_millis(5));
-    }
     let reach = log.archived_lsn().unwrap();
     db.close().unwrap();
     assert_eq!(rec.uncertain.load(std::sync::atomic::Ordering::Relaxed), 0);

@@ -89,17 +89,6 @@ fn backup_ending_on_a_segment_boundary(db: &Database) -> (String, Lsn) {
     panic!("no backup ended on a segment boundary");
 }
 
-fn wait_archived(db: &Database) {
-    let log = db.log();
-    let seg = log.segment_bytes();
-    let finished = Lsn(log.durable_lsn().0 - log.durable_lsn().0 % seg);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while log.archived_lsn().unwrap() < finished {
-        assert!(Instant::now() < deadline, "the archiver did not catch up");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 /// Postmortem: a restore continues a backup's log with the archive of *another* database
 /// when the backup ends exactly on a segment boundary. The only check that an archive is
 /// of the backup's log is `Source::same_prefix` (restore.rs:355), which compares the

@@ -213,3 +213,18 @@ pub fn configurations() -> Vec<(CommitProtocol, Strategy)> {
     }
     v
 }
+
+/// Waits (at most 30 s) until the archiver has copied every finished segment of `db`'s
+/// log (the segment being written is archived once it is finished).
+pub fn wait_archived(db: &Database) {
+    let log = db.log();
+    let finished = Lsn(log.durable_lsn().0 - log.durable_lsn().0 % log.segment_bytes());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while log.archived_lsn().unwrap() < finished {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the archiver did not catch up"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
