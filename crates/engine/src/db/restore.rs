@@ -256,20 +256,7 @@ struct Chain {
 impl Source {
     fn open(storage: Arc<dyn Storage>, backup: &Path, archive: Option<&Path>) -> Result<Source> {
         let st = &*storage;
-        if !st
-            .exists(backup)
-            .map_err(|e| file_error("backup directory", backup, e))?
-        {
-            return Err(Error::InvalidArgument(format!(
-                "backup directory {} does not exist",
-                backup.display()
-            )));
-        }
-        // Nothing reported or copied may rest on a directory entry a power loss can take
-        // back (a killed writer's last rename): make the entries durable first, as every
-        // open does.
-        sluice_storage::settle_dir(st, backup, true)
-            .map_err(|e| file_error("backup directory", backup, e))?;
+        settled_dir(st, backup, "backup directory")?;
         if st
             .exists(&backup.join(PARTIAL))
             .map_err(|e| file_error("backup directory", backup, e))?
@@ -338,17 +325,7 @@ impl Source {
     /// the first equal to the backup's copy below the backup's end.
     fn archived_chain(&self, archive: &Path) -> Result<Chain> {
         let st = &*self.storage;
-        if !st
-            .exists(archive)
-            .map_err(|e| file_error("log archive", archive, e))?
-        {
-            return Err(Error::InvalidArgument(format!(
-                "log archive {} does not exist",
-                archive.display()
-            )));
-        }
-        sluice_storage::settle_dir(st, archive, true)
-            .map_err(|e| file_error("log archive", archive, e))?;
+        settled_dir(st, archive, "log archive")?;
         let starts = segment_files(st, archive, "log archive")?;
         let mut next = segment_start(self.label.end_lsn, self.segment_bytes);
         // Whose log the archive holds: its marker names the log's id, and the label names
@@ -655,6 +632,19 @@ fn recovery_options(page_size: usize, segment_bytes: u64) -> Result<Options> {
         o.pool_pages /= 2;
     }
     Ok(o)
+}
+
+/// Checks that the directory `dir` (a `what`) exists, and makes its entries durable:
+/// nothing reported or copied may rest on a directory entry a power loss can take back (a
+/// killed writer's last rename), as every open does.
+fn settled_dir(st: &dyn Storage, dir: &Path, what: &str) -> Result<()> {
+    if !st.exists(dir).map_err(|e| file_error(what, dir, e))? {
+        return Err(Error::InvalidArgument(format!(
+            "{what} {} does not exist",
+            dir.display()
+        )));
+    }
+    sluice_storage::settle_dir(st, dir, true).map_err(|e| file_error(what, dir, e))
 }
 
 /// The segment files in `dir`, ascending.
