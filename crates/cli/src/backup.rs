@@ -11,7 +11,9 @@ use crate::progress;
 use crate::Failure;
 use clap::{ArgGroup, Args, Subcommand};
 use serde_json::json;
-use sluice::{BackupLabel, BackupReach, CommitTime, Database, Error, Lsn, Restore, RestoreTarget};
+use sluice::{
+    BackupLabel, BackupReach, CommitTime, Database, Error, Lsn, Replay, Restore, RestoreTarget,
+};
 use sluice_storage::{OsStorage, Storage};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -67,6 +69,15 @@ pub struct ReachArgs {
     pub json: bool,
 }
 
+/// `sluice restore --replay`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplayArg {
+    /// The single-pass restore from sorted runs.
+    Sorted,
+    /// Replay in log order.
+    LogOrder,
+}
+
 /// `sluice restore`.
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("target").required(true).args(["to_lsn", "to_time", "to_end"])))]
@@ -88,6 +99,12 @@ pub struct RestoreArgs {
     /// As far as the backup and the archive reach.
     #[arg(long)]
     pub to_end: bool,
+    /// How the log is replayed onto the backup's pages: `sorted` sorts it into runs by
+    /// page and applies them in page order, each page read and written once (the
+    /// single-pass restore); `log-order` replays it in time order through the buffer
+    /// pool, as restart recovery does. The restored database is the same.
+    #[arg(long, value_enum, default_value = "sorted")]
+    pub replay: ReplayArg,
     /// The new database's directory: must not exist yet, or be empty.
     pub dest: PathBuf,
     /// Print the outcome as JSON.
@@ -314,6 +331,7 @@ fn trial_restore(backup: &Path, archive: Option<&Path>, quiet: bool) -> Result<(
         archive: archive.map(Path::to_path_buf),
         target: RestoreTarget::End,
         dest: dest.clone(),
+        replay: Replay::default(),
     };
     progress::fraction_once_started("trial restore", quiet, |moved| {
         Database::restore(storage(), &spec, &mut |p| {
@@ -357,6 +375,10 @@ pub fn restore(a: RestoreArgs) -> Result<(), Failure> {
         archive: a.archive.clone(),
         target,
         dest: a.dest.clone(),
+        replay: match a.replay {
+            ReplayArg::Sorted => Replay::SortedRuns,
+            ReplayArg::LogOrder => Replay::LogOrder,
+        },
     };
     let what = format!("restore of {} into {}", a.from.display(), a.dest.display());
     let r = progress::fraction_once_started("restore", a.json, |moved| {
@@ -365,6 +387,8 @@ pub fn restore(a: RestoreArgs) -> Result<(), Failure> {
         })
     })
     .map_err(|e| failure(&what, e))?;
+    // Changes the restore replayed: by the sorted runs, or by recovery's redo.
+    let redone = r.recovery.redone + r.single_pass.map_or(0, |p| p.applied);
     if a.json {
         println!(
             "{}",
@@ -374,21 +398,33 @@ pub fn restore(a: RestoreArgs) -> Result<(), Failure> {
                 "last_commit_lsn": r.last_commit.map(|c| c.0 .0),
                 "last_commit_time": r.last_commit.map(|c| c.1.to_string()),
                 "archived_segments": r.archived_segments,
-                "redone": r.recovery.redone,
+                "replay": match a.replay {
+                    ReplayArg::Sorted => "sorted",
+                    ReplayArg::LogOrder => "log-order",
+                },
+                "redone": redone,
+                "sorted_run_bytes": r.single_pass.map(|p| p.run_bytes),
+                "sort_ms": r.single_pass.map(|p| p.sort_us / 1000),
+                "apply_ms": r.single_pass.map(|p| p.apply_us / 1000),
                 "rolled_back": r.recovery.losers,
                 "elapsed_ms": r.elapsed_us / 1000,
             })
         );
     } else {
         println!(
-            "restored {} into {}: log cut at LSN {}{}; {} archived segment(s) replayed, {} change(s) redone, {} transaction(s) in flight rolled back, in {:.1} s",
+            "restored {} into {}: log cut at LSN {}{}; {} archived segment(s) replayed, {} change(s) redone{}, {} transaction(s) in flight rolled back, in {:.1} s",
             a.from.display(),
             a.dest.display(),
             r.end_lsn,
             r.last_commit
                 .map_or(String::new(), |c| format!(" (last commit at LSN {}, {})", c.0, c.1)),
             r.archived_segments,
-            r.recovery.redone,
+            redone,
+            if r.single_pass.is_some() {
+                " by sorted runs"
+            } else {
+                " in log order"
+            },
             r.recovery.losers,
             r.elapsed_us as f64 / 1e6
         );

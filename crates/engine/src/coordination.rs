@@ -43,4 +43,8 @@ pub(crate) struct Hooks {
     pub(crate) truncation_cap: Option<TruncationCap>,
     /// Opened as a partition of a partitioned database: its marker is expected.
     pub(crate) partition: bool,
+    /// The data file already holds every change of the log below this LSN (a
+    /// single-pass restore replayed them from sorted runs, `db/restore_runs.rs`):
+    /// restart recovery's redo skips those records. Analysis and undo run as always.
+    pub(crate) redone_below: Option<sluice_wal::Lsn>,
 }

@@ -137,6 +137,7 @@ impl Inner {
             log_dir: &self.log_dir,
             segment_bytes: self.log_segment_bytes,
             in_doubt: self.hooks.in_doubt.as_ref(),
+            redone_below: self.hooks.redone_below,
         }
     }
 

@@ -152,8 +152,8 @@ pub use buffer_pool::PoolStats;
 pub use builder::Builder;
 pub use catalog::MAX_TABLE_NAME;
 pub use db::{
-    BackupProgress, BackupReach, CompactReport, Restore, RestoreProgress, RestoreReport,
-    RestoreTarget,
+    BackupProgress, BackupReach, CompactReport, Replay, Restore, RestoreProgress, RestoreReport,
+    RestoreTarget, SinglePass,
 };
 pub use db::{Database, Stats, VerifyReport};
 pub use error::{Error, Result};

@@ -106,6 +106,7 @@ fn at_every_step() {
                             archive: None,
                             target: RestoreTarget::End,
                             dest: "/restored".into(),
+                            replay: Default::default(),
                         },
                         &mut |_| {},
                     );

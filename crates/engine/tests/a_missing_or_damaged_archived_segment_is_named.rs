@@ -60,6 +60,7 @@ fn restore(s: &Setup, target: RestoreTarget, dest: &str) -> sluice::Result<sluic
             archive: Some("/archive".into()),
             target,
             dest: dest.into(),
+            replay: Default::default(),
         },
         &mut |_| {},
     )

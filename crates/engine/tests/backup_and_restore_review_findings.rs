@@ -25,6 +25,7 @@ fn restore_with(
             archive: archive.map(PathBuf::from),
             target,
             dest: dest.into(),
+            replay: Default::default(),
         },
         &mut |_| {},
     )

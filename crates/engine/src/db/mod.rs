@@ -16,11 +16,14 @@ mod compact;
 mod handle;
 mod open;
 mod restore;
+mod restore_runs;
 mod verify;
 
 pub use backup::BackupProgress;
 pub use compact::CompactReport;
 pub use handle::{Database, Stats};
 pub(crate) use open::refuse_same_dirs;
-pub use restore::{BackupReach, Restore, RestoreProgress, RestoreReport, RestoreTarget};
+pub use restore::{
+    BackupReach, Replay, Restore, RestoreProgress, RestoreReport, RestoreTarget, SinglePass,
+};
 pub use verify::VerifyReport;

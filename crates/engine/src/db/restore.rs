@@ -24,6 +24,7 @@
 use super::backup::{now_us, prepare_empty_dir, LOG};
 use super::handle::Database;
 use super::open::DATA;
+pub use super::restore_runs::SinglePass;
 use crate::backup_label::{incomplete, BackupLabel, PARTIAL};
 use crate::control::Control;
 use crate::data_file::file_error;
@@ -54,6 +55,18 @@ pub enum RestoreTarget {
     Time(CommitTime),
 }
 
+/// How a restore brings the backup's pages up to the cut.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Replay {
+    /// The single-pass restore: the log below the cut sorted into runs by page and
+    /// applied to the data file in page order, each page read and written once
+    /// (`db/restore_runs.rs`); recovery then only undoes what was in flight.
+    #[default]
+    SortedRuns,
+    /// Restart recovery's redo: the log replayed in time order through the buffer pool.
+    LogOrder,
+}
+
 /// What to restore, from where, to where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Restore {
@@ -65,6 +78,8 @@ pub struct Restore {
     pub target: RestoreTarget,
     /// The new database's directory: must not exist yet, or be empty.
     pub dest: PathBuf,
+    /// How the log is replayed onto the backup's pages (the result is the same).
+    pub replay: Replay,
 }
 
 /// Where a restore stands, for a progress bar.
@@ -89,8 +104,11 @@ pub struct RestoreReport {
     pub last_commit: Option<(Lsn, CommitTime)>,
     /// Segments taken from the archive.
     pub archived_segments: usize,
-    /// The recovery that made the restored database consistent.
+    /// The recovery that made the restored database consistent (its redo did nothing
+    /// after a single-pass restore).
     pub recovery: RecoveryReport,
+    /// What the single-pass restore did ([`Replay::SortedRuns`]).
+    pub single_pass: Option<SinglePass>,
     /// How long the restore took, in µs.
     pub elapsed_us: u64,
 }
@@ -180,21 +198,42 @@ impl Database {
         st.sync_dir(&to_log)
             .map_err(|e| file_error("restore log directory", &to_log, e))?;
         sluice_wal::cut_log_dir(st, &to_log, cut)?;
-
-        // 4. The control file, last.
         let control = Control::read_only(st, backup)?.ok_or_else(|| {
             Error::Corruption(format!(
                 "backup {} has a label but no control file",
                 backup.display()
             ))
         })?;
+        let options = recovery_options(label.page_size as usize, source.segment_bytes)?;
+
+        // 3a. The single-pass restore: the log below the cut applied by sorted runs.
+        let single_pass = match (spec.replay, control.checkpoint) {
+            (Replay::SortedRuns, Some(checkpoint)) => Some(super::restore_runs::apply(
+                &storage,
+                dest,
+                checkpoint,
+                cut,
+                label.page_size as usize,
+                options.log.clone(),
+            )?),
+            _ => None,
+        };
+
+        // 4. The control file, last.
         control.write(st, dest)?;
 
-        // 5. Recovery.
-        let db = Database::open_on(
+        // 5. Recovery (only analysis and undo after a single-pass restore).
+        let hooks = crate::coordination::Hooks {
+            redone_below: single_pass.map(|_| cut),
+            ..Default::default()
+        };
+        let db = Database::open_hooked(
             storage.clone(),
             dest,
-            recovery_options(label.page_size as usize, source.segment_bytes)?,
+            storage.clone(),
+            dest.join(LOG),
+            options,
+            hooks,
         )?;
         let recovery = db.recovery_report().clone();
         db.close()?;
@@ -209,6 +248,7 @@ impl Database {
             last_commit,
             archived_segments,
             recovery,
+            single_pass,
             elapsed_us: now_us().saturating_sub(started),
         })
     }

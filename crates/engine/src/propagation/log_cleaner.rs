@@ -282,50 +282,109 @@ fn apply_op_entry(
     Ok(true)
 }
 
-/// Media recovery from the sorted runs: brings `pages` — an old copy of the data file, whole
-/// pages, holding every change below `from` — up to `to` by replaying the runs onto it,
-/// extending it for pages created since. Returns the pages it changed. Pages the runs
-/// cannot rebuild (no valid base and no image) are an error: the copy is too old for the
-/// runs kept. (Tested here; its operator command is part of the fault-campaign tools.)
-#[cfg_attr(not(test), allow(dead_code))]
+/// What [`rebuild`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rebuilt {
+    /// Run entries applied to pages (below them).
+    pub(crate) applied: u64,
+    /// Pages written.
+    pub(crate) pages: u64,
+    /// Write calls (runs of adjacent changed pages).
+    pub(crate) writes: u64,
+    /// Chunks of adjacent pages read.
+    pub(crate) chunks: u64,
+}
+
+/// Media recovery from the sorted runs (the single-pass restore): brings the data file
+/// `data` — a copy that holds every change the runs leave out, whole pages, read and
+/// written through the storage seam — up to `to` by replaying onto it, page by page in
+/// page order, the entries of `[from, to)` that `wanted(page, lsn)` accepts (restart
+/// recovery's rule: the page is in the dirty-page table with a recovery LSN at or
+/// below the entry). Each page is read once and written once, a chunk of
+/// `chunk_pages` adjacent pages at a time; pages past the file's end (created since the
+/// copy) extend it. An entry is applied only above the page's PageLSN, as redo does; a
+/// page that is torn or unwritten in the copy waits for a full image, and one the
+/// entries leave without a valid version is an error naming it, as after redo. The
+/// caller syncs `data`. Writes in place: a crash midway leaves a copy to start over from.
 pub(crate) fn rebuild(
     runs: &RunStore,
-    pages: &mut Vec<u8>,
+    data: &dyn sluice_storage::FileHandle,
     page_size: usize,
-    from: Lsn,
-    to: Lsn,
-) -> Result<u64> {
-    let mut slots: std::collections::BTreeMap<u64, Slot> = std::collections::BTreeMap::new();
-    for e in runs.scan(PageId(0), PageId(u64::MAX), from, to)? {
-        let e = match e {
-            Ok(e) => e,
-            Err(ScanError::Damaged(d)) => return Err(Error::Corruption(d.to_string())),
-            Err(ScanError::Other(e)) => return Err(e),
-        };
-        let k = e.page.0 as usize;
-        if pages.len() < (k + 1) * page_size {
-            pages.resize((k + 1) * page_size, 0);
+    (from, to): (Lsn, Lsn),
+    wanted: &dyn Fn(PageId, Lsn) -> bool,
+    chunk_pages: u64,
+) -> Result<Rebuilt> {
+    let io = |what: &str, e: std::io::Error| {
+        Error::Corruption(format!("single-pass restore: {what} the data file: {e}"))
+    };
+    let chunk_pages = chunk_pages.max(1);
+    let mut len = data.len().map_err(|e| io("cannot size", e))?;
+    let mut report = Rebuilt::default();
+    let mut merge = runs.scan(PageId(0), PageId(u64::MAX), from, to)?;
+    let mut next = merge.next().transpose()?;
+    let mut buf = vec![0u8; chunk_pages as usize * page_size];
+    while let Some(first) = next.take() {
+        let chunk = first.page.0 / chunk_pages;
+        let base = chunk * chunk_pages;
+        let at = base * page_size as u64;
+        // What the file holds of the chunk; the rest reads as zeros (never written).
+        buf.fill(0);
+        let have = len.saturating_sub(at).min(buf.len() as u64) as usize;
+        if have > 0 {
+            data.read_exact_at(&mut buf[..have], at)
+                .map_err(|e| io("cannot read", e))?;
         }
-        let bytes = &mut pages[k * page_size..(k + 1) * page_size];
-        let slot = slots.entry(e.page.0).or_insert_with(|| Slot {
-            valid: page::checksum_ok(bytes) && page::validate(bytes, e.page).is_ok(),
-            changed: false,
-            unbuildable: false,
-        });
-        apply(bytes, slot, &e, page_size)?;
+        report.chunks += 1;
+        let mut slots: Vec<Option<Slot>> = (0..chunk_pages).map(|_| None).collect();
+        let mut entry = Some(first);
+        while let Some(e) = entry.take() {
+            if e.page.0 / chunk_pages != chunk {
+                next = Some(e);
+                break;
+            }
+            if wanted(e.page, e.lsn) {
+                let k = (e.page.0 - base) as usize;
+                let bytes = &mut buf[k * page_size..(k + 1) * page_size];
+                let slot = slots[k].get_or_insert_with(|| Slot {
+                    valid: page::checksum_ok(bytes) && page::validate(bytes, e.page).is_ok(),
+                    changed: false,
+                    unbuildable: false,
+                });
+                if apply(bytes, slot, &e, page_size)? {
+                    report.applied += 1;
+                }
+            }
+            entry = merge.next().transpose()?;
+        }
+        // Seal and write the pages changed, adjacent ones in one call.
+        let mut k = 0;
+        while k < slots.len() {
+            let Some(slot) = &slots[k] else {
+                k += 1;
+                continue;
+            };
+            let id = base + k as u64;
+            if slot.unbuildable && !slot.valid {
+                return Err(Error::Corruption(format!(
+                    "page {id} is torn or unwritten in the copy and the log from LSN {from} holds no full image to restore it"
+                )));
+            }
+            if !slot.changed {
+                k += 1;
+                continue;
+            }
+            let start = k;
+            while k < slots.len() && slots[k].as_ref().is_some_and(|s| s.changed && s.valid) {
+                page::seal(&mut buf[k * page_size..(k + 1) * page_size]);
+                k += 1;
+            }
+            let off = (base + start as u64) * page_size as u64;
+            data.write_at(&buf[start * page_size..k * page_size], off)
+                .map_err(|e| io("cannot write", e))?;
+            len = len.max(off + ((k - start) * page_size) as u64);
+            report.pages += (k - start) as u64;
+            report.writes += 1;
+        }
     }
-    let mut changed = 0;
-    for (id, slot) in slots {
-        if slot.unbuildable && !slot.valid {
-            return Err(Error::Corruption(format!(
-                "page {id} cannot be rebuilt: the copy holds no valid version of it and the runs from LSN {from} hold no image"
-            )));
-        }
-        if slot.changed {
-            let k = id as usize;
-            page::seal(&mut pages[k * page_size..(k + 1) * page_size]);
-            changed += 1;
-        }
-    }
-    Ok(changed)
+    Ok(report)
 }

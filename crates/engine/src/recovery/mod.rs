@@ -43,6 +43,9 @@ pub(crate) struct Context<'a> {
     /// A participant log of a partitioned database: asks the coordinator about each
     /// loser before undo (`coordination`).
     pub(crate) in_doubt: Option<&'a crate::coordination::InDoubt>,
+    /// Every change below this LSN is in the data file already (a single-pass restore):
+    /// redo skips those records.
+    pub(crate) redone_below: Option<Lsn>,
 }
 
 impl Context<'_> {

@@ -22,7 +22,8 @@ struct Redo<'a> {
 impl Redo<'_> {
     /// True if the record at `lsn` may need redoing on `page`.
     fn wanted(&self, page: PageId, lsn: Lsn) -> bool {
-        self.a.dirty.get(&page).is_some_and(|&rec| rec <= lsn)
+        self.cx.redone_below.is_none_or(|below| lsn >= below)
+            && self.a.dirty.get(&page).is_some_and(|&rec| rec <= lsn)
     }
 
     fn op(&mut self, page: PageId, op: &PageOp, lsn: Lsn, end: Lsn) -> Result<()> {
@@ -88,6 +89,11 @@ pub(crate) fn run(cx: &Context<'_>, a: &Analysis) -> Result<(u64, u64)> {
         redone: 0,
         restored: 0,
     };
+    // A record boundary (the end of a restored log): nothing below it needs reading.
+    let from = cx.redone_below.map_or(from, |below| from.max(below));
+    if from >= cx.store.log.durable_lsn() {
+        return Ok((0, 0));
+    }
     for item in cx.store.log.read_from(from)? {
         let sluice_wal::ReadRecord { lsn, end, payload } = item?;
         match decode(lsn, &payload)? {

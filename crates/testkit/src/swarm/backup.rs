@@ -6,7 +6,8 @@
 //! the end ([`restore`]), rolled forward from the log archive when the seed archives: the
 //! restored database must verify and show the backup's rows — or those and the one commit
 //! made after the backup, if the archive already holds its segment (the segment being
-//! written is archived only once it is finished).
+//! written is archived only once it is finished). The restore replays the log by sorted
+//! runs or in log order, as the seed drew (`Config::replay`).
 
 use super::config::{Config, Layout, LOG_ARCHIVE, MARK};
 use super::engine::{Db, Rows, Tbl};
@@ -85,6 +86,7 @@ pub(crate) fn restore(sim: &SimStorage, cfg: &Config, backed_up: &Rows) -> Resul
         archive: cfg.archive.then(|| PathBuf::from(LOG_ARCHIVE)),
         target: RestoreTarget::End,
         dest: PathBuf::from(RESTORED_DIR),
+        replay: cfg.replay,
     };
     let report = Database::restore(FencedStorage::for_incarnation(sim), &spec, &mut |_| {})
         .map_err(|e| format!("restore failed: {e}"))?;

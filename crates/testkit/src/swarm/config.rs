@@ -166,6 +166,9 @@ pub struct Config {
     /// Whether the database the last recovery opened is backed up, and the backup
     /// restored after the final close (`super::backup`; ordinary databases only).
     pub backup: bool,
+    /// How that restore replays the log: the single-pass restore from sorted runs, or
+    /// in log order ([`sluice::Replay`]).
+    pub replay: sluice::Replay,
 }
 
 /// The balance each account is loaded with.
@@ -345,6 +348,11 @@ impl Config {
         let archive = rng.gen_bool(0.3);
         // Last, for the same reason (and drawn only where a backup can be taken).
         let backup = !partitioned && rng.gen_bool(0.3);
+        let replay = if backup && rng.gen_bool(0.5) {
+            sluice::Replay::LogOrder
+        } else {
+            sluice::Replay::SortedRuns
+        };
         Config {
             seed,
             protocol,
@@ -376,6 +384,7 @@ impl Config {
             compact,
             archive,
             backup,
+            replay,
         }
     }
 
@@ -517,7 +526,11 @@ impl Config {
             self.scratch_share * 100.0,
             if self.compact { " compact" } else { "" },
             if self.archive { " archive" } else { "" },
-            if self.backup { " backup" } else { "" }
+            match (self.backup, self.replay) {
+                (false, _) => "",
+                (true, sluice::Replay::SortedRuns) => " backup/sorted",
+                (true, sluice::Replay::LogOrder) => " backup/log-order",
+            }
         )
     }
 }

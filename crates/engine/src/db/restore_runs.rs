@@ -1,0 +1,137 @@
+//! The single-pass restore (after Sauer, Graefe and Härder's single-pass restore, the
+//! lineage of the propagation paper's log archive): instead of replaying the restored
+//! log in time order through the buffer pool — where a database larger than the pool
+//! reads, and writes back, a page each time the log comes back to it — the log below
+//! the cut is sorted into runs by page (the run store of log-based propagation,
+//! `propagation::runs`), and the runs are merged and applied to the restored data file
+//! in page order, each page read once and written once (`log_cleaner::rebuild`).
+//!
+//! Which records are applied is restart recovery's rule, taken from the same place: a
+//! record from the backup's checkpoint on, or an earlier one whose page the checkpoint's
+//! dirty-page table lists with a recovery LSN at or below it (analysis builds its table
+//! the same way, `recovery::analysis`). Each is applied only above its page's PageLSN,
+//! and a page torn in the fuzzy copy waits for its full image, as in redo.
+//!
+//! It runs before the restore writes `CONTROL`: until then the directory is not a
+//! database, so a crash midway leaves nothing that opens. The open that follows is told
+//! that the data file holds everything below the cut (`Hooks::redone_below`): analysis
+//! and undo run as always, redo has nothing left to do. A later open, or one after a
+//! crash in that recovery, redoes from the checkpoint as usual and finds every page
+//! current.
+//!
+//! The runs are written to the restored directory's run directory (where log-based
+//! propagation keeps its runs) and removed once applied.
+
+use super::backup::LOG;
+use super::open::DATA;
+use crate::control::Checkpoint;
+use crate::data_file::file_error;
+use crate::error::{Error, Result};
+use crate::ids::PageId;
+use crate::log_record::Record;
+use crate::log_sink::LogSink;
+use crate::propagation::log_cleaner;
+use crate::propagation::runs::{self, RunStore};
+use crate::recovery::analysis::decode;
+use sluice_storage::{OpenOptions, Storage};
+use sluice_wal::{Log, LogOptions, Lsn};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Pages read and written per step of the apply pass (1 MiB of 4 KiB pages).
+const CHUNK_PAGES: u64 = 256;
+
+/// What the single-pass restore did ([`RestoreReport::single_pass`](crate::RestoreReport::single_pass)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SinglePass {
+    /// Bytes of sorted runs written.
+    pub run_bytes: u64,
+    /// Log records applied to pages (below them).
+    pub applied: u64,
+    /// Pages written.
+    pub pages: u64,
+    /// Chunks of adjacent pages read.
+    pub chunks: u64,
+    /// Microseconds sorting the log into runs.
+    pub sort_us: u64,
+    /// Microseconds merging the runs and applying them to the data file, its sync
+    /// included.
+    pub apply_us: u64,
+}
+
+/// Applies the log of the restored directory `dest` below `cut` to its data file by
+/// sorted runs (see the module docs). `checkpoint` is the backup's.
+pub(super) fn apply(
+    storage: &Arc<dyn Storage>,
+    dest: &Path,
+    checkpoint: Checkpoint,
+    cut: Lsn,
+    page_size: usize,
+    log_options: LogOptions,
+) -> Result<SinglePass> {
+    let _span = tracing::info_span!("single-pass restore", cut = %cut).entered();
+    let log = Arc::new(Log::open_read_only(
+        storage.clone(),
+        dest.join(LOG),
+        log_options,
+    )?);
+    let log = LogSink::new(log);
+    // The checkpoint's dirty-page table: recovery LSNs of pages dirty before its begin.
+    let end = log.read_from(checkpoint.end)?.next().ok_or_else(|| {
+        Error::Corruption(format!("no checkpoint record at {}", checkpoint.end))
+    })??;
+    let Record::EndCheckpoint(d) = decode(end.lsn, &end.payload)? else {
+        return Err(Error::Corruption(format!(
+            "record at {} is not the end of a checkpoint",
+            checkpoint.end
+        )));
+    };
+    let mut dirty: HashMap<PageId, Lsn> = HashMap::new();
+    for &(p, rec) in &d.dirty {
+        let e = dirty.entry(p).or_insert(rec);
+        *e = (*e).min(rec);
+    }
+    let from = dirty
+        .values()
+        .copied()
+        .fold(checkpoint.begin, Lsn::min)
+        .max(log.start_lsn());
+    let wanted = |p: PageId, lsn: Lsn| {
+        lsn >= checkpoint.begin || dirty.get(&p).is_some_and(|&rec| rec <= lsn)
+    };
+
+    let sorting = Instant::now();
+    let dir = dest.join(runs::DIR);
+    let store = RunStore::open(storage.clone(), &dir)?;
+    store.catch_up(&log, cut)?;
+    let sort_us = sorting.elapsed().as_micros() as u64;
+
+    let applying = Instant::now();
+    let path = dest.join(DATA);
+    let data = storage
+        .open(&path, OpenOptions::EXISTING)
+        .map_err(|e| file_error("restored data file", &path, e))?;
+    let done = log_cleaner::rebuild(&store, &*data, page_size, (from, cut), &wanted, CHUNK_PAGES)?;
+    data.sync_data()
+        .map_err(|e| file_error("restored data file", &path, e))?;
+    drop(data);
+    let apply_us = applying.elapsed().as_micros() as u64;
+    store.remove_below(cut)?;
+    tracing::info!(
+        applied = done.applied,
+        pages = done.pages,
+        sort_us,
+        apply_us,
+        "applied the sorted runs"
+    );
+    Ok(SinglePass {
+        run_bytes: store.bytes_written(),
+        applied: done.applied,
+        pages: done.pages,
+        chunks: done.chunks,
+        sort_us,
+        apply_us,
+    })
+}
