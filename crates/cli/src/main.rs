@@ -9,6 +9,7 @@ mod bench_log_insert;
 mod bench_partition;
 mod bench_propagation;
 mod bench_replicated;
+mod bench_restore;
 mod bench_sweep;
 mod bench_txn;
 mod bench_wal;
@@ -151,6 +152,9 @@ enum Bench {
     /// The propagation experiment swept for the propagation paper's Fig. 3 (bandwidth)
     /// or Fig. 4 (backlog); writes CSV, JSON, PNG and SVG.
     PropagationSweep(bench_propagation::SweepArgs),
+    /// Restore time after a stretch of TPC-B load: the log replayed in time order
+    /// against the single-pass restore from sorted runs, in one run, as a ratio.
+    Restore(bench_restore::Args),
     /// Log partitioning (Tandem §4–5): `--horizontal D` measures γ, the log's throughput
     /// right after a rollover while the archiver copies the old segment ÷ its steady
     /// throughput, with the segments round-robin over D emulated devices.
@@ -247,6 +251,7 @@ fn main() -> ExitCode {
             Bench::CommitSweep(a) => bench_sweep::run(a),
             Bench::Propagation(a) => bench_propagation::run(a),
             Bench::PropagationSweep(a) => bench_propagation::sweep(a),
+            Bench::Restore(a) => bench_restore::run(a),
             Bench::Partition(a) => bench_partition::run(a),
             Bench::Replicated(a) => bench_replicated::run(a),
         },

@@ -9,5 +9,6 @@ pub mod log_insert_sweep;
 pub mod partition;
 pub mod propagation;
 pub mod propagation_sweep;
+pub mod restore;
 pub mod tpcb_crash;
 pub mod wal;
