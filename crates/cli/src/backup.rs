@@ -328,6 +328,7 @@ fn trial_restore(backup: &Path, archive: Option<&Path>, quiet: bool) -> Result<(
     let dest = tmp.path().join("restored");
     let spec = Restore {
         backup: backup.to_path_buf(),
+        ancestors: Vec::new(),
         archive: archive.map(Path::to_path_buf),
         target: RestoreTarget::End,
         dest: dest.clone(),
@@ -372,6 +373,7 @@ pub fn restore(a: RestoreArgs) -> Result<(), Failure> {
     check_new_dir(&a.dest, "restore directory")?;
     let spec = Restore {
         backup: a.from.clone(),
+        ancestors: Vec::new(),
         archive: a.archive.clone(),
         target,
         dest: a.dest.clone(),

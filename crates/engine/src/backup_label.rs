@@ -28,6 +28,25 @@
 //!                               archive names; a log gets one when first archived)
 //! crc32c 1a2b3c4d
 //! ```
+//!
+//! An incremental backup (`Database::backup_incremental_to`, `db/incremental.rs`) holds
+//! `data.incr` instead of `data`, and its label has six more lines after `log_id`, which
+//! name its parent backup (any other backup of the same database, full or incremental):
+//!
+//! ```text
+//! kind incremental
+//! parent_started_us 1795990000000000 (the parent's label's `started_us`)
+//! parent_end_lsn 1900000               (its `end_lsn`)
+//! since_lsn 1048576                    (pages whose LSN is below it were not copied:
+//!                                       the parent's `log_start`)
+//! parent_crc32c 0badcafe               (its label's `crc32c`: another parent is told
+//!                                       apart even with the same times)
+//! pages_copied 37                      (the records in `data.incr`)
+//! ```
+//!
+//! A label without these lines (every label before incremental backups, and every full
+//! backup's) is a full backup's. An older sluice refuses an incremental label by name
+//! ("lines after `log_id`"), rather than taking it for a full backup without a data file.
 
 use crate::data_file::{file_error, write_durably};
 use crate::error::{Error, Result};
@@ -44,6 +63,41 @@ pub(crate) const PARTIAL: &str = "BACKUP.partial";
 const FORMAT: &str = "sluice-backup 1";
 /// Labels are a few hundred bytes; anything longer is not one.
 const MAX_LABEL_BYTES: u64 = 4096;
+/// The pages file of an incremental backup (`db/incremental.rs`): a backup directory
+/// holding it has no whole data file.
+pub(crate) const INCREMENTAL_DATA: &str = "data.incr";
+
+/// Which backup an incremental backup was taken against ([`BackupLabel::parent`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackupParent {
+    /// The parent's [`BackupLabel::started_us`].
+    pub started_us: u64,
+    /// The parent's [`BackupLabel::end_lsn`].
+    pub end_lsn: Lsn,
+    /// Pages whose on-disk page LSN and image LSN were below this LSN (and that checked
+    /// clean) were not copied: the parent's [`BackupLabel::log_start`], at or below the
+    /// LSN its recovery replays from.
+    pub since: Lsn,
+    /// The CRC32C of the parent's label ([`BackupLabel::crc`]).
+    pub label_crc: u32,
+}
+
+impl BackupParent {
+    /// Whether `label` is this parent.
+    pub fn is(&self, label: &BackupLabel) -> bool {
+        *self == BackupParent::of(label)
+    }
+
+    /// The identity of the backup `label` describes, as a child names it.
+    pub fn of(label: &BackupLabel) -> BackupParent {
+        BackupParent {
+            started_us: label.started_us,
+            end_lsn: label.end_lsn,
+            since: label.log_start,
+            label_crc: label.crc(),
+        }
+    }
+}
 
 /// What a complete backup holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,11 +122,38 @@ pub struct BackupLabel {
     /// when it is first archived). A restore rolls the backup forward only from an
     /// archive that names this log.
     pub log_id: Option<u64>,
+    /// `None` for a full backup; for an incremental one, the backup it was taken
+    /// against, which a restore needs (with that one's own parents, down to a full one).
+    pub parent: Option<BackupParent>,
+    /// The data pages the backup holds: all of them (`data_bytes / page_size`) for a
+    /// full backup, the changed ones for an incremental backup.
+    pub pages_copied: u64,
 }
 
 impl BackupLabel {
+    /// `"full"` or `"incremental"`.
+    pub fn kind(&self) -> &'static str {
+        if self.parent.is_some() {
+            "incremental"
+        } else {
+            "full"
+        }
+    }
+
+    /// The CRC32C of the label's text (its last line): what a child backup names its
+    /// parent by.
+    pub fn crc(&self) -> u32 {
+        crc32c::crc32c(self.body().as_bytes())
+    }
+
     pub(crate) fn encode(&self) -> String {
-        let body = format!(
+        let body = self.body();
+        let crc = crc32c::crc32c(body.as_bytes());
+        format!("{body}crc32c {crc:08x}\n")
+    }
+
+    fn body(&self) -> String {
+        let mut body = format!(
             "{FORMAT}\ndatabase_id {:016x}\npage_size {}\ncheckpoint {}\nlog_start {}\nend_lsn {}\ndata_bytes {}\nstarted_us {}\nended_us {}\nlog_id {}\n",
             self.database_id,
             self.page_size,
@@ -85,8 +166,13 @@ impl BackupLabel {
             self.log_id
                 .map_or_else(|| "-".to_string(), |id| format!("{id:016x}"))
         );
-        let crc = crc32c::crc32c(body.as_bytes());
-        format!("{body}crc32c {crc:08x}\n")
+        if let Some(p) = &self.parent {
+            body.push_str(&format!(
+                "kind incremental\nparent_started_us {}\nparent_end_lsn {}\nsince_lsn {}\nparent_crc32c {:08x}\npages_copied {}\n",
+                p.started_us, p.end_lsn.0, p.since.0, p.label_crc, self.pages_copied
+            ));
+        }
+        body
     }
 
     /// Parses a label; never panics, whatever the bytes.
@@ -132,16 +218,56 @@ impl BackupLabel {
             started_us: field("started_us")?,
             ended_us: field("ended_us")?,
             log_id: None,
+            parent: None,
+            pages_copied: 0,
         };
-        let label = BackupLabel {
+        let mut label = BackupLabel {
             log_id: match text_of("log_id")?.as_str() {
                 "-" => None,
                 id => Some(number("log_id", id, 16)?),
             },
+            pages_copied: label.data_bytes / u64::from(label.page_size.max(1)),
             ..label
         };
-        if lines.next().is_some() {
-            return Err("lines after `log_id`".into());
+        match lines.next() {
+            None => {}
+            Some("kind incremental") => {
+                let mut field = |key: &str, radix: u32| -> std::result::Result<u64, String> {
+                    let line = lines.next().ok_or_else(|| format!("no `{key}` line"))?;
+                    let value = line
+                        .strip_prefix(key)
+                        .and_then(|v| v.strip_prefix(' '))
+                        .ok_or_else(|| format!("expected `{key}`, found `{line}`"))?;
+                    number(key, value, radix)
+                };
+                label.parent = Some(BackupParent {
+                    started_us: field("parent_started_us", 10)?,
+                    end_lsn: Lsn(field("parent_end_lsn", 10)?),
+                    since: Lsn(field("since_lsn", 10)?),
+                    label_crc: u32::try_from(field("parent_crc32c", 16)?)
+                        .map_err(|_| "bad `parent_crc32c` value")?,
+                });
+                label.pages_copied = field("pages_copied", 10)?;
+                if lines.next().is_some() {
+                    return Err("lines after `pages_copied`".into());
+                }
+            }
+            Some(line) => return Err(format!("lines after `log_id` (`{line}`)")),
+        }
+        if let Some(p) = &label.parent {
+            if p.since > label.log_start || p.end_lsn > label.end_lsn {
+                return Err(format!(
+                    "the parent (since LSN {}, end {}) is not older than the backup (log start {}, end {})",
+                    p.since, p.end_lsn, label.log_start, label.end_lsn
+                ));
+            }
+            let whole = label.data_bytes / u64::from(label.page_size.max(1));
+            if label.pages_copied > whole {
+                return Err(format!(
+                    "{} pages copied of a data file of {whole}",
+                    label.pages_copied
+                ));
+            }
         }
         if !(label.log_start <= label.checkpoint && label.checkpoint < label.end_lsn) {
             return Err(format!(
@@ -197,6 +323,13 @@ pub(crate) fn refuse_backup(storage: &dyn Storage, dir: &Path, read_only: bool) 
     if storage.exists(&dir.join(PARTIAL)).map_err(io)? {
         return Err(incomplete(dir));
     }
+    if storage.exists(&dir.join(INCREMENTAL_DATA)).map_err(io)? {
+        return Err(Error::InvalidArgument(format!(
+            "{} is an incremental backup: it holds only the pages changed since its parent, not a whole data file, so it opens only restored with its chain (`sluice restore --from FULL [--from INCREMENTAL…] --from {} --to-end DEST`)",
+            dir.display(),
+            dir.display()
+        )));
+    }
     if !read_only && storage.exists(&dir.join(LABEL)).map_err(io)? {
         return Err(Error::InvalidArgument(format!(
             "{} is a backup: opening it read-write would write past its end and it could no longer be restored from; open it read-only, or restore it into a new directory (`sluice restore --from {} --to-end DEST`)",
@@ -231,7 +364,49 @@ mod tests {
             started_us: 1_796_000_000_000_000,
             ended_us: 1_796_000_000_400_000,
             log_id: Some(0x5d1c_0000_0000_0001),
+            parent: None,
+            pages_copied: 100,
         }
+    }
+
+    fn incremental() -> BackupLabel {
+        BackupLabel {
+            parent: Some(BackupParent {
+                started_us: 1_795_000_000_000_000,
+                end_lsn: Lsn(1 << 19),
+                since: Lsn(0),
+                label_crc: 0x0bad_cafe,
+            }),
+            pages_copied: 7,
+            ..sample()
+        }
+    }
+
+    #[test]
+    fn an_incremental_label_round_trips_and_a_full_one_has_no_new_lines() {
+        let l = incremental();
+        assert_eq!(BackupLabel::decode(l.encode().as_bytes()), Ok(l));
+        assert_eq!(l.kind(), "incremental");
+        assert!(!sample().encode().contains("kind"));
+        assert_eq!(sample().kind(), "full");
+        let text = l.encode().into_bytes();
+        for i in 0..text.len() {
+            let mut b = text.clone();
+            b[i] ^= 0x01;
+            assert!(BackupLabel::decode(&b).is_err(), "byte {i} flipped");
+        }
+    }
+
+    #[test]
+    fn a_parent_is_named_by_its_label() {
+        let p = sample();
+        let link = BackupParent::of(&p);
+        assert!(link.is(&p));
+        let other = BackupLabel {
+            ended_us: p.ended_us + 1,
+            ..p
+        };
+        assert!(!link.is(&other), "another label, same times: told apart by its CRC");
     }
 
     #[test]

@@ -146,7 +146,7 @@ mod txn_table;
 mod worker;
 
 // The application API.
-pub use backup_label::BackupLabel;
+pub use backup_label::{BackupLabel, BackupParent};
 pub use btree::TreeReport;
 pub use buffer_pool::PoolStats;
 pub use builder::Builder;

@@ -103,6 +103,7 @@ fn at_every_step() {
                         storage.clone(),
                         &Restore {
                             backup: "/second".into(),
+                            ancestors: Vec::new(),
                             archive: None,
                             target: RestoreTarget::End,
                             dest: "/restored".into(),

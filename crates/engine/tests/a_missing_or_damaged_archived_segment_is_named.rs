@@ -57,6 +57,7 @@ fn restore(s: &Setup, target: RestoreTarget, dest: &str) -> sluice::Result<sluic
         s.storage.clone(),
         &Restore {
             backup: "/backup".into(),
+            ancestors: Vec::new(),
             archive: Some("/archive".into()),
             target,
             dest: dest.into(),

@@ -81,6 +81,7 @@ fn check(
 
     let spec = |target, n: usize| Restore {
         backup: backup.clone(),
+        ancestors: Vec::new(),
         archive: Some(archive.clone()),
         target,
         dest: root.join(format!("restored-{n}")),

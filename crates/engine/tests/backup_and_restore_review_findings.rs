@@ -22,6 +22,7 @@ fn restore_with(
         storage.clone(),
         &Restore {
             backup: backup.into(),
+            ancestors: Vec::new(),
             archive: archive.map(PathBuf::from),
             target,
             dest: dest.into(),

@@ -23,10 +23,15 @@
 //! Recovery of the copy starts at the checkpoint, redoes up to `E` and rolls back what
 //! was in flight there: the backup shows exactly the commits whose records lie below `E`.
 //! Compaction (which shortens the data file) waits while a backup runs.
+//!
+//! An incremental backup (`Database::backup_incremental_to`) is the same but for step 2:
+//! only the pages changed since its parent backup are copied (`incremental.rs`, which
+//! argues why the others are right in the parent's copy).
 
 use super::handle::Database;
+use super::incremental;
 use super::open::DATA;
-use crate::backup_label::{BackupLabel, PARTIAL};
+use crate::backup_label::{BackupLabel, BackupParent, PARTIAL};
 use crate::control::Control;
 use crate::data_file::{file_error, write_durably};
 use crate::error::{Error, Result};
@@ -83,6 +88,98 @@ impl Database {
         dest: impl AsRef<Path>,
         progress: &mut dyn FnMut(BackupProgress),
     ) -> Result<BackupLabel> {
+        self.backup(dest.as_ref(), None, progress)
+    }
+
+    /// Takes an incremental backup into `dest` against the backup in `parent` (a
+    /// complete backup of this database, full or incremental): as
+    /// [`Database::backup_to`], but of the data file only the pages changed since the
+    /// parent are copied, into `data.incr` ([`BackupLabel::pages_copied`] says how
+    /// many). See [`Database::backup_incremental_to_with`].
+    pub fn backup_incremental_to(
+        &self,
+        dest: impl AsRef<Path>,
+        parent: impl AsRef<Path>,
+    ) -> Result<BackupLabel> {
+        self.backup_incremental_to_with(dest, parent, &mut |_| {})
+    }
+
+    /// [`Database::backup_incremental_to`], telling `progress` how far the copy is.
+    ///
+    /// A page is copied when, as read, its page LSN or image LSN is at or above the LSN
+    /// its parent's log starts at ([`BackupParent::since`]), when it fails its checksum
+    /// or structural check, or when it lies past the parent's data file; every other page
+    /// is byte for byte what the parent holds (the module docs of `db/incremental.rs`
+    /// argue it). The label names the parent ([`BackupLabel::parent`]). An incremental
+    /// backup has no whole data file: it does not open, and it is restored with its
+    /// chain ([`Restore::ancestors`](super::Restore::ancestors)): the full backup, then
+    /// each incremental one in the order they were taken.
+    ///
+    /// Refused ([`Error::InvalidArgument`], naming it) before anything is written: a
+    /// `parent` that is not a complete backup, one of another database or of another
+    /// log, or one newer than this database's checkpoint or log.
+    pub fn backup_incremental_to_with(
+        &self,
+        dest: impl AsRef<Path>,
+        parent: impl AsRef<Path>,
+        progress: &mut dyn FnMut(BackupProgress),
+    ) -> Result<BackupLabel> {
+        self.backup(dest.as_ref(), Some(parent.as_ref()), progress)
+    }
+
+    /// The parent backup's label, checked against this database.
+    fn parent_label(&self, parent: &Path) -> Result<BackupLabel> {
+        let inner = &self.inner;
+        let storage = &*inner.storage;
+        let label = incremental::read_backup(storage, parent, "parent backup")?;
+        let refuse = |why: String| {
+            Err(Error::InvalidArgument(format!(
+                "parent backup {} {why}",
+                parent.display()
+            )))
+        };
+        if label.database_id != inner.database_id {
+            return refuse(format!(
+                "is of another database ({:016x}; this one is {:016x})",
+                label.database_id, inner.database_id
+            ));
+        }
+        if label.page_size as usize != inner.store.page_size {
+            return refuse(format!(
+                "has pages of {} bytes, this database of {}",
+                label.page_size, inner.store.page_size
+            ));
+        }
+        let log = &inner.store.log;
+        if let (Some(theirs), Some(ours)) = (label.log_id, log.id()?) {
+            if theirs != ours {
+                return refuse(format!(
+                    "was taken from log {theirs:016x}, this database's log is {ours:016x}: it is of another copy of this database (a restored one?)"
+                ));
+            }
+        }
+        let (durable, checkpoint) = (
+            log.durable_lsn(),
+            Lsn(inner
+                .checkpoints
+                .last_begin
+                .load(std::sync::atomic::Ordering::Acquire)),
+        );
+        if label.end_lsn > durable || label.log_start > checkpoint {
+            return refuse(format!(
+                "is newer than this database: it ends at LSN {} and its log starts at {}, this database's log ends at {durable} and its checkpoint is at {checkpoint} (a backup of a later state, or of another copy of the database)",
+                label.end_lsn, label.log_start
+            ));
+        }
+        Ok(label)
+    }
+
+    fn backup(
+        &self,
+        dest: &Path,
+        parent: Option<&Path>,
+        progress: &mut dyn FnMut(BackupProgress),
+    ) -> Result<BackupLabel> {
         let inner = &self.inner;
         inner.check()?;
         if inner.hooks.partition {
@@ -90,7 +187,6 @@ impl Database {
                 "a partition of a partitioned database cannot be backed up on its own".into(),
             ));
         }
-        let dest = dest.as_ref();
         let storage = &*inner.storage;
         let _span = tracing::info_span!("backup", dest = %dest.display()).entered();
         // The log may live on a storage of its own (`open_with_log`): its directory is
@@ -101,6 +197,13 @@ impl Database {
             ("log directory".into(), &*log_storage, inner.log_dir.clone()),
             ("backup directory".into(), storage, dest.to_path_buf()),
         ])?;
+        if let Some(p) = parent {
+            super::refuse_same_dirs(&[
+                ("parent backup".into(), storage, p.to_path_buf()),
+                ("backup directory".into(), storage, dest.to_path_buf()),
+            ])?;
+        }
+        let parent = parent.map(|p| self.parent_label(p)).transpose()?;
         prepare_empty_dir(storage, dest, "backup directory")?;
         let started_us = now_us();
         write_durably(
@@ -163,19 +266,33 @@ impl Database {
         }
         let log_estimate = |log_start: Lsn| log.durable_lsn().0.saturating_sub(log_start.0);
         let mut total = data_len + log_estimate(log_start);
-        sluice_wal::copy_file(
-            storage,
-            &source,
-            (storage, dest, DATA),
-            // 64 pages a step: a progress bar moves, and a step is short.
-            (Some(data_len), 64 * u64::from(control.page_size)),
-            &mut |n| {
-                progress(BackupProgress {
-                    copied_bytes: n,
-                    total_bytes: total,
-                })
-            },
-        )?;
+        let mut tell = |n| {
+            progress(BackupProgress {
+                copied_bytes: n,
+                total_bytes: total,
+            })
+        };
+        let pages_copied = match &parent {
+            None => {
+                sluice_wal::copy_file(
+                    storage,
+                    &source,
+                    (storage, dest, DATA),
+                    // 64 pages a step: a progress bar moves, and a step is short.
+                    (Some(data_len), 64 * u64::from(control.page_size)),
+                    &mut tell,
+                )?;
+                data_len / u64::from(control.page_size)
+            }
+            Some(p) => incremental::copy_changed(
+                storage,
+                &source,
+                dest,
+                (control.page_size, data_len),
+                p,
+                &mut tell,
+            )?,
+        };
 
         // 3. The log, from the pin to its durable end now.
         let end = if read_only {
@@ -207,6 +324,8 @@ impl Database {
             started_us,
             ended_us: now_us(),
             log_id: log.id()?,
+            parent: parent.as_ref().map(BackupParent::of),
+            pages_copied,
         };
         label.write(storage, dest)?;
         let marker = dest.join(PARTIAL);
@@ -216,7 +335,7 @@ impl Database {
         storage
             .sync_dir(dest)
             .map_err(|e| file_error("backup directory", dest, e))?;
-        tracing::info!(end = %end, data_bytes = data_len, "backup complete");
+        tracing::info!(end = %end, data_bytes = data_len, pages_copied, kind = label.kind(), "backup complete");
         Ok(label)
     }
 }

@@ -12,6 +12,7 @@
 //! of a directory before anything is created in it), `verify.rs` ([`Database::verify`]).
 
 mod backup;
+mod incremental;
 mod compact;
 mod handle;
 mod open;

@@ -14,7 +14,10 @@
 //!    is a prefix of the log). A transaction commits in the restored database exactly
 //!    when its commit record is kept. Damage is named by file and LSN.
 //! 3. The data file and the segments up to the cut are copied into the new directory,
-//!    and the copy cut there.
+//!    and the copy cut there. The data file of a chain of incremental backups is the full
+//!    backup's with each incremental backup's pages written over it in order
+//!    (`incremental.rs`); the chain's links are checked first (each one taken against
+//!    the one before it). The log is the newest backup's.
 //! 4. The backup's control file is copied last: until then the directory is not a
 //!    database (it has no `CONTROL`), and from then on it opens to exactly the target
 //!    state, so a crash anywhere leaves either no database or the restored one.
@@ -23,8 +26,8 @@
 
 use super::backup::{now_us, prepare_empty_dir, LOG};
 use super::handle::Database;
-use super::open::DATA;
 pub use super::restore_runs::SinglePass;
+use super::incremental;
 use crate::backup_label::{incomplete, BackupLabel, PARTIAL};
 use crate::control::Control;
 use crate::data_file::file_error;
@@ -70,8 +73,13 @@ pub enum Replay {
 /// What to restore, from where, to where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Restore {
-    /// The backup directory ([`Database::backup_to`]).
+    /// The backup directory ([`Database::backup_to`]); for an incremental backup
+    /// ([`Database::backup_incremental_to`]), the newest of the chain.
     pub backup: PathBuf,
+    /// The backups `backup` was taken against, oldest first: empty for a full backup;
+    /// for an incremental one, the full backup and then each incremental backup up to
+    /// its parent, in the order they were taken (each one's parent is the one before).
+    pub ancestors: Vec<PathBuf>,
     /// A log archive (`Options::log_archive`) to roll forward from, if any.
     pub archive: Option<PathBuf>,
     /// How far.
@@ -162,9 +170,13 @@ impl Database {
         if let Some(a) = &spec.archive {
             named.push(("log archive".to_string(), st, a.clone()));
         }
+        for a in &spec.ancestors {
+            named.push(("backup directory".to_string(), st, a.clone()));
+        }
         super::refuse_same_dirs(&named)?;
         let source = Source::open(storage.clone(), backup, spec.archive.as_deref())?;
         let label = source.label;
+        let links = incremental::chain(st, &spec.ancestors, (backup, label))?;
 
         // 1. and 2. The cut, and the log below it checked.
         let (cut, last_commit) = source.cut(spec.target)?;
@@ -173,24 +185,23 @@ impl Database {
         // 3. The data file and the log up to the cut.
         let copying = std::time::Instant::now();
         let needed: Vec<(PathBuf, Lsn)> = source.files_below(cut);
-        let total = label
-            .data_bytes
-            .saturating_add((needed.len() as u64).saturating_mul(source.segment_bytes));
-        let mut copied = 0u64;
+        let data_total = links.iter().fold(links[0].label.data_bytes, |t, l| {
+            t.saturating_add(
+                l.label
+                    .pages_copied
+                    .saturating_mul(u64::from(l.label.page_size) + 16)
+                    * u64::from(l.label.parent.is_some()),
+            )
+        });
+        let total =
+            data_total.saturating_add((needed.len() as u64).saturating_mul(source.segment_bytes));
         let mut tell = |n: u64| {
             progress(RestoreProgress {
                 copied_bytes: n,
                 total_bytes: total,
             })
         };
-        sluice_wal::copy_file(
-            st,
-            &backup.join(DATA),
-            (st, dest, DATA),
-            (Some(label.data_bytes), COPY_STEP_BYTES),
-            &mut tell,
-        )?;
-        copied += label.data_bytes;
+        let mut copied = incremental::restore_data(st, &links, dest, &mut tell)?;
         let to_log = dest.join(LOG);
         st.create_dir_all(&to_log)
             .map_err(|e| file_error("restore log directory", &to_log, e))?;

@@ -83,6 +83,7 @@ pub(crate) fn restore(sim: &SimStorage, cfg: &Config, backed_up: &Rows) -> Resul
     debug_assert!(matches!(cfg.layout, Layout::Plain { .. }));
     let spec = Restore {
         backup: PathBuf::from(BACKUP_DIR),
+        ancestors: Vec::new(),
         archive: cfg.archive.then(|| PathBuf::from(LOG_ARCHIVE)),
         target: RestoreTarget::End,
         dest: PathBuf::from(RESTORED_DIR),
