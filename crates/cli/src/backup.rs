@@ -36,6 +36,11 @@ pub struct BackupArgs {
     /// checkpoint), e.g. one on read-only media.
     #[arg(long)]
     pub read_only: bool,
+    /// Take an incremental backup against the backup PARENT (full or incremental, of
+    /// this database): only the pages changed since it are copied. It is restored with
+    /// its chain (`sluice restore --from FULL --from INC1 … --from DEST`).
+    #[arg(long, value_name = "PARENT")]
+    pub incremental: Option<PathBuf>,
     /// Print the label as JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -82,9 +87,11 @@ pub enum ReplayArg {
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("target").required(true).args(["to_lsn", "to_time", "to_end"])))]
 pub struct RestoreArgs {
-    /// The backup to restore (`sluice backup`).
-    #[arg(long = "from", value_name = "BACKUP")]
-    pub from: PathBuf,
+    /// The backup to restore (`sluice backup`). Repeat it for a chain of incremental
+    /// backups, oldest first: the full backup, then each incremental one in the order
+    /// they were taken (`sluice backup --incremental`); the log is the last one's.
+    #[arg(long = "from", value_name = "BACKUP", required = true)]
+    pub from: Vec<PathBuf>,
     /// The log archive to roll the backup forward from.
     #[arg(long)]
     pub archive: Option<PathBuf>,
@@ -135,6 +142,14 @@ fn label_json(l: &BackupLabel) -> serde_json::Value {
         "data_bytes": l.data_bytes,
         "started": CommitTime(l.started_us).to_string(),
         "ended": CommitTime(l.ended_us).to_string(),
+        "kind": l.kind(),
+        "pages_copied": l.pages_copied,
+        "parent": l.parent.map(|p| json!({
+            "end_lsn": p.end_lsn.0,
+            "started": CommitTime(p.started_us).to_string(),
+            "since_lsn": p.since.0,
+            "label_crc32c": format!("{:08x}", p.label_crc),
+        })),
     })
 }
 
@@ -145,7 +160,7 @@ pub fn run(a: BackupArgs) -> Result<(), Failure> {
         Some(BackupCommand::Verify(r)) => reach(r, true),
         None => {
             let (dir, dest) = (a.dir.expect("required"), a.dest.expect("required"));
-            take(&dir, &dest, a.read_only, a.json)
+            take(&dir, &dest, a.incremental.as_deref(), a.read_only, a.json)
         }
     }
 }
@@ -167,9 +182,23 @@ fn check_new_dir(dest: &Path, what: &str) -> Result<(), Failure> {
     Ok(())
 }
 
-fn take(dir: &Path, dest: &Path, read_only: bool, json: bool) -> Result<(), Failure> {
+fn take(
+    dir: &Path,
+    dest: &Path,
+    parent: Option<&Path>,
+    read_only: bool,
+    json: bool,
+) -> Result<(), Failure> {
     check_dir(dir)?;
     check_new_dir(dest, "backup directory")?;
+    if let Some(p) = parent {
+        if !p.is_dir() {
+            return Err(Failure::Usage(format!(
+                "--incremental {}: not a directory",
+                p.display()
+            )));
+        }
+    }
     let db = if read_only {
         Database::open_read_only(dir)
     } else {
@@ -178,9 +207,13 @@ fn take(dir: &Path, dest: &Path, read_only: bool, json: bool) -> Result<(), Fail
     .map_err(|e| open_failure(dir, e))?;
     let what = format!("backup of {} to {}", dir.display(), dest.display());
     let label = progress::fraction_once_started("backup", json, |moved| {
-        db.backup_to_with(dest, &mut |p| {
+        let mut tell = |p: sluice::BackupProgress| {
             moved(p.copied_bytes as f64 / p.total_bytes.max(1) as f64)
-        })
+        };
+        match parent {
+            None => db.backup_to_with(dest, &mut tell),
+            Some(parent) => db.backup_incremental_to_with(dest, parent, &mut tell),
+        }
     })
     .map_err(|e| failure(&what, e))?;
     db.close()
@@ -189,13 +222,19 @@ fn take(dir: &Path, dest: &Path, read_only: bool, json: bool) -> Result<(), Fail
         println!("{}", label_json(&label));
     } else {
         println!(
-            "backed up {} to {}: end LSN {} ({}), {} bytes of data, log from LSN {}",
+            "backed up {} to {}: end LSN {} ({}), {} bytes of data, log from LSN {}{}",
             dir.display(),
             dest.display(),
             label.end_lsn,
             CommitTime(label.ended_us),
             label.data_bytes,
-            label.log_start
+            label.log_start,
+            label.parent.map_or(String::new(), |p| format!(
+                "; incremental: {} of {} pages copied, changed since the parent that ended at LSN {}",
+                label.pages_copied,
+                label.data_bytes / u64::from(label.page_size.max(1)),
+                p.end_lsn
+            ))
         );
     }
     Ok(())
@@ -259,21 +298,23 @@ fn reach(a: ReachArgs, verify: bool) -> Result<(), Failure> {
     let mut rows = Vec::new();
     let mut damaged = Vec::new();
     for b in &list {
-        let r = match Database::backup_reach(storage(), b, a.archive.as_deref()) {
-            Ok(r) => r,
-            Err(e) => {
-                // Listed (an interrupted backup among complete ones, a damaged one), and
-                // the command exits 1 naming it.
+        match Database::backup_reach(storage(), b, a.archive.as_deref()) {
+            Ok(r) => rows.push((b.clone(), r)),
+            // Listed (an interrupted backup among complete ones, a damaged one), and
+            // the command exits 1 naming it.
+            Err(e) => damaged.push(format!("{}: {e}", b.display())),
+        }
+    }
+    if verify {
+        for (b, r) in &rows {
+            let tried = ancestors(&rows, &r.label).and_then(|chain| {
+                trial_restore(b, chain, a.archive.as_deref(), a.json)
+                    .map_err(|e| format!("trial restore: {e}"))
+            });
+            if let Err(e) = tried {
                 damaged.push(format!("{}: {e}", b.display()));
-                continue;
-            }
-        };
-        if verify {
-            if let Err(e) = trial_restore(b, a.archive.as_deref(), a.json) {
-                damaged.push(format!("{}: trial restore: {e}", b.display()));
             }
         }
-        rows.push((b.clone(), r));
     }
     if a.json {
         let j = json!({
@@ -283,13 +324,17 @@ fn reach(a: ReachArgs, verify: bool) -> Result<(), Failure> {
         println!("{j}");
     } else {
         println!(
-            "{:<32} {:>12} {:>28} {:>12} {:>28} {:>9}  gap",
-            "backup", "from LSN", "from time", "to LSN", "last commit", "archived"
+            "{:<32} {:<24} {:>12} {:>28} {:>12} {:>28} {:>9}  gap",
+            "backup", "kind", "from LSN", "from time", "to LSN", "last commit", "archived"
         );
         for (b, r) in &rows {
             println!(
-                "{:<32} {:>12} {:>28} {:>12} {:>28} {:>9}  {}",
+                "{:<32} {:<24} {:>12} {:>28} {:>12} {:>28} {:>9}  {}",
                 b.display(),
+                r.label.parent.map_or("full".to_string(), |p| format!(
+                    "incremental of LSN {}",
+                    p.end_lsn
+                )),
                 r.label.end_lsn,
                 CommitTime(r.label.ended_us).to_string(),
                 r.end_lsn,
@@ -322,13 +367,42 @@ fn reach(a: ReachArgs, verify: bool) -> Result<(), Failure> {
     }
 }
 
-/// Restores `backup` to the end into a temporary directory and checks the result.
-fn trial_restore(backup: &Path, archive: Option<&Path>, quiet: bool) -> Result<(), String> {
+/// The chain an incremental backup with `label` is restored with, found among the listed
+/// backups `rows` by the parent each label names (oldest first; empty for a full backup).
+fn ancestors(rows: &[(PathBuf, BackupReach)], label: &BackupLabel) -> Result<Vec<PathBuf>, String> {
+    let mut chain = Vec::new();
+    let mut at = *label;
+    while let Some(p) = at.parent {
+        let Some((dir, r)) = rows.iter().find(|(_, r)| p.is(&r.label)) else {
+            return Err(format!(
+                "an incremental backup, and its parent (the backup that ended at LSN {}, started {}) is not among the backups listed: list its whole chain to verify it",
+                p.end_lsn,
+                CommitTime(p.started_us)
+            ));
+        };
+        if chain.len() > rows.len() {
+            return Err("its chain of parents loops".into());
+        }
+        chain.push(dir.clone());
+        at = r.label;
+    }
+    chain.reverse();
+    Ok(chain)
+}
+
+/// Restores `backup` (with its `ancestors`, oldest first) to the end into a temporary
+/// directory and checks the result.
+fn trial_restore(
+    backup: &Path,
+    ancestors: Vec<PathBuf>,
+    archive: Option<&Path>,
+    quiet: bool,
+) -> Result<(), String> {
     let tmp = tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?;
     let dest = tmp.path().join("restored");
     let spec = Restore {
         backup: backup.to_path_buf(),
-        ancestors: Vec::new(),
+        ancestors,
         archive: archive.map(Path::to_path_buf),
         target: RestoreTarget::End,
         dest: dest.clone(),
@@ -356,12 +430,15 @@ pub fn restore(a: RestoreArgs) -> Result<(), Failure> {
         (None, None, true) => RestoreTarget::End,
         _ => unreachable!("clap's group asks for exactly one target"),
     };
-    if !a.from.is_dir() {
-        return Err(Failure::Usage(format!(
-            "--from {}: not a directory",
-            a.from.display()
-        )));
+    for from in &a.from {
+        if !from.is_dir() {
+            return Err(Failure::Usage(format!(
+                "--from {}: not a directory",
+                from.display()
+            )));
+        }
     }
+    let (newest, ancestors) = a.from.split_last().expect("clap requires one --from");
     if let Some(archive) = &a.archive {
         if !archive.is_dir() {
             return Err(Failure::Usage(format!(
@@ -372,8 +449,8 @@ pub fn restore(a: RestoreArgs) -> Result<(), Failure> {
     }
     check_new_dir(&a.dest, "restore directory")?;
     let spec = Restore {
-        backup: a.from.clone(),
-        ancestors: Vec::new(),
+        backup: newest.clone(),
+        ancestors: ancestors.to_vec(),
         archive: a.archive.clone(),
         target,
         dest: a.dest.clone(),
@@ -382,7 +459,7 @@ pub fn restore(a: RestoreArgs) -> Result<(), Failure> {
             ReplayArg::LogOrder => Replay::LogOrder,
         },
     };
-    let what = format!("restore of {} into {}", a.from.display(), a.dest.display());
+    let what = format!("restore of {} into {}", newest.display(), a.dest.display());
     let r = progress::fraction_once_started("restore", a.json, |moved| {
         Database::restore(storage(), &spec, &mut |p| {
             moved(p.copied_bytes as f64 / p.total_bytes.max(1) as f64)
@@ -415,7 +492,11 @@ pub fn restore(a: RestoreArgs) -> Result<(), Failure> {
     } else {
         println!(
             "restored {} into {}: log cut at LSN {}{}; {} archived segment(s) replayed, {} change(s) redone{}, {} transaction(s) in flight rolled back, in {:.1} s",
-            a.from.display(),
+            a.from
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" + "),
             a.dest.display(),
             r.end_lsn,
             r.last_commit

@@ -204,3 +204,102 @@ fn bad_input_is_one_line_and_exit_2() {
         "incomplete backup",
     );
 }
+
+/// `sluice backup --incremental` copies only the pages changed since its parent, `backup
+/// list` and `verify` show and restore the chain, `sluice restore --from FULL --from INC`
+/// restores it; a chain given without its full backup, out of order, or an incremental
+/// backup opened on its own is refused, one line, exit 2.
+#[test]
+fn an_incremental_backup_restores_with_its_chain() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let (dir, backups) = (tmp.path().join("db"), tmp.path().join("backups"));
+    std::fs::create_dir_all(&backups).unwrap();
+    let db = common::open_in_process(&dir);
+    for i in 0..600 {
+        put(&db, &format!("k{i:04}"), &"v".repeat(200));
+    }
+    db.close().unwrap();
+    let (full, inc) = (backups.join("1-full"), backups.join("2-inc"));
+    let (code, _, err) = run(&["backup", &s(&dir), &s(&full)]);
+    assert_eq!(code, Some(0), "{err}");
+    let db = common::open_in_process(&dir);
+    put(&db, "k0001", "changed");
+    put(&db, "new", "after the full backup");
+    db.close().unwrap();
+    let (code, out, err) = run(&[
+        "backup",
+        &s(&dir),
+        &s(&inc),
+        "--incremental",
+        &s(&full),
+        "--json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let label: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(label["kind"], "incremental", "{label}");
+    let whole = label["data_bytes"].as_u64().unwrap() / label["page_size"].as_u64().unwrap();
+    let copied = label["pages_copied"].as_u64().unwrap();
+    assert!(copied > 0 && copied < whole / 2, "{copied} of {whole} pages");
+
+    let (code, out, err) = run(&["backup", "list", &s(&backups)]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("incremental of LSN"), "{out}");
+    let (code, out, err) = run(&["backup", "verify", &s(&backups)]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("verified 2 backup"), "{out}");
+    // Verified alone, it names its missing chain.
+    let (code, out, _) = run(&["backup", "verify", &s(&inc)]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("not among the backups listed"), "{out}");
+
+    let restored = tmp.path().join("restored");
+    let (code, out, err) = run(&[
+        "restore",
+        "--from",
+        &s(&full),
+        "--from",
+        &s(&inc),
+        "--to-end",
+        &s(&restored),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(" + "), "{out}");
+    let get = |k: &str| run(&["get", &s(&restored), "t", k]).1;
+    assert_eq!(get("new").trim(), "after the full backup");
+    assert_eq!(get("k0001").trim(), "changed");
+    assert_eq!(get("k0599").trim(), "v".repeat(200));
+
+    let r = |n: &str| s(&tmp.path().join(n));
+    assert_usage_error(
+        &["restore", "--from", &s(&inc), "--to-end", &r("r1")],
+        "is an incremental backup",
+    );
+    assert_usage_error(
+        &[
+            "restore",
+            "--from",
+            &s(&inc),
+            "--from",
+            &s(&full),
+            "--to-end",
+            &r("r2"),
+        ],
+        "must start with a full backup",
+    );
+    assert_usage_error(
+        &[
+            "backup",
+            &s(&dir),
+            &r("b3"),
+            "--incremental",
+            &r("nope"),
+        ],
+        "--incremental",
+    );
+    assert_usage_error(
+        &["backup", &s(&dir), &r("b4"), "--incremental", &s(&dir)],
+        "is not a backup",
+    );
+    assert_usage_error(&["scan", &s(&inc), "t"], "incremental backup");
+}

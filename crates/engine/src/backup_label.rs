@@ -26,11 +26,15 @@
 //! ended_us 1796000000400000
 //! log_id 5d1c…                 (hex, or `-`: the id of the source's log, which its
 //!                               archive names; a log gets one when first archived)
+//! redo_from 1040000            (where recovery of the backup redoes from: the lowest
+//!                               of the checkpoint and its dirty pages' recovery LSNs;
+//!                               a label without it, from before incremental backups,
+//!                               counts `log_start`)
 //! crc32c 1a2b3c4d
 //! ```
 //!
 //! An incremental backup (`Database::backup_incremental_to`, `db/incremental.rs`) holds
-//! `data.incr` instead of `data`, and its label has six more lines after `log_id`, which
+//! `data.incr` instead of `data`, and its label has six more lines after `redo_from`, which
 //! name its parent backup (any other backup of the same database, full or incremental):
 //!
 //! ```text
@@ -38,7 +42,7 @@
 //! parent_started_us 1795990000000000 (the parent's label's `started_us`)
 //! parent_end_lsn 1900000               (its `end_lsn`)
 //! since_lsn 1048576                    (pages whose LSN is below it were not copied:
-//!                                       the parent's `log_start`)
+//!                                       the parent's `redo_from`)
 //! parent_crc32c 0badcafe               (its label's `crc32c`: another parent is told
 //!                                       apart even with the same times)
 //! pages_copied 37                      (the records in `data.incr`)
@@ -75,8 +79,8 @@ pub struct BackupParent {
     /// The parent's [`BackupLabel::end_lsn`].
     pub end_lsn: Lsn,
     /// Pages whose on-disk page LSN and image LSN were below this LSN (and that checked
-    /// clean) were not copied: the parent's [`BackupLabel::log_start`], at or below the
-    /// LSN its recovery replays from.
+    /// clean) were not copied: the parent's [`BackupLabel::redo_from`] (where its
+    /// recovery redoes from), or its [`BackupLabel::log_start`] if its label predates it.
     pub since: Lsn,
     /// The CRC32C of the parent's label ([`BackupLabel::crc`]).
     pub label_crc: u32,
@@ -93,7 +97,7 @@ impl BackupParent {
         BackupParent {
             started_us: label.started_us,
             end_lsn: label.end_lsn,
-            since: label.log_start,
+            since: label.redo_from.unwrap_or(label.log_start),
             label_crc: label.crc(),
         }
     }
@@ -122,6 +126,11 @@ pub struct BackupLabel {
     /// when it is first archived). A restore rolls the backup forward only from an
     /// archive that names this log.
     pub log_id: Option<u64>,
+    /// Where recovery of the backup redoes from: the lowest of its checkpoint's redo
+    /// point and the recovery LSNs of the pages that checkpoint found dirty (`None` in a
+    /// label written before incremental backups). Every change below it was in the data
+    /// file when the copy started.
+    pub redo_from: Option<Lsn>,
     /// `None` for a full backup; for an incremental one, the backup it was taken
     /// against, which a restore needs (with that one's own parents, down to a full one).
     pub parent: Option<BackupParent>,
@@ -166,6 +175,9 @@ impl BackupLabel {
             self.log_id
                 .map_or_else(|| "-".to_string(), |id| format!("{id:016x}"))
         );
+        if let Some(r) = self.redo_from {
+            body.push_str(&format!("redo_from {}\n", r.0));
+        }
         if let Some(p) = &self.parent {
             body.push_str(&format!(
                 "kind incremental\nparent_started_us {}\nparent_end_lsn {}\nsince_lsn {}\nparent_crc32c {:08x}\npages_copied {}\n",
@@ -218,6 +230,7 @@ impl BackupLabel {
             started_us: field("started_us")?,
             ended_us: field("ended_us")?,
             log_id: None,
+            redo_from: None,
             parent: None,
             pages_copied: 0,
         };
@@ -229,7 +242,12 @@ impl BackupLabel {
             pages_copied: label.data_bytes / u64::from(label.page_size.max(1)),
             ..label
         };
-        match lines.next() {
+        let mut next = lines.next();
+        if let Some(r) = next.and_then(|l| l.strip_prefix("redo_from ")) {
+            label.redo_from = Some(Lsn(number("redo_from", r, 10)?));
+            next = lines.next();
+        }
+        match next {
             None => {}
             Some("kind incremental") => {
                 let mut field = |key: &str, radix: u32| -> std::result::Result<u64, String> {
@@ -254,8 +272,16 @@ impl BackupLabel {
             }
             Some(line) => return Err(format!("lines after `log_id` (`{line}`)")),
         }
+        if let Some(r) = label.redo_from {
+            if !(label.log_start <= r && r <= label.checkpoint) {
+                return Err(format!(
+                    "redo point {r} is not between log start {} and checkpoint {}",
+                    label.log_start, label.checkpoint
+                ));
+            }
+        }
         if let Some(p) = &label.parent {
-            if p.since > label.log_start || p.end_lsn > label.end_lsn {
+            if p.since > label.checkpoint || p.end_lsn > label.end_lsn {
                 return Err(format!(
                     "the parent (since LSN {}, end {}) is not older than the backup (log start {}, end {})",
                     p.since, p.end_lsn, label.log_start, label.end_lsn
@@ -364,6 +390,7 @@ mod tests {
             started_us: 1_796_000_000_000_000,
             ended_us: 1_796_000_000_400_000,
             log_id: Some(0x5d1c_0000_0000_0001),
+            redo_from: Some(Lsn(1 << 19)),
             parent: None,
             pages_copied: 100,
         }
@@ -412,6 +439,15 @@ mod tests {
     #[test]
     fn a_label_round_trips() {
         let l = sample();
+        assert_eq!(BackupLabel::decode(l.encode().as_bytes()), Ok(l));
+    }
+
+    #[test]
+    fn an_old_label_without_a_redo_point_round_trips() {
+        let l = BackupLabel {
+            redo_from: None,
+            ..sample()
+        };
         assert_eq!(BackupLabel::decode(l.encode().as_bytes()), Ok(l));
     }
 

@@ -271,6 +271,7 @@ pub fn run(
             let dest = root.join(format!("restored-{round}-{name}"));
             let spec = Restore {
                 backup: backup.clone(),
+                ancestors: Vec::new(),
                 archive: Some(archive.clone()),
                 target: RestoreTarget::End,
                 dest: dest.clone(),

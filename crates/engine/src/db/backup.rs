@@ -107,7 +107,7 @@ impl Database {
     /// [`Database::backup_incremental_to`], telling `progress` how far the copy is.
     ///
     /// A page is copied when, as read, its page LSN or image LSN is at or above the LSN
-    /// its parent's log starts at ([`BackupParent::since`]), when it fails its checksum
+    /// its parent's recovery redoes from ([`BackupParent::since`]), when it fails its checksum
     /// or structural check, or when it lies past the parent's data file; every other page
     /// is byte for byte what the parent holds (the module docs of `db/incremental.rs`
     /// argue it). The label names the parent ([`BackupLabel::parent`]). An incremental
@@ -248,6 +248,10 @@ impl Database {
             )));
         };
 
+        // Where recovery of this backup redoes from (what a child backup copies changes
+        // since): the checkpoint's end record is in the pinned log.
+        let redo_from = redo_start(log, checkpoint)?;
+
         // 2. The data file, while writers go on.
         let source = inner.dir.join(DATA);
         let data_len = {
@@ -324,6 +328,7 @@ impl Database {
             started_us,
             ended_us: now_us(),
             log_id: log.id()?,
+            redo_from: Some(redo_from),
             parent: parent.as_ref().map(BackupParent::of),
             pages_copied,
         };
@@ -337,6 +342,23 @@ impl Database {
             .map_err(|e| file_error("backup directory", dest, e))?;
         tracing::info!(end = %end, data_bytes = data_len, pages_copied, kind = label.kind(), "backup complete");
         Ok(label)
+    }
+}
+
+/// The lowest LSN recovery from `checkpoint` redoes from: its redo point, or the recovery
+/// LSN of a page its end record lists dirty, if lower.
+fn redo_start(log: &crate::log_sink::LogSink, checkpoint: crate::control::Checkpoint) -> Result<Lsn> {
+    let r = log.read_from(checkpoint.end)?.next().ok_or_else(|| {
+        Error::Corruption(format!("no checkpoint record at {}", checkpoint.end))
+    })??;
+    match crate::recovery::analysis::decode(r.lsn, &r.payload)? {
+        crate::log_record::Record::EndCheckpoint(d) => {
+            Ok(d.dirty.iter().map(|p| p.1).fold(checkpoint.begin, Lsn::min))
+        }
+        _ => Err(Error::Corruption(format!(
+            "record at {} is not the end of a checkpoint",
+            checkpoint.end
+        ))),
     }
 }
 

@@ -5,18 +5,20 @@
 //! An incremental backup runs the protocol of a full one (`backup.rs`: marker, checkpoint,
 //! log pinned, data, log, `CONTROL`, label, marker removed) but for the data file: of it,
 //! it copies into `data.incr` only the pages that, as read,
-//! * have a page LSN or an image LSN at or above `T`, the parent's `log_start` (the
-//!   first LSN of the log the parent copied, at or below every LSN its recovery replays
-//!   from: the checkpoint's redo point, every dirty page's recovery LSN); or
+//! * have a page LSN or an image LSN at or above `T`, the parent's `redo_from` (the
+//!   lowest of its checkpoint's redo point and the recovery LSNs of the pages that
+//!   checkpoint recorded dirty: where recovery of the parent redoes from; a parent label
+//!   written before it was recorded gives its `log_start`, lower still); or
 //! * fail their checksum or their structural check (a torn read, a page never written,
 //!   anything this code cannot vouch for); or
 //! * lie at or past the parent's data-file length.
 //!
 //! **Why the pages not copied are right.** Take a page `P` not copied: the child read a
 //! whole, valid version `D` of it with page LSN below `T`. (a) When the parent's copy
-//! started, its checkpoint was complete, and recovery of the parent's copy redoes from at
-//! or above `T`: so the data file held every change to `P` below `T` (a full backup is
-//! correct only because of that). (b) Disk versions never go backwards (the page-write
+//! started, its checkpoint was complete, and recovery of the parent's copy redoes from
+//! `T` (a page not in the checkpoint's dirty table from its redo point, higher): so the
+//! data file held every change to `P` below `T` — a full backup is correct only because
+//! of that. (b) Disk versions never go backwards (the page-write
 //! protocol never lands an older version over a newer one), and each version holds every
 //! change of the versions before it. So `D`, later than what the file held then, holds
 //! every change to `P` below `T` too, and — its page LSN being below `T` — no other. So
@@ -42,7 +44,7 @@
 //! page copied torn, whose page checksum fails.
 
 use super::open::DATA;
-use crate::backup_label::{incomplete, BackupLabel, INCREMENTAL_DATA, PARTIAL};
+use crate::backup_label::{incomplete, BackupLabel, BackupParent, INCREMENTAL_DATA, PARTIAL};
 use crate::data_file::{file_error, write_and_rename};
 use crate::error::{Error, Result};
 use crate::ids::PageId;
@@ -211,7 +213,7 @@ pub(crate) fn copy_changed(
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64> {
     let ps = u64::from(page_size);
-    let since = parent.log_start;
+    let since = BackupParent::of(parent).since;
     let src = st
         .open(source, OpenOptions::READ_ONLY)
         .map_err(|e| file_error("data file", source, e))?;

@@ -95,6 +95,19 @@ pub fn run_load(
     stop: &AtomicBool,
     rec: &Recorded,
 ) {
+    run_load_on(db, threads, (max, KEYS), seed, stop, rec)
+}
+
+/// [`run_load`] on the keys in `0..keys` only (a load that changes a few of the pages:
+/// incremental backups copy those).
+pub fn run_load_on(
+    db: &Database,
+    threads: usize,
+    (max, keys): (usize, u64),
+    seed: u64,
+    stop: &AtomicBool,
+    rec: &Recorded,
+) {
     let t = db.table_or_create(TABLE).unwrap();
     std::thread::scope(|s| {
         for th in 0..threads {
@@ -109,7 +122,7 @@ pub fn run_load(
                     let mut writes = Vec::new();
                     let mut ok = true;
                     for _ in 0..rng.gen_range(1..=3) {
-                        let k = format!("k{:03}", rng.gen_range(0..KEYS)).into_bytes();
+                        let k = format!("k{:03}", rng.gen_range(0..keys)).into_bytes();
                         let r = if rng.gen_range(0..5) == 0 {
                             writes.push((k.clone(), None));
                             tx.delete(&t, &k).map(|_| ())
@@ -183,9 +196,20 @@ pub fn under_load<T: Send>(
     rec: &Arc<Recorded>,
     during: impl FnOnce() -> T + Send,
 ) -> T {
+    under_load_on(db, (threads, KEYS), seed, rec, during)
+}
+
+/// [`under_load`] with a load on the keys in `0..keys` only ([`run_load_on`]).
+pub fn under_load_on<T: Send>(
+    db: &Database,
+    (threads, keys): (usize, u64),
+    seed: u64,
+    rec: &Arc<Recorded>,
+    during: impl FnOnce() -> T + Send,
+) -> T {
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
-        s.spawn(|| run_load(db, threads, usize::MAX, seed, &stop, rec));
+        s.spawn(|| run_load_on(db, threads, (usize::MAX, keys), seed, &stop, rec));
         // Let the load get going before `during` starts, and go on for a while after.
         let wait_for = |n: usize| {
             while rec.commits.lock().len() < n {
