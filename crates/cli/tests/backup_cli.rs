@@ -301,5 +301,7 @@ fn an_incremental_backup_restores_with_its_chain() {
         &["backup", &s(&dir), &r("b4"), "--incremental", &s(&dir)],
         "is not a backup",
     );
-    assert_usage_error(&["scan", &s(&inc), "t"], "incremental backup");
+    let (code, _, err) = run(&["scan", &s(&inc), "t"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("is an incremental backup"), "{err}");
 }
