@@ -207,9 +207,8 @@ fn take(
     .map_err(|e| open_failure(dir, e))?;
     let what = format!("backup of {} to {}", dir.display(), dest.display());
     let label = progress::fraction_once_started("backup", json, |moved| {
-        let mut tell = |p: sluice::BackupProgress| {
-            moved(p.copied_bytes as f64 / p.total_bytes.max(1) as f64)
-        };
+        let mut tell =
+            |p: sluice::BackupProgress| moved(p.copied_bytes as f64 / p.total_bytes.max(1) as f64);
         match parent {
             None => db.backup_to_with(dest, &mut tell),
             Some(parent) => db.backup_incremental_to_with(dest, parent, &mut tell),

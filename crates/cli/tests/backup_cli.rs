@@ -240,7 +240,10 @@ fn an_incremental_backup_restores_with_its_chain() {
     assert_eq!(label["kind"], "incremental", "{label}");
     let whole = label["data_bytes"].as_u64().unwrap() / label["page_size"].as_u64().unwrap();
     let copied = label["pages_copied"].as_u64().unwrap();
-    assert!(copied > 0 && copied < whole / 2, "{copied} of {whole} pages");
+    assert!(
+        copied > 0 && copied < whole / 2,
+        "{copied} of {whole} pages"
+    );
 
     let (code, out, err) = run(&["backup", "list", &s(&backups)]);
     assert_eq!(code, Some(0), "{err}");
@@ -288,13 +291,7 @@ fn an_incremental_backup_restores_with_its_chain() {
         "must start with a full backup",
     );
     assert_usage_error(
-        &[
-            "backup",
-            &s(&dir),
-            &r("b3"),
-            "--incremental",
-            &r("nope"),
-        ],
+        &["backup", &s(&dir), &r("b3"), "--incremental", &r("nope")],
         "--incremental",
     );
     assert_usage_error(

@@ -433,7 +433,10 @@ mod tests {
             ended_us: p.ended_us + 1,
             ..p
         };
-        assert!(!link.is(&other), "another label, same times: told apart by its CRC");
+        assert!(
+            !link.is(&other),
+            "another label, same times: told apart by its CRC"
+        );
     }
 
     #[test]

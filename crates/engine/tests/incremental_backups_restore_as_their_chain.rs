@@ -120,7 +120,10 @@ fn a_chain_restores_to_the_newest_backups_end_and_to_the_archives_end() {
             full.pages_copied, inc1.pages_copied, inc2.pages_copied, inc2.data_bytes
         );
         assert_eq!(full.kind(), "full");
-        assert_eq!(full.pages_copied, full.data_bytes / u64::from(full.page_size));
+        assert_eq!(
+            full.pages_copied,
+            full.data_bytes / u64::from(full.page_size)
+        );
         assert_eq!(inc1.parent, Some(BackupParent::of(&full)), "{what}");
         assert_eq!(inc2.parent, Some(BackupParent::of(&inc1)), "{what}");
         for inc in [inc1, inc2] {
@@ -244,8 +247,12 @@ fn a_broken_chain_and_a_wrong_parent_are_refused_naming_them() {
     // the newer backups are not its parents.
     db.close().unwrap();
     restore(st, &["/full"], None, "/restored").unwrap();
-    let restored = Database::open_on(st.clone(), "/restored", options(c.o.commit, c.o.propagation))
-        .unwrap();
+    let restored = Database::open_on(
+        st.clone(),
+        "/restored",
+        options(c.o.commit, c.o.propagation),
+    )
+    .unwrap();
     refused(
         restored.backup_incremental_to("/y4", "/inc2"),
         &["/inc2", "newer than this database"],

@@ -347,7 +347,10 @@ impl Database {
 
 /// The lowest LSN recovery from `checkpoint` redoes from: its redo point, or the recovery
 /// LSN of a page its end record lists dirty, if lower.
-fn redo_start(log: &crate::log_sink::LogSink, checkpoint: crate::control::Checkpoint) -> Result<Lsn> {
+fn redo_start(
+    log: &crate::log_sink::LogSink,
+    checkpoint: crate::control::Checkpoint,
+) -> Result<Lsn> {
     let r = log.read_from(checkpoint.end)?.next().ok_or_else(|| {
         Error::Corruption(format!("no checkpoint record at {}", checkpoint.end))
     })??;

@@ -295,7 +295,9 @@ pub(crate) fn restore_data(
             .map_err(|e| file_error("incremental data file", &path, e))?;
         let mut h = [0u8; HEADER as usize];
         if len < HEADER {
-            return Err(damaged(format!("it is {len} bytes, shorter than its header")));
+            return Err(damaged(format!(
+                "it is {len} bytes, shorter than its header"
+            )));
         }
         src.read_exact_at(&mut h, 0)
             .map_err(|e| file_error("incremental data file", &path, e))?;

@@ -12,9 +12,9 @@
 //! of a directory before anything is created in it), `verify.rs` ([`Database::verify`]).
 
 mod backup;
-mod incremental;
 mod compact;
 mod handle;
+mod incremental;
 mod open;
 mod restore;
 mod restore_runs;
