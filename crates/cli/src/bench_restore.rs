@@ -90,15 +90,15 @@ fn print(r: &RestoreResult) {
         ("data (MiB)", mib(r.data_bytes)),
         ("log replayed (MiB)", mib(r.log_bytes)),
         ("restore's buffer pool (MiB)", mib(r.restore_pool_bytes)),
-        ("log order, median (s)", format!("{:.2}", r.log_order_median)),
+        (
+            "log order, median (s)",
+            format!("{:.2}", r.log_order_median),
+        ),
         (
             "single pass from sorted runs, median (s)",
             format!("{:.2}", r.sorted_runs_median),
         ),
-        (
-            "log order ÷ single pass",
-            format!("{:.2}×", r.ratio),
-        ),
+        ("log order ÷ single pass", format!("{:.2}×", r.ratio)),
         (
             "restored databases",
             format!(

@@ -86,7 +86,7 @@ fn check(
         target,
         dest: root.join(format!("restored-{n}")),
         // Both ways, alternately.
-        replay: if n % 2 == 0 {
+        replay: if n.is_multiple_of(2) {
             Replay::SortedRuns
         } else {
             Replay::LogOrder

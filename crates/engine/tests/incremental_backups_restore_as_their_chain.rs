@@ -30,6 +30,9 @@ fn ro(o: &Options) -> Options {
     }
 }
 
+/// Restores so far (which way the next one replays the log).
+static RESTORES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 fn restore(
     storage: &Arc<dyn Storage>,
     chain: &[&str],
@@ -45,6 +48,15 @@ fn restore(
             archive: archive.map(PathBuf::from),
             target: RestoreTarget::End,
             dest: PathBuf::from(dest),
+            // Both ways of replaying the log, alternately.
+            replay: if RESTORES
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                .is_multiple_of(2)
+            {
+                sluice::Replay::SortedRuns
+            } else {
+                sluice::Replay::LogOrder
+            },
         },
         &mut |_| {},
     )

@@ -72,13 +72,19 @@ impl RestoreConfig {
             return Err(format!("scale {} is not in 1..=1000", self.scale));
         }
         if !(self.seconds.is_finite() && self.seconds > 0.0 && self.seconds <= 86_400.0) {
-            return Err(format!("{} seconds of load is not in (0, 86400]", self.seconds));
+            return Err(format!(
+                "{} seconds of load is not in (0, 86400]",
+                self.seconds
+            ));
         }
         if self.clients == 0 || self.clients > 4096 {
             return Err(format!("{} clients is not in 1..=4096", self.clients));
         }
         if !(64..=(1 << 22)).contains(&self.pool_pages) {
-            return Err(format!("{} pool pages is not in 64..=4194304", self.pool_pages));
+            return Err(format!(
+                "{} pool pages is not in 64..=4194304",
+                self.pool_pages
+            ));
         }
         if self.repeat == 0 || self.repeat > 100 {
             return Err(format!("{} rounds is not in 1..=100", self.repeat));
@@ -226,9 +232,7 @@ pub fn run(
     let label = db.backup_to(&backup)?;
 
     // 2. The load.
-    let workload = Arc::new(
-        TpcbWorkload::new(tables, shape, 1).map_err(Error::InvalidArgument)?,
-    );
+    let workload = Arc::new(TpcbWorkload::new(tables, shape, 1).map_err(Error::InvalidArgument)?);
     let protocol = options.commit;
     let dcfg = DriverConfig {
         clients: cfg.clients,
@@ -314,9 +318,7 @@ pub fn run(
                 replay: name,
                 seconds,
                 scan_seconds: r.elapsed_us.saturating_sub(
-                    r.copy_us
-                        + r.recovery_us
-                        + r.single_pass.map_or(0, |p| p.sort_us + p.apply_us),
+                    r.copy_us + r.recovery_us + r.single_pass.map_or(0, |p| p.sort_us + p.apply_us),
                 ) as f64
                     / 1e6,
                 copy_seconds: r.copy_us as f64 / 1e6,

@@ -26,8 +26,8 @@
 
 use super::backup::{now_us, prepare_empty_dir, LOG};
 use super::handle::Database;
-pub use super::restore_runs::SinglePass;
 use super::incremental;
+pub use super::restore_runs::SinglePass;
 use crate::backup_label::{incomplete, BackupLabel, PARTIAL};
 use crate::control::Control;
 use crate::data_file::file_error;
@@ -235,7 +235,7 @@ impl Database {
                 checkpoint,
                 cut,
                 label.page_size as usize,
-                options.log.clone(),
+                options.log,
             )?),
             _ => None,
         };
