@@ -27,4 +27,5 @@ mod peer_kill_durability;
 mod plan_cli;
 mod propagation_cli;
 mod read_only_tools_open_any_crashed_database;
+mod restore_bench_cli;
 mod stats_shows_leaf_fill;

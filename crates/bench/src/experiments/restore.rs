@@ -69,25 +69,25 @@ impl RestoreConfig {
     /// Checks the knobs.
     pub fn validate(&self) -> Result<(), String> {
         if self.scale == 0 || self.scale > 1_000 {
-            return Err(format!("scale {} is not in 1..=1000", self.scale));
+            return Err(format!("--scale {} is not in 1..=1000", self.scale));
         }
         if !(self.seconds.is_finite() && self.seconds > 0.0 && self.seconds <= 86_400.0) {
             return Err(format!(
-                "{} seconds of load is not in (0, 86400]",
+                "--seconds {} is not in (0, 86400]",
                 self.seconds
             ));
         }
         if self.clients == 0 || self.clients > 4096 {
-            return Err(format!("{} clients is not in 1..=4096", self.clients));
+            return Err(format!("--clients {} is not in 1..=4096", self.clients));
         }
         if !(64..=(1 << 22)).contains(&self.pool_pages) {
             return Err(format!(
-                "{} pool pages is not in 64..=4194304",
+                "--pool-pages {} is not in 64..=4194304",
                 self.pool_pages
             ));
         }
         if self.repeat == 0 || self.repeat > 100 {
-            return Err(format!("{} rounds is not in 1..=100", self.repeat));
+            return Err(format!("--repeat {} is not in 1..=100", self.repeat));
         }
         Ok(())
     }
@@ -210,7 +210,7 @@ pub fn run(
         log: sluice_wal::LogOptions {
             // Small enough that the segment still being written when the load stops
             // (never archived) is a small part of the log replayed.
-            segment_bytes: 16 << 20,
+            segment_bytes: 2 << 20,
             ..setup::options(&setup).log
         },
         ..setup::options(&setup)
@@ -348,6 +348,11 @@ pub fn run(
         "{} rounds, the two restores alternating which goes first; times are whole restores (copy, replay, recovery), medians compared",
         cfg.repeat
     )];
+    if log_bytes == 0 {
+        notes.push(
+            "the archive holds none of the load's log (the segment being written is archived only once it is finished): both restores are the backup alone; raise --seconds".into(),
+        );
+    }
     if label.data_bytes <= restore_pool_bytes {
         notes.push(format!(
             "the data ({} MiB) fits in the restore's buffer pool ({} MiB): replay in log order never reads a page twice, so sorting is pure overhead here; raise --scale to see the single pass pay off",
