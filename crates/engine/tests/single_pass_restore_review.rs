@@ -47,7 +47,10 @@ fn dump(db: &Database) -> (Dump, String) {
         d.insert(name, s);
     }
     let v = match db.verify() {
-        Ok(r) => format!("ok: tables {} entries {} per_table {:?}", r.tables, r.entries, r.per_table),
+        Ok(r) => format!(
+            "ok: tables {} entries {} per_table {:?}",
+            r.tables, r.entries, r.per_table
+        ),
         Err(e) => format!("verify failed: {e}"),
     };
     (d, v)
@@ -74,17 +77,39 @@ fn both_ways(
 ) -> (Dump, Lsn) {
     let sr_dir = format!("/{tag}-sr");
     let lo_dir = format!("/{tag}-lo");
-    let lo = restore(storage, backup, ancestors, archive, target, &lo_dir, Replay::LogOrder)
-        .unwrap_or_else(|e| panic!("{tag}: LogOrder restore to {target:?} failed: {e}"));
-    let sr = restore(storage, backup, ancestors, archive, target, &sr_dir, Replay::SortedRuns);
+    let lo = restore(
+        storage,
+        backup,
+        ancestors,
+        archive,
+        target,
+        &lo_dir,
+        Replay::LogOrder,
+    )
+    .unwrap_or_else(|e| panic!("{tag}: LogOrder restore to {target:?} failed: {e}"));
+    let sr = restore(
+        storage,
+        backup,
+        ancestors,
+        archive,
+        target,
+        &sr_dir,
+        Replay::SortedRuns,
+    );
     let sr = sr.unwrap_or_else(|e| {
-        panic!("{tag}: SortedRuns restore to {target:?} failed where LogOrder succeeded (cut {}): {e}", lo.end_lsn)
+        panic!(
+            "{tag}: SortedRuns restore to {target:?} failed where LogOrder succeeded (cut {}): {e}",
+            lo.end_lsn
+        )
     });
     assert!(sr.single_pass.is_some(), "{tag}: no single pass ran");
     assert_eq!(sr.end_lsn, lo.end_lsn, "{tag}: cuts differ");
     let (d_lo, v_lo) = open_dump(storage, &lo_dir, o);
     let (d_sr, v_sr) = open_dump(storage, &sr_dir, o);
-    assert!(v_lo.starts_with("ok"), "{tag}: LogOrder restore does not verify: {v_lo}");
+    assert!(
+        v_lo.starts_with("ok"),
+        "{tag}: LogOrder restore does not verify: {v_lo}"
+    );
     assert!(
         v_sr.starts_with("ok"),
         "{tag}: SortedRuns restore to {target:?} (cut {}) does not verify: {v_sr}",
@@ -94,7 +119,10 @@ fn both_ways(
     assert!(d_sr == d_lo, "{tag}: SortedRuns and LogOrder restores to {target:?} (cut {}) show different tables/entries", sr.end_lsn);
     // A second open (normal redo from the checkpoint) shows the same again.
     let (d2, v2) = open_dump(storage, &sr_dir, o);
-    assert!(d2 == d_sr && v2 == v_sr, "{tag}: second open of the SortedRuns restore differs");
+    assert!(
+        d2 == d_sr && v2 == v_sr,
+        "{tag}: second open of the SortedRuns restore differs"
+    );
     (d_sr, sr.end_lsn)
 }
 
@@ -123,11 +151,24 @@ fn both_replays_agree_at_many_targets_for_every_configuration() {
         run_load(&db, 2, 150, 70 + i as u64, &AtomicBool::new(false), &rec);
         wait_archived(&db);
         db.close().unwrap();
-        let full = restore(&storage, "/backup", &[], Some("/archive"), RestoreTarget::End, "/full", Replay::LogOrder).unwrap();
+        let full = restore(
+            &storage,
+            "/backup",
+            &[],
+            Some("/archive"),
+            RestoreTarget::End,
+            "/full",
+            Replay::LogOrder,
+        )
+        .unwrap();
         let (b, e) = (label.end_lsn.0, full.end_lsn.0);
         for k in 0..4u64 {
             let t = Lsn(b + (e - b) * k / 3 + if k == 3 { 0 } else { 37 * k });
-            let t = if k == 3 { RestoreTarget::End } else { RestoreTarget::Lsn(t) };
+            let t = if k == 3 {
+                RestoreTarget::End
+            } else {
+                RestoreTarget::Lsn(t)
+            };
             let tag = format!("c{i}-{k}");
             let (d, cut) = both_ways(&storage, "/backup", &[], Some("/archive"), t, &tag, &o);
             assert!(
@@ -154,25 +195,60 @@ fn a_power_loss_anywhere_in_a_single_pass_restore_leaves_no_database_or_the_rest
         run_load(&db, 1, 150, 9, &AtomicBool::new(false), &rec);
         wait_archived(&db);
         db.close().unwrap();
-        let full = restore(&storage, "/backup", &[], Some("/archive"), RestoreTarget::End, "/full", Replay::LogOrder).unwrap();
+        let full = restore(
+            &storage,
+            "/backup",
+            &[],
+            Some("/archive"),
+            RestoreTarget::End,
+            "/full",
+            Replay::LogOrder,
+        )
+        .unwrap();
         let target = RestoreTarget::Lsn(Lsn((label.end_lsn.0 + full.end_lsn.0) / 2 + 11));
-        let reference = restore(&storage, "/backup", &[], Some("/archive"), target, "/ref", Replay::LogOrder).unwrap();
+        let reference = restore(
+            &storage,
+            "/backup",
+            &[],
+            Some("/archive"),
+            target,
+            "/ref",
+            Replay::LogOrder,
+        )
+        .unwrap();
         let want = rec.state_at(reference.end_lsn);
         let mut n = 1;
         loop {
             let dest = format!("/p{j}-{n}");
             sim.crash_at_op(n);
-            let r = restore(&storage, "/backup", &[], Some("/archive"), target, &dest, Replay::SortedRuns);
+            let r = restore(
+                &storage,
+                "/backup",
+                &[],
+                Some("/archive"),
+                target,
+                &dest,
+                Replay::SortedRuns,
+            );
             sim.disarm_crash();
             let crashed = r.is_err();
-            let empty = storage.list(dest.as_ref()).map_or(true, |names| names.is_empty());
+            let empty = storage
+                .list(dest.as_ref())
+                .map_or(true, |names| names.is_empty());
             if !empty {
                 for attempt in 0..2 {
                     match Database::open_on(storage.clone(), &dest, o.clone()) {
                         Ok(d) => {
-                            assert!(state(&d) == want, "{s}: power loss at op {n}: wrong state (open {attempt})");
+                            assert!(
+                                state(&d) == want,
+                                "{s}: power loss at op {n}: wrong state (open {attempt})"
+                            );
                             let v = d.verify();
-                            assert!(v.is_ok(), "{s}: power loss at op {n}: verify: {:?}", v.err());
+                            assert!(
+                                v.is_ok(),
+                                "{s}: power loss at op {n}: verify: {:?}",
+                                v.err()
+                            );
                             d.close().unwrap();
                         }
                         Err(e) => assert!(
@@ -197,7 +273,10 @@ fn a_power_loss_anywhere_in_a_single_pass_restore_leaves_no_database_or_the_rest
 /// targets before, inside and after the compaction.
 #[test]
 fn both_replays_agree_across_a_compaction_after_the_backup() {
-    for (i, s) in ["checkpoint-sweep", "page-oldest", "log"].into_iter().enumerate() {
+    for (i, s) in ["checkpoint-sweep", "page-oldest", "log"]
+        .into_iter()
+        .enumerate()
+    {
         let sim = SimStorage::new(500 + i as u64);
         let storage: Arc<dyn Storage> = Arc::new(sim.clone());
         let o = options(CommitProtocol::default(), s.parse::<Strategy>().unwrap());
@@ -209,7 +288,8 @@ fn both_replays_agree_across_a_compaction_after_the_backup() {
         for c in 0..20u32 {
             let mut tx = db.begin();
             for k in 0..50u32 {
-                tx.put(&big, format!("b{c:02}{k:03}").as_bytes(), vec![b'b'; 300]).unwrap();
+                tx.put(&big, format!("b{c:02}{k:03}").as_bytes(), vec![b'b'; 300])
+                    .unwrap();
             }
             tx.commit().unwrap();
         }
@@ -219,7 +299,8 @@ fn both_replays_agree_across_a_compaction_after_the_backup() {
         let mut tx = db.begin();
         for c in 0..20u32 {
             for k in 0..50u32 {
-                tx.delete(&big, format!("b{c:02}{k:03}").as_bytes()).unwrap();
+                tx.delete(&big, format!("b{c:02}{k:03}").as_bytes())
+                    .unwrap();
             }
         }
         tx.commit().unwrap();
@@ -234,7 +315,12 @@ fn both_replays_agree_across_a_compaction_after_the_backup() {
             let mut tx = db.begin();
             for k in 0..30u32 {
                 let len = if k % 10 == 0 { 20_000 } else { 200 };
-                tx.put(&t, format!("k{k:03}").as_bytes(), vec![b'0' + (n % 10) as u8; len]).unwrap();
+                tx.put(
+                    &t,
+                    format!("k{k:03}").as_bytes(),
+                    vec![b'0' + (n % 10) as u8; len],
+                )
+                .unwrap();
             }
             tx.commit().unwrap();
             if n % 3 == 2 {
@@ -247,9 +333,25 @@ fn both_replays_agree_across_a_compaction_after_the_backup() {
         db.close().unwrap();
         for (k, m) in marks.iter().enumerate().skip(1).take(2) {
             let tag = format!("k{i}-{k}");
-            both_ways(&storage, "/backup", &[], Some("/archive"), RestoreTarget::Lsn(Lsn(m.0 - 1)), &tag, &o);
+            both_ways(
+                &storage,
+                "/backup",
+                &[],
+                Some("/archive"),
+                RestoreTarget::Lsn(Lsn(m.0 - 1)),
+                &tag,
+                &o,
+            );
         }
-        both_ways(&storage, "/backup", &[], Some("/archive"), RestoreTarget::End, &format!("k{i}-end"), &o);
+        both_ways(
+            &storage,
+            "/backup",
+            &[],
+            Some("/archive"),
+            RestoreTarget::End,
+            &format!("k{i}-end"),
+            &o,
+        );
     }
 }
 
@@ -258,7 +360,14 @@ fn both_replays_agree_across_a_compaction_after_the_backup() {
 /// both replays agree.
 #[test]
 fn both_replays_agree_with_big_values_and_a_long_loser() {
-    for (i, (ps, s)) in [(4096usize, "log"), (8192, "page-oldest"), (8192, "checkpoint-sweep")].into_iter().enumerate() {
+    for (i, (ps, s)) in [
+        (4096usize, "log"),
+        (8192, "page-oldest"),
+        (8192, "checkpoint-sweep"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
         let sim = SimStorage::new(600 + i as u64);
         let storage: Arc<dyn Storage> = Arc::new(sim.clone());
         let mut o = options(CommitProtocol::default(), s.parse::<Strategy>().unwrap());
@@ -270,14 +379,20 @@ fn both_replays_agree_with_big_values_and_a_long_loser() {
         let t = db.table_or_create("blobs").unwrap();
         for k in 0..6u32 {
             let mut tx = db.begin();
-            tx.put(&t, format!("blob{k}").as_bytes(), vec![b'a' + k as u8; 50_000 + 7 * k as usize]).unwrap();
+            tx.put(
+                &t,
+                format!("blob{k}").as_bytes(),
+                vec![b'a' + k as u8; 50_000 + 7 * k as usize],
+            )
+            .unwrap();
             tx.commit().unwrap();
         }
         // A long transaction: the cut lands inside it.
         let tt = db.table(TABLE).unwrap();
         let mut long = db.begin();
         for k in 0..400u32 {
-            long.put(&tt, format!("k{k:03}").as_bytes(), vec![b'L'; 150]).unwrap();
+            long.put(&tt, format!("k{k:03}").as_bytes(), vec![b'L'; 150])
+                .unwrap();
         }
         long.put(&t, b"blob1", vec![b'X'; 70_000]).unwrap();
         let mid = db.log().durable_lsn();
@@ -291,8 +406,24 @@ fn both_replays_agree_with_big_values_and_a_long_loser() {
         wait_archived(&db);
         let _ = label;
         db.close().unwrap();
-        both_ways(&storage, "/backup", &[], Some("/archive"), RestoreTarget::Lsn(mid), &format!("b{i}-mid"), &o);
-        both_ways(&storage, "/backup", &[], Some("/archive"), RestoreTarget::End, &format!("b{i}-end"), &o);
+        both_ways(
+            &storage,
+            "/backup",
+            &[],
+            Some("/archive"),
+            RestoreTarget::Lsn(mid),
+            &format!("b{i}-mid"),
+            &o,
+        );
+        both_ways(
+            &storage,
+            "/backup",
+            &[],
+            Some("/archive"),
+            RestoreTarget::End,
+            &format!("b{i}-end"),
+            &o,
+        );
     }
 }
 
@@ -316,7 +447,18 @@ fn both_replays_agree_on_an_incremental_chain() {
         wait_archived(&db);
         db.close().unwrap();
         let t = RestoreTarget::Lsn(Lsn(inc.end_lsn.0 + 3000));
-        let (d, cut) = both_ways(&storage, "/inc", &["/full"], Some("/archive"), t, &format!("i{i}"), &o);
-        assert!(d.get(TABLE).cloned().unwrap_or_default() == rec.state_at(cut), "{s}: incremental chain: wrong state at {cut}");
+        let (d, cut) = both_ways(
+            &storage,
+            "/inc",
+            &["/full"],
+            Some("/archive"),
+            t,
+            &format!("i{i}"),
+            &o,
+        );
+        assert!(
+            d.get(TABLE).cloned().unwrap_or_default() == rec.state_at(cut),
+            "{s}: incremental chain: wrong state at {cut}"
+        );
     }
 }

@@ -6,15 +6,15 @@
 //!
 //! One run, in a fresh temporary directory:
 //! 1. TPC-B loaded into a database that archives its log continuously
-//!    ([`sluice::Options::log_archive`]), then an online backup of it
-//!    ([`Database::backup_to`]);
-//! 2. the workload for `seconds` (clients at full speed), then a clean close: the
-//!    archive now holds every finished segment written since the backup;
+//!    ([`sluice::Options::log_archive`]);
+//! 2. the workload for `seconds` (clients at full speed), with an online backup
+//!    ([`Database::backup_to`]) taken a quarter of the way in while the clients go on,
+//!    then a clean close: the archive now holds every finished segment written since;
 //! 3. `repeat` rounds, each restoring the backup rolled forward to the end of the archive
 //!    once with [`Replay::LogOrder`] and once with [`Replay::SortedRuns`], the order
 //!    alternating between rounds so the machine's drift hits both; each restored
-//!    database is opened and checked with TPC-B's consistency check, and both must show
-//!    the same balances and history.
+//!    database is opened, verified (every page and tree) and checked with TPC-B's
+//!    consistency check, and both must show the same balances and history.
 //!
 //! Both restores copy the same files and run the same recovery options (the restore's
 //! own: the default buffer pool of [`sluice::Options`]); what differs is only how the
@@ -72,10 +72,7 @@ impl RestoreConfig {
             return Err(format!("--scale {} is not in 1..=1000", self.scale));
         }
         if !(self.seconds.is_finite() && self.seconds > 0.0 && self.seconds <= 86_400.0) {
-            return Err(format!(
-                "--seconds {} is not in (0, 86400]",
-                self.seconds
-            ));
+            return Err(format!("--seconds {} is not in (0, 86400]", self.seconds));
         }
         if self.clients == 0 || self.clients > 4096 {
             return Err(format!("--clients {} is not in 1..=4096", self.clients));
@@ -229,9 +226,8 @@ pub fn run(
             what: "loading TPC-B",
         })
     })?;
-    let label = db.backup_to(&backup)?;
 
-    // 2. The load.
+    // 2. The load, and an online backup taken a quarter of the way into it.
     let workload = Arc::new(TpcbWorkload::new(tables, shape, 1).map_err(Error::InvalidArgument)?);
     let protocol = options.commit;
     let dcfg = DriverConfig {
@@ -243,12 +239,21 @@ pub fn run(
         seed: cfg.seed,
         rate: None,
     };
-    let load = driver::run(&db, workload.clone(), &dcfg, |f| {
-        progress(Progress {
-            done: at(1, f),
-            what: "TPC-B load",
-        })
-    })?;
+    let (load, label) = std::thread::scope(|s| {
+        let backing_up = s.spawn(|| {
+            std::thread::sleep(Duration::from_secs_f64(cfg.seconds / 4.0));
+            db.backup_to(&backup)
+        });
+        let load = driver::run(&db, workload.clone(), &dcfg, |f| {
+            progress(Progress {
+                done: at(1, f),
+                what: "TPC-B load",
+            })
+        });
+        let label = backing_up.join().expect("the backup thread does not panic");
+        (load, label)
+    });
+    let (load, label) = (load?, label?);
     drop(workload);
     db.close()?;
     let reach = Database::backup_reach(storage.clone(), &backup, Some(&archive))?;
@@ -295,6 +300,7 @@ pub fn run(
                 },
             )?;
             restore_pool_bytes = (r.pool_pages * label.page_size as usize) as u64;
+            restored.verify()?;
             let t = TpcbTables::open(&restored)?;
             let c = tpcb::check(&restored, &t, None)?;
             drop(t);
