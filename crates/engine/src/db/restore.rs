@@ -235,7 +235,7 @@ impl Database {
                 checkpoint,
                 cut,
                 label.page_size as usize,
-                options.log,
+                source.segment_bytes,
             )?),
             _ => None,
         };

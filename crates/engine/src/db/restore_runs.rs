@@ -19,7 +19,9 @@
 //! crash in that recovery, redoes from the checkpoint as usual and finds every page
 //! current.
 //!
-//! The runs are written to the restored directory's run directory (where log-based
+//! The log is read in place from the restored directory's copy (as the restore read it to
+//! find the cut), the records from where redo would start. The runs are written to the
+//! restored directory's run directory (where log-based
 //! propagation keeps its runs) and removed once applied.
 
 use super::backup::LOG;
@@ -29,12 +31,11 @@ use crate::data_file::file_error;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::log_record::Record;
-use crate::log_sink::LogSink;
 use crate::propagation::log_cleaner;
 use crate::propagation::runs::{self, RunStore};
 use crate::recovery::analysis::decode;
 use sluice_storage::{OpenOptions, Storage};
-use sluice_wal::{Log, LogOptions, Lsn};
+use sluice_wal::{read_segment_files, Lsn};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -69,17 +70,16 @@ pub(super) fn apply(
     checkpoint: Checkpoint,
     cut: Lsn,
     page_size: usize,
-    log_options: LogOptions,
+    segment_bytes: u64,
 ) -> Result<SinglePass> {
     let _span = tracing::info_span!("single-pass restore", cut = %cut).entered();
-    let log = Arc::new(Log::open_read_only(
-        storage.clone(),
-        dest.join(LOG),
-        log_options,
-    )?);
-    let log = LogSink::new(log);
+    // The copied log is read in place, as the restore read it to find the cut: no lock,
+    // no recovery, no sync (it is synced, and recovery opens it next).
+    let log_dir = dest.join(LOG);
+    let read =
+        |from: Lsn| read_segment_files(storage.clone(), &log_dir, segment_bytes, (from, cut));
     // The checkpoint's dirty-page table: recovery LSNs of pages dirty before its begin.
-    let end = log.read_from(checkpoint.end)?.next().ok_or_else(|| {
+    let end = read(checkpoint.end).next().ok_or_else(|| {
         Error::Corruption(format!("no checkpoint record at {}", checkpoint.end))
     })??;
     let Record::EndCheckpoint(d) = decode(end.lsn, &end.payload)? else {
@@ -93,11 +93,8 @@ pub(super) fn apply(
         let e = dirty.entry(p).or_insert(rec);
         *e = (*e).min(rec);
     }
-    let from = dirty
-        .values()
-        .copied()
-        .fold(checkpoint.begin, Lsn::min)
-        .max(log.start_lsn());
+    // Where redo would start: the log holds it (the backup pinned it, analysis needs it).
+    let from = dirty.values().copied().fold(checkpoint.begin, Lsn::min);
     let wanted = |p: PageId, lsn: Lsn| {
         lsn >= checkpoint.begin || dirty.get(&p).is_some_and(|&rec| rec <= lsn)
     };
@@ -105,7 +102,7 @@ pub(super) fn apply(
     let sorting = Instant::now();
     let dir = dest.join(runs::DIR);
     let store = RunStore::open(storage.clone(), &dir)?;
-    store.catch_up(&log, cut)?;
+    store.sort(read(from), from, cut)?;
     let sort_us = sorting.elapsed().as_micros() as u64;
 
     let applying = Instant::now();

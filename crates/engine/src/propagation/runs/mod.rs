@@ -81,7 +81,7 @@ use crate::log_sink::LogSink;
 use format::RunReader;
 use parking_lot::Mutex;
 use sluice_storage::{FileHandle, OpenOptions, Storage};
-use sluice_wal::Lsn;
+use sluice_wal::{LogReader, Lsn};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::fmt;
@@ -469,22 +469,35 @@ impl RunStore {
             return Ok(());
         }
         let budget = self.run_budget.load(Ordering::Relaxed);
-        self.read_log(log, start, to, budget, |run, entries| {
+        self.read_log(log.read_from(start)?, start, to, budget, |run, entries| {
             self.publish(run, entries)
         })
     }
 
-    /// Reads the log's records in `[from, to)` into entries and hands them to `emit` as
+    /// Sorts into runs the records `reader` yields from `from` (a record boundary, where
+    /// it starts) up to `to`: a log read in place, such as a restore's copy
+    /// (`db/restore_runs.rs`), rather than the database's own.
+    pub(crate) fn sort(&self, reader: LogReader, from: Lsn, to: Lsn) -> Result<()> {
+        let _w = self.writer.lock();
+        if from >= to {
+            return Ok(());
+        }
+        let budget = self.run_budget.load(Ordering::Relaxed);
+        self.read_log(reader, from, to, budget, |run, entries| {
+            self.publish(run, entries)
+        })
+    }
+
+    /// Reads the records `reader` yields in `[from, to)` (it starts at `from`) into entries and hands them to `emit` as
     /// runs: cut where they take more than `budget` bytes, the last ending at `to`.
     fn read_log(
         &self,
-        log: &LogSink,
+        mut reader: LogReader,
         from: Lsn,
         to: Lsn,
         budget: usize,
         mut emit: impl FnMut(RunMeta, Vec<RunEntry>) -> Result<()>,
     ) -> Result<()> {
-        let mut reader = log.read_from(from)?;
         let mut run_from = from;
         let mut entries = Vec::new();
         let mut held = 0usize;
@@ -621,10 +634,16 @@ impl RunStore {
                 to: old.to,
             };
             let mut all = Vec::new();
-            self.read_log(log, run.from, run.to, usize::MAX, |_, entries| {
-                all = entries;
-                Ok(())
-            })?;
+            self.read_log(
+                log.read_from(run.from)?,
+                run.from,
+                run.to,
+                usize::MAX,
+                |_, entries| {
+                    all = entries;
+                    Ok(())
+                },
+            )?;
             // Complete and durable as `.new` before the old run goes.
             let new_name = format!("{}{NEW}", run.name());
             self.write(run, all, &new_name)?;
