@@ -58,6 +58,8 @@ struct Report {
     archive_copies_compared: u64,
     archived_records_read: u64,
     archived_records_compared: u64,
+    backups: u64,
+    restores: u64,
     coverage: BTreeMap<String, u64>,
     failures: Vec<String>,
 }
@@ -90,6 +92,8 @@ pub fn run(a: SwarmArgs) -> Result<(), Failure> {
             ("renamed", thousands(r.tables_renamed as f64)),
             ("compactions", thousands(r.compactions as f64)),
             ("pages returned", thousands(r.pages_returned as f64)),
+            ("backups taken", thousands(r.backups as f64)),
+            ("restores checked", thousands(r.restores as f64)),
             ("log archives checked", thousands(r.archives_checked as f64)),
             ("archived segments", thousands(r.archived_segments as f64)),
             (
@@ -154,6 +158,8 @@ pub fn run(a: SwarmArgs) -> Result<(), Failure> {
         archive_copies_compared: r.archive_copies_compared,
         archived_records_read: r.archived_records_read,
         archived_records_compared: r.archived_records_compared,
+        backups: r.backups,
+        restores: r.restores,
         coverage: r.coverage,
         failures: r.failures,
     };

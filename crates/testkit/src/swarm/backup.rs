@@ -7,7 +7,9 @@
 //! restored database must verify and show the backup's rows — or those and the one commit
 //! made after the backup, if the archive already holds its segment (the segment being
 //! written is archived only once it is finished). The restore replays the log by sorted
-//! runs or in log order, as the seed drew (`Config::replay`).
+//! runs or in log order, as the seed drew (`Config::replay`). Half the backups are
+//! incremental (`Config::incremental`): a full backup, which must open showing the rows,
+//! then an incremental one on top of it, restored as their chain.
 
 use super::config::{Config, Layout, LOG_ARCHIVE, MARK};
 use super::engine::{Db, Rows, Tbl};
@@ -20,6 +22,8 @@ use std::path::PathBuf;
 /// Where a seed's backup goes, and where it is restored.
 pub(crate) const BACKUP_DIR: &str = "/swarm-backup";
 pub(crate) const RESTORED_DIR: &str = "/swarm-restored";
+/// Where the full backup goes when the seed's backup is an incremental one on top of it.
+pub(crate) const FULL_DIR: &str = "/swarm-backup-full";
 
 /// The row the seed writes after its backup (`Seed::run`: "the recovered database takes
 /// new work").
@@ -61,12 +65,25 @@ pub(crate) fn take(
         return Err("backups are drawn for ordinary databases only".into());
     };
     let rows = read_rows(db, tables).map_err(|e| format!("reading before the backup: {e}"))?;
+    // The backup that opens on its own: the full one.
+    let full = if cfg.incremental {
+        FULL_DIR
+    } else {
+        BACKUP_DIR
+    };
     let label = plain
-        .backup_to(BACKUP_DIR)
+        .backup_to(full)
         .map_err(|e| format!("backup failed: {e}"))?;
-    let backup = opened(sim, cfg, BACKUP_DIR, true)?;
+    let backup = opened(sim, cfg, full, true)?;
     let shown =
         shows(&backup).map_err(|e| format!("the backup (end LSN {}): {e}", label.end_lsn))?;
+    drop(backup);
+    if cfg.incremental {
+        // Checked by the restore of the chain after the final close.
+        plain
+            .backup_incremental_to(BACKUP_DIR, FULL_DIR)
+            .map_err(|e| format!("incremental backup failed: {e}"))?;
+    }
     if shown != rows {
         return Err(format!(
             "the backup (end LSN {}) shows {} rows, the database showed {}",
@@ -83,11 +100,15 @@ pub(crate) fn restore(sim: &SimStorage, cfg: &Config, backed_up: &Rows) -> Resul
     debug_assert!(matches!(cfg.layout, Layout::Plain { .. }));
     let spec = Restore {
         backup: PathBuf::from(BACKUP_DIR),
-        ancestors: Vec::new(),
         archive: cfg.archive.then(|| PathBuf::from(LOG_ARCHIVE)),
         target: RestoreTarget::End,
         dest: PathBuf::from(RESTORED_DIR),
         replay: cfg.replay,
+        ancestors: if cfg.incremental {
+            vec![PathBuf::from(FULL_DIR)]
+        } else {
+            Vec::new()
+        },
     };
     let report = Database::restore(FencedStorage::for_incarnation(sim), &spec, &mut |_| {})
         .map_err(|e| format!("restore failed: {e}"))?;

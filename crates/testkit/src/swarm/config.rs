@@ -169,6 +169,9 @@ pub struct Config {
     /// How that restore replays the log: the single-pass restore from sorted runs, or
     /// in log order ([`sluice::Replay`]).
     pub replay: sluice::Replay,
+    /// Whether that backup is an incremental one on top of a full backup taken just
+    /// before it, restored as their chain (`super::backup`).
+    pub incremental: bool,
 }
 
 /// The balance each account is loaded with.
@@ -353,6 +356,7 @@ impl Config {
         } else {
             sluice::Replay::SortedRuns
         };
+        let incremental = backup && rng.gen_bool(0.5);
         Config {
             seed,
             protocol,
@@ -385,6 +389,7 @@ impl Config {
             archive,
             backup,
             replay,
+            incremental,
         }
     }
 
@@ -497,7 +502,7 @@ impl Config {
             .collect();
         let gc = &self.group_commit;
         format!(
-            "{} {driver} strategies={} page={}K pool={} large={large} ckpt={}/{}ms seg={} buf={} {}:{} gc={}/{}/{}us{} cleaner={}ms propseg={}p run={}{} threads={}x{} keys={}{} accts={} {layout} sessions=[{}] async={}% scratch={}%{}{}{}",
+            "{} {driver} strategies={} page={}K pool={} large={large} ckpt={}/{}ms seg={} buf={} {}:{} gc={}/{}/{}us{} cleaner={}ms propseg={}p run={}{} threads={}x{} keys={}{} accts={} {layout} sessions=[{}] async={}% scratch={}%{}{}{}{}",
             self.protocol,
             strategies.join(">"),
             self.page_size >> 10,
@@ -530,7 +535,8 @@ impl Config {
                 (false, _) => "",
                 (true, sluice::Replay::SortedRuns) => " backup/sorted",
                 (true, sluice::Replay::LogOrder) => " backup/log-order",
-            }
+            },
+            if self.incremental { "/incremental" } else { "" }
         )
     }
 }

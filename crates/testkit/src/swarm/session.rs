@@ -120,6 +120,16 @@ fn coverage(cfg: &Config) -> Vec<String> {
     }
     if cfg.backup {
         c.push("backup".into());
+        c.push(
+            match cfg.replay {
+                sluice::Replay::SortedRuns => "restore=sorted-runs",
+                sluice::Replay::LogOrder => "restore=log-order",
+            }
+            .into(),
+        );
+        if cfg.incremental {
+            c.push("backup=incremental".into());
+        }
     }
     match &cfg.layout {
         Layout::Plain { log_dir } => {
