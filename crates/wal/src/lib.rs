@@ -10,7 +10,9 @@
 //!   ([`Log::open_archived`], `segments/archive.rs`) copies each finished segment off the
 //!   device the writer has left and lists it in the archive's `MANIFEST`, and truncation
 //!   frees only archived segments; [`read_archive_manifest`] and [`verify_archive`] check
-//!   an archive.
+//!   an archive. [`Log::open_mirrored`] also ships the archive to an [`ArchiveMirror`]
+//!   (an object store: `sluice-objstore`), and a segment counts as archived only once it
+//!   is uploaded too.
 //! * Recovery on open finds the end of the log: a torn tail is cut; damage inside the
 //!   durable log is reported as [`WalError::Corruption`] with its LSN.
 //!
@@ -61,8 +63,9 @@ pub use options::{GroupCommit, LogOptions};
 pub use reader::{LogReader, ReadRecord};
 pub use recovery::RecoveryInfo;
 pub use segments::{
-    dirs, read_archive_manifest, segment, verify_archive, ArchiveProblem, ArchiveReport,
-    ArchivedSegment, MANIFEST_NAME, MAX_RECYCLED_SEGMENTS,
+    dirs, parse_archive_manifest, read_archive_manifest, segment, verify_archive,
+    ArchiveMirror, ArchiveProblem, ArchiveReport, ArchivedSegment, MirrorRetry, SharedMirror,
+    MANIFEST_NAME, MAX_RECYCLED_SEGMENTS,
 };
 
 /// Internals the loom models (`tests/loom.rs`) check directly; absent from normal builds.

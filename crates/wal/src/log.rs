@@ -9,7 +9,7 @@ use crate::options::LogOptions;
 use crate::reader::LogReader;
 use crate::recovery::{self, RecoveryInfo};
 use crate::segments::dirs::{self, LogDirs};
-use crate::segments::{segment, ArchiveContext, Archiver};
+use crate::segments::{segment, ArchiveContext, ArchiveMirror, Archiver};
 use crate::shared::Shared;
 use crate::sync::Ordering;
 use crate::Lsn;
@@ -138,15 +138,43 @@ impl Log {
         archive_dir: impl AsRef<Path>,
         options: LogOptions,
     ) -> Result<Log> {
-        Log::open_inner(storage, dirs, Some(archive_dir.as_ref()), options)
+        Log::open_inner(storage, dirs, Some((archive_dir.as_ref(), None)), options)
+    }
+
+    /// [`Log::open_archived`] with the archive mirrored to `mirror` (an object store,
+    /// say): after a segment's local copy and its `MANIFEST` entry are durable, the
+    /// archiver uploads the copy, then the whole `MANIFEST`, and only then counts the
+    /// segment archived — so [`Log::truncate_below`] waits for the upload too. Local
+    /// copies the mirror does not list yet (an upload a crash or a failure interrupted,
+    /// or an archive mirrored for the first time) are uploaded first, before any
+    /// segment of the log counts as archived. A failed call is retried
+    /// ([`ArchiveMirror::retry`](crate::ArchiveMirror::retry)); then the archiver stops
+    /// and [`Log::archive_error`] reports the failure.
+    pub fn open_mirrored(
+        storage: Arc<dyn Storage>,
+        dirs: &[PathBuf],
+        archive_dir: impl AsRef<Path>,
+        mirror: Arc<dyn ArchiveMirror>,
+        options: LogOptions,
+    ) -> Result<Log> {
+        Log::open_inner(
+            storage,
+            dirs,
+            Some((archive_dir.as_ref(), Some(mirror))),
+            options,
+        )
     }
 
     fn open_inner(
         storage: Arc<dyn Storage>,
         dirs: &[PathBuf],
-        archive_dir: Option<&Path>,
+        archive: Option<(&Path, Option<Arc<dyn ArchiveMirror>>)>,
         options: LogOptions,
     ) -> Result<Log> {
+        let (archive_dir, mirror) = match archive {
+            Some((d, m)) => (Some(d), m),
+            None => (None, None),
+        };
         let dirs = Arc::new(LogDirs::new(dirs)?);
         check_options(&options)?;
         // Before anything is created: the log's directories and its archive are distinct
@@ -180,6 +208,7 @@ impl Log {
                 a,
                 &rec.list.starts,
                 rec.segment_bytes,
+                mirror,
             )?),
             None => None,
         };
@@ -467,6 +496,11 @@ impl Log {
     /// The archive directory, if archiving is on.
     pub fn archive_dir(&self) -> Option<&Path> {
         self.shared.archiver.as_ref().map(|a| a.dir())
+    }
+
+    /// The archive's mirror, if the log was opened with one ([`Log::open_mirrored`]).
+    pub fn archive_mirror(&self) -> Option<&Arc<dyn ArchiveMirror>> {
+        self.shared.archiver.as_ref().and_then(|a| a.mirror())
     }
 
     /// The error that stopped the archiver, if one did: the log goes on, but keeps every

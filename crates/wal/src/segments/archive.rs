@@ -30,12 +30,26 @@
 //! Tandem §5). With several directories (`dirs.rs`) it reads from a device the
 //! writer has just left.
 //!
+//! With a mirror ([`ArchiveMirror`], `mirror.rs`: an object store), each segment is also
+//! uploaded once its local copy and entry are durable — the copy's bytes, then the whole
+//! `MANIFEST` — and `archived` moves past it only after both uploads: truncation waits
+//! for the mirror as it waits for the local copy. A failed upload is tried again after a
+//! sleep, doubling, a bounded number of times ([`MirrorRetry`]); then it stops the
+//! archiver like a local error. At open, `archived` starts at the log's first segment,
+//! so nothing counts as archived until the thread has caught the mirror up: it puts the
+//! `ARCHIVE_OF` marker, reads the mirror's `MANIFEST`, uploads every local copy it does
+//! not list (the copy checked against its local entry first), puts the local
+//! `MANIFEST`, and only then lets `archived` jump to where the local archive resumes.
+//! Puts are idempotent, so whatever a crash or a failure interrupted is put again.
+//!
 //! A failed archive operation stops the archiver (the log itself goes on: its records are
 //! durable where they are); [`crate::Log::archive_error`] reports it, and `archived` stays
 //! where it was, so truncation keeps every unarchived segment. The next open starts over
 //! from the first unarchived segment.
 
-use super::manifest::{ArchivedSegment, Manifest};
+use super::dirs::ARCHIVE_MARKER_NAME;
+use super::manifest::{parse_archive_manifest, ArchivedSegment, Manifest, MANIFEST_NAME};
+use super::mirror::{ArchiveMirror, MirrorRetry};
 use super::segment::{self, SEGMENT_HEADER_BYTES};
 use super::set::SegmentSet;
 use crate::error::{Result, WalError};
@@ -45,6 +59,7 @@ use crate::Lsn;
 use sluice_storage::{OpenOptions, Storage};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Bytes copied per read and write.
@@ -80,6 +95,11 @@ pub(crate) struct Archiver {
     manifest: Mutex<Manifest>,
     pub(crate) bytes_archived: AtomicU64,
     pub(crate) segments_archived: AtomicU64,
+    /// The mirror each archived segment is uploaded to, if any.
+    mirror: Option<Arc<dyn ArchiveMirror>>,
+    /// Where the local archive resumes: `archived` jumps here once the mirror has
+    /// caught up (with no mirror it starts here).
+    local_resume: Lsn,
 }
 
 impl Archiver {
@@ -92,6 +112,7 @@ impl Archiver {
         dir: &Path,
         starts: &[Lsn],
         segment_bytes: u64,
+        mirror: Option<Arc<dyn ArchiveMirror>>,
     ) -> Result<Archiver> {
         let mut archived_set = BTreeSet::new();
         for name in storage.list(dir)? {
@@ -124,15 +145,28 @@ impl Archiver {
             // there is none.
             None => starts.last().map_or(Lsn(0), |&s| s.add(segment_bytes)),
         };
+        // With a mirror, no segment of the log counts as archived until the thread has
+        // shown the mirror holds it (`catch_up`).
+        let start = match &mirror {
+            Some(_) => starts.first().map_or(resume, |&s| s.min(resume)),
+            None => resume,
+        };
         Ok(Archiver {
             dir: dir.to_path_buf(),
-            archived: AtomicU64::new(resume.0),
+            archived: AtomicU64::new(start.0),
             state: Mutex::new(State::default()),
             cv: Condvar::new(),
             manifest: Mutex::new(manifest),
             bytes_archived: AtomicU64::new(0),
             segments_archived: AtomicU64::new(0),
+            mirror,
+            local_resume: resume,
         })
+    }
+
+    /// The mirror, if any.
+    pub(crate) fn mirror(&self) -> Option<&Arc<dyn ArchiveMirror>> {
+        self.mirror.as_ref()
     }
 
     /// The archive directory.
@@ -173,6 +207,16 @@ impl Archiver {
     pub(crate) fn run(&self, cx: ArchiveContext<'_>) {
         let a = self;
         let segment_bytes = cx.segments.segment_bytes;
+        if let Some(m) = &a.mirror {
+            match a.catch_up(&*cx.segments.storage, &**m) {
+                Ok(true) => a.archived.store(a.local_resume.0, Ordering::Release),
+                Ok(false) => return,
+                Err(e) => {
+                    a.state.lock().error = Some(e);
+                    return;
+                }
+            }
+        }
         loop {
             let next = a.archived();
             {
@@ -188,16 +232,28 @@ impl Archiver {
                 }
             }
             let copied = a.copy(cx.segments, next).and_then(|c| {
-                if let Some((bytes, crc32c)) = c {
-                    a.manifest.lock().append(&ArchivedSegment {
-                        name: segment::segment_name(next),
+                let Some((bytes, crc32c, data)) = c else {
+                    return Ok(None);
+                };
+                let name = segment::segment_name(next);
+                let text = {
+                    let mut m = a.manifest.lock();
+                    m.append(&ArchivedSegment {
+                        name: name.clone(),
                         first: next,
                         end: next.add(segment_bytes),
                         len: bytes,
                         crc32c,
                     })?;
+                    a.mirror.as_ref().map(|_| m.text().to_vec())
+                };
+                if let (Some(m), Some(data), Some(text)) = (&a.mirror, data, text) {
+                    // The segment first, then the manifest that lists it.
+                    if !a.upload(&**m, &name, &data)? || !a.upload(&**m, MANIFEST_NAME, &text)? {
+                        return Ok(None);
+                    }
                 }
-                Ok(c.map(|(bytes, _)| bytes))
+                Ok(Some(bytes))
             });
             match copied {
                 Ok(Some(bytes)) => {
@@ -214,10 +270,135 @@ impl Archiver {
         }
     }
 
+    /// Puts `bytes` as `name` to `mirror`, trying again after a growing sleep on failure
+    /// ([`MirrorRetry`]). `Ok(false)` if the log began closing meanwhile; the last
+    /// failure once the tries are spent.
+    fn upload(&self, mirror: &dyn ArchiveMirror, name: &str, bytes: &[u8]) -> Result<bool> {
+        let retry: MirrorRetry = mirror.retry();
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let e = match mirror.put(name, bytes) {
+                Ok(()) => return Ok(true),
+                Err(e) => e,
+            };
+            if tries >= retry.tries.max(1) {
+                return Err(WalError::from(std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "archive mirror {mirror:?}: uploading {name} failed {tries} times, \
+                         the last with: {e}"
+                    ),
+                )));
+            }
+            if !self.sleep(retry.backoff(tries)) {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// Reads `name` from `mirror`, retried as [`Archiver::upload`] retries a put.
+    fn download(&self, mirror: &dyn ArchiveMirror, name: &str) -> Result<Option<Option<Vec<u8>>>> {
+        let retry = mirror.retry();
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let e = match mirror.get(name) {
+                Ok(v) => return Ok(Some(v)),
+                Err(e) => e,
+            };
+            if tries >= retry.tries.max(1) {
+                return Err(WalError::from(std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "archive mirror {mirror:?}: reading {name} failed {tries} times, \
+                         the last with: {e}"
+                    ),
+                )));
+            }
+            if !self.sleep(retry.backoff(tries)) {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Sleeps `d`, or less if the log begins closing: `false` then.
+    fn sleep(&self, d: Duration) -> bool {
+        let deadline = std::time::Instant::now() + d;
+        let mut s = self.state.lock();
+        loop {
+            if s.stop {
+                return false;
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return true;
+            }
+            s = self.cv.wait_for(s, deadline - now);
+        }
+    }
+
+    /// Brings the mirror level with the local archive (see the module docs): the
+    /// marker, every local copy the mirror's `MANIFEST` does not list, then the local
+    /// `MANIFEST`. `Ok(false)` if the log began closing meanwhile.
+    fn catch_up(&self, storage: &dyn Storage, mirror: &dyn ArchiveMirror) -> Result<bool> {
+        let read = |name: &str| -> Result<Vec<u8>> {
+            let f = storage.open(&self.dir.join(name), OpenOptions::READ_ONLY)?;
+            let mut bytes = vec![0u8; usize::try_from(f.len()?).unwrap_or(usize::MAX)];
+            f.read_exact_at(&mut bytes, 0)?;
+            Ok(bytes)
+        };
+        if !self.upload(mirror, ARCHIVE_MARKER_NAME, &read(ARCHIVE_MARKER_NAME)?)? {
+            return Ok(false);
+        }
+        let Some(remote) = self.download(mirror, MANIFEST_NAME)? else {
+            return Ok(false);
+        };
+        // A mirror manifest that does not read lists nothing: everything is put again.
+        let uploaded: BTreeSet<Lsn> = remote
+            .and_then(|b| parse_archive_manifest(&b).ok())
+            .map(|es| es.iter().map(|e| e.first).collect())
+            .unwrap_or_default();
+        let (entries, text) = {
+            let m = self.manifest.lock();
+            (m.entries()?, m.text().to_vec())
+        };
+        for e in entries.iter().filter(|e| !uploaded.contains(&e.first)) {
+            if self.stopped() {
+                return Ok(false);
+            }
+            let bytes = read(&e.name)?;
+            let crc = crc32c::crc32c(&bytes);
+            if bytes.len() as u64 != e.len || crc != e.crc32c {
+                return Err(WalError::Corruption {
+                    lsn: e.first,
+                    reason: format!(
+                        "archived copy {} is {} bytes with CRC32C {crc:08x}, its MANIFEST \
+                         entry says {} bytes with {:08x}: it is not uploaded to the mirror",
+                        self.dir.join(&e.name).display(),
+                        bytes.len(),
+                        e.len,
+                        e.crc32c
+                    ),
+                });
+            }
+            if !self.upload(mirror, &e.name, &bytes)? {
+                return Ok(false);
+            }
+        }
+        self.upload(mirror, MANIFEST_NAME, &text)
+    }
+
     /// Copies finished segment `start` into the archive (see the module docs) and returns
-    /// the bytes copied and their CRC32C; `None` if the log began closing in the middle
-    /// (the temporary file is left for the next open to remove).
-    fn copy(&self, segments: &SegmentSet, start: Lsn) -> Result<Option<(u64, u32)>> {
+    /// the bytes copied, their CRC32C and, with a mirror, the bytes themselves (for the
+    /// upload); `None` if the log began closing in the middle (the temporary file is
+    /// left for the next open to remove).
+    #[allow(clippy::type_complexity)]
+    fn copy(
+        &self,
+        segments: &SegmentSet,
+        start: Lsn,
+    ) -> Result<Option<(u64, u32, Option<Vec<u8>>)>> {
         let storage = &*segments.storage;
         let name = segment::segment_name(start);
         let source = segment::open_read(storage, segments.dir_of(start), start)?;
@@ -239,6 +420,10 @@ impl Archiver {
         target.set_len(0)?;
         let mut buf = vec![0u8; COPY_CHUNK];
         let (mut off, mut crc) = (0u64, 0u32);
+        let mut data = self
+            .mirror
+            .as_ref()
+            .map(|_| Vec::with_capacity(usize::try_from(whole).unwrap_or(0)));
         while off < whole {
             if self.stopped() {
                 return Ok(None);
@@ -247,6 +432,9 @@ impl Archiver {
             source.read_exact_at(&mut buf[..n], off)?;
             target.write_at(&buf[..n], off)?;
             crc = crc32c::crc32c_append(crc, &buf[..n]);
+            if let Some(d) = &mut data {
+                d.extend_from_slice(&buf[..n]);
+            }
             off += n as u64;
         }
         target.sync_data()?;
@@ -257,6 +445,6 @@ impl Archiver {
             &self.dir.join(&name),
         )?;
         storage.sync_dir(&self.dir)?;
-        Ok(Some((whole, crc)))
+        Ok(Some((whole, crc, data)))
     }
 }

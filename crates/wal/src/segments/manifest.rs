@@ -171,6 +171,13 @@ pub fn read_archive_manifest(storage: &dyn Storage, dir: &Path) -> Result<Vec<Ar
     }
 }
 
+/// The entries of a manifest's bytes (an archive mirror's copy of a `MANIFEST`, say), as
+/// [`read_archive_manifest`] reads them from a file: a torn last entry is left out, and
+/// an entry other than the last that does not read is [`WalError::Corruption`].
+pub fn parse_archive_manifest(bytes: &[u8]) -> Result<Vec<ArchivedSegment>> {
+    Ok(parse(bytes, Path::new(MANIFEST_NAME))?.entries)
+}
+
 /// What is wrong with an archive, found by [`verify_archive`]. Each names the file and
 /// the LSN range concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -441,6 +448,8 @@ pub(crate) struct Manifest {
     len: u64,
     /// The starts of the segments listed.
     listed: BTreeSet<Lsn>,
+    /// The file's valid bytes (what an archive mirror is sent whole).
+    text: Vec<u8>,
 }
 
 impl Manifest {
@@ -461,31 +470,34 @@ impl Manifest {
         let parsed = match read_all(storage, &path, false)? {
             Some(bytes) => {
                 let p = parse(&bytes, &path)?;
-                Some((p, bytes.len() as u64))
+                let len = bytes.len() as u64;
+                Some((p, bytes, len))
             }
             None => None,
         };
         let file = storage.open(&path, OpenOptions::CREATE)?;
-        let (entries, len) = match parsed {
-            Some((p, file_len)) => {
+        let (entries, len, text) = match parsed {
+            Some((p, bytes, file_len)) => {
                 if p.valid_len < file_len {
                     // A torn last entry: cut it off before appending after it.
                     file.set_len(p.valid_len)?;
                     file.sync_data()?;
                 }
-                (p.entries, p.valid_len)
+                let text = bytes[..p.valid_len as usize].to_vec();
+                (p.entries, p.valid_len, text)
             }
             None => {
                 // A new manifest: its name is made durable by the directory sync that
                 // follows (`Archiver::open`) before any entry counts.
                 storage.sync_dir(dir)?;
-                (Vec::new(), 0)
+                (Vec::new(), 0, Vec::new())
             }
         };
         let mut m = Manifest {
             file,
             len,
             listed: entries.iter().map(|e| e.first).collect(),
+            text,
         };
         let whole = SEGMENT_HEADER_BYTES + segment_bytes;
         let mut bad = Vec::new();
@@ -530,7 +542,18 @@ impl Manifest {
         self.file.sync_data()?;
         self.len += line.len() as u64;
         self.listed.insert(entry.first);
+        self.text.extend_from_slice(line.as_bytes());
         Ok(())
+    }
+
+    /// The manifest's bytes as the file holds them (every entry durable).
+    pub(crate) fn text(&self) -> &[u8] {
+        &self.text
+    }
+
+    /// The entries, parsed back from [`Manifest::text`].
+    pub(crate) fn entries(&self) -> Result<Vec<ArchivedSegment>> {
+        parse_archive_manifest(&self.text)
     }
 }
 

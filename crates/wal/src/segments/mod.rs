@@ -11,7 +11,9 @@
 //! * `archive.rs` — the archiver thread, which copies each finished segment to an archive
 //!   directory;
 //! * `manifest.rs` — the archive's `MANIFEST` (an entry per copy: LSN range, length,
-//!   CRC32C) and the readers that check an archive against it.
+//!   CRC32C) and the readers that check an archive against it;
+//! * `mirror.rs` — the [`ArchiveMirror`] seam: a second destination (an object store)
+//!   the archiver ships each archived segment to before it counts as archived.
 //!
 //! The preparer and the archiver see the log through narrow contexts
 //! ([`PrepareContext`], [`ArchiveContext`]): the segment set and the log's health, and for
@@ -21,15 +23,17 @@
 mod archive;
 pub mod dirs;
 mod manifest;
+mod mirror;
 mod prepare;
 pub mod segment;
 mod set;
 
 pub(crate) use archive::{ArchiveContext, Archiver};
 pub use manifest::{
-    read_archive_manifest, verify_archive, ArchiveProblem, ArchiveReport, ArchivedSegment,
-    MANIFEST_NAME,
+    parse_archive_manifest, read_archive_manifest, verify_archive, ArchiveProblem,
+    ArchiveReport, ArchivedSegment, MANIFEST_NAME,
 };
+pub use mirror::{ArchiveMirror, MirrorRetry, SharedMirror};
 pub(crate) use prepare::{PrepareContext, Preparer};
 pub(crate) use set::SegmentSet;
 pub use set::MAX_RECYCLED_SEGMENTS;
