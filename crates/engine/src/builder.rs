@@ -142,6 +142,20 @@ impl Builder {
         self
     }
 
+    /// Mirrors the log archive ([`Builder::log_archive`], which it needs) to `mirror`
+    /// (see [`Options::archive_mirror`]; `sluice_objstore::ObjectStoreMirror` is one
+    /// over an object store): after a segment's local copy and `MANIFEST` entry are
+    /// durable, the copy and then the whole `MANIFEST` are uploaded, and only then does
+    /// the segment count as archived — checkpoints wait for the upload before they free
+    /// it. Local copies the mirror lacks (an interrupted upload, an archive mirrored for
+    /// the first time) are uploaded at open. A failed upload is retried
+    /// ([`sluice_wal::ArchiveMirror::retry`]), then stops archiving until the next open,
+    /// reported like a local failure ([`Database::metrics`](crate::Database::metrics)).
+    pub fn archive_mirror(mut self, mirror: Arc<dyn sluice_wal::ArchiveMirror>) -> Builder {
+        self.options.archive_mirror = Some(sluice_wal::SharedMirror::new(mirror));
+        self
+    }
+
     /// Log bytes between background checkpoints (default 64 MiB; 0: only the timer).
     pub fn checkpoint_log_bytes(mut self, bytes: u64) -> Builder {
         self.options.checkpoint_log_bytes = bytes;

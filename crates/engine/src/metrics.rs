@@ -61,8 +61,12 @@ pub struct Metrics {
 pub struct ArchiveMetrics {
     /// The archive directory.
     pub dir: String,
+    /// The mirror the archive is shipped to ([`Options::archive_mirror`](crate::Options::archive_mirror)),
+    /// as it prints itself; `None` without one.
+    pub mirror: Option<String>,
     /// Every log segment below this LSN is archived (its copy and its `MANIFEST` entry
-    /// durable); checkpoints free no segment at or above it.
+    /// durable, and uploaded to the mirror if there is one); checkpoints free no segment
+    /// at or above it.
     pub archived_lsn: u64,
     /// Durable log bytes not archived yet (the durable LSN minus `archived_lsn`): the
     /// archiver copies a segment once the log has moved past it, so this stays below

@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::page::{MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 use crate::strategy::Strategy;
-use sluice_wal::LogOptions;
+use sluice_wal::{LogOptions, SharedMirror};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -153,6 +153,12 @@ pub struct Options {
     /// default): no archive. A read-only open never archives. A partitioned database
     /// archives partition `i`'s log in `part-<i>` under it.
     pub log_archive: Option<PathBuf>,
+    /// A mirror the log archive is shipped to ([`crate::Builder::archive_mirror`]; an
+    /// object store through `sluice-objstore`): each archived segment is uploaded, then
+    /// the archive's `MANIFEST`, and only then counts as archived, so checkpoints free
+    /// only uploaded segments. Needs [`Options::log_archive`] (the mirror copies the
+    /// local archive). `None` (the default): no mirror. Not for a partitioned database.
+    pub archive_mirror: Option<SharedMirror>,
 }
 
 impl Default for Options {
@@ -172,6 +178,7 @@ impl Default for Options {
             run_bytes: 16 << 20,
             keep_runs: false,
             log_archive: None,
+            archive_mirror: None,
         }
     }
 }
@@ -203,6 +210,7 @@ impl Options {
             run_bytes: 64 << 10,
             keep_runs: false,
             log_archive: None,
+            archive_mirror: None,
         }
     }
 
@@ -227,6 +235,11 @@ impl Options {
                 "propagation segment of {seg} bytes must be a positive multiple of the page size {}",
                 self.page_size
             )));
+        }
+        if self.archive_mirror.is_some() && self.log_archive.is_none() && !self.read_only {
+            return Err(Error::InvalidArgument(
+                "an archive mirror ships the local log archive: set log_archive too".into(),
+            ));
         }
         if self.run_bytes == 0 {
             return Err(Error::InvalidArgument(

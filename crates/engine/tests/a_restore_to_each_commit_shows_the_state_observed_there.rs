@@ -32,6 +32,7 @@ fn restored(storage: &Arc<dyn Storage>, spec: &Restore, o: &Options, verify: boo
     let db = Database::builder(&spec.dest)
         .options(Options {
             log_archive: None,
+            archive_mirror: None,
             ..o.clone()
         })
         .storage(storage.clone())

@@ -260,6 +260,7 @@ impl Database {
                     dir: l
                         .archive_dir()
                         .map_or(String::new(), |d| d.display().to_string()),
+                    mirror: l.archive_mirror().map(|m| format!("{m:?}")),
                     archived_lsn: archived.0,
                     unarchived_bytes: l.durable_lsn().0.saturating_sub(archived.0),
                     segments_archived: log.segments_archived,

@@ -420,11 +420,18 @@ impl Database {
         if let Some(cp) = control.checkpoint {
             log_segment_bytes = check_log_present(&*log_storage, &log_dir, cp, false)?;
         }
-        let log = match &options.log_archive {
-            None => Log::open(log_storage, &log_dir, options.log),
-            Some(a) => {
+        let log = match (&options.log_archive, &options.archive_mirror) {
+            (None, _) => Log::open(log_storage, &log_dir, options.log),
+            (Some(a), None) => {
                 Log::open_archived(log_storage, std::slice::from_ref(&log_dir), a, options.log)
             }
+            (Some(a), Some(m)) => Log::open_mirrored(
+                log_storage,
+                std::slice::from_ref(&log_dir),
+                a,
+                m.0.clone(),
+                options.log,
+            ),
         };
         let log = Arc::new(log.map_err(|e| log_error(&log_dir, e))?);
         check_records_fit(&options, page_size, log.max_record_bytes())?;

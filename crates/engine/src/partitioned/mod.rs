@@ -306,6 +306,14 @@ impl Partitioned {
             }
         };
         let k = manifest.log_managers;
+        if b.options.archive_mirror.is_some() && !read_only {
+            // One mirror for every partition would put their segments under one name.
+            return Err(Error::InvalidArgument(
+                "a partitioned database cannot mirror its log archives (archive_mirror): \
+                 each partition's log needs a mirror of its own"
+                    .into(),
+            ));
+        }
         if !(1..=MAX_LOG_MANAGERS).contains(&k) {
             return Err(Error::InvalidArgument(format!(
                 "a partitioned database has 1 to {MAX_LOG_MANAGERS} log managers, not {k}"
