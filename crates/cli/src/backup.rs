@@ -92,9 +92,11 @@ pub struct RestoreArgs {
     /// they were taken (`sluice backup --incremental`); the log is the last one's.
     #[arg(long = "from", value_name = "BACKUP", required = true)]
     pub from: Vec<PathBuf>,
-    /// The log archive to roll the backup forward from.
-    #[arg(long)]
-    pub archive: Option<PathBuf>,
+    /// The log archive to roll the backup forward from: a directory, or the URL of its
+    /// mirror (`file:///dir`, `s3://bucket/prefix`, …), pulled into a temporary
+    /// directory first (`sluice archive pull`).
+    #[arg(long, value_name = "DIR_OR_URL")]
+    pub archive: Option<String>,
     /// Keep every log record at or below this LSN: a transaction is restored committed
     /// exactly when its commit record is (LSNs as `sluice log dump` prints them).
     #[arg(long, value_name = "LSN")]
@@ -438,19 +440,34 @@ pub fn restore(a: RestoreArgs) -> Result<(), Failure> {
         }
     }
     let (newest, ancestors) = a.from.split_last().expect("clap requires one --from");
-    if let Some(archive) = &a.archive {
-        if !archive.is_dir() {
-            return Err(Failure::Usage(format!(
-                "--archive {} is not a directory",
-                archive.display()
-            )));
-        }
-    }
     check_new_dir(&a.dest, "restore directory")?;
+    // A URL is pulled into a temporary directory, removed when the restore is done.
+    let mut pulled = None;
+    let archive = match &a.archive {
+        Some(url) if url.contains("://") => {
+            let tmp = tempfile::tempdir()
+                .map_err(|e| Failure::Runtime(format!("a temporary directory: {e}")))?;
+            pull_into(url, tmp.path(), a.json)?;
+            let dir = tmp.path().to_path_buf();
+            pulled = Some(tmp);
+            Some(dir)
+        }
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            if !dir.is_dir() {
+                return Err(Failure::Usage(format!(
+                    "--archive {} is not a directory",
+                    dir.display()
+                )));
+            }
+            Some(dir)
+        }
+        None => None,
+    };
     let spec = Restore {
         backup: newest.clone(),
         ancestors: ancestors.to_vec(),
-        archive: a.archive.clone(),
+        archive,
         target,
         dest: a.dest.clone(),
         replay: match a.replay {
@@ -465,6 +482,7 @@ pub fn restore(a: RestoreArgs) -> Result<(), Failure> {
         })
     })
     .map_err(|e| failure(&what, e))?;
+    drop(pulled);
     // Changes the restore replayed: by the sorted runs, or by recovery's redo.
     let redone = r.recovery.redone + r.single_pass.map_or(0, |p| p.applied);
     if a.json {
@@ -512,4 +530,75 @@ pub fn restore(a: RestoreArgs) -> Result<(), Failure> {
         );
     }
     Ok(())
+}
+
+/// `sluice archive`.
+#[derive(Subcommand, Debug)]
+pub enum ArchiveCommand {
+    /// Download a log archive mirrored to object storage (`Builder::archive_mirror`)
+    /// into a local archive directory that `sluice restore --archive` reads: every
+    /// segment its MANIFEST lists, each checked against its length and CRC32C (segments
+    /// the directory already holds whole are skipped), then the MANIFEST.
+    Pull(PullArgs),
+}
+
+/// The arguments of `sluice archive pull`.
+#[derive(Args, Debug)]
+pub struct PullArgs {
+    /// The mirror: `file:///dir`, or `s3://bucket/prefix`, `gs://bucket/prefix`,
+    /// `az://container/prefix` in a build with the matching sluice-objstore feature.
+    pub url: String,
+    /// The local archive directory (created if needed; one holding another log's
+    /// archive is refused).
+    pub dir: PathBuf,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `sluice archive …`.
+pub fn archive(which: ArchiveCommand) -> Result<(), Failure> {
+    match which {
+        ArchiveCommand::Pull(a) => {
+            let r = pull_into(&a.url, &a.dir, a.json)?;
+            if a.json {
+                println!(
+                    "{}",
+                    json!({
+                        "url": a.url,
+                        "dir": a.dir.display().to_string(),
+                        "listed": r.listed,
+                        "downloaded": r.segments,
+                        "bytes": r.bytes,
+                        "skipped": r.skipped,
+                    })
+                );
+            } else {
+                println!(
+                    "pulled {} into {}: {} segment(s) listed, {} downloaded ({} bytes), {} already there",
+                    a.url,
+                    a.dir.display(),
+                    r.listed,
+                    r.segments,
+                    r.bytes,
+                    r.skipped
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Pulls the mirror at `url` into `dir`, with a progress bar (none when `quiet`).
+fn pull_into(url: &str, dir: &Path, quiet: bool) -> Result<sluice_objstore::PullReport, Failure> {
+    use sluice_objstore::Error as E;
+    progress::fraction_once_started("pull", quiet, |moved| {
+        sluice_objstore::pull(url, dir, &mut |p| {
+            moved(p.bytes_done as f64 / p.bytes.max(1) as f64)
+        })
+    })
+    .map_err(|e| match e {
+        E::InvalidArgument(m) => Failure::Usage(m),
+        e => Failure::Runtime(format!("pull of {url} into {}: {e}", dir.display())),
+    })
 }

@@ -85,6 +85,11 @@ enum Command {
     /// Make a new database from a backup, rolled forward from a log archive to an LSN,
     /// a time or the end.
     Restore(backup::RestoreArgs),
+    /// Log archives mirrored to object storage: pull one into a local directory.
+    Archive {
+        #[command(subcommand)]
+        which: backup::ArchiveCommand,
+    },
     /// Give free space back: cut emptied tables back to one page, reclaim pages nothing
     /// reaches, and shorten the data file by the free pages at its end.
     Compact(compact::CompactArgs),
@@ -273,6 +278,7 @@ fn main() -> ExitCode {
         Command::Compact(a) => compact::run(a),
         Command::Backup(a) => backup::run(a),
         Command::Restore(a) => backup::restore(a),
+        Command::Archive { which } => backup::archive(which),
         Command::Log { which } => inspect::log(which),
         Command::Stats(a) => inspect::stats(a),
         Command::Tables(a) => inspect::tables(a),
