@@ -80,9 +80,8 @@ impl ObjectStoreMirror {
         prefix: &str,
         name: impl Into<String>,
     ) -> Result<ObjectStoreMirror> {
-        let prefix = ObjectPath::parse(prefix).map_err(|e| {
-            Error::InvalidArgument(format!("object store prefix {prefix:?}: {e}"))
-        })?;
+        let prefix = ObjectPath::parse(prefix)
+            .map_err(|e| Error::InvalidArgument(format!("object store prefix {prefix:?}: {e}")))?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -227,9 +226,10 @@ impl ObjectStoreMirror {
         for (i, e) in entries.iter().enumerate() {
             let target = dir.join(&e.name);
             let have = fs::read(&target).ok();
-            if have.as_ref().is_some_and(|b| {
-                b.len() as u64 == e.len && crc32c::crc32c(b) == e.crc32c
-            }) {
+            if have
+                .as_ref()
+                .is_some_and(|b| b.len() as u64 == e.len && crc32c::crc32c(b) == e.crc32c)
+            {
                 report.skipped += 1;
             } else {
                 let bytes = self
@@ -255,7 +255,8 @@ impl ObjectStoreMirror {
                         e.crc32c
                     )));
                 }
-                write_atomically(dir, &e.name, &bytes).map_err(|err| io("writing", &target, err))?;
+                write_atomically(dir, &e.name, &bytes)
+                    .map_err(|err| io("writing", &target, err))?;
                 report.segments += 1;
                 report.bytes += e.len;
             }
@@ -333,11 +334,7 @@ pub struct PullReport {
 /// name, `fsync`, rename), and skipped if `dir` already holds it whole — and the
 /// `MANIFEST` last. `dir` is then an archive that `sluice_wal::verify_archive` checks
 /// and a restore (`Database::restore`) rolls a backup forward from.
-pub fn pull(
-    url: &str,
-    dir: &Path,
-    progress: &mut dyn FnMut(PullProgress),
-) -> Result<PullReport> {
+pub fn pull(url: &str, dir: &Path, progress: &mut dyn FnMut(PullProgress)) -> Result<PullReport> {
     ObjectStoreMirror::from_url(url)?.pull(dir, progress)
 }
 
@@ -355,5 +352,8 @@ fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
 
 /// An error's message on one line.
 fn one_line(e: &dyn std::error::Error) -> String {
-    e.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
+    e.to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }

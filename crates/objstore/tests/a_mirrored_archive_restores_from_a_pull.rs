@@ -7,8 +7,8 @@
 
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt};
-use sluice::{Builder, Database, Options, Restore, RestoreTarget};
+use object_store::ObjectStoreExt;
+use sluice::{Database, Options, Restore, RestoreTarget};
 use sluice_objstore::{pull, Error, ObjectStoreMirror};
 use sluice_storage::{OsStorage, Storage};
 use sluice_wal::{
@@ -41,7 +41,10 @@ fn load(db: &Database, tag: &str) -> BTreeMap<Vec<u8>, Vec<u8>> {
     for chunk in (0..KEYS).collect::<Vec<_>>().chunks(50) {
         let mut tx = db.begin();
         for &k in chunk {
-            let (k, v) = (format!("k{k:05}").into_bytes(), format!("{tag}-{k}-{}", "x".repeat(60)).into_bytes());
+            let (k, v) = (
+                format!("k{k:05}").into_bytes(),
+                format!("{tag}-{k}-{}", "x".repeat(60)).into_bytes(),
+            );
             tx.put(&t, &k, &v).unwrap();
             all.insert(k, v);
         }
@@ -72,7 +75,9 @@ fn wait_archived(db: &Database) {
 }
 
 fn object(store: &InMemory, name: &str) -> Option<Vec<u8>> {
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     rt.block_on(async {
         match store.get(&ObjectPath::from(name)).await {
             Ok(r) => Some(r.bytes().await.unwrap().to_vec()),
@@ -90,7 +95,7 @@ fn a_pulled_mirror_restores_every_commit() {
     let mirror = ObjectStoreMirror::new(store.clone(), "prod/db1", "memory:///prod/db1")
         .unwrap()
         .with_retry(fast());
-    let db = Builder::new(&dir)
+    let db = Database::builder(&dir)
         .options(options())
         .log_archive(&archive)
         .archive_mirror(Arc::new(mirror))
@@ -121,7 +126,10 @@ fn a_pulled_mirror_restores_every_commit() {
     let source = ObjectStoreMirror::new(store.clone(), "prod/db1", "memory").unwrap();
     let mut calls = 0;
     let r = source.pull(&pulled, &mut |_| calls += 1).unwrap();
-    assert_eq!((r.listed, r.segments, r.skipped), (entries.len(), entries.len(), 0));
+    assert_eq!(
+        (r.listed, r.segments, r.skipped),
+        (entries.len(), entries.len(), 0)
+    );
     assert_eq!(calls, entries.len());
     let os: Arc<dyn Storage> = Arc::new(OsStorage::new());
     let report = verify_archive(&*os, &pulled).unwrap();
@@ -141,24 +149,34 @@ fn a_pulled_mirror_restores_every_commit() {
         &mut |_| {},
     )
     .unwrap();
-    let restored = Builder::new(&dest).options(options()).open().unwrap();
+    let restored = Database::builder(&dest).options(options()).open().unwrap();
     let got = contents(&restored);
     // Every commit of the finished segments is back (the last, unfinished segment is
     // not archived): every key of the first load, and the second load's early part.
     assert_eq!(got.len(), expected.len());
-    let matching = expected.iter().filter(|(k, v)| got.get(*k) == Some(*v)).count();
+    let matching = expected
+        .iter()
+        .filter(|(k, v)| got.get(*k) == Some(*v))
+        .count();
     assert!(matching > 0, "no commit of the second load was restored");
     restored.close().unwrap();
 
     // A damaged object is refused by name.
     let name = &entries[1].name;
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     let mut bytes = object(&store, &format!("prod/db1/{name}")).unwrap();
     bytes[5000] ^= 1;
     rt.block_on(store.put(&ObjectPath::from(format!("prod/db1/{name}")), bytes.into()))
         .unwrap();
-    let e = source.pull(&tmp.path().join("pulled2"), &mut |_| {}).unwrap_err();
-    assert!(matches!(&e, Error::Damaged(m) if m.contains(name.as_str())), "{e}");
+    let e = source
+        .pull(&tmp.path().join("pulled2"), &mut |_| {})
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::Damaged(m) if m.contains(name.as_str())),
+        "{e}"
+    );
 }
 
 /// A mirror that is down.
@@ -181,7 +199,7 @@ impl ArchiveMirror for Down {
 fn a_failing_mirror_holds_truncation_and_loses_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let (dir, archive) = (tmp.path().join("db"), tmp.path().join("archive"));
-    let db = Builder::new(&dir)
+    let db = Database::builder(&dir)
         .options(options())
         .log_archive(&archive)
         .archive_mirror(Arc::new(Down))
@@ -195,7 +213,10 @@ fn a_failing_mirror_holds_truncation_and_loses_nothing() {
         std::thread::sleep(Duration::from_millis(2));
     }
     let m = db.metrics().archive.unwrap();
-    assert!(m.error.as_deref().unwrap().contains("503 slow down"), "{m:?}");
+    assert!(
+        m.error.as_deref().unwrap().contains("503 slow down"),
+        "{m:?}"
+    );
     assert_eq!(m.archived_lsn, 0);
     db.checkpoint().unwrap();
     // Every segment is still in the log: none was uploaded.
@@ -206,7 +227,7 @@ fn a_failing_mirror_holds_truncation_and_loses_nothing() {
     // Reopened with a working mirror: it catches up, then truncation goes on.
     let store = Arc::new(InMemory::new());
     let mirror = ObjectStoreMirror::new(store.clone(), "", "memory").unwrap();
-    let db = Builder::new(&dir)
+    let db = Database::builder(&dir)
         .options(options())
         .log_archive(&archive)
         .archive_mirror(Arc::new(mirror))
@@ -234,7 +255,10 @@ fn bad_urls_are_one_line_errors() {
     let tmp = tempfile::tempdir().unwrap();
     let url = format!("file://{}", tmp.path().join("m").display());
     let e = pull(&url, &tmp.path().join("out"), &mut |_| {}).unwrap_err();
-    assert!(matches!(&e, Error::Damaged(m) if m.contains("no MANIFEST")), "{e}");
+    assert!(
+        matches!(&e, Error::Damaged(m) if m.contains("no MANIFEST")),
+        "{e}"
+    );
     // A file:// mirror puts and gets.
     let m = ObjectStoreMirror::from_url(&url).unwrap();
     m.put("a", b"bytes").unwrap();

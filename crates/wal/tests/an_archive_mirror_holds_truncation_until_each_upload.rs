@@ -106,7 +106,9 @@ fn assert_mirror_matches(storage: &dyn Storage, m: &TestMirror, at_least: usize)
     let entries = parse_archive_manifest(&manifest).unwrap();
     assert!(entries.len() >= at_least, "{entries:?}");
     for e in &entries {
-        let got = m.object(&e.name).unwrap_or_else(|| panic!("{} not uploaded", e.name));
+        let got = m
+            .object(&e.name)
+            .unwrap_or_else(|| panic!("{} not uploaded", e.name));
         assert_eq!(got, local(storage, &e.name), "{}", e.name);
         assert_eq!(crc32c::crc32c(&got), e.crc32c);
     }
@@ -120,8 +122,14 @@ fn assert_mirror_matches(storage: &dyn Storage, m: &TestMirror, at_least: usize)
 fn each_archived_segment_is_uploaded_before_it_counts_archived() {
     let (_sim, storage) = sim(2611);
     let m = Arc::new(TestMirror::default());
-    let log = Log::open_mirrored(storage.clone(), &dirs(), ARCHIVE, m.clone(), small_options())
-        .unwrap();
+    let log = Log::open_mirrored(
+        storage.clone(),
+        &dirs(),
+        ARCHIVE,
+        m.clone(),
+        small_options(),
+    )
+    .unwrap();
     let s = log.segment_bytes();
     fill(&log, 4);
     wait_until("archiving", || log.archived_lsn().unwrap() >= Lsn(4 * s));
@@ -149,7 +157,10 @@ fn a_failing_mirror_holds_truncation_and_a_reopen_catches_it_up() {
     fill(&log, 3);
     wait_until("the archiver to give up", || log.archive_error().is_some());
     let e = log.archive_error().unwrap().to_string();
-    assert!(e.contains("the mirror is down") && e.contains("4 times"), "{e}");
+    assert!(
+        e.contains("the mirror is down") && e.contains("4 times"),
+        "{e}"
+    );
     // The marker's upload failed 4 times: nothing counts archived, nothing is freed.
     assert_eq!(down.puts.load(Ordering::SeqCst), 4);
     assert_eq!(log.archived_lsn(), Some(Lsn(0)));
@@ -159,15 +170,27 @@ fn a_failing_mirror_holds_truncation_and_a_reopen_catches_it_up() {
 
     // A mirror that uploads, but only after the local archive has run ahead of it.
     let log = Log::open_archived(storage.clone(), &dirs(), ARCHIVE, small_options()).unwrap();
-    assert_eq!(read_all(&log)[..records.len()], records[..], "nothing was lost");
+    assert_eq!(
+        read_all(&log)[..records.len()],
+        records[..],
+        "nothing was lost"
+    );
     fill(&log, 5);
-    wait_until("local archiving", || log.archived_lsn().unwrap() >= Lsn(5 * s));
+    wait_until("local archiving", || {
+        log.archived_lsn().unwrap() >= Lsn(5 * s)
+    });
     assert!(log.truncate_below(Lsn(2 * s)).unwrap() >= 2);
     log.close().unwrap();
 
     let up = Arc::new(TestMirror::default());
-    let log =
-        Log::open_mirrored(storage.clone(), &dirs(), ARCHIVE, up.clone(), small_options()).unwrap();
+    let log = Log::open_mirrored(
+        storage.clone(),
+        &dirs(),
+        ARCHIVE,
+        up.clone(),
+        small_options(),
+    )
+    .unwrap();
     wait_until("the catch-up", || log.archived_lsn().unwrap() >= Lsn(5 * s));
     // Segments 0 and 1 left the log before the mirror existed: uploaded from the archive.
     assert_mirror_matches(&*storage, &up, 5);
@@ -182,8 +205,14 @@ fn a_mirror_that_fails_then_recovers_catches_up_without_an_error() {
     let (_sim, storage) = sim(2613);
     // Three failures: the fourth and last try of the first put succeeds.
     let m = TestMirror::failing(3);
-    let log = Log::open_mirrored(storage.clone(), &dirs(), ARCHIVE, m.clone(), small_options())
-        .unwrap();
+    let log = Log::open_mirrored(
+        storage.clone(),
+        &dirs(),
+        ARCHIVE,
+        m.clone(),
+        small_options(),
+    )
+    .unwrap();
     let s = log.segment_bytes();
     fill(&log, 4);
     wait_until("archiving", || log.archived_lsn().unwrap() >= Lsn(4 * s));

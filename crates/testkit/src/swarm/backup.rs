@@ -37,7 +37,7 @@ fn opened(sim: &SimStorage, cfg: &Config, dir: &str, read_only: bool) -> Result<
     let options = Options {
         read_only,
         log_archive: None,
-            archive_mirror: None,
+        archive_mirror: None,
         ..cfg.options(cfg.sessions.len())
     };
     Database::builder(dir)
