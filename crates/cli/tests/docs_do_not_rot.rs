@@ -24,7 +24,7 @@ const MANUALS: &[(&str, &[&str])] = &[
     ("docs/plan.md", &["plan", "measure-lmax"]),
     ("docs/crash-test.md", &["crash-test"]),
     ("docs/replication.md", &["cluster"]),
-    ("docs/backup.md", &["backup", "restore"]),
+    ("docs/backup.md", &["backup", "restore", "archive"]),
     (
         "docs/operate.md",
         &["verify", "log", "stats", "tables", "get", "scan", "compact"],
