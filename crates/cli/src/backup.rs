@@ -589,16 +589,39 @@ pub fn archive(which: ArchiveCommand) -> Result<(), Failure> {
     }
 }
 
+/// What a pull did.
+struct Pulled {
+    listed: usize,
+    segments: usize,
+    bytes: u64,
+    skipped: usize,
+}
+
 /// Pulls the mirror at `url` into `dir`, with a progress bar (none when `quiet`).
-fn pull_into(url: &str, dir: &Path, quiet: bool) -> Result<sluice_objstore::PullReport, Failure> {
+#[cfg(feature = "object-store")]
+fn pull_into(url: &str, dir: &Path, quiet: bool) -> Result<Pulled, Failure> {
     use sluice_objstore::Error as E;
     progress::fraction_once_started("pull", quiet, |moved| {
         sluice_objstore::pull(url, dir, &mut |p| {
             moved(p.bytes_done as f64 / p.bytes.max(1) as f64)
         })
     })
+    .map(|r| Pulled {
+        listed: r.listed,
+        segments: r.segments,
+        bytes: r.bytes,
+        skipped: r.skipped,
+    })
     .map_err(|e| match e {
         E::InvalidArgument(m) => Failure::Usage(m),
         e => Failure::Runtime(format!("pull of {url} into {}: {e}", dir.display())),
     })
+}
+
+/// Without the `object-store` feature there is no object storage to pull from.
+#[cfg(not(feature = "object-store"))]
+fn pull_into(url: &str, _dir: &Path, _quiet: bool) -> Result<Pulled, Failure> {
+    Err(Failure::Usage(format!(
+        "{url}: this sluice was built without object storage (build sluice-cli with --features object-store, and s3, gcp or azure for those clouds)"
+    )))
 }

@@ -18,8 +18,12 @@
 //! segments and `MANIFEST` into one, checking each segment's length and CRC32C against
 //! the `MANIFEST` first, so `sluice_wal::verify_archive` and `Database::restore` read it
 //! as they read the archive it mirrors.
+//!
+//! All of it is behind the `object-store` feature (the cloud features imply it): without
+//! it the crate is empty.
 
 #![warn(missing_docs)]
+#![cfg(feature = "object-store")]
 
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;

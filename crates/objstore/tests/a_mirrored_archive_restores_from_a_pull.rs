@@ -5,6 +5,8 @@
 //! keeps its segments, the metrics report the error) and loses nothing; bad URLs are
 //! one-line errors.
 
+#![cfg(feature = "object-store")]
+
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
 use object_store::ObjectStoreExt;
