@@ -147,6 +147,8 @@ fn a_pulled_mirror_restores_every_commit() {
             archive: Some(pulled.clone()),
             target: RestoreTarget::End,
             dest: dest.clone(),
+            ancestors: Vec::new(),
+            replay: Default::default(),
         },
         &mut |_| {},
     )
