@@ -302,3 +302,46 @@ fn an_incremental_backup_restores_with_its_chain() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("is an incremental backup"), "{err}");
 }
+
+/// A build without the `object-store` feature (CI's): a URL is one line naming the
+/// feature, exit code 2 — for `archive pull` and for a restore's `--archive`.
+#[cfg(not(feature = "object-store"))]
+#[test]
+fn an_object_store_url_without_the_feature_is_one_line_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("pulled");
+    let out = assert_usage_error(
+        &[
+            "archive",
+            "pull",
+            "file:///nowhere/wal",
+            dir.to_str().unwrap(),
+        ],
+        "object-store",
+    );
+    assert!(!out.status.success());
+    assert!(!dir.exists(), "nothing is made");
+    // A restore reaches the archive only after its backup is found: a real backup.
+    let (db_dir, archive, backup) = (
+        tmp.path().join("db"),
+        tmp.path().join("archive"),
+        tmp.path().join("backup"),
+    );
+    let db = open_archived(&db_dir, &archive);
+    put(&db, "k", "v");
+    db.backup_to(&backup).unwrap();
+    db.close().unwrap();
+    let dest = tmp.path().join("restored");
+    assert_usage_error(
+        &[
+            "restore",
+            "--from",
+            backup.to_str().unwrap(),
+            "--archive",
+            "file:///nowhere/wal",
+            "--to-end",
+            dest.to_str().unwrap(),
+        ],
+        "object-store",
+    );
+}
