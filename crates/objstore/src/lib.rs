@@ -1,20 +1,20 @@
 //! `sluice-objstore`: ships sluice's log archive to object storage, and pulls it back.
 //!
 //! The log archive is a local directory the archiver writes through the storage seam
-//! (so the crash simulator covers it); [`ObjectStoreMirror`] is a
+//! (so the crash simulator covers it); `ObjectStoreMirror` is a
 //! [`sluice_wal::ArchiveMirror`] that the archiver ships each archived segment to — the
 //! segment's copy, then the whole `MANIFEST`, and the `ARCHIVE_OF` marker — through the
-//! [`object_store`] crate, under a prefix, with the same names as in the local archive.
+//! `object_store` crate, under a prefix, with the same names as in the local archive.
 //! A segment counts as archived (and the log may free it) only once its upload is done.
 //!
 //! Destinations are URLs: `file:///abs/path` always (a directory, written with `fsync`);
 //! `s3://bucket/prefix`, `gs://bucket/prefix` and `az://container/prefix` with this
 //! crate's `s3`, `gcp` and `azure` features, which turn on `object_store`'s stores (their
-//! credentials come from the environment, or from [`ObjectStoreMirror::from_url_opts`]).
+//! credentials come from the environment, or from `ObjectStoreMirror::from_url_opts`).
 //! HTTP, TLS and signing are `object_store`'s; this crate only blocks on its calls on a
 //! small current-thread `tokio` runtime of its own.
 //!
-//! A restore reads a local archive directory: [`pull`] downloads a mirror's marker,
+//! A restore reads a local archive directory: `pull` downloads a mirror's marker,
 //! segments and `MANIFEST` into one, checking each segment's length and CRC32C against
 //! the `MANIFEST` first, so `sluice_wal::verify_archive` and `Database::restore` read it
 //! as they read the archive it mirrors.
@@ -29,7 +29,9 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, ObjectStoreScheme, PutPayload};
 use sluice_wal::dirs::ARCHIVE_MARKER_NAME;
-use sluice_wal::{parse_archive_manifest, ArchiveMirror, MirrorRetry, MANIFEST_NAME};
+use sluice_wal::{
+    parse_archive_manifest, parse_archive_manifest_whole, ArchiveMirror, MirrorRetry, MANIFEST_NAME,
+};
 use std::fmt;
 use std::fs;
 use std::future::Future;
@@ -195,7 +197,8 @@ impl ObjectStoreMirror {
                     "{what} holds no log archive: it has no {MANIFEST_NAME}"
                 ))
             })?;
-        let entries = parse_archive_manifest(&manifest)
+        // Replaced whole by each put: an entry that does not read is damage.
+        let entries = parse_archive_manifest_whole(&manifest)
             .map_err(|e| Error::Damaged(format!("{what}/{MANIFEST_NAME}: {e}")))?;
         let marker = self
             .get(ARCHIVE_MARKER_NAME)
@@ -224,6 +227,29 @@ impl ObjectStoreMirror {
                     .map_err(|e| io("writing", &local_marker, e))?
             }
             Err(e) => return Err(io("reading", &local_marker, e)),
+        }
+        // What the directory lists already: a pull never unlists a copy. A directory
+        // ahead of the mirror (the mirror is behind its archive) keeps its manifest; one
+        // that lists copies the mirror lacks while lacking some the mirror lists would
+        // need the two merged: refused.
+        let key = |e: &sluice_wal::ArchivedSegment| (e.first, e.len, e.crc32c);
+        let local_manifest = dir.join(MANIFEST_NAME);
+        let listed_here: std::collections::BTreeSet<_> = match fs::read(&local_manifest) {
+            Ok(b) => parse_archive_manifest(&b)
+                .map_err(|e| Error::Damaged(format!("{}: {e}", local_manifest.display())))?
+                .iter()
+                .map(key)
+                .collect(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Default::default(),
+            Err(e) => return Err(io("reading", &local_manifest, e)),
+        };
+        let listed_there: std::collections::BTreeSet<_> = entries.iter().map(key).collect();
+        let keep_local = listed_there.is_subset(&listed_here);
+        if !keep_local && !listed_here.is_subset(&listed_there) {
+            return Err(Error::InvalidArgument(format!(
+                "{} lists archived segments {what} does not, and {what} lists some it does                  not: pull into an empty directory",
+                dir.display()
+            )));
         }
         let total: u64 = entries.iter().map(|e| e.len).sum();
         let mut report = PullReport::default();
@@ -271,9 +297,12 @@ impl ObjectStoreMirror {
                 bytes: total,
             });
         }
-        // The manifest last: it lists only segments the directory already holds.
-        write_atomically(dir, MANIFEST_NAME, &manifest)
-            .map_err(|e| io("writing", &dir.join(MANIFEST_NAME), e))?;
+        // The manifest last: it lists only segments the directory already holds (kept
+        // when it lists everything the mirror's does and more).
+        if !keep_local {
+            write_atomically(dir, MANIFEST_NAME, &manifest)
+                .map_err(|e| io("writing", &dir.join(MANIFEST_NAME), e))?;
+        }
         report.listed = entries.len();
         Ok(report)
     }

@@ -161,7 +161,8 @@ fn a_pull_over_a_damaged_partial_copy_repairs_it() {
 /// The mirror's MANIFEST with a damaged last entry (one bit flipped in it: its entry
 /// CRC no longer matches). An object store puts whole objects, so a mirror's MANIFEST is
 /// never torn: a damaged entry is damage, and the pull must name it rather than pull
-/// an archive one segment short that `verify_archive` calls intact. FAILS: see report.
+/// an archive one segment short that `verify_archive` calls intact. Failed at review;
+/// fixed: a mirror's MANIFEST is read whole (`parse_archive_manifest_whole`).
 #[test]
 fn a_mirror_manifest_with_a_damaged_last_entry_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
@@ -219,7 +220,8 @@ fn a_mirror_manifest_with_a_hole_does_not_verify() {
 
 /// A pull into a directory already holding a newer archive of the same log (more
 /// entries than the mirror's MANIFEST, e.g. the mirror is behind): the pull must not
-/// shrink what the directory's MANIFEST lists. FAILS: see report.
+/// shrink what the directory's MANIFEST lists. Failed at review; fixed: a directory
+/// listing everything the mirror does and more keeps its MANIFEST.
 #[test]
 fn a_pull_does_not_unlist_newer_local_copies() {
     let tmp = tempfile::tempdir().unwrap();

@@ -63,9 +63,9 @@ pub use options::{GroupCommit, LogOptions};
 pub use reader::{LogReader, ReadRecord};
 pub use recovery::RecoveryInfo;
 pub use segments::{
-    dirs, parse_archive_manifest, read_archive_manifest, segment, verify_archive, ArchiveMirror,
-    ArchiveProblem, ArchiveReport, ArchivedSegment, MirrorRetry, SharedMirror, MANIFEST_NAME,
-    MAX_RECYCLED_SEGMENTS,
+    dirs, parse_archive_manifest, parse_archive_manifest_whole, read_archive_manifest, segment,
+    verify_archive, ArchiveMirror, ArchiveProblem, ArchiveReport, ArchivedSegment, MirrorRetry,
+    SharedMirror, MANIFEST_NAME, MAX_RECYCLED_SEGMENTS,
 };
 
 /// Internals the loom models (`tests/loom.rs`) check directly; absent from normal builds.

@@ -71,7 +71,7 @@ impl ArchiveMirror for ReviewMirror {
             Fail::Nothing => false,
             Fail::Manifest => name == MANIFEST_NAME,
             Fail::Segments => segment::parse_segment_name(name).is_some(),
-            Fail::EveryOther => n % 2 == 0,
+            Fail::EveryOther => n.is_multiple_of(2),
         };
         if fail {
             return Err(io::Error::other("review mirror: put refused"));
@@ -398,8 +398,10 @@ fn a_close_while_the_archiver_retries_is_prompt() {
 /// start at LSN 0). When the first log reopens, its catch-up reads the second's MANIFEST,
 /// takes its own copies of those names for uploaded (`catch_up` compares first LSNs
 /// only, not CRCs), puts its MANIFEST, and counts archived — truncation may free —
-/// segments whose mirror objects are the second log's bytes. FAILS (at the first log's
-/// reopen): the mirror's segment 0 does not match the mirror MANIFEST's entry.
+/// segments whose mirror objects are the second log's bytes. Failed at review (the
+/// mirror's segment 0 did not match its MANIFEST entry); fixed: a mirror whose
+/// `ARCHIVE_OF` names another log is refused, and a copy counts as uploaded only where
+/// the mirror lists it with the same length and CRC32C (`segments/archive.rs`).
 #[test]
 fn a_second_log_mirrored_to_the_same_prefix_is_refused_or_uploaded() {
     let m = ReviewMirror::new(Fail::Nothing, 3);

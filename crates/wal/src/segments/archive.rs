@@ -348,22 +348,45 @@ impl Archiver {
             f.read_exact_at(&mut bytes, 0)?;
             Ok(bytes)
         };
-        if !self.upload(mirror, ARCHIVE_MARKER_NAME, &read(ARCHIVE_MARKER_NAME)?)? {
+        // A mirror serves one log, as a local archive does: one whose marker names
+        // another log is refused, never written over (its objects have this log's names).
+        let marker = read(ARCHIVE_MARKER_NAME)?;
+        let Some(theirs) = self.download(mirror, ARCHIVE_MARKER_NAME)? else {
             return Ok(false);
+        };
+        match theirs {
+            Some(m) if m != marker => {
+                return Err(WalError::InvalidArgument(format!(
+                    "archive mirror {mirror:?} holds the archive of another log (its \
+                     {ARCHIVE_MARKER_NAME} differs from {}'s): a mirror serves one log",
+                    self.dir.display()
+                )))
+            }
+            Some(_) => {}
+            None => {
+                if !self.upload(mirror, ARCHIVE_MARKER_NAME, &marker)? {
+                    return Ok(false);
+                }
+            }
         }
         let Some(remote) = self.download(mirror, MANIFEST_NAME)? else {
             return Ok(false);
         };
-        // A mirror manifest that does not read lists nothing: everything is put again.
-        let uploaded: BTreeSet<Lsn> = remote
+        // A copy counts as uploaded where the mirror's manifest lists it with this
+        // copy's length and CRC32C; a mirror manifest that does not read lists nothing:
+        // everything is put again.
+        let uploaded: BTreeSet<(Lsn, u64, u32)> = remote
             .and_then(|b| parse_archive_manifest(&b).ok())
-            .map(|es| es.iter().map(|e| e.first).collect())
+            .map(|es| es.iter().map(|e| (e.first, e.len, e.crc32c)).collect())
             .unwrap_or_default();
         let (entries, text) = {
             let m = self.manifest.lock();
             (m.entries()?, m.text().to_vec())
         };
-        for e in entries.iter().filter(|e| !uploaded.contains(&e.first)) {
+        for e in entries
+            .iter()
+            .filter(|e| !uploaded.contains(&(e.first, e.len, e.crc32c)))
+        {
             if self.stopped() {
                 return Ok(false);
             }

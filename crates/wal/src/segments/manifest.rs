@@ -178,6 +178,24 @@ pub fn parse_archive_manifest(bytes: &[u8]) -> Result<Vec<ArchivedSegment>> {
     Ok(parse(bytes, Path::new(MANIFEST_NAME))?.entries)
 }
 
+/// [`parse_archive_manifest`] for a manifest that was never appended to in place — an
+/// object store's copy, replaced whole by each put: an entry that does not read is
+/// damage there, not a torn append, and is an error naming it.
+pub fn parse_archive_manifest_whole(bytes: &[u8]) -> Result<Vec<ArchivedSegment>> {
+    let parsed = parse(bytes, Path::new(MANIFEST_NAME))?;
+    if parsed.valid_len != bytes.len() as u64 {
+        return Err(WalError::Corruption {
+            lsn: parsed.entries.last().map_or(Lsn(0), |e| e.end),
+            reason: format!(
+                "archive manifest is damaged: entry {} (at byte {}) does not read",
+                parsed.entries.len() + 1,
+                parsed.valid_len
+            ),
+        });
+    }
+    Ok(parsed.entries)
+}
+
 /// What is wrong with an archive, found by [`verify_archive`]. Each names the file and
 /// the LSN range concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]

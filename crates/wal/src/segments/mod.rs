@@ -30,8 +30,8 @@ mod set;
 
 pub(crate) use archive::{ArchiveContext, Archiver};
 pub use manifest::{
-    parse_archive_manifest, read_archive_manifest, verify_archive, ArchiveProblem, ArchiveReport,
-    ArchivedSegment, MANIFEST_NAME,
+    parse_archive_manifest, parse_archive_manifest_whole, read_archive_manifest, verify_archive,
+    ArchiveProblem, ArchiveReport, ArchivedSegment, MANIFEST_NAME,
 };
 pub use mirror::{ArchiveMirror, MirrorRetry, SharedMirror};
 pub(crate) use prepare::{PrepareContext, Preparer};
