@@ -118,3 +118,4 @@ mod transaction_retries_a_deadlock_victim;
 mod transaction_takes_the_applications_error_and_gets_through;
 mod two_partitions_given_one_log_directory_under_two_names_are_refused;
 mod updates_log_only_the_changed_bytes;
+mod incremental_backup_review;
