@@ -255,8 +255,9 @@ fn a_broken_chain_and_a_wrong_parent_are_refused_naming_them() {
         &["/other-full", "another database"],
     );
     other.close().unwrap();
-    // A database restored from the full backup is the same database at an older state:
-    // the newer backups are not its parents.
+    // A database restored from the full backup is a new database (its history forks
+    // from the source's at the cut, and a restore gives it an id of its own): no backup
+    // of the source is its parent, neither the newer ones nor the one it came from.
     db.close().unwrap();
     restore(st, &["/full"], None, "/restored").unwrap();
     let restored = Database::open_on(
@@ -267,14 +268,18 @@ fn a_broken_chain_and_a_wrong_parent_are_refused_naming_them() {
     .unwrap();
     refused(
         restored.backup_incremental_to("/y4", "/inc2"),
-        &["/inc2", "newer than this database"],
+        &["/inc2", "another database"],
+    );
+    refused(
+        restored.backup_incremental_to("/y5", "/full"),
+        &["/full", "another database"],
     );
     // Its own backups chain as usual.
     restored.backup_to("/rfull").unwrap();
     let label = restored.backup_incremental_to("/rinc", "/rfull").unwrap();
     restored.close().unwrap();
     assert!(label.pages_copied < label.data_bytes / u64::from(label.page_size));
-    for dest in ["/y1", "/y2", "/y3", "/y4"] {
+    for dest in ["/y1", "/y2", "/y3", "/y4", "/y5"] {
         assert!(!st.exists(Path::new(dest)).unwrap(), "{dest} was made");
     }
 }

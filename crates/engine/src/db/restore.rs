@@ -240,7 +240,16 @@ impl Database {
             _ => None,
         };
 
-        // 4. The control file, last.
+        // 4. The control file, last, with an id of its own: the restored database is a
+        // new one, whose history forks from the source's at the cut. With the source's
+        // id, an incremental backup of it against a backup of the source (of the other
+        // history, at the same LSNs) would be accepted and lay one history's pages over
+        // the other's (found by outside review:
+        // `incremental_backup_review::an_incremental_of_a_fork_...`).
+        let control = Control {
+            database_id: rand::random(),
+            ..control
+        };
         control.write(st, dest)?;
 
         // 5. Recovery (only analysis and undo after a single-pass restore).
