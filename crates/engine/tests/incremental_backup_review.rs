@@ -21,7 +21,7 @@ fn strategies() -> Vec<Strategy> {
 
 fn opts(s: &Strategy) -> Options {
     let mut o = Options::small();
-    o.propagation = s.clone();
+    o.propagation = *s;
     o.checkpoint_log_bytes = 32 << 10;
     o.log_archive = Some("/archive".into());
     o
