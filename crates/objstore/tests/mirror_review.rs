@@ -43,7 +43,7 @@ fn mirrored(tmp: &Path) -> (Arc<InMemory>, PathBuf) {
     while log.durable_lsn().0 < 5 * s {
         let mut tx = db.begin();
         for _ in 0..50 {
-            tx.put(&t, format!("k{k:06}").as_bytes(), &[b'v'; 80])
+            tx.put(&t, format!("k{k:06}").as_bytes(), [b'v'; 80])
                 .unwrap();
             k += 1;
         }
