@@ -409,9 +409,9 @@ fn trial_restore(
         dest: dest.clone(),
         replay: Replay::default(),
     };
-    progress::fraction_once_started("trial restore", quiet, |moved| {
+    progress::steps_once_started("trial restore", quiet, |moved| {
         Database::restore(storage(), &spec, &mut |p| {
-            moved(p.copied_bytes as f64 / p.total_bytes.max(1) as f64)
+            moved(p.step.name(), p.fraction())
         })
     })
     .map_err(|e| e.to_string())?;
@@ -476,9 +476,9 @@ pub fn restore(a: RestoreArgs) -> Result<(), Failure> {
         },
     };
     let what = format!("restore of {} into {}", newest.display(), a.dest.display());
-    let r = progress::fraction_once_started("restore", a.json, |moved| {
+    let r = progress::steps_once_started("restore", a.json, |moved| {
         Database::restore(storage(), &spec, &mut |p| {
-            moved(p.copied_bytes as f64 / p.total_bytes.max(1) as f64)
+            moved(p.step.name(), p.fraction())
         })
     })
     .map_err(|e| failure(&what, e))?;

@@ -103,3 +103,63 @@ pub fn fraction_once_started<T>(msg: &str, quiet: bool, work: impl FnOnce(&dyn F
     }
     r
 }
+
+/// [`fraction_once_started`] for work in named steps: `work` reports a step's name and its
+/// fraction done. Each step gets its own bar, titled `msg: step`, left drawn full when the
+/// next step starts; elsewhere plain lines per step (`msg: step: 10 %` …
+/// `msg: step done in 3.2 s`). Nothing is shown until the first report.
+pub fn steps_once_started<T>(
+    msg: &str,
+    quiet: bool,
+    work: impl FnOnce(&dyn Fn(&str, f64)) -> T,
+) -> T {
+    let terminal = std::io::stderr().is_terminal();
+    // The step shown: its title, when it started, its bar (on a terminal).
+    type Shown = (String, Instant, Option<ProgressBar>);
+    let current: Cell<Option<Shown>> = Cell::new(None);
+    let shown = Cell::new(0u32);
+    let end = |s: Shown| match s {
+        (_, _, Some(pb)) => {
+            pb.set_position(1000);
+            pb.finish();
+        }
+        (title, at, None) => eprintln!("{title} done in {:.1} s", at.elapsed().as_secs_f64()),
+    };
+    let r = work(&|step, f| {
+        if quiet {
+            return;
+        }
+        let title = format!("{msg}: {step}");
+        let (title, at, pb) = match current.take() {
+            Some(s) if s.0 == title => s,
+            previous => {
+                if let Some(p) = previous {
+                    end(p);
+                }
+                shown.set(0);
+                match terminal {
+                    true => (
+                        title.clone(),
+                        Instant::now(),
+                        Some(percent_bar(&title, false)),
+                    ),
+                    false => {
+                        eprintln!("{title}: started");
+                        (title, Instant::now(), None)
+                    }
+                }
+            }
+        };
+        match &pb {
+            Some(pb) => pb.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64),
+            // (A step over within a second needs no more than its two lines.)
+            None if at.elapsed().as_secs() >= 1 => tenth_line(&title, &shown, f, at),
+            None => {}
+        }
+        current.set(Some((title, at, pb)));
+    });
+    if let Some(s) = current.take() {
+        end(s);
+    }
+    r
+}

@@ -88,6 +88,30 @@ fn backup_then_restore_to_the_end_and_to_a_time() {
     ]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("log cut at LSN"), "{out}");
+    // Its progress, stderr not being a terminal: plain lines, each step as it starts and
+    // ends, in the order they run.
+    let mut at = 0;
+    for step in [
+        "check log",
+        "copy",
+        "sort log",
+        "apply runs",
+        "analysis",
+        "undo",
+        "checkpoint",
+    ] {
+        let (start, end) = (
+            format!("restore: {step}: started"),
+            format!("restore: {step} done in"),
+        );
+        let s = err[at..]
+            .find(&start)
+            .unwrap_or_else(|| panic!("no `{start}` in order: {err}"));
+        let e = err[at + s..]
+            .find(&end)
+            .unwrap_or_else(|| panic!("no `{end}`: {err}"));
+        at += s + e;
+    }
     let get = |d: &Path, k: &str| run(&["get", &s(d), "t", k]);
     assert_eq!(get(&to_time, "after").1.trim(), "the backup");
     assert_eq!(
@@ -108,6 +132,7 @@ fn backup_then_restore_to_the_end_and_to_a_time() {
         "--json",
     ]);
     assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("restore:"), "--json shows no progress: {err}");
     assert_eq!(get(&to_end, "later").1.trim(), "than the target time");
     let (code, out, err) = run(&["verify", &s(&to_end)]);
     assert_eq!(code, Some(0), "{out}{err}");

@@ -47,4 +47,6 @@ pub(crate) struct Hooks {
     /// single-pass restore replayed them from sorted runs, `db/restore_runs.rs`):
     /// restart recovery's redo skips those records. Analysis and undo run as always.
     pub(crate) redone_below: Option<sluice_wal::Lsn>,
+    /// Told how restart recovery's passes move (a restore's progress).
+    pub(crate) recovery_progress: Option<Arc<crate::recovery::ProgressFn>>,
 }

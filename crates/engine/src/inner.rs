@@ -138,6 +138,7 @@ impl Inner {
             segment_bytes: self.log_segment_bytes,
             in_doubt: self.hooks.in_doubt.as_ref(),
             redone_below: self.hooks.redone_below,
+            progress: self.hooks.recovery_progress.as_deref(),
         }
     }
 

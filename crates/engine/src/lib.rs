@@ -153,7 +153,7 @@ pub use builder::Builder;
 pub use catalog::MAX_TABLE_NAME;
 pub use db::{
     BackupProgress, BackupReach, CompactReport, Replay, Restore, RestoreProgress, RestoreReport,
-    RestoreTarget, SinglePass,
+    RestoreStep, RestoreTarget, SinglePass,
 };
 pub use db::{Database, Stats, VerifyReport};
 pub use error::{Error, Result};

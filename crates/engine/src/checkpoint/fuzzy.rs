@@ -36,6 +36,7 @@ use crate::control::{Checkpoint, Control};
 use crate::error::{Error, Result};
 use crate::log_record::{CheckpointData, Record};
 use crate::propagation::{log_cleaner, Background, Occasion, Propagation};
+use crate::recovery::redo_rule::redo_start;
 use crate::store::Store;
 use crate::txn_table::TxnTable;
 use parking_lot::{Mutex, MutexGuard};
@@ -236,8 +237,7 @@ fn take(cx: &Scope<'_>, occasion: Occasion, _held: &MutexGuard<'_, ()>) -> Resul
         .active
         .iter()
         .map(|a| a.first)
-        .chain(data.dirty.iter().map(|d| d.1))
-        .fold(r, Lsn::min);
+        .fold(redo_start(r, data.dirty.iter().map(|d| d.1)), Lsn::min);
     let end = store.append(&Record::EndCheckpoint(data))?;
     store.log.wait_durable(end.end)?;
     cx.storage.failpoint(failpoint::CHECKPOINT_ENDED, cx.dir)?;

@@ -35,6 +35,7 @@ use crate::backup_label::{BackupLabel, BackupParent, PARTIAL};
 use crate::control::Control;
 use crate::data_file::{file_error, write_durably};
 use crate::error::{Error, Result};
+use crate::recovery::redo_rule;
 use sluice_storage::Storage;
 use sluice_wal::Lsn;
 use std::path::Path;
@@ -351,18 +352,11 @@ fn redo_start(
     log: &crate::log_sink::LogSink,
     checkpoint: crate::control::Checkpoint,
 ) -> Result<Lsn> {
-    let r = log.read_from(checkpoint.end)?.next().ok_or_else(|| {
-        Error::Corruption(format!("no checkpoint record at {}", checkpoint.end))
-    })??;
-    match crate::recovery::analysis::decode(r.lsn, &r.payload)? {
-        crate::log_record::Record::EndCheckpoint(d) => {
-            Ok(d.dirty.iter().map(|p| p.1).fold(checkpoint.begin, Lsn::min))
-        }
-        _ => Err(Error::Corruption(format!(
-            "record at {} is not the end of a checkpoint",
-            checkpoint.end
-        ))),
-    }
+    let d = redo_rule::end_record(checkpoint, log.read_from(checkpoint.end)?.next())?;
+    Ok(redo_rule::redo_start(
+        checkpoint.begin,
+        d.dirty.iter().map(|p| p.1),
+    ))
 }
 
 /// Makes `dir` exist and checks that it is empty (a backup or restore never writes over

@@ -25,6 +25,7 @@ pub use compact::CompactReport;
 pub use handle::{Database, Stats};
 pub(crate) use open::refuse_same_dirs;
 pub use restore::{
-    BackupReach, Replay, Restore, RestoreProgress, RestoreReport, RestoreTarget, SinglePass,
+    BackupReach, Replay, Restore, RestoreProgress, RestoreReport, RestoreStep, RestoreTarget,
+    SinglePass,
 };
 pub use verify::VerifyReport;

@@ -34,7 +34,7 @@ use crate::data_file::file_error;
 use crate::error::{Error, Result};
 use crate::log_record::{commit_of, CommitTime, EffectiveTimes};
 use crate::options::Options;
-use crate::recovery::RecoveryReport;
+use crate::recovery::{Pass, RecoveryReport};
 use sluice_storage::{OpenOptions, Storage};
 use sluice_wal::segment::{
     decode_header, parse_segment_name, segment_name, segment_start, SEGMENT_HEADER_BYTES,
@@ -90,13 +90,71 @@ pub struct Restore {
     pub replay: Replay,
 }
 
-/// Where a restore stands, for a progress bar.
+/// A step of a restore, in the order they run ([`RestoreProgress`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum RestoreStep {
+    /// Reading the backup's log and the archive's, checking each record, to find the cut
+    /// (log bytes).
+    Check,
+    /// Copying the data file (a chain's backups, for an incremental one) and the log
+    /// segments below the cut (bytes).
+    Copy,
+    /// The single-pass restore sorting the copied log into runs by page (log bytes).
+    Sort,
+    /// The single-pass restore applying the runs to the data file in page order (pages of
+    /// the data file).
+    Apply,
+    /// Restart recovery's analysis pass over the restored log (log bytes).
+    Analysis,
+    /// Restart recovery's redo pass (log bytes); after a single-pass restore it has
+    /// nothing left to do and is not reported.
+    Redo,
+    /// Restart recovery rolling back the transactions the cut left without an outcome
+    /// (their log records).
+    Undo,
+    /// The restored database's close, whose checkpoint writes the pages recovery changed
+    /// (not measured: reported as 0 of 0, then 1 of 1).
+    Checkpoint,
+}
+
+impl RestoreStep {
+    /// A short name, for a progress bar.
+    pub fn name(self) -> &'static str {
+        match self {
+            RestoreStep::Check => "check log",
+            RestoreStep::Copy => "copy",
+            RestoreStep::Sort => "sort log",
+            RestoreStep::Apply => "apply runs",
+            RestoreStep::Analysis => "analysis",
+            RestoreStep::Redo => "redo",
+            RestoreStep::Undo => "undo",
+            RestoreStep::Checkpoint => "checkpoint",
+        }
+    }
+}
+
+/// Where a restore stands, for a progress bar: the step it is in and how far that step
+/// is. Steps come in [`RestoreStep`]'s order (some may be left out); each starts with a
+/// report of 0 done and ends with one of `done == total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RestoreProgress {
-    /// Bytes copied so far.
-    pub copied_bytes: u64,
-    /// Bytes to copy in all.
-    pub total_bytes: u64,
+    /// The step.
+    pub step: RestoreStep,
+    /// Work of the step done so far (see [`RestoreStep`] for its unit).
+    pub done: u64,
+    /// Work of the step in all (0 when not measured).
+    pub total: u64,
+}
+
+impl RestoreProgress {
+    /// The step's fraction done, 0 to 1 (0 until it ends when not measured).
+    pub fn fraction(&self) -> f64 {
+        match self.total {
+            0 => 0.0,
+            t => self.done.min(t) as f64 / t as f64,
+        }
+    }
 }
 
 /// What a restore did.
@@ -179,7 +237,21 @@ impl Database {
         let links = incremental::chain(st, &spec.ancestors, (backup, label))?;
 
         // 1. and 2. The cut, and the log below it checked.
-        let (cut, last_commit) = source.cut(spec.target)?;
+        let mut checked = 0;
+        let (cut, last_commit) = source.cut(spec.target, &mut |done, total| {
+            checked = total;
+            progress(RestoreProgress {
+                step: RestoreStep::Check,
+                done,
+                total,
+            })
+        })?;
+        // (A target LSN's read stops at the target, short of the last report.)
+        progress(RestoreProgress {
+            step: RestoreStep::Check,
+            done: checked,
+            total: checked,
+        });
         prepare_empty_dir(st, dest, "restore directory")?;
 
         // 3. The data file and the log up to the cut.
@@ -195,12 +267,16 @@ impl Database {
         });
         let total =
             data_total.saturating_add((needed.len() as u64).saturating_mul(source.segment_bytes));
+        // (An incremental chain's total is its labels' estimate: the bar stops short of
+        // the end rather than passing it.)
         let mut tell = |n: u64| {
             progress(RestoreProgress {
-                copied_bytes: n,
-                total_bytes: total,
+                step: RestoreStep::Copy,
+                done: n.min(total),
+                total,
             })
         };
+        tell(0);
         let mut copied = incremental::restore_data(st, &links, dest, &mut tell)?;
         let to_log = dest.join(LOG);
         st.create_dir_all(&to_log)
@@ -218,6 +294,7 @@ impl Database {
         st.sync_dir(&to_log)
             .map_err(|e| file_error("restore log directory", &to_log, e))?;
         sluice_wal::cut_log_dir(st, &to_log, cut)?;
+        tell(total);
         let copy_us = copying.elapsed().as_micros() as u64;
         let control = Control::read_only(st, backup)?.ok_or_else(|| {
             Error::Corruption(format!(
@@ -236,6 +313,7 @@ impl Database {
                 cut,
                 label.page_size as usize,
                 source.segment_bytes,
+                progress,
             )?),
             _ => None,
         };
@@ -255,20 +333,65 @@ impl Database {
         // 5. Recovery (only analysis and undo after a single-pass restore).
         let recovering = std::time::Instant::now();
         let pool_pages = options.pool_pages;
+        // Recovery runs inside the open, on a thread of its own here, so that its
+        // passes' reports reach `progress` (which need not be `Send`) on this one.
+        enum Told {
+            Pass(RestoreProgress),
+            Opened(Result<Database>),
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let passes = tx.clone();
         let hooks = crate::coordination::Hooks {
             redone_below: single_pass.map(|_| cut),
+            recovery_progress: Some(Arc::new(move |pass, done, total| {
+                let step = match pass {
+                    Pass::Analysis => RestoreStep::Analysis,
+                    Pass::Redo => RestoreStep::Redo,
+                    Pass::Undo => RestoreStep::Undo,
+                };
+                let told = Told::Pass(RestoreProgress { step, done, total });
+                // The receiver is gone once the open returned: nothing more to tell.
+                let _ = passes.send(told);
+            })),
             ..Default::default()
         };
-        let db = Database::open_hooked(
-            storage.clone(),
-            dest,
-            storage.clone(),
-            dest.join(LOG),
-            options,
-            hooks,
-        )?;
+        let db = std::thread::scope(|scope| {
+            let log_dir = dest.join(LOG);
+            let storage = &storage;
+            scope.spawn(move || {
+                let opened = Database::open_hooked(
+                    storage.clone(),
+                    dest,
+                    storage.clone(),
+                    log_dir,
+                    options,
+                    hooks,
+                );
+                let _ = tx.send(Told::Opened(opened));
+            });
+            loop {
+                match rx.recv() {
+                    Ok(Told::Pass(p)) => progress(p),
+                    Ok(Told::Opened(opened)) => break opened,
+                    Err(_) => {
+                        break Err(Error::Corruption(
+                            "the restored database's recovery ended without a result".into(),
+                        ))
+                    }
+                }
+            }
+        })?;
         let recovery = db.recovery_report().clone();
+        let mut closing = |done| {
+            progress(RestoreProgress {
+                step: RestoreStep::Checkpoint,
+                done,
+                total: done,
+            })
+        };
+        closing(0);
         db.close()?;
+        closing(1);
         let recovery_us = recovering.elapsed().as_micros() as u64;
         let archived_segments = needed
             .iter()
@@ -298,7 +421,7 @@ impl Database {
         archive: Option<&Path>,
     ) -> Result<BackupReach> {
         let source = Source::open(storage, backup, archive)?;
-        let last_commit = source.last_commit()?;
+        let last_commit = source.last_commit(&mut |_, _| {})?;
         Ok(BackupReach {
             label: source.label,
             end_lsn: source.end(),
@@ -576,10 +699,32 @@ impl Source {
     /// The last commit of the whole log (from the backup's start: a backup with no commit
     /// after its checkpoint still names the one before), with its effective time; every
     /// record on the way is read and checked.
-    fn last_commit(&self) -> Result<Option<(Lsn, CommitTime)>> {
+    /// [`Source::records`] up to `to`, telling `tell` the log bytes read of those to
+    /// read now and then (about 200 times, and at the end).
+    fn records_told<'a>(
+        &'a self,
+        (from, to): (Lsn, Lsn),
+        tell: &'a mut dyn FnMut(u64, u64),
+    ) -> impl Iterator<Item = Result<ReadRecord>> + 'a {
+        let total = to.0.saturating_sub(from.0);
+        let step = (total / 200).max(1);
+        let mut next = 0;
+        tell(0, total);
+        self.records(from).inspect(move |r| {
+            if let Ok(r) = r {
+                let done = r.end.0.saturating_sub(from.0).min(total);
+                if done >= next || done == total {
+                    tell(done, total);
+                    next = done.saturating_add(step);
+                }
+            }
+        })
+    }
+
+    fn last_commit(&self, tell: &mut dyn FnMut(u64, u64)) -> Result<Option<(Lsn, CommitTime)>> {
         let mut times = EffectiveTimes::starting_at(CommitTime(0));
         let mut last = None;
-        for r in self.records(self.label.log_start) {
+        for r in self.records_told((self.label.log_start, self.end()), tell) {
             let r = r?;
             if let Some((_, at)) = commit_of(&r.payload) {
                 last = Some((r.lsn, times.next(at)));
@@ -600,7 +745,12 @@ impl Source {
 
     /// The cut for `target`, after reading (and so checking) the log up to it; and the
     /// last commit kept, if the part read holds one.
-    fn cut(&self, target: RestoreTarget) -> Result<(Lsn, Option<(Lsn, CommitTime)>)> {
+    /// `tell` is told the log bytes read of those to read, now and then.
+    fn cut(
+        &self,
+        target: RestoreTarget,
+        tell: &mut dyn FnMut(u64, u64),
+    ) -> Result<(Lsn, Option<(Lsn, CommitTime)>)> {
         let e = self.label.end_lsn;
         let reach = self.end();
         let which = if self.archive.is_some() {
@@ -624,7 +774,7 @@ impl Source {
                         gap(g)
                     )));
                 }
-                Ok((reach, self.last_commit()?))
+                Ok((reach, self.last_commit(tell)?))
             }
             RestoreTarget::Lsn(l) => {
                 if l < e {
@@ -641,7 +791,7 @@ impl Source {
                     }));
                 }
                 let (mut cut, mut last) = (e, None);
-                for r in self.records(e) {
+                for r in self.records_told((e, l), tell) {
                     let r = r?;
                     if r.lsn > l {
                         break;
@@ -656,7 +806,7 @@ impl Source {
             RestoreTarget::Time(t) => {
                 let mut times = EffectiveTimes::starting_at(CommitTime(0));
                 let mut last = None;
-                for r in self.records(self.label.log_start) {
+                for r in self.records_told((self.label.log_start, reach), tell) {
                     let r = r?;
                     let Some((_, at)) = commit_of(&r.payload) else {
                         continue;

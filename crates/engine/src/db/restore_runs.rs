@@ -6,11 +6,11 @@
 //! `propagation::runs`), and the runs are merged and applied to the restored data file
 //! in page order, each page read once and written once (`log_cleaner::rebuild`).
 //!
-//! Which records are applied is restart recovery's rule, taken from the same place: a
-//! record from the backup's checkpoint on, or an earlier one whose page the checkpoint's
-//! dirty-page table lists with a recovery LSN at or below it (analysis builds its table
-//! the same way, `recovery::analysis`). Each is applied only above its page's PageLSN,
-//! and a page torn in the fuzzy copy waits for its full image, as in redo.
+//! Which records are applied is restart recovery's rule, from its one home
+//! (`recovery::redo_rule`): a record from the backup's checkpoint on, or an earlier one
+//! whose page the checkpoint's dirty-page table lists with a recovery LSN at or below
+//! it. Each is applied only above its page's PageLSN, and a page torn in the fuzzy copy
+//! waits for its full image, as in redo.
 //!
 //! It runs before the restore writes `CONTROL`: until then the directory is not a
 //! database, so a crash midway leaves nothing that opens. The open that follows is told
@@ -28,15 +28,14 @@ use super::backup::LOG;
 use super::open::DATA;
 use crate::control::Checkpoint;
 use crate::data_file::file_error;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ids::PageId;
-use crate::log_record::Record;
 use crate::propagation::log_cleaner;
 use crate::propagation::runs::{self, RunStore};
-use crate::recovery::analysis::decode;
+use crate::recovery::redo_rule::{self, RedoRule};
+use crate::{RestoreProgress, RestoreStep};
 use sluice_storage::{OpenOptions, Storage};
 use sluice_wal::{read_segment_files, Lsn};
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -71,6 +70,7 @@ pub(super) fn apply(
     cut: Lsn,
     page_size: usize,
     segment_bytes: u64,
+    progress: &mut dyn FnMut(RestoreProgress),
 ) -> Result<SinglePass> {
     let _span = tracing::info_span!("single-pass restore", cut = %cut).entered();
     // The copied log is read in place, as the restore read it to find the cut: no lock,
@@ -78,31 +78,33 @@ pub(super) fn apply(
     let log_dir = dest.join(LOG);
     let read =
         |from: Lsn| read_segment_files(storage.clone(), &log_dir, segment_bytes, (from, cut));
-    // The checkpoint's dirty-page table: recovery LSNs of pages dirty before its begin.
-    let end = read(checkpoint.end).next().ok_or_else(|| {
-        Error::Corruption(format!("no checkpoint record at {}", checkpoint.end))
-    })??;
-    let Record::EndCheckpoint(d) = decode(end.lsn, &end.payload)? else {
-        return Err(Error::Corruption(format!(
-            "record at {} is not the end of a checkpoint",
-            checkpoint.end
-        )));
-    };
-    let mut dirty: HashMap<PageId, Lsn> = HashMap::new();
-    for &(p, rec) in &d.dirty {
-        let e = dirty.entry(p).or_insert(rec);
-        *e = (*e).min(rec);
-    }
+    // Redo's rule, from the checkpoint's tables.
+    let d = redo_rule::end_record(checkpoint, read(checkpoint.end).next())?;
+    let rule = RedoRule::new(checkpoint.begin, &d.dirty);
     // Where redo would start: the log holds it (the backup pinned it, analysis needs it).
-    let from = dirty.values().copied().fold(checkpoint.begin, Lsn::min);
-    let wanted = |p: PageId, lsn: Lsn| {
-        lsn >= checkpoint.begin || dirty.get(&p).is_some_and(|&rec| rec <= lsn)
-    };
+    let from = rule.start();
+    let wanted = |p: PageId, lsn: Lsn| rule.wants(p, lsn);
 
     let sorting = Instant::now();
     let dir = dest.join(runs::DIR);
     let store = RunStore::open(storage.clone(), &dir)?;
-    store.sort(read(from), from, cut)?;
+    let total = cut.0.saturating_sub(from.0);
+    let (step, mut next) = ((total / 200).max(1), 0);
+    let mut sorted = |done: u64| {
+        if done >= next || done == total {
+            progress(RestoreProgress {
+                step: RestoreStep::Sort,
+                done,
+                total,
+            });
+            next = done.saturating_add(step);
+        }
+    };
+    sorted(0);
+    store.sort(read(from), (from, cut), &mut |end| {
+        sorted(end.0.saturating_sub(from.0).min(total))
+    })?;
+    sorted(total);
     let sort_us = sorting.elapsed().as_micros() as u64;
 
     let applying = Instant::now();
@@ -110,7 +112,22 @@ pub(super) fn apply(
     let data = storage
         .open(&path, OpenOptions::EXISTING)
         .map_err(|e| file_error("restored data file", &path, e))?;
-    let done = log_cleaner::rebuild(&store, &*data, page_size, (from, cut), &wanted, CHUNK_PAGES)?;
+    let mut applied = |done, total| {
+        progress(RestoreProgress {
+            step: RestoreStep::Apply,
+            done,
+            total,
+        })
+    };
+    let done = log_cleaner::rebuild(
+        &store,
+        &*data,
+        page_size,
+        (from, cut),
+        &wanted,
+        CHUNK_PAGES,
+        &mut applied,
+    )?;
     data.sync_data()
         .map_err(|e| file_error("restored data file", &path, e))?;
     drop(data);

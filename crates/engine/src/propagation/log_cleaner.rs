@@ -306,6 +306,8 @@ pub(crate) struct Rebuilt {
 /// page that is torn or unwritten in the copy waits for a full image, and one the
 /// entries leave without a valid version is an error naming it, as after redo. The
 /// caller syncs `data`. Writes in place: a crash midway leaves a copy to start over from.
+/// `progress(passed, pages)` is told, after each chunk, how many of the file's pages (when
+/// the pass began) lie behind it.
 pub(crate) fn rebuild(
     runs: &RunStore,
     data: &dyn sluice_storage::FileHandle,
@@ -313,12 +315,16 @@ pub(crate) fn rebuild(
     (from, to): (Lsn, Lsn),
     wanted: &dyn Fn(PageId, Lsn) -> bool,
     chunk_pages: u64,
+    progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Rebuilt> {
     let io = |what: &str, e: std::io::Error| {
         Error::Corruption(format!("single-pass restore: {what} the data file: {e}"))
     };
     let chunk_pages = chunk_pages.max(1);
     let mut len = data.len().map_err(|e| io("cannot size", e))?;
+    // Progress: pages of the file passed, of its pages when the pass began.
+    let file_pages = len / page_size as u64;
+    progress(0, file_pages);
     let mut report = Rebuilt::default();
     let mut merge = runs.scan(PageId(0), PageId(u64::MAX), from, to)?;
     let mut next = merge.next().transpose()?;
@@ -385,6 +391,8 @@ pub(crate) fn rebuild(
             report.pages += (k - start) as u64;
             report.writes += 1;
         }
+        progress((base + chunk_pages).min(file_pages), file_pages);
     }
+    progress(file_pages, file_pages);
     Ok(report)
 }

@@ -138,7 +138,16 @@ fn an_old_copy_plus_the_runs_rebuilds_every_page() {
     // The copy in a file of its own, rebuilt a few pages at a time.
     let copy = sim.open(Path::new("/copy"), OpenOptions::CREATE).unwrap();
     copy.write_at(&old, 0).unwrap();
-    let done = log_cleaner::rebuild(store, &*copy, page_size, (from, to), &|_, _| true, 3).unwrap();
+    let done = log_cleaner::rebuild(
+        store,
+        &*copy,
+        page_size,
+        (from, to),
+        &|_, _| true,
+        3,
+        &mut |_, _| {},
+    )
+    .unwrap();
     assert!(done.pages > 10, "the rounds changed pages: {done:?}");
     assert!(done.chunks > 1 && done.writes >= done.chunks, "{done:?}");
     let rebuilt = read_file(&sim, "/copy");

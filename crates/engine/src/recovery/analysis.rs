@@ -4,7 +4,8 @@ use crate::control::Checkpoint;
 use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
 use crate::log_record::{CommitTime, Record};
-use crate::recovery::Context;
+use crate::recovery::redo_rule::{self, RedoRule};
+use crate::recovery::{Context, Pass, Ticker};
 use crate::tree_count::Counts;
 use sluice_wal::Lsn;
 use std::collections::{BTreeMap, HashMap};
@@ -18,8 +19,12 @@ pub(crate) struct Loser {
 
 pub(crate) struct Analysis {
     pub(crate) scan_from: Lsn,
+    /// Where redo starts: the lowest recovery LSN of the dirty-page table analysis built
+    /// (the checkpoint's, and each page a record from its begin on touched).
     pub(crate) redo_from: Option<Lsn>,
-    pub(crate) dirty: HashMap<PageId, Lsn>,
+    /// Which records redo repeats (the dirty-page table's answer for every record
+    /// analysis scanned, and the checkpoint's for those before).
+    pub(crate) rule: RedoRule,
     pub(crate) losers: HashMap<TxnId, Loser>,
     pub(crate) next_txn: u64,
     pub(crate) records: u64,
@@ -38,6 +43,7 @@ pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analy
     let log = &cx.store.log;
     let mut att: HashMap<TxnId, Loser> = HashMap::new();
     let mut dirty: HashMap<PageId, Lsn> = HashMap::new();
+    let mut rule = RedoRule::everything();
     let mut next_txn = 1;
     let mut last_commit_time = CommitTime::UNKNOWN;
     // The dirty pages are the checkpoint's table plus the pages of records from its begin
@@ -60,22 +66,7 @@ pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analy
                     log.durable_lsn()
                 )));
             }
-            let end_record = log
-                .read_from(c.end)?
-                .next()
-                .ok_or_else(|| Error::Corruption(format!("no checkpoint record at {}", c.end)))??;
-            let Record::EndCheckpoint(d) = decode(end_record.lsn, &end_record.payload)? else {
-                return Err(Error::Corruption(format!(
-                    "record at {} is not the end of a checkpoint",
-                    c.end
-                )));
-            };
-            if d.begin != c.begin {
-                return Err(Error::Corruption(format!(
-                    "checkpoint at {} says it began at {}, the control file says {}",
-                    c.end, d.begin, c.begin
-                )));
-            }
+            let d = redo_rule::end_record(c, log.read_from(c.end)?.next())?;
             next_txn = d.next_txn;
             last_commit_time = d.clock;
             for a in &d.active {
@@ -88,10 +79,8 @@ pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analy
                     },
                 );
             }
-            for &(p, rec) in &d.dirty {
-                let e = dirty.entry(p).or_insert(rec);
-                *e = (*e).min(rec);
-            }
+            rule = RedoRule::new(c.begin, &d.dirty);
+            dirty.extend(rule.dirty());
             d.active.iter().map(|a| a.first).fold(c.begin, Lsn::min)
         }
         None => log.start_lsn(),
@@ -101,8 +90,14 @@ pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analy
     }
     let mut records = 0;
     let mut counts = Counts::default();
+    let mut ticker = Ticker::start(
+        cx,
+        Pass::Analysis,
+        log.durable_lsn().0.saturating_sub(scan_from.0),
+    );
     for item in log.read_from(scan_from)? {
         let sluice_wal::ReadRecord { lsn, payload, .. } = item?;
+        ticker.at(lsn.0 - scan_from.0);
         records += 1;
         let rec = decode(lsn, &payload)?;
         counts.see(&rec);
@@ -142,11 +137,12 @@ pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analy
             Record::BeginCheckpoint | Record::EndCheckpoint(_) | Record::TreeCount { .. } => {}
         }
     }
+    ticker.finish();
     let redo_from = dirty.values().min().copied();
     Ok(Analysis {
         scan_from,
         redo_from,
-        dirty,
+        rule,
         losers: att,
         next_txn,
         records,

@@ -19,6 +19,7 @@
 
 pub(crate) mod analysis;
 mod redo;
+pub(crate) mod redo_rule;
 mod undo;
 
 use crate::control::Checkpoint;
@@ -46,6 +47,64 @@ pub(crate) struct Context<'a> {
     /// Every change below this LSN is in the data file already (a single-pass restore):
     /// redo skips those records.
     pub(crate) redone_below: Option<Lsn>,
+    /// Told how the passes move (a restore's progress bar).
+    pub(crate) progress: Option<&'a ProgressFn>,
+}
+
+/// Which pass of restart recovery a progress report is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pass {
+    Analysis,
+    Redo,
+    Undo,
+}
+
+/// Told by recovery as a pass moves: the pass, the work done and the work in all (log
+/// bytes for analysis and redo, log records for undo).
+pub(crate) type ProgressFn = dyn Fn(Pass, u64, u64) + Send + Sync;
+
+/// Reports a pass's progress now and then: about 200 times over the pass, and once at
+/// its end.
+pub(crate) struct Ticker<'a> {
+    tell: Option<&'a ProgressFn>,
+    pass: Pass,
+    total: u64,
+    step: u64,
+    next: u64,
+}
+
+impl<'a> Ticker<'a> {
+    /// Starts `pass` with `total` units to do (reported as 0 done).
+    pub(crate) fn start(cx: &Context<'a>, pass: Pass, total: u64) -> Ticker<'a> {
+        if let Some(t) = cx.progress {
+            t(pass, 0, total);
+        }
+        Ticker {
+            tell: cx.progress,
+            pass,
+            total,
+            step: (total / 200).max(1),
+            next: 0,
+        }
+    }
+
+    /// `done` units are done (clamped to the total).
+    pub(crate) fn at(&mut self, done: u64) {
+        if let Some(t) = self.tell {
+            if done >= self.next {
+                let done = done.min(self.total);
+                t(self.pass, done, self.total);
+                self.next = done.saturating_add(self.step);
+            }
+        }
+    }
+
+    /// The pass is over.
+    pub(crate) fn finish(self) {
+        if let Some(t) = self.tell {
+            t(self.pass, self.total, self.total);
+        }
+    }
 }
 
 impl Context<'_> {

@@ -6,7 +6,7 @@ use crate::ids::PageId;
 use crate::log_record::{PageOp, Record};
 use crate::page;
 use crate::recovery::analysis::{decode, Analysis};
-use crate::recovery::Context;
+use crate::recovery::{Context, Pass, Ticker};
 use sluice_wal::Lsn;
 use std::collections::BTreeSet;
 
@@ -22,8 +22,7 @@ struct Redo<'a> {
 impl Redo<'_> {
     /// True if the record at `lsn` may need redoing on `page`.
     fn wanted(&self, page: PageId, lsn: Lsn) -> bool {
-        self.cx.redone_below.is_none_or(|below| lsn >= below)
-            && self.a.dirty.get(&page).is_some_and(|&rec| rec <= lsn)
+        self.cx.redone_below.is_none_or(|below| lsn >= below) && self.a.rule.wants(page, lsn)
     }
 
     fn op(&mut self, page: PageId, op: &PageOp, lsn: Lsn, end: Lsn) -> Result<()> {
@@ -91,11 +90,14 @@ pub(crate) fn run(cx: &Context<'_>, a: &Analysis) -> Result<(u64, u64)> {
     };
     // A record boundary (the end of a restored log): nothing below it needs reading.
     let from = cx.redone_below.map_or(from, |below| from.max(below));
-    if from >= cx.store.log.durable_lsn() {
+    let durable = cx.store.log.durable_lsn();
+    if from >= durable {
         return Ok((0, 0));
     }
+    let mut ticker = Ticker::start(cx, Pass::Redo, durable.0 - from.0);
     for item in cx.store.log.read_from(from)? {
         let sluice_wal::ReadRecord { lsn, end, payload } = item?;
+        ticker.at(lsn.0 - from.0);
         match decode(lsn, &payload)? {
             Record::Update {
                 page, key, change, ..
@@ -114,6 +116,7 @@ pub(crate) fn run(cx: &Context<'_>, a: &Analysis) -> Result<(u64, u64)> {
             | Record::TreeCount { .. } => {}
         }
     }
+    ticker.finish();
     if let Some(p) = r.torn.first() {
         return Err(Error::Corruption(format!(
             "page {p} is torn or unwritten and the log holds no full image to restore it"

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::ids::TxnId;
 use crate::log_record::Record;
 use crate::recovery::analysis::Loser;
-use crate::recovery::Context;
+use crate::recovery::{Context, Pass, Ticker};
 use crate::txn_table::Chain;
 use std::collections::{BinaryHeap, HashMap};
 
@@ -62,7 +62,12 @@ pub(crate) fn run(cx: &Context<'_>, losers: HashMap<TxnId, Loser>) -> Result<u64
         heap.push((l.last, id));
     }
     let mut undone = 0;
+    let to_undo = losers.values().map(|l| l.records.len() as u64).sum();
+    let mut ticker = Ticker::start(cx, Pass::Undo, to_undo);
+    let mut visited = 0;
     while let Some((lsn, id)) = heap.pop() {
+        ticker.at(visited);
+        visited += 1;
         let rec = losers[&id].records.get(&lsn).ok_or_else(|| {
             Error::Corruption(format!("{id}: record {lsn} on its undo chain is missing"))
         })?;
@@ -116,5 +121,6 @@ pub(crate) fn run(cx: &Context<'_>, losers: HashMap<TxnId, Loser>) -> Result<u64
             }
         }
     }
+    ticker.finish();
     Ok(undone)
 }

@@ -9,13 +9,14 @@
 //! written is archived only once it is finished). The restore replays the log by sorted
 //! runs or in log order, as the seed drew (`Config::replay`). Half the backups are
 //! incremental (`Config::incremental`): a full backup, which must open showing the rows,
-//! then an incremental one on top of it, restored as their chain.
+//! then an incremental one on top of it, restored as their chain. The restore's progress
+//! reports must follow [`progress_rule`].
 
 use super::config::{Config, Layout, LOG_ARCHIVE, MARK};
 use super::engine::{Db, Rows, Tbl};
 use super::scratch::read_rows;
 use crate::fence::FencedStorage;
-use sluice::{Database, Options, Restore, RestoreTarget};
+use sluice::{Database, Options, Restore, RestoreProgress, RestoreStep, RestoreTarget};
 use sluice_storage::SimStorage;
 use std::path::PathBuf;
 
@@ -111,8 +112,13 @@ pub(crate) fn restore(sim: &SimStorage, cfg: &Config, backed_up: &Rows) -> Resul
             Vec::new()
         },
     };
-    let report = Database::restore(FencedStorage::for_incarnation(sim), &spec, &mut |_| {})
-        .map_err(|e| format!("restore failed: {e}"))?;
+    let mut told = Vec::new();
+    let report = Database::restore(FencedStorage::for_incarnation(sim), &spec, &mut |p| {
+        told.push(p)
+    })
+    .map_err(|e| format!("restore failed: {e}"))?;
+    progress_rule(&told, report.single_pass.is_some())
+        .map_err(|e| format!("the restore's progress: {e}"))?;
     let db = opened(sim, cfg, RESTORED_DIR, false)?;
     let shown = shows(&db).map_err(|e| format!("the restored database: {e}"))?;
     db.close()
@@ -127,4 +133,131 @@ pub(crate) fn restore(sim: &SimStorage, cfg: &Config, backed_up: &Rows) -> Resul
         ));
     }
     Ok(())
+}
+
+/// What a restore's progress reports must do (`RestoreProgress`'s docs): its steps come in
+/// order, each once; each step starts at 0 done and ends with done equal to its total,
+/// never going back or past the total between. Every restore checks and copies the log,
+/// runs analysis and undo and closes with a checkpoint; it sorts and applies runs exactly
+/// when it is a single-pass restore, whose recovery reports no redo.
+pub(crate) fn progress_rule(told: &[RestoreProgress], single_pass: bool) -> Result<(), String> {
+    let mut steps: Vec<(RestoreStep, u64)> = Vec::new();
+    for (i, p) in told.iter().enumerate() {
+        let at = |why: &str| format!("report {i} ({p:?}): {why}");
+        if p.done > p.total {
+            return Err(at("done past the total"));
+        }
+        match steps.last() {
+            Some(&(step, done)) if step == p.step => {
+                if p.done < done {
+                    return Err(at("went back"));
+                }
+                // (Only a step not measured, 0 of 0, learns its total: the checkpoint.)
+                if told[i - 1].total != p.total && told[i - 1].total != 0 {
+                    return Err(at("the step's total changed"));
+                }
+            }
+            last => {
+                if last.is_some_and(|&(step, _)| step >= p.step) {
+                    return Err(at("a step out of order, or again"));
+                }
+                if let Some(prev) = i.checked_sub(1).map(|j| told[j]) {
+                    if prev.done != prev.total {
+                        return Err(format!("{:?} ended short: {prev:?}", prev.step));
+                    }
+                }
+                if p.done != 0 {
+                    return Err(at("a step that does not start at 0"));
+                }
+            }
+        }
+        match steps.last_mut() {
+            Some(s) if s.0 == p.step => s.1 = p.done,
+            _ => steps.push((p.step, p.done)),
+        }
+    }
+    if let Some(last) = told.last() {
+        if last.done != last.total {
+            return Err(format!("the last step ended short: {last:?}"));
+        }
+    }
+    let have: Vec<RestoreStep> = steps.iter().map(|s| s.0).collect();
+    let mut want = vec![RestoreStep::Check, RestoreStep::Copy];
+    if single_pass {
+        want.extend([RestoreStep::Sort, RestoreStep::Apply]);
+    }
+    want.push(RestoreStep::Analysis);
+    if !single_pass && have.contains(&RestoreStep::Redo) {
+        want.push(RestoreStep::Redo);
+    }
+    want.extend([RestoreStep::Undo, RestoreStep::Checkpoint]);
+    if have != want {
+        return Err(format!(
+            "steps {have:?}, expected {want:?} (single pass: {single_pass})"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::progress_rule;
+    use sluice::{RestoreProgress, RestoreStep as S};
+
+    fn p(step: S, done: u64, total: u64) -> RestoreProgress {
+        RestoreProgress { step, done, total }
+    }
+
+    fn whole(single_pass: bool) -> Vec<RestoreProgress> {
+        let mut v = vec![
+            p(S::Check, 0, 10),
+            p(S::Check, 10, 10),
+            p(S::Copy, 0, 5),
+            p(S::Copy, 5, 5),
+        ];
+        if single_pass {
+            v.extend([
+                p(S::Sort, 0, 3),
+                p(S::Sort, 3, 3),
+                p(S::Apply, 0, 2),
+                p(S::Apply, 2, 2),
+            ]);
+        }
+        v.extend([p(S::Analysis, 0, 4), p(S::Analysis, 4, 4)]);
+        if !single_pass {
+            v.extend([p(S::Redo, 0, 4), p(S::Redo, 4, 4)]);
+        }
+        v.extend([
+            p(S::Undo, 0, 0),
+            p(S::Undo, 0, 0),
+            p(S::Checkpoint, 0, 0),
+            p(S::Checkpoint, 1, 1),
+        ]);
+        v
+    }
+
+    #[test]
+    fn the_rule_accepts_a_whole_restore_and_names_each_break() {
+        assert_eq!(progress_rule(&whole(true), true), Ok(()));
+        assert_eq!(progress_rule(&whole(false), false), Ok(()));
+        // Sorting without being a single pass, or the reverse.
+        assert!(progress_rule(&whole(true), false)
+            .unwrap_err()
+            .contains("steps"));
+        assert!(progress_rule(&whole(false), true)
+            .unwrap_err()
+            .contains("steps"));
+        let broken = |edit: &dyn Fn(&mut Vec<RestoreProgress>)| {
+            let mut v = whole(true);
+            edit(&mut v);
+            progress_rule(&v, true).expect_err(&format!("{v:?} passed"))
+        };
+        assert!(broken(&|v| v[1].done = 7).contains("ended short"));
+        assert!(broken(&|v| v[2].done = 1).contains("start at 0"));
+        assert!(broken(&|v| v.swap(2, 4)).contains("out of order"));
+        assert!(broken(&|v| v.insert(4, p(S::Copy, 2, 5))).contains("went back"));
+        assert!(broken(&|v| v[3].done = 6).contains("past the total"));
+        assert!(broken(&|v| v.truncate(v.len() - 2)).contains("steps"));
+        assert!(broken(&|v| v.last_mut().unwrap().done = 0).contains("ended short"));
+    }
 }

@@ -469,23 +469,37 @@ impl RunStore {
             return Ok(());
         }
         let budget = self.run_budget.load(Ordering::Relaxed);
-        self.read_log(log.read_from(start)?, start, to, budget, |run, entries| {
-            self.publish(run, entries)
-        })
+        self.read_log(
+            log.read_from(start)?,
+            (start, to),
+            budget,
+            |run, entries| self.publish(run, entries),
+            &mut |_| {},
+        )
     }
 
     /// Sorts into runs the records `reader` yields from `from` (a record boundary, where
     /// it starts) up to `to`: a log read in place, such as a restore's copy
-    /// (`db/restore_runs.rs`), rather than the database's own.
-    pub(crate) fn sort(&self, reader: LogReader, from: Lsn, to: Lsn) -> Result<()> {
+    /// (`db/restore_runs.rs`), rather than the database's own. `progress` is told the
+    /// end of each record read.
+    pub(crate) fn sort(
+        &self,
+        reader: LogReader,
+        (from, to): (Lsn, Lsn),
+        progress: &mut dyn FnMut(Lsn),
+    ) -> Result<()> {
         let _w = self.writer.lock();
         if from >= to {
             return Ok(());
         }
         let budget = self.run_budget.load(Ordering::Relaxed);
-        self.read_log(reader, from, to, budget, |run, entries| {
-            self.publish(run, entries)
-        })
+        self.read_log(
+            reader,
+            (from, to),
+            budget,
+            |run, entries| self.publish(run, entries),
+            progress,
+        )
     }
 
     /// Reads the records `reader` yields in `[from, to)` (it starts at `from`) into entries and hands them to `emit` as
@@ -493,10 +507,10 @@ impl RunStore {
     fn read_log(
         &self,
         mut reader: LogReader,
-        from: Lsn,
-        to: Lsn,
+        (from, to): (Lsn, Lsn),
         budget: usize,
         mut emit: impl FnMut(RunMeta, Vec<RunEntry>) -> Result<()>,
+        progress: &mut dyn FnMut(Lsn),
     ) -> Result<()> {
         let mut run_from = from;
         let mut entries = Vec::new();
@@ -513,6 +527,7 @@ impl RunStore {
                 )));
             }
             let end = rec.end;
+            progress(end);
             held += entries_of(rec, &mut entries)?;
             if held > budget {
                 emit(
@@ -636,13 +651,13 @@ impl RunStore {
             let mut all = Vec::new();
             self.read_log(
                 log.read_from(run.from)?,
-                run.from,
-                run.to,
+                (run.from, run.to),
                 usize::MAX,
                 |_, entries| {
                     all = entries;
                     Ok(())
                 },
+                &mut |_| {},
             )?;
             // Complete and durable as `.new` before the old run goes.
             let new_name = format!("{}{NEW}", run.name());
