@@ -155,3 +155,63 @@ fn a_checkpoint_held_back_by_a_failed_log_archive_warns_once() {
         warnings[0]
     );
 }
+
+/// Outside review of the restore's progress (its recovery now runs inside the open on a
+/// thread the restore spawns, so that recovery's reports reach the caller's callback): a
+/// restore's open and recovery are still spans the caller's subscriber sees, inside the
+/// `restore` span — as they were when the open ran on the caller's thread. A subscriber
+/// set for the thread (`with_default`, as here) is the caller's thread's only: a thread
+/// spawned without carrying the dispatcher and the current span over reports to nobody.
+#[test]
+fn a_restores_recovery_spans_reach_the_callers_subscriber_inside_the_restore_span() {
+    use sluice::{Replay, Restore, RestoreTarget};
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    let sim = SimStorage::new(3);
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    let db = Database::open_on(storage.clone(), "/db", Options::small()).unwrap();
+    let t = db.create_table("t").unwrap();
+    for i in 0..50u32 {
+        let mut tx = db.begin();
+        tx.put(&t, i.to_be_bytes(), [7u8; 100]).unwrap();
+        tx.commit().unwrap();
+    }
+    db.backup_to("/backup").unwrap();
+    drop(t);
+    db.close().unwrap();
+    tracing::subscriber::with_default(subscriber, || {
+        for (dest, replay) in [("/lo", Replay::LogOrder), ("/sr", Replay::SortedRuns)] {
+            Database::restore(
+                storage.clone(),
+                &Restore {
+                    backup: "/backup".into(),
+                    ancestors: Vec::new(),
+                    archive: None,
+                    target: RestoreTarget::End,
+                    dest: dest.into(),
+                    replay,
+                },
+                &mut |_| {},
+            )
+            .unwrap();
+        }
+    });
+    let lines = capture.0.lock().unwrap().clone();
+    for want in [
+        "restore<",
+        "open<restore",
+        "recovery<open",
+        "analysis<recovery",
+        "undo<recovery",
+    ] {
+        assert!(has(&lines, want), "no span {want:?} among {lines:#?}");
+    }
+    for dest in ["/lo", "/sr"] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("open<restore") && l.contains(&format!("dir={dest}"))),
+            "no open span of the restore into {dest}: {lines:#?}"
+        );
+    }
+}
