@@ -101,6 +101,7 @@ mod read_only_open_writes_nothing;
 mod read_only_openers_share_the_directory_and_exclude_a_writer;
 mod read_only_recovery_larger_than_the_pool_spills_outside_the_directory;
 mod read_only_spill_agrees_with_recovery;
+mod restore_progress_review;
 mod readers_in_a_small_pool_always_get_their_page;
 mod reopen_after_a_failed_data_sync_reads_the_device;
 mod repeated_scan_sees_no_phantom;
