@@ -106,60 +106,89 @@ pub fn fraction_once_started<T>(msg: &str, quiet: bool, work: impl FnOnce(&dyn F
 
 /// [`fraction_once_started`] for work in named steps: `work` reports a step's name and its
 /// fraction done. Each step gets its own bar, titled `msg: step`, left drawn full when the
-/// next step starts; elsewhere plain lines per step (`msg: step: 10 %` …
-/// `msg: step done in 3.2 s`). Nothing is shown until the first report.
-pub fn steps_once_started<T>(
+/// next step starts; elsewhere plain lines per step (`msg: step: started`, its tenths once
+/// it has run a second, `msg: step done in 3.2 s`). Nothing is shown until the work is
+/// under way — a second step begun, or the first one a second old — so a refusal found
+/// by a short first step (a restore's target read from the log) is the only line on
+/// stderr. A step the work fails in is left as it stood, never shown done.
+pub fn steps_once_started<T, E>(
     msg: &str,
     quiet: bool,
-    work: impl FnOnce(&dyn Fn(&str, f64)) -> T,
-) -> T {
+    work: impl FnOnce(&dyn Fn(&str, f64)) -> Result<T, E>,
+) -> Result<T, E> {
     let terminal = std::io::stderr().is_terminal();
-    // The step shown: its title, when it started, its bar (on a terminal).
-    type Shown = (String, Instant, Option<ProgressBar>);
-    let current: Cell<Option<Shown>> = Cell::new(None);
-    let shown = Cell::new(0u32);
-    let end = |s: Shown| match s {
-        (_, _, Some(pb)) => {
-            pb.set_position(1000);
-            pb.finish();
+    // The step under way: its title, when it started, whether it is shown yet, its bar
+    // (on a terminal, once shown).
+    struct Step {
+        title: String,
+        at: Instant,
+        shown: bool,
+        bar: Option<ProgressBar>,
+    }
+    let current: Cell<Option<Step>> = Cell::new(None);
+    let any_shown = Cell::new(false);
+    let tenths = Cell::new(0u32);
+    let show = |s: &mut Step| {
+        if !s.shown {
+            s.shown = true;
+            any_shown.set(true);
+            match terminal {
+                true => s.bar = Some(percent_bar(&s.title, false)),
+                false => eprintln!("{}: started", s.title),
+            }
         }
-        (title, at, None) => eprintln!("{title} done in {:.1} s", at.elapsed().as_secs_f64()),
+    };
+    let done = |s: Step| {
+        if s.shown {
+            match s.bar {
+                Some(pb) => {
+                    pb.set_position(1000);
+                    pb.finish();
+                }
+                None => eprintln!("{} done in {:.1} s", s.title, s.at.elapsed().as_secs_f64()),
+            }
+        }
     };
     let r = work(&|step, f| {
         if quiet {
             return;
         }
         let title = format!("{msg}: {step}");
-        let (title, at, pb) = match current.take() {
-            Some(s) if s.0 == title => s,
+        let mut s = match current.take() {
+            Some(s) if s.title == title => s,
             previous => {
-                if let Some(p) = previous {
-                    end(p);
+                if let Some(mut p) = previous {
+                    // A second step: the work is under way, and the first is shown too.
+                    show(&mut p);
+                    done(p);
                 }
-                shown.set(0);
-                match terminal {
-                    true => (
-                        title.clone(),
-                        Instant::now(),
-                        Some(percent_bar(&title, false)),
-                    ),
-                    false => {
-                        eprintln!("{title}: started");
-                        (title, Instant::now(), None)
-                    }
+                tenths.set(0);
+                Step {
+                    title,
+                    at: Instant::now(),
+                    shown: false,
+                    bar: None,
                 }
             }
         };
-        match &pb {
+        if any_shown.get() || s.at.elapsed().as_secs() >= 1 {
+            show(&mut s);
+        }
+        match &s.bar {
             Some(pb) => pb.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64),
-            // (A step over within a second needs no more than its two lines.)
-            None if at.elapsed().as_secs() >= 1 => tenth_line(&title, &shown, f, at),
+            None if s.shown && s.at.elapsed().as_secs() >= 1 => {
+                tenth_line(&s.title, &tenths, f, s.at)
+            }
             None => {}
         }
-        current.set(Some((title, at, pb)));
+        current.set(Some(s));
     });
     if let Some(s) = current.take() {
-        end(s);
+        match (&r, s.bar) {
+            (Ok(_), bar) => done(Step { bar, ..s }),
+            (Err(_), Some(pb)) => pb.abandon(),
+            (Err(_), None) => {}
+        }
     }
     r
 }

@@ -355,29 +355,42 @@ impl Database {
             })),
             ..Default::default()
         };
+        // The open's spans stay the caller's: its subscriber and, as their parent, the
+        // restore's span go with it to the thread.
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
+        let parent = tracing::Span::current();
         let db = std::thread::scope(|scope| {
             let log_dir = dest.join(LOG);
             let storage = &storage;
-            scope.spawn(move || {
-                let opened = Database::open_hooked(
-                    storage.clone(),
-                    dest,
-                    storage.clone(),
-                    log_dir,
-                    options,
-                    hooks,
-                );
+            let worker = scope.spawn(move || {
+                let opened = tracing::dispatcher::with_default(&dispatch, || {
+                    parent.in_scope(|| {
+                        Database::open_hooked(
+                            storage.clone(),
+                            dest,
+                            storage.clone(),
+                            log_dir,
+                            options,
+                            hooks,
+                        )
+                    })
+                });
                 let _ = tx.send(Told::Opened(opened));
             });
             loop {
                 match rx.recv() {
                     Ok(Told::Pass(p)) => progress(p),
                     Ok(Told::Opened(opened)) => break opened,
-                    Err(_) => {
-                        break Err(Error::Corruption(
-                            "the restored database's recovery ended without a result".into(),
-                        ))
-                    }
+                    // The thread ended without a result: it panicked; so does the restore,
+                    // with the same payload.
+                    Err(_) => match worker.join() {
+                        Err(payload) => std::panic::resume_unwind(payload),
+                        Ok(()) => {
+                            break Err(Error::Corruption(
+                                "the restored database's recovery ended without a result".into(),
+                            ))
+                        }
+                    },
                 }
             }
         })?;
