@@ -29,6 +29,10 @@ pub struct Args {
     /// Rounds of the two restores (the order alternating between rounds).
     #[arg(long, default_value_t = 3)]
     repeat: usize,
+    /// Log segment size of the loaded database, in KiB: all but the segment still being
+    /// written when the load stops reach the archive and are replayed.
+    #[arg(long, default_value_t = 2048)]
+    segment_kib: u64,
     /// Seed of the clients' random streams.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -123,6 +127,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         clients: a.clients,
         pool_pages: a.pool_pages,
         repeat: a.repeat,
+        segment_kib: a.segment_kib,
         dir: a.dir.clone(),
         seed: a.seed,
     };

@@ -45,6 +45,9 @@ pub struct RestoreConfig {
     pub pool_pages: usize,
     /// Rounds of the two restores.
     pub repeat: usize,
+    /// Log segment size of the loaded database, in KiB: all but the segment still being
+    /// written when the load stops reach the archive.
+    pub segment_kib: u64,
     /// Where the temporary directory goes (default: the current directory).
     pub dir: Option<PathBuf>,
     /// Seed of the clients' random streams.
@@ -59,6 +62,7 @@ impl Default for RestoreConfig {
             clients: 16,
             pool_pages: 16_384,
             repeat: 3,
+            segment_kib: 2048,
             dir: None,
             seed: 1,
         }
@@ -81,6 +85,13 @@ impl RestoreConfig {
             return Err(format!(
                 "--pool-pages {} is not in 64..=4194304",
                 self.pool_pages
+            ));
+        }
+        // (A segment takes the largest log record: a split's four page images.)
+        if !(512..=(1 << 20)).contains(&self.segment_kib) {
+            return Err(format!(
+                "--segment-kib {} is not in 512..=1048576",
+                self.segment_kib
             ));
         }
         if self.repeat == 0 || self.repeat > 100 {
@@ -207,7 +218,7 @@ pub fn run(
         log: sluice_wal::LogOptions {
             // Small enough that the segment still being written when the load stops
             // (never archived) is a small part of the log replayed.
-            segment_bytes: 2 << 20,
+            segment_bytes: cfg.segment_kib << 10,
             ..setup::options(&setup).log
         },
         ..setup::options(&setup)
