@@ -58,6 +58,7 @@ fn the_backlog_sweep_writes_its_files_one_row_per_run() {
         clients: 4,
         probe_bytes: 1 << 20,
         dir: Some(data.path().to_path_buf()),
+        repeat: 1,
         ..SweepConfig::new(SweepFigure::Backlog)
     };
     let r = propagation_sweep::run(&cfg, out.path(), |_| {}).unwrap();
@@ -82,7 +83,7 @@ fn the_backlog_sweep_writes_its_files_one_row_per_run() {
     let csv = std::fs::read_to_string(out.path().join("backlog.csv")).unwrap();
     assert_eq!(
         csv.lines().next().unwrap(),
-        "label,strategy,throughput,t_s,tps,dirty_pages,redo_bytes,write_mb_per_s"
+        "label,round,strategy,throughput,t_s,tps,dirty_pages,redo_bytes,write_mb_per_s"
     );
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("backlog.json")).unwrap())

@@ -136,10 +136,10 @@ fn vertical(a: &Args, device: f64) -> Result<(), Failure> {
     let mut t = Table::new([
         "log managers",
         "inserts/txn",
-        "G",
+        "G_i B/txn",
         "R (tps)",
         "L_i MB/s",
-        "c (B)",
+        "c B (framed)",
         "L MB/s",
         "CPU µs/txn",
         "p50 ms",
@@ -153,7 +153,7 @@ fn vertical(a: &Args, device: f64) -> Result<(), Failure> {
                 inserts_per_txn: n,
                 clients: a.clients,
                 duration: Duration::from_secs_f64(a.seconds),
-                device_bytes_per_sec: (device * 1e6) as u64,
+                device_bytes_per_sec: Some((device * 1e6) as u64),
                 ..VerticalConfig::default()
             };
             let pb = progress::bar(
@@ -167,7 +167,11 @@ fn vertical(a: &Args, device: f64) -> Result<(), Failure> {
             t.row([
                 k.to_string(),
                 n.to_string(),
-                r.generators.to_string(),
+                r.log_bytes_per_txn_each
+                    .iter()
+                    .map(|g| format!("{g:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
                 format!("{:.0}", r.tps),
                 r.log_mb_per_s_each
                     .iter()
@@ -187,6 +191,9 @@ fn vertical(a: &Args, device: f64) -> Result<(), Failure> {
     println!(
         "each log on an emulated device capped at {device} MB/s; {} clients; all runs in one process on this machine: compare them with each other",
         a.clients
+    );
+    println!(
+        "G_i: log bytes generator (table) i writes per transaction, commit records left out; c: bytes of a commit record as it lies in the log, its 16-byte frame header and 8-byte alignment included, as every record's bytes are in L_i; so L = R·(Σ G_i + c)"
     );
     if a.json {
         for r in &results {
@@ -246,13 +253,19 @@ fn horizontal(a: &Args, device: f64) -> Result<(), Failure> {
 /// Flags of `sluice measure-lmax`.
 #[derive(clap::Args, Debug)]
 pub struct LmaxArgs {
-    /// Rows each transaction inserts.
-    #[arg(long, default_value_t = 100)]
-    inserts_per_txn: usize,
+    /// Rows (of 100 bytes) each transaction inserts; a comma list measures Lmax at each
+    /// size and fits how Lmax grows with the log bytes per transaction.
+    #[arg(long, value_delimiter = ',', default_value = "100")]
+    inserts_per_txn: Vec<usize>,
     /// The log device's write bandwidth, MB/s (absent: uncapped, the log manager's own
-    /// ceiling on this machine).
+    /// ceiling on this machine, or with --dir the real device's).
     #[arg(long)]
     device_mb_per_s: Option<f64>,
+    /// Measure a real log device: the database and its log go in a fresh temporary
+    /// directory inside DIR (default: memory, /dev/shm, where only --device-mb-per-s
+    /// limits).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<std::path::PathBuf>,
     /// Seconds to measure per step.
     #[arg(long, default_value_t = 2.0)]
     seconds: f64,
@@ -268,50 +281,130 @@ pub struct LmaxArgs {
 }
 
 /// `sluice measure-lmax`: Lmax, the log rate at which one log manager stops rising as
-/// generators are added.
+/// generators are added, at each transaction size; with two or more sizes, the curve
+/// Lmax(b) the planner takes.
 pub fn lmax(a: LmaxArgs) -> Result<(), Failure> {
-    in_range("--inserts-per-txn", a.inserts_per_txn, 1..=10_000).map_err(Failure::Usage)?;
+    if a.inserts_per_txn.is_empty() {
+        return Err(Failure::Usage("--inserts-per-txn needs a value".into()));
+    }
+    for &n in &a.inserts_per_txn {
+        in_range("--inserts-per-txn", n, 1..=10_000).map_err(Failure::Usage)?;
+    }
     in_range("--seconds", a.seconds, 0.1..=3600.0).map_err(Failure::Usage)?;
     in_range("--max-generators", a.max_generators, 1..=1024).map_err(Failure::Usage)?;
     in_range("--min-gain", a.min_gain, 0.0..=1.0).map_err(Failure::Usage)?;
     let device = match a.device_mb_per_s {
-        None => u64::MAX / 4,
-        Some(m) => {
-            (in_range("--device-mb-per-s", m, 0.1..=1e5).map_err(Failure::Usage)? * 1e6) as u64
-        }
+        None => None,
+        Some(m) => Some(
+            (in_range("--device-mb-per-s", m, 0.1..=1e5).map_err(Failure::Usage)? * 1e6) as u64,
+        ),
     };
+    if let Some(d) = &a.dir {
+        crate::sweep::databases_dir(Some(d))?;
+    }
     let base = VerticalConfig {
-        inserts_per_txn: a.inserts_per_txn,
         duration: Duration::from_secs_f64(a.seconds),
-        device_bytes_per_sec: device,
+        device_bytes_per_sec: device.or(if a.dir.is_some() {
+            None
+        } else {
+            // Memory with no cap at all: the log manager's own ceiling.
+            Some(u64::MAX / 4)
+        }),
+        dir: a.dir.clone(),
         ..VerticalConfig::default()
     };
-    let steps = (a.max_generators as f64).log2().floor() as u64 + 1;
-    let pb = progress::bar(steps, "measure-lmax", a.json);
-    let r = partition::vertical::measure_lmax(&base, a.max_generators, a.min_gain, |_| pb.inc(1))
-        .map_err(Failure::Runtime)?;
-    pb.finish_and_clear();
-    let mut t = Table::new(["generators", "log MB/s", "tps"]);
-    for s in &r.steps {
-        t.row([
-            s.generators.to_string(),
-            format!("{:.2}", s.log_mb_per_s),
-            format!("{:.0}", s.tps),
-        ]);
+    let measured = measure(
+        &base,
+        &a.inserts_per_txn,
+        a.max_generators,
+        a.min_gain,
+        a.json,
+    )?;
+    let mut t = Table::new(["inserts/txn", "generators", "log MB/s", "tps", "L/R B/txn"]);
+    for (n, r) in &measured.runs {
+        for s in &r.steps {
+            t.row([
+                n.to_string(),
+                s.generators.to_string(),
+                format!("{:.2}", s.log_mb_per_s),
+                format!("{:.0}", s.tps),
+                format!("{:.0}", s.log_bytes_per_txn),
+            ]);
+        }
     }
     println!("{}", t.render());
-    match r.saturated_at {
-        Some(g) => println!(
-            "Lmax ≈ {:.2} MB/s (the rate stopped rising at {g} generators)",
-            r.lmax_mb_per_s
-        ),
-        None => println!(
-            "the rate was still rising at {} generators: Lmax ≥ {:.2} MB/s",
-            a.max_generators, r.lmax_mb_per_s
-        ),
+    for (n, r) in &measured.runs {
+        match r.saturated_at {
+            Some(g) => println!(
+                "{n} inserts/txn ({:.0} B/txn): Lmax ≈ {:.2} MB/s (the rate stopped rising at {g} generators)",
+                r.log_bytes_per_txn, r.lmax_mb_per_s
+            ),
+            None => println!(
+                "{n} inserts/txn ({:.0} B/txn): the rate was still rising at {} generators: Lmax ≥ {:.2} MB/s",
+                r.log_bytes_per_txn, a.max_generators, r.lmax_mb_per_s
+            ),
+        }
     }
+    if let Some(c) = &measured.curve {
+        println!(
+            "Lmax(b) = b / (t0 + b/B) with B = {:.0} B/s and t0 = {:.6} s: a profile's \"lmax_bytes_per_s\": {:.0}, \"lmax_txn_overhead_s\": {:.6}",
+            c.ceiling_bytes_per_s, c.txn_overhead_s, c.ceiling_bytes_per_s, c.txn_overhead_s
+        );
+    }
+    println!(
+        "measured on {}",
+        match (&a.dir, a.device_mb_per_s) {
+            (Some(d), None) => format!("the device of {}", d.display()),
+            (Some(d), Some(m)) => format!("{} capped at {m} MB/s", d.display()),
+            (None, Some(m)) => format!("memory behind an emulated device of {m} MB/s"),
+            (None, None) => "memory, uncapped (the log manager's own ceiling)".into(),
+        }
+    );
     if a.json {
-        println!("{}", json_line(&r));
+        println!("{}", json_line(&measured));
     }
     Ok(())
+}
+
+/// What `measure-lmax` found at each transaction size, and the curve through them.
+#[derive(Debug, serde::Serialize)]
+pub struct LmaxMeasured {
+    /// (inserts per transaction, the run), in the order given.
+    pub runs: Vec<(usize, partition::vertical::LmaxResult)>,
+    /// Lmax(b) through the plateaus (absent when none was positive).
+    pub curve: Option<sluice_plan::LmaxCurve>,
+}
+
+/// Runs `measure_lmax` at each size in `sizes`, with a progress bar over all steps.
+pub fn measure(
+    base: &VerticalConfig,
+    sizes: &[usize],
+    max_generators: usize,
+    min_gain: f64,
+    quiet: bool,
+) -> Result<LmaxMeasured, Failure> {
+    let steps_each = (max_generators as f64).log2().floor() as u64 + 1;
+    let pb = progress::bar(steps_each * sizes.len() as u64, "measure-lmax", quiet);
+    let mut runs = Vec::new();
+    for (k, &n) in sizes.iter().enumerate() {
+        let cfg = VerticalConfig {
+            inserts_per_txn: n,
+            ..base.clone()
+        };
+        pb.set_message(format!("measure-lmax · {n} inserts/txn"));
+        let r = partition::vertical::measure_lmax(&cfg, max_generators, min_gain, |_| pb.inc(1))
+            .map_err(Failure::Runtime)?;
+        // The next size starts at its own share of the bar, however early this stopped.
+        pb.set_position(steps_each * (k as u64 + 1));
+        runs.push((n, r));
+    }
+    pb.finish_and_clear();
+    let points: Vec<(f64, f64)> = runs
+        .iter()
+        .map(|(_, r)| (r.log_bytes_per_txn, r.lmax_mb_per_s * 1e6))
+        .collect();
+    Ok(LmaxMeasured {
+        curve: sluice_plan::LmaxCurve::fit(&points),
+        runs,
+    })
 }

@@ -38,8 +38,9 @@ pub struct Args {
 /// Flags of `sluice bench propagation-sweep`.
 #[derive(clap::Args, Debug)]
 pub struct SweepArgs {
-    /// bandwidth (the paper's Fig. 3: mean write MB/s per strategy) or backlog (Fig. 4:
-    /// dirty pages and REDO length over time, low and high throughput). Required.
+    /// bandwidth (the paper's Fig. 3: MB/s each strategy writes while it propagates) or
+    /// backlog (Fig. 4: dirty pages and REDO length over time, low and high throughput).
+    /// Required.
     #[arg(long, value_enum)]
     figure: Option<SweepFigure>,
     /// Directory for <figure>.csv, <figure>.json, <figure>.png and <figure>.svg. Required.
@@ -47,6 +48,10 @@ pub struct SweepArgs {
     out: Option<PathBuf>,
     #[command(flatten)]
     workload: Workload,
+    /// Runs of each variant, in rounds that run every variant once (every other round
+    /// reversed); the figure draws the median, the CSV and JSON keep every run.
+    #[arg(long, default_value_t = propagation_sweep::DEFAULT_REPEAT)]
+    repeat: usize,
     /// Print one JSON object per run at the end of stdout (and hide the progress bar).
     #[arg(long)]
     json: bool,
@@ -63,9 +68,10 @@ struct Workload {
     /// ratio].
     #[arg(long)]
     rate: Option<f64>,
-    /// TPC-B scale factor: branches of 100,000 accounts.
-    #[arg(long, default_value_t = 2)]
-    scale: u32,
+    /// TPC-B scale factor: branches of 100,000 accounts [default: 2 for one run, 10 for
+    /// a sweep, where the page policies must be told apart].
+    #[arg(long)]
+    scale: Option<u32>,
     /// Logical clients.
     #[arg(long, default_value_t = 64)]
     clients: usize,
@@ -85,6 +91,7 @@ impl Workload {
         strategy: Strategy,
         throughput: Throughput,
         what: &str,
+        default_scale: u32,
     ) -> Result<PropagationConfig, Failure> {
         sweep::databases_dir(self.dir.as_deref())?;
         let mut cfg = PropagationConfig::new(strategy);
@@ -95,7 +102,7 @@ impl Workload {
         let rate = self.rate.unwrap_or(propagation::DEFAULT_LOW_RATE);
         cfg.rate = in_range("--rate", rate, (Excluded(0.0), Included(10_000_000.0)))
             .map_err(Failure::Usage)?;
-        cfg.scale = self.scale;
+        cfg.scale = self.scale.unwrap_or(default_scale);
         cfg.clients = self.clients;
         cfg.probe_bytes = in_range("--probe-mib", self.probe_mib, ..=65_536)
             .map(|m| m << 20)
@@ -219,7 +226,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
             "--rate applies only to --throughput low".into(),
         ));
     }
-    let cfg = a.workload.config(strategy, a.throughput, "run")?;
+    let cfg = a.workload.config(strategy, a.throughput, "run", 2)?;
     let pb = progress::bar(1000, &format!("propagation {strategy}"), a.json);
     let r = propagation::run(&cfg, |p| {
         pb.set_position((p.done * 1000.0) as u64);
@@ -241,12 +248,16 @@ pub fn sweep(a: SweepArgs) -> Result<(), Failure> {
             "--rate applies only to --figure backlog (bandwidth runs at full speed)".into(),
         ));
     }
-    let knobs = a
-        .workload
-        .config(Strategy::Log, Throughput::High, "sweep")?;
-    let cfg = SweepConfig::with_knobs(figure, &knobs);
+    let knobs = a.workload.config(
+        Strategy::Log,
+        Throughput::High,
+        "sweep",
+        propagation_sweep::DEFAULT_SCALE,
+    )?;
+    in_range("--repeat", a.repeat, 1..=100).map_err(Failure::Usage)?;
+    let cfg = SweepConfig::with_knobs(figure, &knobs, a.repeat);
     crate::out_dir(&out)?;
-    let r = sweep::with_bar(cfg.plan().len(), &figure, a.json, |progress| {
+    let r = sweep::with_bar(cfg.schedule().len(), &figure, a.json, |progress| {
         propagation_sweep::run(&cfg, &out, progress)
     });
     let r = r.map_err(|e| Failure::Runtime(e.to_string()))?;

@@ -168,6 +168,7 @@ fn write_out(
                     }
                     (true, None) => sluice_bench::output::thousands(r.tps),
                 },
+                spread: None,
             })
             .collect(),
         log_y: false,

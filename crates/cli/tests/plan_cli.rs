@@ -115,4 +115,63 @@ fn bad_profiles_print_one_line_and_exit_2() {
         "cannot read profile",
     );
     assert_usage_error(&["plan"], "--profile");
+    // --measure: a directory that is not one, or a profile that is bad apart from the
+    // fields it measures, is refused at once (nothing is measured).
+    let good_path = example("tandem-t3-2lm.json");
+    assert_usage_error(
+        &[
+            "plan",
+            "--profile",
+            &good_path,
+            "--measure",
+            "/nonexistent/sluice",
+        ],
+        "--measure",
+    );
+    let d = dir.path().to_str().unwrap();
+    let negative = &cases.iter().find(|c| c.1.contains("-68.31")).unwrap().0;
+    assert_usage_error(
+        &["plan", "--profile", negative, "--measure", d],
+        "rate_tps is -68.31",
+    );
+    assert_usage_error(&["measure-lmax", "--dir", "/nonexistent/sluice"], "--dir");
+    assert_usage_error(
+        &["measure-lmax", "--inserts-per-txn", "10,0"],
+        "--inserts-per-txn",
+    );
+}
+
+#[test]
+fn lmax_that_depends_on_bytes_per_transaction_changes_the_case() {
+    // The paper's T1 (Table 2): L = 628,703 B/s at 1,889 B/txn. With one Lmax for all
+    // (972,327, T3's plateau) L / Lmax = 0.65: case 1 at γ = 0.8. With Lmax following
+    // b — B and t0 fitted through Table 2's T1 and T3 plateaus — T1's Lmax is its own
+    // plateau, L / Lmax = 1: case 3, the commit coordinator's limit the paper describes.
+    let path = example("tandem-t1.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["lmax_bytes_per_s"] = 1_011_890.0.into();
+    v["lmax_txn_overhead_s"] = 0.0011375.into();
+    let dir = tempfile::tempdir().unwrap();
+    let curved = dir.path().join("t1-curve.json");
+    std::fs::write(&curved, v.to_string()).unwrap();
+    let run = |p: &str| -> serde_json::Value {
+        let out = sluice(&["plan", "--profile", p, "--json"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let flat = run(&path);
+    assert_eq!(flat["case"], 1);
+    let curve = run(curved.to_str().unwrap());
+    let b = curve["log_bytes_per_txn"].as_f64().unwrap();
+    assert!((b - 1888.7).abs() < 1.0, "{b}");
+    let lmax = curve["lmax_bytes_per_s"].as_f64().unwrap();
+    assert!((lmax / 628_703.0 - 1.0).abs() < 0.01, "{lmax}");
+    assert_eq!(curve["lmax_curve"]["txn_overhead_s"], 0.0011375);
+    assert!(curve["case"] == 3 || curve["case"] == 2, "{curve}");
 }

@@ -112,4 +112,12 @@ fn bad_arguments_exit_2_with_one_line() {
         &sweep(&["--figure", "bandwidth", "--out", "x", "--rate", "100"]),
         "--rate",
     );
+    assert_usage_error(
+        &sweep(&["--figure", "bandwidth", "--out", "x", "--repeat", "0"]),
+        "--repeat",
+    );
+    assert_usage_error(
+        &sweep(&["--figure", "bandwidth", "--out", "x", "--repeat", "101"]),
+        "--repeat",
+    );
 }

@@ -12,7 +12,11 @@
 //! * c — the size of a commit record in bytes ([`Profile::commit_record_bytes`]),
 //! * Lmax — the bytes/s one log manager accepts for this mix with no archiver
 //!   interference ([`Profile::lmax_bytes_per_s`]; observed as the plateau of log
-//!   throughput as generators are added, the paper's footnote 7),
+//!   throughput as generators are added, the paper's footnote 7). The paper says Lmax
+//!   depends on the log bytes per transaction L / R (fewer forced commit writes per
+//!   byte as transactions grow); with [`Profile::lmax_txn_overhead_s`] the planner
+//!   takes Lmax = b / (t₀ + b/B) at the profile's b = L / R ([`LmaxCurve`]), fitted from
+//!   plateaus measured at two or more sizes,
 //! * γ — the degradation right after a log-file rollover, while the archiver copies the
 //!   old file off the same device (0 < γ < 1; [`Profile::gamma`]).
 //!
@@ -57,8 +61,9 @@
 //! {
 //!   "description": "optional free text",
 //!   "commit_record_bytes": 50,
-//!   "lmax_bytes_per_s": 972327,
-//!   "gamma": 0.8,
+//!   "lmax_bytes_per_s": 1011890,
+//!   "lmax_txn_overhead_s": 0.0011375,
+//!   "gamma": 0.5,
 //!   "transactions": [{"name": "T3", "rate_tps": 68.31}],
 //!   "generators": [
 //!     {"name": "P", "count": 64, "bytes_per_txn": {"T3": 434.45}},
@@ -77,8 +82,10 @@
 
 #![warn(missing_docs)]
 
+mod lmax;
 mod model;
 mod profile;
 
+pub use lmax::LmaxCurve;
 pub use model::{plan, Case, GeneratorLoad, ManagerLoad, Partitioning, Plan, Warning, WarningKind};
 pub use profile::{GeneratorSpec, PlanError, Profile, TransactionType, MAX_GENERATORS};

@@ -2,6 +2,7 @@
 //! Table 1, the number of log managers and the assignment of generators to them (see the
 //! [crate docs](crate)).
 
+use crate::lmax::LmaxCurve;
 use crate::profile::{PlanError, Profile};
 use serde::Serialize;
 use std::cmp::Reverse;
@@ -178,8 +179,13 @@ pub struct Plan {
     pub log_bytes_per_s: f64,
     /// γ.
     pub gamma: f64,
-    /// Lmax, bytes/s.
+    /// L / R: log bytes per transaction, commit records included (0 when R is 0).
+    pub log_bytes_per_txn: f64,
+    /// Lmax for this profile, bytes/s: the profile's `lmax_bytes_per_s`, or with
+    /// `lmax_txn_overhead_s` the curve at `log_bytes_per_txn`.
     pub lmax_bytes_per_s: f64,
+    /// The curve Lmax was read from (t₀ = 0 when the profile gives one Lmax for all).
+    pub lmax_curve: LmaxCurve,
     /// γ·Lmax, bytes/s: what one manager accepts right after a rollover.
     pub degraded_lmax_bytes_per_s: f64,
     /// L / Lmax.
@@ -205,7 +211,10 @@ pub struct Plan {
 /// managers and the assignment (see the [crate docs](crate)).
 pub fn plan(profile: &Profile) -> Result<Plan, PlanError> {
     profile.validate()?;
-    let lmax = profile.lmax_bytes_per_s;
+    let curve = LmaxCurve {
+        ceiling_bytes_per_s: profile.lmax_bytes_per_s,
+        txn_overhead_s: profile.lmax_txn_overhead_s.unwrap_or(0.0),
+    };
     let gamma = profile.gamma;
     let rates: BTreeMap<&str, f64> = profile
         .transactions
@@ -230,6 +239,12 @@ pub fn plan(profile: &Profile) -> Result<Plan, PlanError> {
         .collect();
     let sum_li: f64 = gens.iter().map(|g| g.1).sum::<f64>() + 0.0;
     let l = sum_li + commit;
+    let per_txn = if r > 0.0 { l / r } else { 0.0 };
+    let lmax = curve.at(per_txn);
+    assert!(
+        lmax > 0.0 && lmax.is_finite(),
+        "a validated profile gives Lmax > 0"
+    );
     let case = Case::of(l, gamma, lmax);
 
     let mut warnings = Vec::new();
@@ -318,7 +333,9 @@ pub fn plan(profile: &Profile) -> Result<Plan, PlanError> {
         generator_log_bytes_per_s: sum_li,
         log_bytes_per_s: l,
         gamma,
+        log_bytes_per_txn: per_txn,
         lmax_bytes_per_s: lmax,
+        lmax_curve: curve,
         degraded_lmax_bytes_per_s: gamma * lmax,
         utilization: l / lmax,
         case,

@@ -18,8 +18,16 @@ pub struct Profile {
     pub description: Option<String>,
     /// c: bytes per commit record (≥ 0).
     pub commit_record_bytes: f64,
-    /// Lmax: bytes/s one log manager accepts for this transaction mix (> 0).
+    /// Lmax: bytes/s one log manager accepts for this transaction mix (> 0); with
+    /// [`Profile::lmax_txn_overhead_s`], the ceiling B of Lmax as the log bytes per
+    /// transaction grow.
     pub lmax_bytes_per_s: f64,
+    /// t₀: a log manager's fixed time per transaction (its forced commit write), seconds
+    /// (≥ 0). Given, Lmax depends on the profile's log bytes per transaction b = L / R:
+    /// Lmax = b / (t₀ + b / `lmax_bytes_per_s`) ([`LmaxCurve`](crate::LmaxCurve));
+    /// absent, Lmax is `lmax_bytes_per_s` whatever b.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lmax_txn_overhead_s: Option<f64>,
     /// γ: the fraction of Lmax a manager accepts right after a rollover (0 < γ < 1).
     pub gamma: f64,
     /// The transaction types T_j and their rates R_j (at least one, names unique).
@@ -154,6 +162,9 @@ impl Profile {
                 value: self.lmax_bytes_per_s,
                 requirement: "> 0",
             });
+        }
+        if let Some(t0) = self.lmax_txn_overhead_s {
+            non_negative("lmax_txn_overhead_s".into(), t0)?;
         }
         // NaN fails both comparisons' negation, so test for "inside" and negate.
         if !(self.gamma > 0.0 && self.gamma < 1.0) {

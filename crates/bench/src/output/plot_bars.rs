@@ -19,6 +19,9 @@ pub struct Bar {
     pub value: f64,
     /// Text above the bar (e.g. the ratio to a baseline).
     pub note: String,
+    /// An error bar from `.0` to `.1` (e.g. the min and max of repeats), drawn as a
+    /// black whisker across the bar; `None`: none.
+    pub spread: Option<(f64, f64)>,
 }
 
 /// A vertical bar chart.
@@ -65,7 +68,7 @@ impl BarChart {
         let top = self
             .bars
             .iter()
-            .map(|b| b.value)
+            .map(|b| b.spread.map_or(b.value, |s| s.1.max(b.value)))
             .fold(0.0f64, f64::max)
             .max(1.0)
             * 1.15;
@@ -91,11 +94,15 @@ impl BarChart {
                     color.filled(),
                 )])
                 .map_err(|e| e.to_string())?;
+            if let Some((lo, hi)) = b.spread {
+                whisker(&mut chart, x + 0.5, lo.max(0.0), hi)?;
+            }
+            let note_y = b.spread.map_or(b.value, |s| s.1.max(b.value));
             chart
                 .draw_series([
                     Text::new(
                         b.note.clone(),
-                        (x + 0.5, b.value + top * 0.01),
+                        (x + 0.5, note_y + top * 0.01),
                         centred(16, VPos::Bottom),
                     ),
                     Text::new(
@@ -122,7 +129,8 @@ impl BarChart {
         let values = self
             .bars
             .iter()
-            .map(|b| b.value)
+            .flat_map(|b| [Some(b.value), b.spread.map(|s| s.0), b.spread.map(|s| s.1)])
+            .flatten()
             .chain(self.reference.as_ref().map(|r| r.value))
             .filter(|v| v.is_finite() && *v > 0.0);
         let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
@@ -160,8 +168,12 @@ impl BarChart {
                         color.filled(),
                     )])
                     .map_err(|e| e.to_string())?;
+                if let Some((a, z)) = b.spread {
+                    whisker(&mut chart, x + 0.5, a.max(lo), z.max(lo))?;
+                }
             }
-            let note_at = if drawn { b.value.max(lo) } else { lo } * 10f64.powf(decades * 0.01);
+            let top_of = b.spread.map_or(b.value, |s| s.1.max(b.value));
+            let note_at = if drawn { top_of.max(lo) } else { lo } * 10f64.powf(decades * 0.01);
             chart
                 .draw_series([
                     Text::new(
@@ -232,6 +244,30 @@ impl Drawing for BarChart {
     }
 }
 
+/// Draws an error bar at `x` from `lo` to `hi`: a vertical line with a cap at each end.
+fn whisker<DB, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, Y>>,
+    x: f64,
+    lo: f64,
+    hi: f64,
+) -> Result<(), PlotError>
+where
+    DB: DrawingBackend,
+    DB::ErrorType: 'static,
+    Y: Ranged<ValueType = f64>,
+{
+    let style = BLACK.stroke_width(2);
+    let cap = 0.12;
+    chart
+        .draw_series([
+            PathElement::new(vec![(x, lo), (x, hi)], style),
+            PathElement::new(vec![(x - cap, lo), (x + cap, lo)], style),
+            PathElement::new(vec![(x - cap, hi), (x + cap, hi)], style),
+        ])
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
 /// Draws `r` as a dashed black line at `y` across `0..n`, its label above the right end
 /// (`lift` above the line, in the axis' units).
 fn reference_line<DB, Y>(
@@ -278,11 +314,13 @@ mod tests {
                     label: "a".into(),
                     value: 10.0,
                     note: "1.00×".into(),
+                    spread: Some((8.0, 12.0)),
                 },
                 Bar {
                     label: "b".into(),
                     value: 0.0,
                     note: "unavailable".into(),
+                    spread: None,
                 },
             ],
             log_y: false,
@@ -317,6 +355,7 @@ mod tests {
                 label: l.into(),
                 value: v,
                 note: format!("{v}"),
+                spread: (v > 0.0).then_some((v * 0.8, v * 1.2)),
             })
             .collect(),
             log_y: true,

@@ -16,9 +16,13 @@
 //! contended intervals ÷ throughput in steady ones. With one directory the archiver reads
 //! from the device the writer writes (γ well below 1); with two it reads from the device
 //! the writer has just left (γ ≈ 1).
+//!
+//! With [`GammaConfig::dir`] the log and the archive lie in a directory of the caller's
+//! instead, on the real disk, no model: γ of that device with the archiver on it too
+//! (`sluice plan --measure`).
 
 use serde::Serialize;
-use sluice_storage::{DeviceModel, DeviceProfile, RoutedStorage, SimStorage, Storage};
+use sluice_storage::{DeviceModel, DeviceProfile, OsStorage, RoutedStorage, SimStorage, Storage};
 use sluice_wal::{segment, GroupCommit, Log, LogOptions, Lsn, WalError};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,6 +44,9 @@ pub struct GammaConfig {
     pub threads: usize,
     /// Payload bytes per record.
     pub record_bytes: usize,
+    /// A real directory to measure (a fresh temporary directory inside it holds the log
+    /// directories and the archive); `None`: the emulated devices.
+    pub dir: Option<PathBuf>,
 }
 
 impl Default for GammaConfig {
@@ -51,6 +58,7 @@ impl Default for GammaConfig {
             segment_bytes: 1 << 20,
             threads: 8,
             record_bytes: 4000,
+            dir: None,
         }
     }
 }
@@ -78,8 +86,8 @@ pub struct GammaResult {
     pub segments_archived: u64,
     /// Segments made from recycled files (warm-up included).
     pub segments_recycled: u64,
-    /// Each log device's bandwidth, MB/s.
-    pub device_mb_per_s: f64,
+    /// Each log device's bandwidth, MB/s (`None`: a real directory, no model).
+    pub device_mb_per_s: Option<f64>,
     /// LSN bytes per segment.
     pub segment_bytes: u64,
     /// Seconds measured.
@@ -89,9 +97,43 @@ pub struct GammaResult {
 /// One sample: when, the durable LSN, the archived LSN.
 type Sample = (Instant, Lsn, Lsn);
 
-/// Runs the measurement. `tick` is called about every 100 ms with the fraction done.
-pub fn run(cfg: &GammaConfig, mut tick: impl FnMut(f64)) -> Result<GammaResult, WalError> {
+/// The log directories' and the archive's storage: a real directory's (with the
+/// temporary directory that holds them, removed when dropped), or the emulated devices.
+#[allow(clippy::type_complexity)]
+fn storages(
+    cfg: &GammaConfig,
+) -> Result<
+    (
+        Arc<dyn Storage>,
+        Vec<PathBuf>,
+        PathBuf,
+        Option<tempfile::TempDir>,
+    ),
+    WalError,
+> {
     assert!(cfg.horizontal_dirs >= 1 && cfg.threads >= 1 && cfg.device_bytes_per_sec > 0);
+    Ok(match &cfg.dir {
+        Some(d) => {
+            let temp = tempfile::Builder::new()
+                .prefix("sluice-gamma-")
+                .tempdir_in(d)?;
+            let dirs = (0..cfg.horizontal_dirs)
+                .map(|i| temp.path().join(format!("log{i}")))
+                .collect();
+            let archive = temp.path().join("archive");
+            let storage: Arc<dyn Storage> = Arc::new(OsStorage::new());
+            (storage, dirs, archive, Some(temp))
+        }
+        None => {
+            let (storage, dirs, archive) = emulated(cfg);
+            (storage, dirs, archive, None)
+        }
+    })
+}
+
+/// The emulated devices: each log directory behind its own bandwidth cap (reads too),
+/// the archive behind a fast one, all on one in-memory disk.
+fn emulated(cfg: &GammaConfig) -> (Arc<dyn Storage>, Vec<PathBuf>, PathBuf) {
     let disk = SimStorage::new(0x6a3a);
     let device = DeviceProfile {
         sync_latency: Duration::from_micros(50),
@@ -112,6 +154,12 @@ pub fn run(cfg: &GammaConfig, mut tick: impl FnMut(f64)) -> Result<GammaResult, 
     let archive_device = DeviceModel::new(disk.clone(), DeviceProfile::none());
     storage = storage.mount(&archive, Arc::new(archive_device));
     let storage: Arc<dyn Storage> = Arc::new(storage);
+    (storage, dirs, archive)
+}
+
+/// Runs the measurement. `tick` is called about every 100 ms with the fraction done.
+pub fn run(cfg: &GammaConfig, mut tick: impl FnMut(f64)) -> Result<GammaResult, WalError> {
+    let (storage, dirs, archive, _temp) = storages(cfg)?;
     let options = LogOptions {
         segment_bytes: cfg.segment_bytes,
         group_commit: GroupCommit {
@@ -231,7 +279,10 @@ fn summarise(
         rollovers,
         segments_archived: stats.segments_archived,
         segments_recycled: stats.segments_recycled,
-        device_mb_per_s: cfg.device_bytes_per_sec as f64 / 1e6,
+        device_mb_per_s: cfg
+            .dir
+            .is_none()
+            .then(|| cfg.device_bytes_per_sec as f64 / 1e6),
         segment_bytes,
         seconds,
     }
@@ -250,6 +301,7 @@ mod tests {
             segment_bytes: 256 << 10,
             threads: 4,
             record_bytes: 2000,
+            dir: None,
         };
         let r = run(&cfg, |_| {}).unwrap();
         assert!(r.rollovers > 0, "{r:?}");

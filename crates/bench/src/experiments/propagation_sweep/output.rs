@@ -1,6 +1,6 @@
 //! What a propagation sweep prints and writes: the table, CSV, JSON and the figure.
 
-use super::{SweepConfig, SweepFigure, SweepResult, SweepRow};
+use super::{Planned, Spread, SweepConfig, SweepFigure, SweepResult, SweepRow};
 use crate::experiments::propagation::{
     self, DeviceBandwidth, PropagationResult, Summary, Throughput,
 };
@@ -12,64 +12,17 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 impl SweepResult {
-    /// The rows as a text table (with the device as the bandwidth figure's last row).
+    /// The text table. Bandwidth: one row per variant, the medians of its repeats, the
+    /// figure's measure first with its range, then the device. Backlog: one row per run.
     pub fn table(&self) -> Table {
         let mib = |b: u64| format!("{:.1}", b as f64 / (1u64 << 20) as f64);
         match self.figure {
-            SweepFigure::Bandwidth => {
-                let mut t = self.run_table(
-                    [
-                        "strategy",
-                        "as --strategy",
-                        "tps",
-                        "write MB/s",
-                        "busy MB/s",
-                        "I/O MB/s",
-                        "writes",
-                        "KiB/write",
-                        "dirty mean",
-                        "REDO MiB max",
-                        "restart ms",
-                        "consistent",
-                    ],
-                    |r| r.strategy.clone(),
-                    |s| {
-                        vec![
-                            thousands(s.tps),
-                            format!("{:.2}", s.write_mb_per_s),
-                            format!("{:.1}", s.busy_write_mb_per_s),
-                            format!("{:.1}", s.io_write_mb_per_s),
-                            s.propagation_writes.to_string(),
-                            format!("{:.1}", s.bytes_per_write / 1024.0),
-                            format!("{:.0}", s.dirty_pages_mean),
-                            mib(s.redo_bytes_max),
-                            format!("{:.0}", s.restart_ms),
-                            s.consistent.to_string(),
-                        ]
-                    },
-                );
-                if let Some(d) = &self.device {
-                    t.row([
-                        "device (sequential)".to_string(),
-                        String::new(),
-                        String::new(),
-                        format!("{:.2}", d.mb_per_s),
-                        format!("{:.1}", d.mb_per_s),
-                        format!("{:.1}", d.mb_per_s),
-                        format!("{}", d.bytes >> 20),
-                        "1024.0".to_string(),
-                        String::new(),
-                        String::new(),
-                        String::new(),
-                        String::new(),
-                    ]);
-                }
-                t
-            }
-            SweepFigure::Backlog => self.run_table(
-                [
+            SweepFigure::Bandwidth => self.bandwidth_table(),
+            SweepFigure::Backlog => {
+                let header = [
                     "strategy",
                     "throughput",
+                    "round",
                     "tps",
                     "dirty mean",
                     "dirty max",
@@ -80,51 +33,138 @@ impl SweepResult {
                     "restart ms",
                     "redone",
                     "consistent",
-                ],
-                |r| r.throughput.to_string(),
-                |s| {
-                    vec![
-                        thousands(s.tps),
-                        format!("{:.0}", s.dirty_pages_mean),
-                        s.dirty_pages_max.to_string(),
-                        mib(s.redo_bytes_max),
-                        mib(s.redo_first_third_max),
-                        mib(s.redo_last_third_max),
-                        format!("{:.2}", s.write_mb_per_s),
-                        format!("{:.0}", s.restart_ms),
-                        s.redo_records.to_string(),
-                        s.consistent.to_string(),
-                    ]
-                },
-            ),
+                ];
+                let n = header.len();
+                let mut t = Table::new(header);
+                for r in &self.rows {
+                    let mut row = vec![
+                        r.label.clone(),
+                        r.throughput.to_string(),
+                        r.round.to_string(),
+                    ];
+                    match &r.result {
+                        Some(x) => {
+                            let s = &x.summary;
+                            row.extend([
+                                thousands(s.tps),
+                                format!("{:.0}", s.dirty_pages_mean),
+                                s.dirty_pages_max.to_string(),
+                                mib(s.redo_bytes_max),
+                                mib(s.redo_first_third_max),
+                                mib(s.redo_last_third_max),
+                                format!("{:.2}", s.write_mb_per_s),
+                                format!("{:.0}", s.restart_ms),
+                                s.redo_records.to_string(),
+                                s.consistent.to_string(),
+                            ]);
+                        }
+                        None => {
+                            row.resize(n, String::new());
+                            row[n - 1] = failed_cell(r.error.as_deref());
+                        }
+                    }
+                    t.row(row);
+                }
+                t
+            }
         }
     }
 
-    /// A table of one row per run: its label, `second` (what tells the runs of one label
-    /// apart), then `cells` of its summary; a run that failed leaves them empty and says
-    /// why in the last column.
-    fn run_table<const N: usize>(
-        &self,
-        header: [&str; N],
-        second: impl Fn(&SweepRow) -> String,
-        cells: impl Fn(&Summary) -> Vec<String>,
-    ) -> Table {
+    /// Fig. 3's table: per variant the medians over its repeats.
+    fn bandwidth_table(&self) -> Table {
+        let header = [
+            "strategy",
+            "as --strategy",
+            "runs",
+            "MB/s propagating",
+            "min–max",
+            "busy %",
+            "MB/s over run",
+            "MB/s in I/O",
+            "tps",
+            "KiB/write",
+            "dirty mean",
+            "REDO MiB max",
+            "restart ms",
+            "consistent",
+        ];
+        let n = header.len();
         let mut t = Table::new(header);
-        for r in &self.rows {
-            let mut row = vec![r.label.clone(), second(r)];
-            match &r.result {
-                Some(x) => row.extend(cells(&x.summary)),
-                None => {
-                    row.resize(N, String::new());
-                    let e = r.error.as_deref().unwrap_or("no result");
-                    let short: String = e.lines().next().unwrap_or("").chars().take(60).collect();
-                    row[N - 1] = format!("failed: {short}");
-                }
-            }
+        for p in &self.plan {
+            let runs = self.runs_of(p);
+            let attempted = self
+                .rows
+                .iter()
+                .filter(|r| r.label == p.label && r.throughput == p.throughput)
+                .count();
+            let mut row = vec![
+                p.label.clone(),
+                p.strategy.to_string(),
+                format!("{}/{attempted}", runs.len()),
+            ];
+            let Some(bw) = self.bandwidth_of(p) else {
+                row.resize(n, String::new());
+                let e = self
+                    .rows
+                    .iter()
+                    .find(|r| r.label == p.label && r.error.is_some())
+                    .and_then(|r| r.error.as_deref());
+                row[n - 1] = failed_cell(e);
+                t.row(row);
+                continue;
+            };
+            let med = |f: &dyn Fn(&Summary) -> f64| {
+                Spread::of(runs.iter().map(|x| f(&x.summary))).map_or(0.0, |s| s.median)
+            };
+            row.extend([
+                format!("{:.1}", bw.median),
+                format!("{:.1}–{:.1}", bw.min, bw.max),
+                format!("{:.0}", med(&|s| s.busy_fraction * 100.0)),
+                format!("{:.2}", med(&|s| s.write_mb_per_s)),
+                format!("{:.1}", med(&|s| s.io_write_mb_per_s)),
+                thousands(med(&|s| s.tps)),
+                format!("{:.1}", med(&|s| s.bytes_per_write / 1024.0)),
+                format!("{:.0}", med(&|s| s.dirty_pages_mean)),
+                format!(
+                    "{:.1}",
+                    med(&|s| s.redo_bytes_max as f64 / (1u64 << 20) as f64)
+                ),
+                format!("{:.0}", med(&|s| s.restart_ms)),
+                if runs.len() == attempted {
+                    runs.iter().all(|x| x.summary.consistent).to_string()
+                } else {
+                    format!(
+                        "{} (failed: {})",
+                        runs.iter().all(|x| x.summary.consistent),
+                        attempted - runs.len()
+                    )
+                },
+            ]);
+            t.row(row);
+        }
+        if let Some(d) = &self.device {
+            let mut row = vec!["device (sequential)".to_string(), String::new(), "1".into()];
+            row.extend([
+                format!("{:.1}", d.mb_per_s),
+                String::new(),
+                "100".into(),
+                format!("{:.2}", d.mb_per_s),
+                format!("{:.1}", d.mb_per_s),
+                String::new(),
+                "1024.0".into(),
+            ]);
+            row.resize(n, String::new());
             t.row(row);
         }
         t
     }
+}
+
+/// The last cell of a run that failed: why, in short.
+fn failed_cell(error: Option<&str>) -> String {
+    let e = error.unwrap_or("no result");
+    let short: String = e.lines().next().unwrap_or("").chars().take(60).collect();
+    format!("failed: {short}")
 }
 
 /// Bandwidth: one line per run (its summary) and the device. Backlog: the time series,
@@ -135,6 +175,7 @@ pub(super) fn csv(r: &SweepResult) -> String {
         SweepFigure::Bandwidth => {
             let mut csv = Csv::new([
                 "label",
+                "round",
                 "strategy",
                 "heap_pct",
                 "throughput",
@@ -158,6 +199,7 @@ pub(super) fn csv(r: &SweepResult) -> String {
             for row in &r.rows {
                 let mut cells = vec![
                     row.label.clone(),
+                    row.round.to_string(),
                     row.strategy.clone(),
                     row.heap_pct.map_or(String::new(), |p| p.to_string()),
                     row.throughput.to_string(),
@@ -196,6 +238,7 @@ pub(super) fn csv(r: &SweepResult) -> String {
             if let Some(d) = &r.device {
                 let mut cells = vec![
                     "device (sequential)".to_string(),
+                    String::new(),
                     "device".into(),
                     String::new(),
                     String::new(),
@@ -218,6 +261,7 @@ pub(super) fn csv(r: &SweepResult) -> String {
         SweepFigure::Backlog => {
             let mut csv = Csv::new([
                 "label",
+                "round",
                 "strategy",
                 "throughput",
                 "t_s",
@@ -231,6 +275,7 @@ pub(super) fn csv(r: &SweepResult) -> String {
                 for p in &x.series {
                     csv.row([
                         row.label.clone(),
+                        row.round.to_string(),
                         row.strategy.clone(),
                         row.throughput.to_string(),
                         format!("{:.3}", p.t_s),
@@ -290,28 +335,31 @@ pub(super) fn write(
 
 fn bandwidth_chart(cfg: &SweepConfig, r: &SweepResult) -> BarChart {
     let bars = r
-        .rows
+        .plan
         .iter()
-        .map(|row| match &row.result {
-            Some(x) => Bar {
-                label: row.label.clone(),
-                value: x.summary.io_write_mb_per_s,
-                note: format!("{:.1}", x.summary.io_write_mb_per_s),
+        .map(|p| match r.bandwidth_of(p) {
+            Some(s) => Bar {
+                label: p.label.clone(),
+                value: s.median,
+                note: format!("{:.1}", s.median),
+                spread: (r.runs_of(p).len() > 1).then_some((s.min, s.max)),
             },
             None => Bar {
-                label: row.label.clone(),
+                label: p.label.clone(),
                 value: 0.0,
                 note: "failed".into(),
+                spread: None,
             },
         })
         .collect();
     BarChart {
         title: format!(
-            "TPC-B SF {}, full speed, {} s per run: write bandwidth of update propagation, bytes / time in writes and syncs (Fig. 3)",
+            "TPC-B SF {}, full speed, {} s per run, median of {}: write bandwidth of update propagation, bytes written / time spent propagating (Fig. 3)",
             cfg.scale,
-            cfg.seconds.as_secs_f64()
+            cfg.seconds.as_secs_f64(),
+            cfg.repeat
         ),
-        y_label: "write MB/s (log scale)".into(),
+        y_label: "MB/s while propagating (log scale)".into(),
         bars,
         log_y: true,
         reference: r.device.map(|d| Reference {
@@ -321,19 +369,33 @@ fn bandwidth_chart(cfg: &SweepConfig, r: &SweepResult) -> BarChart {
     }
 }
 
+/// The run whose mean dirty pages is the median of `runs` (the lower middle one of an
+/// even count).
+fn median_run<'a>(runs: &[&'a PropagationResult]) -> Option<&'a PropagationResult> {
+    let mut v = runs.to_vec();
+    v.sort_by(|a, b| {
+        a.summary
+            .dirty_pages_mean
+            .total_cmp(&b.summary.dirty_pages_mean)
+    });
+    v.get(v.len().saturating_sub(1) / 2).copied()
+}
+
 fn backlog_panels(cfg: &SweepConfig, r: &SweepResult) -> (String, Vec<Chart>) {
     let mut panels = Vec::new();
     for t in [Throughput::Low, Throughput::High] {
-        let runs: Vec<(&SweepRow, &PropagationResult)> = r
-            .rows
+        // Of each variant's repeats, the median run by mean dirty pages (a line per
+        // repeat would bury the figure).
+        let runs: Vec<(&Planned, &PropagationResult)> = r
+            .plan
             .iter()
-            .filter(|row| row.throughput == t)
-            .filter_map(|row| row.result.as_ref().map(|x| (row, x)))
+            .filter(|p| p.throughput == t)
+            .filter_map(|p| median_run(&r.runs_of(p)).map(|x| (p, x)))
             .collect();
         let series = |y: &dyn Fn(&propagation::Sample) -> f64| -> Vec<Series> {
             runs.iter()
-                .map(|(row, x)| Series {
-                    label: row.label.clone(),
+                .map(|(p, x)| Series {
+                    label: p.label.clone(),
                     points: x.series.iter().map(|p| (p.t_s, y(p))).collect(),
                 })
                 .collect()
