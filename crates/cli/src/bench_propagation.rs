@@ -60,9 +60,10 @@ pub struct SweepArgs {
 /// The flags of the TPC-B workload a run (or each run of a sweep) measures.
 #[derive(clap::Args, Debug)]
 struct Workload {
-    /// Measured seconds per run (one sample per second).
-    #[arg(long, default_value_t = 10.0)]
-    seconds: f64,
+    /// Measured seconds per run (one sample per second) [default: 10; a sweep: 5 for
+    /// bandwidth, 10 for backlog].
+    #[arg(long)]
+    seconds: Option<f64>,
     /// The low-throughput rate (--throughput low, or the backlog figure), transactions per
     /// second [default: 2000, a tenth of full speed on a 2-core machine, the paper's
     /// ratio].
@@ -92,12 +93,17 @@ impl Workload {
         throughput: Throughput,
         what: &str,
         default_scale: u32,
+        default_seconds: f64,
     ) -> Result<PropagationConfig, Failure> {
         sweep::databases_dir(self.dir.as_deref())?;
         let mut cfg = PropagationConfig::new(strategy);
         // One sample per second, so at least one.
-        cfg.seconds =
-            knobs::seconds("--seconds", self.seconds, 1.0..=86_400.0).map_err(Failure::Usage)?;
+        cfg.seconds = knobs::seconds(
+            "--seconds",
+            self.seconds.unwrap_or(default_seconds),
+            1.0..=86_400.0,
+        )
+        .map_err(Failure::Usage)?;
         cfg.throughput = throughput;
         let rate = self.rate.unwrap_or(propagation::DEFAULT_LOW_RATE);
         cfg.rate = in_range("--rate", rate, (Excluded(0.0), Included(10_000_000.0)))
@@ -226,7 +232,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
             "--rate applies only to --throughput low".into(),
         ));
     }
-    let cfg = a.workload.config(strategy, a.throughput, "run", 2)?;
+    let cfg = a.workload.config(strategy, a.throughput, "run", 2, 10.0)?;
     let pb = progress::bar(1000, &format!("propagation {strategy}"), a.json);
     let r = propagation::run(&cfg, |p| {
         pb.set_position((p.done * 1000.0) as u64);
@@ -253,6 +259,7 @@ pub fn sweep(a: SweepArgs) -> Result<(), Failure> {
         Throughput::High,
         "sweep",
         propagation_sweep::DEFAULT_SCALE,
+        propagation_sweep::default_seconds(figure) as f64,
     )?;
     in_range("--repeat", a.repeat, 1..=100).map_err(Failure::Usage)?;
     let cfg = SweepConfig::with_knobs(figure, &knobs, a.repeat);

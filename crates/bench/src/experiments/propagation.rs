@@ -86,6 +86,10 @@ pub struct PropagationConfig {
     /// The device bandwidth measured elsewhere in the same invocation (a sweep measures
     /// once for all its runs).
     pub device_mb_per_s: Option<f64>,
+    /// A database loaded once with TPC-B at `scale` and closed cleanly ([`load_template`]):
+    /// the run copies it instead of loading its own (a sweep loads once for all its
+    /// runs; the copy is the same clean, propagated database a load leaves).
+    pub template: Option<PathBuf>,
 }
 
 impl PropagationConfig {
@@ -103,6 +107,7 @@ impl PropagationConfig {
             dir: None,
             probe_bytes: DEFAULT_PROBE_BYTES,
             device_mb_per_s: None,
+            template: None,
         }
     }
 
@@ -314,6 +319,55 @@ pub fn run_options(setup: &Setup, strategy: Strategy) -> Options {
     }
 }
 
+/// The setup of a run's database in `dir` (pool, log buffer, checkpoint trigger).
+fn setup_in(dir: &Path, pool: usize) -> Setup {
+    Setup {
+        dir: Some(dir.to_path_buf()),
+        log_latency: None,
+        log_buffer: InsertVariant::for_this_machine(),
+        pool_pages: pool,
+        checkpoint_log_bytes: Setup::CHECKPOINT_LOG_BYTES,
+        adaptive_group_commit: true,
+    }
+}
+
+/// Loads TPC-B at `cfg.scale` into a fresh temporary directory under `cfg.dir` (the
+/// current directory by default) and closes it cleanly, for the runs of a sweep to copy
+/// ([`PropagationConfig::template`]). `progress` gets the fraction loaded.
+pub fn load_template(
+    cfg: &PropagationConfig,
+    progress: impl FnMut(f64),
+) -> Result<tempfile::TempDir, Error> {
+    let parent = match &cfg.dir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir()?,
+    };
+    let temp = tempfile::Builder::new()
+        .prefix("sluice-propagation-loaded-")
+        .tempdir_in(&parent)?;
+    let s = setup_in(temp.path(), pool_pages(cfg.scale, cfg.seconds));
+    let bench = setup::open(&s)?;
+    tpcb::load(&bench.db, &TpcbShape::standard(cfg.scale), progress)?;
+    bench.close()?;
+    Ok(temp)
+}
+
+/// Copies the files under `from` into `to` (directories recursively), as they are: the
+/// template's database files into a run's fresh directory.
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let target = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_tree(&e.path(), &target)?;
+        } else {
+            std::fs::copy(e.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
 /// Runs the experiment `cfg` describes.
 pub fn run(
     cfg: &PropagationConfig,
@@ -355,23 +409,29 @@ pub fn run(
     };
 
     let pool = pool_pages(cfg.scale, cfg.seconds);
-    let s = Setup {
-        dir: Some(temp.path().to_path_buf()),
-        log_latency: None,
-        log_buffer: InsertVariant::for_this_machine(),
-        pool_pages: pool,
-        checkpoint_log_bytes: Setup::CHECKPOINT_LOG_BYTES,
-        adaptive_group_commit: true,
-    };
+    let s = setup_in(temp.path(), pool);
     let shape = TpcbShape::standard(cfg.scale);
-    let what = format!("loading TPC-B SF {}", cfg.scale);
-    let bench = setup::open(&s)?;
-    tpcb::load(&bench.db, &shape, |f| {
-        progress(Progress {
-            done: at(1, f),
-            what: &what,
-        })
-    })?;
+    let bench = match &cfg.template {
+        Some(t) => {
+            progress(Progress {
+                done: at(1, 0.0),
+                what: "copying the loaded database",
+            });
+            copy_tree(t, temp.path())?;
+            setup::open(&s)?
+        }
+        None => {
+            let what = format!("loading TPC-B SF {}", cfg.scale);
+            let bench = setup::open(&s)?;
+            tpcb::load(&bench.db, &shape, |f| {
+                progress(Progress {
+                    done: at(1, f),
+                    what: &what,
+                })
+            })?;
+            bench
+        }
+    };
     // The clean close's checkpoint writes every loaded page: every strategy starts from
     // the same propagated database.
     let opts = run_options(&s, cfg.strategy);

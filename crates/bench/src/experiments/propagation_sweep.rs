@@ -15,8 +15,8 @@
 //!   and log-based, each at low and at high throughput; four panels — dirty pages and
 //!   REDO length over time, low throughput above and high below — one line per strategy.
 //!
-//! Every run is [`super::propagation::run`] in a fresh temporary database; the device is
-//! measured once, before the first run. Each variant runs [`SweepConfig::repeat`] times,
+//! Every run is [`super::propagation::run`] in a fresh temporary database, a copy of one
+//! loaded once for the sweep; the device is measured once, before the first run. Each variant runs [`SweepConfig::repeat`] times,
 //! in rounds that each run every variant once (every other round in reverse order), so
 //! the drift of a shared machine falls on all of them alike. A run that fails (or panics: a strategy not built
 //! yet) becomes a row that says why, and the others still run; the files are written
@@ -72,8 +72,15 @@ pub struct SweepConfig {
 /// time and the policies' choices differ (measured: docs/bench.md).
 pub const DEFAULT_SCALE: u32 = 10;
 
-/// The default measured seconds per run of a sweep.
-pub const DEFAULT_SECONDS: u64 = 10;
+/// The default measured seconds per run of a sweep: Fig. 3 needs the strategies' rates,
+/// which settle within seconds (log-based propagation starts after its first sorted
+/// run, about a second in); Fig. 4's time series needs the backlog's course.
+pub fn default_seconds(figure: SweepFigure) -> u64 {
+    match figure {
+        SweepFigure::Bandwidth => 5,
+        SweepFigure::Backlog => 10,
+    }
+}
 
 /// The default repeats of each variant.
 pub const DEFAULT_REPEAT: usize = 3;
@@ -131,12 +138,12 @@ fn page(policy: Policy, heap: usize) -> Strategy {
 }
 
 impl SweepConfig {
-    /// The defaults: [`DEFAULT_SECONDS`] per run at SF [`DEFAULT_SCALE`] with 64
+    /// The defaults: [`default_seconds`] per run at SF [`DEFAULT_SCALE`] with 64
     /// clients, [`DEFAULT_REPEAT`] repeats, a 256 MiB device measurement.
     pub fn new(figure: SweepFigure) -> SweepConfig {
         SweepConfig {
             figure,
-            seconds: Duration::from_secs(DEFAULT_SECONDS),
+            seconds: Duration::from_secs(default_seconds(figure)),
             rate: propagation::DEFAULT_LOW_RATE,
             scale: DEFAULT_SCALE,
             clients: 64,
@@ -174,6 +181,7 @@ impl SweepConfig {
             dir: self.dir.clone(),
             probe_bytes: 0,
             device_mb_per_s: device,
+            template: None,
         }
     }
 
@@ -426,10 +434,21 @@ pub fn run(
     } else {
         None
     };
+    // One load for every run: each copies the loaded, cleanly closed database.
+    let what = format!("loading TPC-B SF {} once for every run", cfg.scale);
+    let template = propagation::load_template(&cfg.run_config(&plan[0], None), |f| {
+        progress(Progress {
+            done: f * 0.5,
+            total,
+            what: &what,
+        })
+    })
+    .map_err(SweepError::Engine)?;
     let mut rows = Vec::with_capacity(total);
     for (i, &(round, k)) in schedule.iter().enumerate() {
         let p = &plan[k];
-        let rc = cfg.run_config(p, device.map(|d| d.mb_per_s));
+        let mut rc = cfg.run_config(p, device.map(|d| d.mb_per_s));
+        rc.template = Some(template.path().to_path_buf());
         let what = format!("{} {}, round {round}/{}", p.label, p.throughput, cfg.repeat);
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             propagation::run(&rc, |q| {
