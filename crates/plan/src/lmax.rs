@@ -69,7 +69,9 @@ impl LmaxCurve {
         }
         let slope = sxy / sxx;
         let t0 = my - slope * mx;
-        if !(slope > 0.0) || !(t0 >= 0.0) || !(1.0 / slope).is_finite() {
+        // A NaN fails every comparison: written so that it falls back too.
+        let rising = slope > 0.0 && t0 >= 0.0 && (1.0 / slope).is_finite();
+        if !rising {
             return Some(flat);
         }
         Some(LmaxCurve {
