@@ -429,3 +429,106 @@ fn backlog_panels(cfg: &SweepConfig, r: &SweepResult) -> (String, Vec<Chart>) {
         panels,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::propagation::Throughput;
+
+    /// A finished run of `label` in `round` whose strategy wrote 100 MB in a 10 s run,
+    /// `busy_s` of it spent propagating and 1 s of that in writes and syncs.
+    fn run(p: &Planned, round: usize, busy_s: f64) -> SweepRow {
+        let mb = 100.0;
+        let summary = Summary {
+            strategy: p.strategy.to_string(),
+            throughput: Throughput::High,
+            target_tps: None,
+            commit: "elr-pipelined".into(),
+            clients: 64,
+            scale: 10,
+            pool_pages: 1000,
+            data_pages: 500,
+            seconds: 10.0,
+            committed: 1000,
+            tps: 100.0,
+            write_mb_per_s: mb / 10.0,
+            busy_write_mb_per_s: mb / busy_s,
+            io_write_mb_per_s: mb / 1.0,
+            busy_fraction: busy_s / 10.0,
+            propagated_bytes: 100_000_000,
+            propagation_writes: 10,
+            bytes_per_write: 1e7,
+            device_seq_write_mb_per_s: None,
+            dirty_pages_mean: 10.0,
+            dirty_pages_max: 20,
+            redo_bytes_max: 0,
+            redo_bytes_final: 0,
+            redo_first_third_max: 0,
+            redo_last_third_max: 0,
+            eviction_writes: 0,
+            restart_ms: 1.0,
+            redo_records: 0,
+            recovery_log_records: 0,
+            consistent: true,
+            violations: Vec::new(),
+        };
+        SweepRow {
+            figure: SweepFigure::Bandwidth,
+            label: p.label.clone(),
+            round,
+            strategy: p.strategy.to_string(),
+            heap_pct: p.heap_pct,
+            throughput: p.throughput,
+            result: Some(PropagationResult {
+                summary,
+                series: Vec::new(),
+                notes: Vec::new(),
+            }),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn the_bars_and_the_table_show_bytes_per_second_spent_propagating() {
+        let cfg = SweepConfig {
+            repeat: 3,
+            ..SweepConfig::new(SweepFigure::Bandwidth)
+        };
+        let plan: Vec<Planned> = cfg.plan().into_iter().rev().take(2).collect();
+        // "log" busy 2, 4 and 5 s of its 10 (50, 25, 20 MB/s: median 25); "mixed" busy
+        // 10 s in every repeat (10 MB/s). Both wrote in 1 s of I/O (100 MB/s), so the
+        // I/O measure cannot tell them apart; the time spent propagating does.
+        let (log, mixed) = (&plan[0], &plan[1]);
+        assert_eq!(log.label, "log");
+        let rows = vec![
+            run(log, 1, 2.0),
+            run(mixed, 1, 10.0),
+            run(mixed, 2, 10.0),
+            run(log, 2, 4.0),
+            run(log, 3, 5.0),
+            run(mixed, 3, 10.0),
+        ];
+        let r = SweepResult {
+            figure: SweepFigure::Bandwidth,
+            device: None,
+            rows,
+            plan: plan.clone(),
+            files: Vec::new(),
+            notes: Vec::new(),
+        };
+        let chart = bandwidth_chart(&cfg, &r);
+        assert_eq!(chart.bars[0].label, "log");
+        assert_eq!(chart.bars[0].value, 25.0);
+        assert_eq!(chart.bars[0].spread, Some((20.0, 50.0)));
+        assert_eq!(chart.bars[1].value, 10.0);
+        let table = r.table().render();
+        let log_line = table.lines().find(|l| l.starts_with("log")).unwrap();
+        let cells: Vec<&str> = log_line.split_whitespace().collect();
+        // strategy, as --strategy, runs, MB/s propagating, min–max, busy %, …
+        assert_eq!(
+            &cells[..6],
+            ["log", "log", "3/3", "25.0", "20.0–50.0", "40"]
+        );
+        assert!(table.lines().next().unwrap().contains("MB/s propagating"));
+    }
+}
