@@ -19,7 +19,10 @@
 
 use serde::Serialize;
 
-/// Lmax(b) = b / (t₀ + b/B); see the [module docs](self).
+/// Lmax(b) = b / (t₀ + b/B): a log manager spends a fixed time t₀ per transaction (its
+/// forced commit write) and 1/B per byte, so Lmax rises with the log bytes per
+/// transaction b towards the ceiling B, as the paper's §5 says it does; t₀ = 0 is one
+/// Lmax for every profile. [`LmaxCurve::fit`] finds B and t₀ from measured plateaus.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct LmaxCurve {
     /// B: the ceiling as b grows, bytes/s (> 0).
