@@ -345,7 +345,8 @@ pub fn lmax(a: LmaxArgs) -> Result<(), Failure> {
             ),
         }
     }
-    if let Some(c) = &measured.curve {
+    // One size pins one point of the curve, not its shape: print it from two.
+    if let Some(c) = measured.curve.as_ref().filter(|_| measured.runs.len() > 1) {
         println!(
             "Lmax(b) = b / (t0 + b/B) with B = {:.0} B/s and t0 = {:.6} s: a profile's \"lmax_bytes_per_s\": {:.0}, \"lmax_txn_overhead_s\": {:.6}",
             c.ceiling_bytes_per_s, c.txn_overhead_s, c.ceiling_bytes_per_s, c.txn_overhead_s
