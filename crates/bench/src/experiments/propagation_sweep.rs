@@ -404,6 +404,9 @@ pub fn run(
             cfg.repeat
         ),
     ];
+    if cfg.figure == SweepFigure::Backlog && cfg.repeat > 1 {
+        notes.push("the figure draws, of each variant's repeats, the run with the median mean dirty pages; the table has every run".to_string());
+    }
     if cfg.figure == SweepFigure::Bandwidth {
         notes.push("bars: bytes the strategy wrote ÷ the time it spent propagating (reads, replay, writes and syncs), the paper's write bandwidth of a cleaner working flat out; median of the repeats, error bars min–max".to_string());
     }
