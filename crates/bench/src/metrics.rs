@@ -13,6 +13,8 @@ pub struct Usage {
     pub involuntary_ctx: u64,
     /// User plus system CPU time.
     pub cpu: Duration,
+    /// Of that, system (kernel) time: the cost of blocking, waking and I/O calls.
+    pub system: Duration,
 }
 
 impl Usage {
@@ -30,6 +32,7 @@ impl Usage {
             voluntary_ctx: ru.ru_nvcsw as u64,
             involuntary_ctx: ru.ru_nivcsw as u64,
             cpu: tv(ru.ru_utime) + tv(ru.ru_stime),
+            system: tv(ru.ru_stime),
         }
     }
 
@@ -39,6 +42,7 @@ impl Usage {
             voluntary_ctx: self.voluntary_ctx - earlier.voluntary_ctx,
             involuntary_ctx: self.involuntary_ctx - earlier.involuntary_ctx,
             cpu: self.cpu.saturating_sub(earlier.cpu),
+            system: self.system.saturating_sub(earlier.system),
         }
     }
 }
@@ -82,6 +86,9 @@ pub struct CpuCost {
     pub involuntary_ctx_per_txn: f64,
     /// CPU time used ÷ (wall time × cores).
     pub cpu_util: f64,
+    /// Of that, system time ÷ (wall time × cores): what the kernel spent (blocking and
+    /// waking threads, I/O calls).
+    pub sys_cpu_util: f64,
 }
 
 impl CpuCost {
@@ -94,6 +101,7 @@ impl CpuCost {
             voluntary_ctx_per_txn: per_txn(used.voluntary_ctx),
             involuntary_ctx_per_txn: per_txn(used.involuntary_ctx),
             cpu_util: used.cpu.as_secs_f64() / (seconds * cores() as f64),
+            sys_cpu_util: used.system.as_secs_f64() / (seconds * cores() as f64),
         }
     }
 }

@@ -12,6 +12,7 @@ fn tiny(figure: Figure, data: &Path) -> SweepConfig {
         clients: vec![1, 2],
         warmup: Duration::ZERO,
         seconds: Duration::from_millis(200),
+        repeat: 1,
         // Not the crate directory, which is where tests run.
         dir: Some(data.to_path_buf()),
         ..SweepConfig::new(figure)
@@ -47,6 +48,7 @@ fn elr_skew_sweep_writes_rows_speedups_and_figure() {
         clients: vec![4],
         skews: vec![1.0, 0.0],
         latencies: vec![Duration::ZERO],
+        repeat: 2,
         ..tiny(Figure::ElrSkew, data.path())
     };
     let mut last = 0.0;
@@ -59,13 +61,14 @@ fn elr_skew_sweep_writes_rows_speedups_and_figure() {
     })
     .unwrap();
     assert!(r.consistent(), "{:?}", r.rows);
-    assert_eq!(last, 4.0, "2 skews × 2 protocols");
+    assert_eq!(last, 8.0, "2 rounds of 2 skews × 2 protocols");
     assert_files(
         out.path(),
         &[
             "elr-skew.csv",
             "elr-skew.json",
             "elr-skew-speedup.csv",
+            "elr-skew-summary.csv",
             "elr-skew.png",
             "elr-skew.svg",
         ],
@@ -74,6 +77,7 @@ fn elr_skew_sweep_writes_rows_speedups_and_figure() {
     let (header, rows) = csv(&out.path().join("elr-skew.csv"));
     for col in [
         "figure",
+        "repeat",
         "commit",
         "clients",
         "agents",
@@ -83,6 +87,7 @@ fn elr_skew_sweep_writes_rows_speedups_and_figure() {
         "ctx_switches_per_txn",
         "voluntary_ctx_per_txn",
         "cpu_util",
+        "sys_cpu_util",
         "consistent",
     ] {
         assert!(
@@ -90,22 +95,39 @@ fn elr_skew_sweep_writes_rows_speedups_and_figure() {
             "no column {col}: {header:?}"
         );
     }
-    assert_eq!(rows.len(), 4);
+    assert_eq!(rows.len(), 8);
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
-    // Sorted skews, classic before elr at each, all on 4 blocking agents.
+    // Two rounds, each of the sorted skews, classic before elr at each, all on 4
+    // blocking agents.
     let got: Vec<_> = rows
         .iter()
-        .map(|r| (r[col("skew")].as_str(), r[col("commit")].as_str()))
+        .map(|r| {
+            (
+                r[col("repeat")].as_str(),
+                r[col("skew")].as_str(),
+                r[col("commit")].as_str(),
+            )
+        })
         .collect();
-    assert_eq!(
-        got,
+    let round = |r| {
         [
-            ("0", "classic"),
-            ("0", "elr"),
-            ("1", "classic"),
-            ("1", "elr")
+            (r, "0", "classic"),
+            (r, "0", "elr"),
+            (r, "1", "classic"),
+            (r, "1", "elr"),
         ]
-    );
+    };
+    assert_eq!(got, [round("0"), round("1")].concat());
+    // The summary: one row per point, over both rounds.
+    let (sh, srows) = csv(&out.path().join("elr-skew-summary.csv"));
+    assert_eq!(srows.len(), 4);
+    let scol = |name: &str| sh.iter().position(|h| h == name).unwrap();
+    for r in &srows {
+        assert_eq!(r[scol("repeats")], "2");
+        let v = |n: &str| r[scol(n)].parse::<f64>().unwrap();
+        assert!(v("throughput_min") <= v("throughput_median"));
+        assert!(v("throughput_median") <= v("throughput_max"));
+    }
     for r in &rows {
         assert_eq!(r.len(), header.len());
         assert_eq!(r[col("agents")], "4");
@@ -117,14 +139,18 @@ fn elr_skew_sweep_writes_rows_speedups_and_figure() {
         serde_json::from_str(&std::fs::read_to_string(out.path().join("elr-skew.json")).unwrap())
             .unwrap();
     let objs = json.as_array().unwrap();
-    assert_eq!(objs.len(), 4);
+    assert_eq!(objs.len(), 8);
+    assert_eq!(objs[4]["repeat"], 1);
     assert_eq!(objs[0]["figure"], "elr-skew");
     assert_eq!(objs[0]["consistent"], true);
 
     let sp = r.speedup.unwrap();
     assert_eq!(sp.columns, ["skew 0", "skew 1"]);
     assert_eq!(sp.rows.len(), 1);
-    assert!(sp.rows[0].1.iter().all(|v| v.is_some_and(|x| x > 0.0)));
+    assert!(sp.rows[0]
+        .1
+        .iter()
+        .all(|v| v.is_some_and(|x| x.median > 0.0 && x.n == 2)));
 }
 
 #[test]
@@ -148,9 +174,10 @@ fn tatp_components_sweep_opens_a_session_per_log_buffer() {
     assert_eq!(rows.len(), steps * 2);
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
     assert!(header.iter().all(|h| h != "tps"), "TATP counts MQTh");
+    // The steps side by side at each client count.
     let first: Vec<_> = rows
         .iter()
-        .step_by(2)
+        .take(steps)
         .map(|r| (r[col("step")].as_str(), r[col("commit")].as_str()))
         .collect();
     assert_eq!(
@@ -161,12 +188,14 @@ fn tatp_components_sweep_opens_a_session_per_log_buffer() {
             ("+pipelining", "elr-pipelined")
         ]
     );
-    if let Some(v) = cfg.scalable_buffer {
-        assert_eq!(rows[6][col("log_buffer")], v.name());
-        assert_eq!(rows[6][col("commit")], "elr-pipelined");
-    }
-    for r in &rows[..6] {
-        assert_eq!(r[col("log_buffer")], "mutex");
+    for r in &rows {
+        if r[col("step")] == "+scalable-buffer" {
+            let v = cfg.scalable_buffer.unwrap();
+            assert_eq!(r[col("log_buffer")], v.name());
+            assert_eq!(r[col("commit")], "elr-pipelined");
+        } else {
+            assert_eq!(r[col("log_buffer")], "mutex");
+        }
         assert!(r[col("mqth")].parse::<f64>().unwrap() > 0.0);
     }
     let sp = r.speedup.unwrap();

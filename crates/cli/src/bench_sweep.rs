@@ -4,7 +4,9 @@
 
 use crate::sweep;
 use crate::Failure;
-use sluice_bench::experiments::commit_sweep::{self, rows_table, Figure, SweepConfig, SweepError};
+use sluice_bench::experiments::commit_sweep::{
+    self, summary_table, Figure, SweepConfig, SweepError, DEFAULT_LOG_LATENCY,
+};
 use sluice_bench::knobs::seconds;
 use sluice_storage::DeviceProfile;
 use sluice_wal::InsertVariant;
@@ -37,6 +39,14 @@ pub struct Args {
     /// Emulated log latencies, comma-separated (elr-skew) [default: 0,100us,1ms,10ms].
     #[arg(long, value_delimiter = ',')]
     log_latencies: Option<Vec<String>>,
+    /// The log device of ctx, clients and tatp-components: an emulated latency (0,
+    /// 100us, 1ms, …) or `disk` for the real disk under --dir [default: 1ms].
+    #[arg(long)]
+    log_latency: Option<String>,
+    /// Rounds: every point runs once per round, the rounds one after another; each point
+    /// is drawn as the median of its rounds with the min–max as an error bar.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
     /// Log buffer of the scalable-buffer step (tatp-components) [default: hybrid, when
     /// this build has it].
     #[arg(long)]
@@ -86,6 +96,12 @@ fn config(a: &Args, f: Figure) -> Result<SweepConfig, Failure> {
         f,
     )?;
     only_for(
+        a.log_latency.is_some(),
+        "log-latency",
+        &[Figure::Ctx, Figure::Clients, Figure::TatpComponents],
+        f,
+    )?;
+    only_for(
         a.log_buffer.is_some(),
         "log-buffer",
         &[Figure::TatpComponents],
@@ -111,6 +127,15 @@ fn config(a: &Args, f: Figure) -> Result<SweepConfig, Failure> {
             .collect::<Result<_, _>>()
             .map_err(|e| Failure::Usage(format!("--log-latencies: {e}")))?;
     }
+    c.log_latency = match a.log_latency.as_deref() {
+        None => Some(DEFAULT_LOG_LATENCY),
+        Some("disk") => None,
+        Some(l) => Some(
+            DeviceProfile::parse_latency(l)
+                .map_err(|e| Failure::Usage(format!("--log-latency: {e} (or 'disk')")))?,
+        ),
+    };
+    c.repeat = a.repeat;
     if a.log_buffer.is_some() {
         c.scalable_buffer = a.log_buffer;
     }
@@ -137,7 +162,9 @@ pub fn run(a: Args) -> Result<(), Failure> {
         SweepError::Config(m) => Failure::Usage(m),
         e => Failure::Runtime(e.to_string()),
     })?;
-    println!("{}", rows_table(r.figure, &r.rows).render());
+    // One line per point (median and min–max over the rounds); every repeat is in the
+    // CSV and the JSON.
+    println!("{}", summary_table(r.figure, &r.rows).render());
     for row in &r.rows {
         for v in &row.row.violations {
             println!(

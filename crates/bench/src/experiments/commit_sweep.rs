@@ -3,24 +3,35 @@
 //! - [`Figure::ElrSkew`] (Aether Fig. 3): TPC-B, classic vs ELR with one blocking agent
 //!   per client, over Zipf skew, one series per emulated log latency; the figure is the
 //!   speedup ELR tps ÷ classic tps.
-//! - [`Figure::Ctx`] (Fig. 4): TPC-B on the real disk, classic vs elr-pipelined over client
-//!   counts; context switches per transaction and CPU utilisation.
-//! - [`Figure::Clients`] (Fig. 5): TPC-B on the real disk, tps vs clients for classic,
-//!   async and elr-pipelined.
-//! - [`Figure::TatpComponents`] (Fig. 9): TATP UPDATE_LOCATION on the real disk as the
-//!   components are switched on in turn: classic → +ELR → +flush pipelining → +a scalable
-//!   log buffer; plus the speedup of each step.
+//! - [`Figure::Ctx`] (Fig. 4): TPC-B, classic, elr and elr-pipelined over client counts;
+//!   context switches per transaction and CPU (user + system, and system alone), each
+//!   technique in its own panels: ELR (classic → elr), flush pipelining (elr →
+//!   elr-pipelined).
+//! - [`Figure::Clients`] (Fig. 5): TPC-B, tps vs clients, the same two panels, async as
+//!   the bound of the pipelining panel.
+//! - [`Figure::TatpComponents`] (Fig. 9): TATP UPDATE_LOCATION as the components are
+//!   switched on in turn: classic → +ELR → +flush pipelining → +a scalable log buffer;
+//!   each step in its own panel, plus the speedup of each step.
 //!
-//! A sweep is a plan of runs ([`SweepConfig::plan`]) executed on as few loaded sessions as
-//! possible: one per log-buffer variant, because the variant is a log option fixed when
-//! the database opens (Fig. 9 opens a second session for its last step). Each run's row
-//! carries the session's consistency check; [`run`] writes `<figure>.csv`,
-//! `<figure>.json` and the figure(s) whatever the check says, so an inconsistent sweep
-//! can still be inspected — the caller decides what an inconsistent row means.
+//! Figs. 4, 5 and 9 put the log on the emulated device of [`SweepConfig::log_latency`]
+//! (the one `bench tpcb --log-latency` uses) or, with `None`, on the real disk.
+//!
+//! A sweep is a plan of runs ([`SweepConfig::plan`]) in rounds: round r runs every point
+//! of the figure once, so a drift in the machine's state (another process, the disk's
+//! mood) hits every variant alike, and each point is drawn as the median of its rounds
+//! with the min–max spread as an error bar. The runs execute on one loaded session per
+//! log-buffer variant (a log option fixed when the database opens; Fig. 9 keeps a second
+//! session open for its last step). Each run's row carries the session's consistency
+//! check; [`run`] writes `<figure>.csv`, `<figure>.json` (every repeat),
+//! `<figure>-summary.csv` (median, min, max per point) and the figure(s) whatever the
+//! check says, so an inconsistent sweep can still be inspected — the caller decides what
+//! an inconsistent row means.
 
 mod output;
+mod rounds;
 
-pub use output::{rows_table, SpeedupTable};
+pub use output::{rows_table, summary_table, SpeedupTable};
+pub use rounds::{interleave, PointKey};
 
 use crate::knobs::{in_range, named_values};
 use crate::workloads::session::{Row, RunSpec, TatpSession, TpcbSession};
@@ -40,9 +51,10 @@ use std::time::Duration;
 pub enum Figure {
     /// Fig. 3: ELR speedup over classic vs skew, per log latency (TPC-B).
     ElrSkew,
-    /// Fig. 4: context switches per transaction and CPU vs clients, classic vs pipelined.
+    /// Fig. 4: context switches per transaction and CPU vs clients: ELR and flush
+    /// pipelining each alone.
     Ctx,
-    /// Fig. 5: tps vs clients for classic, async and elr-pipelined.
+    /// Fig. 5: tps vs clients for classic, elr, elr-pipelined and async.
     Clients,
     /// Fig. 9: TATP UPDATE_LOCATION as ELR, pipelining and a scalable buffer switch on.
     TatpComponents,
@@ -62,6 +74,19 @@ const MAX_CLIENTS: usize = 100_000;
 const MAX_POINTS: usize = 64;
 const MAX_SECONDS: f64 = 3_600.0;
 const MAX_LATENCY_SECONDS: f64 = 10.0;
+const MAX_REPEAT: usize = 100;
+
+/// The emulated log latency Figs. 4, 5 and 9 use by default. Chosen by measuring on a
+/// 2-core machine under load (docs/bench.md): with the log on the real disk, fsync swung
+/// from 0.1 to 4 ms and neighbouring points jumped 10×; a steady device of this latency,
+/// one of Fig. 3's, makes a commit wait long enough for ELR and flush pipelining to matter
+/// and is the same for every variant and every round.
+pub const DEFAULT_LOG_LATENCY: Duration = Duration::from_millis(1);
+
+/// The hardware threads of the machine the paper's commit-path figures ran on (a Sun
+/// Niagara II: 8 cores × 8 threads); a machine with fewer cannot show what needs idle
+/// hardware threads past its own count.
+pub const PAPER_HARDWARE_THREADS: usize = 64;
 
 /// What to sweep.
 #[derive(Debug, Clone)]
@@ -78,6 +103,11 @@ pub struct SweepConfig {
     pub skews: Vec<f64>,
     /// Emulated log latencies ([`Figure::ElrSkew`]'s series).
     pub latencies: Vec<Duration>,
+    /// The log device of the other figures: an emulated one of this latency, or `None`
+    /// for the real disk under [`SweepConfig::dir`].
+    pub log_latency: Option<Duration>,
+    /// Rounds: each point runs once per round (at least 1).
+    pub repeat: usize,
     /// The scalable log buffer of Fig. 9's last step (`None`: leave the step out).
     pub scalable_buffer: Option<InsertVariant>,
     /// Unmeasured warm-up per run.
@@ -85,7 +115,8 @@ pub struct SweepConfig {
     /// Measured time per run.
     pub seconds: Duration,
     /// Where the databases go (a fresh temporary directory under it per session);
-    /// `None`: the current directory. The real-disk figures measure this disk.
+    /// `None`: the current directory. With the log on the real disk, the figures
+    /// measure this disk.
     pub dir: Option<PathBuf>,
 }
 
@@ -94,6 +125,8 @@ pub struct SweepConfig {
 pub struct Planned {
     /// Fig. 9's component step ("baseline", "+elr", …); `None` for the other figures.
     pub step: Option<&'static str>,
+    /// The round (0-based): every point runs once per round.
+    pub repeat: usize,
     /// The log-buffer variant the session must be opened with.
     pub log_buffer: InsertVariant,
     /// The run.
@@ -111,7 +144,7 @@ const SCALABLE_STEP: &str = "+scalable-buffer";
 
 impl SweepConfig {
     /// The defaults: small enough to finish in a few minutes on two cores
-    /// (SF 2, 1 s per point after 0.5 s of warm-up); flags scale them up.
+    /// (SF 2, 1 s per point after 0.5 s of warm-up, 3 rounds); flags scale them up.
     pub fn new(figure: Figure) -> SweepConfig {
         SweepConfig {
             figure,
@@ -126,6 +159,8 @@ impl SweepConfig {
                 .into_iter()
                 .map(Duration::from_micros)
                 .collect(),
+            log_latency: Some(DEFAULT_LOG_LATENCY),
+            repeat: 3,
             scalable_buffer: default_scalable_buffer(),
             warmup: Duration::from_millis(500),
             seconds: Duration::from_secs(1),
@@ -164,6 +199,14 @@ impl SweepConfig {
                 ..=MAX_LATENCY_SECONDS,
             )?;
         }
+        if let Some(l) = self.log_latency {
+            in_range(
+                "log latency in seconds",
+                l.as_secs_f64(),
+                ..=MAX_LATENCY_SECONDS,
+            )?;
+        }
+        in_range("repeat", self.repeat, 1..=MAX_REPEAT)?;
         if self.scalable_buffer == Some(InsertVariant::Mutex) {
             return Err(format!(
                 "the scalable-buffer step needs a log buffer other than the baseline '{}'",
@@ -175,10 +218,25 @@ impl SweepConfig {
         Ok(())
     }
 
-    /// The runs, in order. Runs that are compared (same x, different protocol) sit next
-    /// to each other so that drift in the machine's state affects both alike; runs on the
-    /// same log-buffer variant are contiguous so each variant opens one session.
+    /// The runs, in order: [`SweepConfig::repeat`] rounds of one round's runs each
+    /// ([`interleave`]). Within a round, runs that are compared (same x, different
+    /// protocol) sit next to each other so that drift in the machine's state affects both
+    /// alike.
     pub fn plan(&self) -> Vec<Planned> {
+        interleave(&self.round(), self.repeat)
+    }
+
+    /// The log device of the figure's runs: Fig. 3's first latency (each run sets its
+    /// own), else [`SweepConfig::log_latency`].
+    fn session_latency(&self) -> Option<Duration> {
+        match self.figure {
+            Figure::ElrSkew => self.latencies.first().copied(),
+            _ => self.log_latency,
+        }
+    }
+
+    /// One round: every point of the figure once, all with `repeat` 0.
+    fn round(&self) -> Vec<Planned> {
         let spec = |protocol, clients, agents, skew, log_latency| RunSpec {
             protocol,
             clients,
@@ -191,9 +249,11 @@ impl SweepConfig {
         let mutex = InsertVariant::Mutex;
         let plain = |s: RunSpec| Planned {
             step: None,
+            repeat: 0,
             log_buffer: mutex,
             spec: s,
         };
+        let log = self.log_latency;
         let mut out = Vec::new();
         match self.figure {
             Figure::ElrSkew => {
@@ -209,38 +269,45 @@ impl SweepConfig {
                 }
             }
             Figure::Ctx | Figure::Clients => {
+                // classic → elr is ELR alone, elr → elr-pipelined flush pipelining alone;
+                // async (Fig. 5) is the bound: no commit waits for the log at all.
                 let protocols: &[CommitProtocol] = if self.figure == Figure::Ctx {
-                    &[CommitProtocol::Classic, CommitProtocol::ElrPipelined]
+                    &[
+                        CommitProtocol::Classic,
+                        CommitProtocol::Elr,
+                        CommitProtocol::ElrPipelined,
+                    ]
                 } else {
                     &[
                         CommitProtocol::Classic,
-                        CommitProtocol::Async,
+                        CommitProtocol::Elr,
                         CommitProtocol::ElrPipelined,
+                        CommitProtocol::Async,
                     ]
                 };
                 // Agents: the protocol's default shape (one per client when blocking,
                 // one per core when not), which is what the figures compare.
                 for &c in &self.clients {
                     for &p in protocols {
-                        out.push(plain(spec(p, c, None, 0.0, None)));
+                        out.push(plain(spec(p, c, None, 0.0, log)));
                     }
                 }
             }
             Figure::TatpComponents => {
-                for (step, p) in TATP_STEPS {
-                    for &c in &self.clients {
+                // Steps side by side at each client count, as for the other figures.
+                for &c in &self.clients {
+                    for (step, p) in TATP_STEPS {
                         out.push(Planned {
                             step: Some(step),
-                            ..plain(spec(p, c, None, 0.0, None))
+                            ..plain(spec(p, c, None, 0.0, log))
                         });
                     }
-                }
-                if let Some(v) = self.scalable_buffer {
-                    for &c in &self.clients {
+                    if let Some(v) = self.scalable_buffer {
                         out.push(Planned {
                             step: Some(SCALABLE_STEP),
+                            repeat: 0,
                             log_buffer: v,
-                            spec: spec(CommitProtocol::ElrPipelined, c, None, 0.0, None),
+                            spec: spec(CommitProtocol::ElrPipelined, c, None, 0.0, log),
                         });
                     }
                 }
@@ -270,6 +337,8 @@ impl SweepConfig {
 pub struct SweepRow {
     /// The figure.
     pub figure: Figure,
+    /// The round it ran in (0-based).
+    pub repeat: usize,
     /// Fig. 9's component step.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step: Option<&'static str>,
@@ -290,7 +359,7 @@ impl SweepRow {
 pub struct SweepResult {
     /// The figure.
     pub figure: Figure,
-    /// One per run, in plan order.
+    /// One per run, in plan order (every repeat).
     pub rows: Vec<SweepRow>,
     /// Ratios the figure is about (Fig. 3's is the figure itself); `None` for Fig. 4.
     pub speedup: Option<SpeedupTable>,
@@ -376,9 +445,9 @@ fn open(
     };
     let setup = |pool_pages| Setup {
         dir: dir.as_ref().map(|d| d.path().to_path_buf()),
-        // Fig. 3 varies the log latency, so its log sits behind the emulated device
-        // (each run sets the latency); the others measure the real disk.
-        log_latency: (cfg.figure == Figure::ElrSkew).then(|| cfg.latencies[0]),
+        // An emulated device (each run sets its latency: Fig. 3 varies it), or the real
+        // disk when the other figures are asked for it.
+        log_latency: cfg.session_latency(),
         log_buffer,
         pool_pages,
         checkpoint_log_bytes: Setup::CHECKPOINT_LOG_BYTES,
@@ -415,6 +484,7 @@ fn describe(p: &Planned) -> String {
     if let Some(l) = s.log_latency {
         d.push_str(&format!(", log {l:?}"));
     }
+    d.push_str(&format!(", round {}", p.repeat + 1));
     d
 }
 
@@ -441,14 +511,15 @@ pub fn run(
                 .to_string(),
         );
     }
-    let mut session: Option<Session> = None;
+    notes.extend(output::machine_notes(cfg));
+    // One session per log-buffer variant, kept open across rounds: reloading each
+    // round would cost more than the runs. Loading happens once, before that variant's
+    // first run; the loaded databases then only compete for memory, not the disk.
+    let mut sessions: Vec<Session> = Vec::new();
     let mut rows = Vec::with_capacity(total);
     for (i, p) in plan.iter().enumerate() {
         let done = i as f64;
-        if session.as_ref().map(|s| s.log_buffer) != Some(p.log_buffer) {
-            // Close the old database before loading the next: two loaded databases
-            // would compete for memory and the disk.
-            drop(session.take());
+        if !sessions.iter().any(|s| s.log_buffer == p.log_buffer) {
             let what = format!(
                 "loading {} ({} log buffer)",
                 if cfg.figure == Figure::TatpComponents {
@@ -458,7 +529,7 @@ pub fn run(
                 },
                 p.log_buffer
             );
-            session = Some(open(cfg, p.log_buffer, &mut |f| {
+            sessions.push(open(cfg, p.log_buffer, &mut |f| {
                 progress(Progress {
                     done,
                     total,
@@ -466,7 +537,10 @@ pub fn run(
                 })
             })?);
         }
-        let s = session.as_mut().expect("opened above");
+        let s = sessions
+            .iter_mut()
+            .find(|s| s.log_buffer == p.log_buffer)
+            .expect("opened above");
         let what = describe(p);
         let mut tick = |f: f64| {
             progress(Progress {
@@ -482,11 +556,12 @@ pub fn run(
         };
         rows.push(SweepRow {
             figure: cfg.figure,
+            repeat: p.repeat,
             step: p.step,
             row,
         });
     }
-    drop(session);
+    drop(sessions);
     progress(Progress {
         done: total as f64,
         total,
@@ -522,13 +597,19 @@ mod tests {
             let c = SweepConfig::new(f);
             c.validate().unwrap();
             let plan = c.plan();
-            let expected = match f {
+            let per_round = match f {
                 Figure::ElrSkew => 4 * 5 * 2,
-                Figure::Ctx => 7 * 2,
-                Figure::Clients => 7 * 3,
+                Figure::Ctx => 7 * 3,
+                Figure::Clients => 7 * 4,
                 Figure::TatpComponents => 7 * (3 + c.scalable_buffer.is_some() as usize),
             };
-            assert_eq!(plan.len(), expected, "{f}");
+            assert_eq!(plan.len(), per_round * 3, "{f}: 3 rounds by default");
+            if f != Figure::ElrSkew {
+                // The emulated device by default, the same for every run.
+                assert!(plan
+                    .iter()
+                    .all(|p| p.spec.log_latency == Some(DEFAULT_LOG_LATENCY)));
+            }
         }
         let plan = SweepConfig::new(Figure::ElrSkew).plan();
         assert!(plan.iter().all(|p| p.spec.agents == Some(p.spec.clients)));
@@ -538,18 +619,66 @@ mod tests {
     }
 
     #[test]
-    fn a_variant_opens_one_session() {
+    fn each_technique_has_its_before_and_after_at_every_client_count() {
+        // ELR alone is classic → elr, pipelining alone elr → elr-pipelined: both
+        // figures run all three at every x, side by side.
+        for f in [Figure::Ctx, Figure::Clients] {
+            let c = SweepConfig::new(f);
+            for &clients in &c.clients {
+                let at: Vec<_> = c
+                    .round()
+                    .into_iter()
+                    .filter(|p| p.spec.clients == clients)
+                    .map(|p| p.spec.protocol)
+                    .collect();
+                assert_eq!(
+                    &at[..3],
+                    [
+                        CommitProtocol::Classic,
+                        CommitProtocol::Elr,
+                        CommitProtocol::ElrPipelined
+                    ],
+                    "{f}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_real_disk_is_a_config_away() {
+        let mut c = SweepConfig::new(Figure::Clients);
+        c.log_latency = None;
+        c.validate().unwrap();
+        assert!(c.plan().iter().all(|p| p.spec.log_latency.is_none()));
+        assert_eq!(c.session_latency(), None);
+        let fig3 = SweepConfig::new(Figure::ElrSkew);
+        assert_eq!(
+            fig3.session_latency(),
+            Some(Duration::ZERO),
+            "its first latency"
+        );
+    }
+
+    #[test]
+    fn fig9_runs_both_log_buffers_in_every_round() {
         let mut c = SweepConfig::new(Figure::TatpComponents);
         c.scalable_buffer = InsertVariant::ALL
             .iter()
             .copied()
             .find(|v| v.name() != "mutex");
+        c.repeat = 2;
         let plan = c.plan();
-        let switches = plan
-            .windows(2)
-            .filter(|w| w[0].log_buffer != w[1].log_buffer)
-            .count();
-        assert_eq!(switches, c.scalable_buffer.is_some() as usize);
+        for r in 0..2 {
+            let variants: Vec<_> = plan
+                .iter()
+                .filter(|p| p.repeat == r)
+                .map(|p| p.log_buffer)
+                .collect();
+            assert!(variants.contains(&InsertVariant::Mutex));
+            if let Some(v) = c.scalable_buffer {
+                assert!(variants.contains(&v), "round {r} runs the scalable step");
+            }
+        }
     }
 
     #[test]
@@ -567,6 +696,8 @@ mod tests {
         bad(|c| c.skews.clear(), "skews");
         bad(|c| c.latencies = vec![Duration::from_secs(11)], "latency");
         bad(|c| c.seconds = Duration::ZERO, "seconds");
+        bad(|c| c.repeat = 0, "repeat");
+        bad(|c| c.log_latency = Some(Duration::from_secs(11)), "latency");
         bad(
             |c| c.scalable_buffer = Some(InsertVariant::Mutex),
             "scalable",

@@ -1,15 +1,18 @@
 //! What the experiments print and write: text tables and JSON lines ([`Table`],
-//! [`json_line`]), CSV ([`Csv`]), figures as PNG and SVG ([`Chart`], [`BarChart`]), and
-//! the files they go to ([`write_file`]).
+//! [`json_line`]), CSV ([`Csv`]), figures as PNG and SVG ([`Chart`], [`Panel`] with
+//! error bars, [`BarChart`]), the spread of repeated points ([`Spread`]), and the files
+//! they go to ([`write_file`]).
 
 mod csv;
 mod files;
 mod plot;
 mod plot_bars;
 mod report;
+mod spread;
 
 pub use csv::Csv;
 pub use files::{create_dir, write_file};
-pub use plot::{write_grid, Chart, PlotError, Series};
+pub use plot::{write_grid, write_panels, Chart, ErrorBar, Panel, PlotError, Series};
 pub use plot_bars::{Bar, BarChart, Reference};
 pub use report::{json_line, thousands, Table};
+pub use spread::Spread;

@@ -59,8 +59,24 @@ impl Chart {
         write_png_and_svg(self, dir, stem, (1000, 640))
     }
 
+    #[cfg(test)]
     fn bounds(&self) -> ((f64, f64), (f64, f64)) {
-        let pts = self.series.iter().flat_map(|s| s.points.iter().copied());
+        self.bounds_with(&[])
+    }
+
+    /// The axes' ranges: every point and every error bar's ends inside (a bar's end
+    /// that a log axis cannot draw, zero or less, is left out).
+    fn bounds_with(&self, bars: &[Vec<ErrorBar>]) -> ((f64, f64), (f64, f64)) {
+        let ends = bars
+            .iter()
+            .flatten()
+            .flat_map(|b| [(b.x, b.low), (b.x, b.high)])
+            .filter(|&(_, y)| y.is_finite() && (!self.log_y || y > 0.0));
+        let pts = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().copied())
+            .chain(ends);
         let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
         for (x, y) in pts {
             x0 = x0.min(x);
@@ -149,68 +165,265 @@ impl Chart {
     where
         DB::ErrorType: 'static,
     {
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let ((x0, x1), (y0, y1)) = self.bounds();
-        let legend_at = self.legend_position((x0, x1), (y0, y1));
-        macro_rules! body {
-            ($chart:expr) => {{
-                let mut chart = $chart;
+        draw_panel(self, &[], &[], &[], root)
+    }
+}
+
+/// A vertical error bar: the spread of one point's repeats.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ErrorBar {
+    /// Where the point is.
+    pub x: f64,
+    /// The least of its repeats.
+    pub low: f64,
+    /// The most of its repeats.
+    pub high: f64,
+}
+
+/// A chart and what its lines alone cannot say: each series' spread as error bars and
+/// notes printed under the plot (what this machine cannot show, …).
+#[derive(Debug, Clone)]
+pub struct Panel {
+    /// The lines (their points are the medians).
+    pub chart: Chart,
+    /// Per series, in the order of `chart.series`, its error bars (fewer lists than
+    /// series: the rest have none).
+    pub bars: Vec<Vec<ErrorBar>>,
+    /// Lines of text under the plot.
+    pub notes: Vec<String>,
+    /// The x axis' ticks (empty: chosen from the range); a sweep over doubling client
+    /// counts reads best with its own counts as ticks.
+    pub x_ticks: Vec<f64>,
+}
+
+impl Panel {
+    /// A panel of `chart` alone.
+    pub fn new(chart: Chart) -> Panel {
+        Panel {
+            chart,
+            bars: Vec::new(),
+            notes: Vec::new(),
+            x_ticks: Vec::new(),
+        }
+    }
+
+    /// Writes `stem.png` and `stem.svg` under `dir`.
+    pub fn write(&self, dir: &Path, stem: &str) -> Result<(), PlotError> {
+        let h = 640 + NOTE_LINE_PX * self.notes.len() as u32;
+        write_png_and_svg(self, dir, stem, (1000, h))
+    }
+}
+
+impl Drawing for Panel {
+    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
+    where
+        DB::ErrorType: 'static,
+    {
+        draw_panel(&self.chart, &self.bars, &self.notes, &self.x_ticks, root)
+    }
+}
+
+/// Height of one note line under a plot, pixels.
+const NOTE_LINE_PX: u32 = 22;
+
+/// The x of series `i` of `n` nudged sideways ("dodged") so that error bars at the same
+/// x do not hide each other: a few pixels' worth of the axis, in log space on a log axis.
+fn dodge(x: f64, i: usize, n: usize, (x0, x1): (f64, f64), log: bool) -> f64 {
+    if n < 2 {
+        return x;
+    }
+    let shift = (i as f64 - (n - 1) as f64 / 2.0) * 0.006;
+    if log {
+        x * ((x1 / x0).ln() * shift).exp()
+    } else {
+        x + (x1 - x0) * shift
+    }
+}
+
+/// Ticks for a log axis from `lo` to `hi`: 1, 2 and 5 of each decade in the range,
+/// each once. (plotters' own log ticks hold each power of ten twice, once as the last
+/// light tick of the decade below and once as the decade's own, which printed "10" two
+/// times on every log chart.) At least the two ends when no such value falls inside.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let (lo, hi) = (lo.min(hi).max(1e-300), hi.max(lo));
+    let mut out = Vec::new();
+    let mut decade = 10f64.powf(lo.log10().floor());
+    while decade <= hi && out.len() < 64 {
+        for m in [1.0, 2.0, 5.0] {
+            let v = decade * m;
+            // A tolerance of a part in a million: 10^k is not exact in binary.
+            if v >= lo * (1.0 - 1e-6) && v <= hi * (1.0 + 1e-6) {
+                out.push(v);
+            }
+        }
+        decade *= 10.0;
+    }
+    if out.len() < 2 {
+        out = vec![lo, hi];
+    }
+    out.dedup();
+    out
+}
+
+/// Ticks for a log axis given as the data's own values, deduplicated and clipped to the
+/// range; the 1-2-5 ticks when none is given.
+fn given_or_log_ticks(given: &[f64], lo: f64, hi: f64) -> Vec<f64> {
+    let mut v: Vec<f64> = given
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite() && *x >= lo && *x <= hi)
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    if v.len() < 2 {
+        log_ticks(lo, hi)
+    } else {
+        v
+    }
+}
+
+fn draw_panel<DB: DrawingBackend>(
+    c: &Chart,
+    bars: &[Vec<ErrorBar>],
+    notes: &[String],
+    x_ticks: &[f64],
+    root: &DrawingArea<DB, Shift>,
+) -> Result<(), PlotError>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let (_, h) = root.dim_in_pixel();
+    let note_px = (NOTE_LINE_PX * notes.len() as u32).min(h / 2);
+    let (plot, below) = root.split_vertically(h - note_px);
+    for (i, n) in notes.iter().enumerate() {
+        below
+            .draw_text(
+                n,
+                &("sans-serif", 15).into_font().color(&RGBColor(90, 90, 90)),
+                (16, 2 + NOTE_LINE_PX as i32 * i as i32),
+            )
+            .map_err(|e| e.to_string())?;
+    }
+    let root = &plot;
+    let ((x0, x1), (y0, y1)) = c.bounds_with(bars);
+    let legend_at = c.legend_position((x0, x1), (y0, y1));
+    let n = c.series.len();
+    macro_rules! body {
+        ($chart:expr) => {{
+            let mut chart = $chart;
+            chart
+                .configure_mesh()
+                .x_desc(c.x_label.as_str())
+                .y_desc(c.y_label.as_str())
+                .x_label_formatter(&|v| tick(*v))
+                .y_label_formatter(&|v| tick(*v))
+                .label_style(("sans-serif", 16))
+                .draw()
+                .map_err(|e| e.to_string())?;
+            for (i, s) in c.series.iter().enumerate() {
+                let color = Palette99::pick(i).to_rgba();
+                let at = |x: f64| dodge(x, i, n, (x0, x1), c.log_x);
                 chart
-                    .configure_mesh()
-                    .x_desc(self.x_label.as_str())
-                    .y_desc(self.y_label.as_str())
-                    .x_label_formatter(&|v| tick(*v))
-                    .y_label_formatter(&|v| tick(*v))
-                    .label_style(("sans-serif", 16))
-                    .draw()
+                    .draw_series(LineSeries::new(
+                        s.points.iter().map(|&(x, y)| (at(x), y)),
+                        color.stroke_width(2),
+                    ))
+                    .map_err(|e| e.to_string())?
+                    .label(s.label.clone())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                    });
+                chart
+                    .draw_series(
+                        s.points
+                            .iter()
+                            .map(|&(x, y)| Circle::new((at(x), y), 3, color.filled())),
+                    )
                     .map_err(|e| e.to_string())?;
-                for (i, s) in self.series.iter().enumerate() {
-                    let color = Palette99::pick(i).to_rgba();
+                let Some(bars) = bars.get(i) else { continue };
+                let drawable = bars
+                    .iter()
+                    .filter(|b| !c.log_y || b.low > 0.0)
+                    .filter(|b| b.low.is_finite() && b.high.is_finite());
+                chart
+                    .draw_series(drawable.clone().map(|b| {
+                        PathElement::new(
+                            vec![(at(b.x), b.low), (at(b.x), b.high)],
+                            color.stroke_width(1),
+                        )
+                    }))
+                    .map_err(|e| e.to_string())?;
+                // Caps, a few pixels wide whatever the axis' scale.
+                for y in [|b: &ErrorBar| b.low, |b: &ErrorBar| b.high] {
                     chart
-                        .draw_series(LineSeries::new(
-                            s.points.iter().copied(),
-                            color.stroke_width(2),
-                        ))
-                        .map_err(|e| e.to_string())?
-                        .label(s.label.clone())
-                        .legend(move |(x, y)| {
-                            PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                        });
-                    chart
-                        .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                        .draw_series(drawable.clone().map(|b| {
+                            EmptyElement::at((at(b.x), y(b)))
+                                + PathElement::new(vec![(-4, 0), (4, 0)], color.stroke_width(1))
+                        }))
                         .map_err(|e| e.to_string())?;
                 }
-                chart
-                    .configure_series_labels()
-                    .position(legend_at.clone())
-                    .background_style(WHITE.mix(0.8))
-                    .border_style(BLACK)
-                    .label_font(("sans-serif", 16))
-                    .draw()
-                    .map_err(|e| e.to_string())?;
-            }};
-        }
-        let mut b = ChartBuilder::on(root);
-        b.caption(self.title.as_str(), ("sans-serif", 24))
-            .margin(16)
-            .x_label_area_size(48)
-            .y_label_area_size(80);
-        match (self.log_x, self.log_y) {
-            (false, false) => body!(b
-                .build_cartesian_2d(x0..x1, y0..y1)
-                .map_err(|e| e.to_string())?),
-            (true, false) => body!(b
-                .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
-                .map_err(|e| e.to_string())?),
-            (false, true) => body!(b
-                .build_cartesian_2d(x0..x1, (y0..y1).log_scale())
-                .map_err(|e| e.to_string())?),
-            (true, true) => body!(b
-                .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
-                .map_err(|e| e.to_string())?),
-        }
-        Ok(())
+            }
+            chart
+                .configure_series_labels()
+                .position(legend_at.clone())
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .label_font(("sans-serif", 16))
+                .draw()
+                .map_err(|e| e.to_string())?;
+        }};
     }
+    let mut b = ChartBuilder::on(root);
+    b.caption(c.title.as_str(), ("sans-serif", 24))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(80);
+    let xt = given_or_log_ticks(x_ticks, x0, x1);
+    let yt = log_ticks(y0, y1);
+    match (c.log_x, c.log_y) {
+        (false, false) => body!(b
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .map_err(|e| e.to_string())?),
+        (true, false) => body!(b
+            .build_cartesian_2d((x0..x1).log_scale().with_key_points(xt), y0..y1)
+            .map_err(|e| e.to_string())?),
+        (false, true) => body!(b
+            .build_cartesian_2d(x0..x1, (y0..y1).log_scale().with_key_points(yt))
+            .map_err(|e| e.to_string())?),
+        (true, true) => body!(b
+            .build_cartesian_2d(
+                (x0..x1).log_scale().with_key_points(xt),
+                (y0..y1).log_scale().with_key_points(yt)
+            )
+            .map_err(|e| e.to_string())?),
+    }
+    Ok(())
+}
+
+/// Writes `panels` as one figure, `cols` to a row, under one `title`: `stem.png` and
+/// `stem.svg` under `dir`.
+pub fn write_panels(
+    title: &str,
+    panels: &[Panel],
+    cols: usize,
+    dir: &Path,
+    stem: &str,
+) -> Result<(), PlotError> {
+    let cols = cols.max(1);
+    let rows = panels.len().div_ceil(cols).max(1);
+    let notes = panels.iter().map(|p| p.notes.len()).max().unwrap_or(0) as u32;
+    let size = (
+        800 * cols as u32,
+        (520 + NOTE_LINE_PX * notes) * rows as u32 + 50,
+    );
+    let grid = Grid {
+        title,
+        panels: panels.iter().collect(),
+        rows,
+        cols,
+    };
+    write_png_and_svg(&grid, dir, stem, size)
 }
 
 /// Writes `charts` as panels of one figure, `cols` to a row, under one `title`:
@@ -222,22 +435,14 @@ pub fn write_grid(
     dir: &Path,
     stem: &str,
 ) -> Result<(), PlotError> {
-    let cols = cols.max(1);
-    let rows = charts.len().div_ceil(cols).max(1);
-    let size = (800 * cols as u32, 520 * rows as u32 + 50);
-    let grid = Grid {
-        title,
-        charts,
-        rows,
-        cols,
-    };
-    write_png_and_svg(&grid, dir, stem, size)
+    let panels: Vec<Panel> = charts.iter().cloned().map(Panel::new).collect();
+    write_panels(title, &panels, cols, dir, stem)
 }
 
 /// Panels under one title.
 struct Grid<'a> {
     title: &'a str,
-    charts: &'a [Chart],
+    panels: Vec<&'a Panel>,
     rows: usize,
     cols: usize,
 }
@@ -251,12 +456,12 @@ impl Drawing for Grid<'_> {
         let body = root
             .titled(self.title, ("sans-serif", 28))
             .map_err(|e| e.to_string())?;
-        for (area, chart) in body
+        for (area, panel) in body
             .split_evenly((self.rows, self.cols))
             .iter()
-            .zip(self.charts)
+            .zip(&self.panels)
         {
-            chart.draw(area)?;
+            panel.draw_on(area)?;
         }
         Ok(())
     }
@@ -321,6 +526,79 @@ mod tests {
         assert_eq!(tick(12288.0), "12288");
         assert_eq!(tick(2.5), "2.5");
         assert_eq!(tick(1234.5), "1234");
+    }
+
+    #[test]
+    fn log_ticks_hold_each_value_once() {
+        let t = log_ticks(1.0, 64.0);
+        assert_eq!(t, [1.0, 2.0, 5.0, 10.0, 20.0, 50.0]);
+        let t = log_ticks(0.8, 1200.0);
+        let tens = t.iter().filter(|v| tick(**v) == "10").count();
+        assert_eq!(tens, 1, "{t:?}");
+        for w in t.windows(2) {
+            assert!(w[0] < w[1], "rising and distinct: {t:?}");
+            assert_ne!(tick(w[0]), tick(w[1]), "{t:?}");
+        }
+        // A range inside one decade with no 1-2-5 value still gets its ends.
+        assert_eq!(log_ticks(1.3, 1.8), [1.3, 1.8]);
+        // Given ticks (doubling client counts) are used as given, clipped to the range.
+        assert_eq!(
+            given_or_log_ticks(&[64.0, 1.0, 2.0, 2.0, 500.0], 1.0, 64.0),
+            [1.0, 2.0, 64.0]
+        );
+    }
+
+    #[test]
+    fn a_log_x_chart_prints_the_ten_tick_once() {
+        // The bug: plotters' log key points hold 10 twice (as the last light tick of
+        // 1..10 and as the bold one), so the SVG held two "10" labels.
+        let dir = tempfile::tempdir().unwrap();
+        let c = Chart {
+            title: "t".into(),
+            x_label: "clients".into(),
+            y_label: "y".into(),
+            log_x: true,
+            log_y: false,
+            series: vec![Series {
+                label: "s".into(),
+                points: vec![(1.0, 1.0), (64.0, 2.0)],
+            }],
+        };
+        c.write(dir.path(), "fig").unwrap();
+        let svg = std::fs::read_to_string(dir.path().join("fig.svg")).unwrap();
+        // Each label is `<text …>\nLABEL\n</text>`.
+        let tens = svg
+            .split("</text>")
+            .filter(|t| t.rsplit('>').next().map(str::trim) == Some("10"))
+            .count();
+        assert_eq!(tens, 1, "one 10 tick");
+    }
+
+    #[test]
+    fn a_panel_draws_error_bars_and_notes_inside_its_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = Panel {
+            bars: vec![vec![
+                ErrorBar {
+                    x: 1.0,
+                    low: 5.0,
+                    high: 40.0,
+                },
+                ErrorBar {
+                    x: 2.0,
+                    low: 8.0,
+                    high: 9.0,
+                },
+            ]],
+            notes: vec!["2 hardware threads here".into()],
+            x_ticks: vec![1.0, 2.0],
+            ..Panel::new(chart(vec![vec![(1.0, 10.0), (2.0, 8.5)]]))
+        };
+        let (_, (_, y1)) = p.chart.bounds_with(&p.bars);
+        assert!(y1 >= 40.0, "the top of a bar is inside the axis: {y1}");
+        p.write(dir.path(), "panel").unwrap();
+        let svg = std::fs::read_to_string(dir.path().join("panel.svg")).unwrap();
+        assert!(svg.contains("2 hardware threads here"), "the note is drawn");
     }
 
     #[test]

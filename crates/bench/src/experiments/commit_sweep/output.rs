@@ -1,13 +1,20 @@
 //! What a commit-protocol sweep prints and writes: the rows table, the speedup table,
-//! CSV, JSON and the figures.
+//! CSV and JSON (every repeat), the summary CSV (median, min, max per point) and the
+//! figures (medians with min–max error bars, each technique in its own panel).
 
-use super::{Figure, SweepConfig, SweepRow, SCALABLE_STEP, TATP_STEPS};
-use crate::output::{create_dir, json_line, write_file, Chart, Csv, Series, Table};
+use super::rounds::{paired_ratio, points, Point};
+use super::{Figure, SweepConfig, SweepRow, PAPER_HARDWARE_THREADS, SCALABLE_STEP, TATP_STEPS};
+use crate::metrics::cores;
+use crate::output::{
+    create_dir, json_line, write_file, write_panels, Chart, Csv, ErrorBar, Panel, Series, Spread,
+    Table,
+};
 use crate::workloads::session::Row;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// Ratios of throughputs, one row per series and one column per comparison.
+/// Ratios of throughputs, one row per series and one column per comparison; each ratio
+/// is the spread over rounds of the ratio within a round.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpeedupTable {
     /// What the ratios are.
@@ -17,18 +24,22 @@ pub struct SpeedupTable {
     /// The other columns' headers.
     pub columns: Vec<String>,
     /// Row label and one ratio per column (`None`: the denominator was zero or missing).
-    pub rows: Vec<(String, Vec<Option<f64>>)>,
+    pub rows: Vec<(String, Vec<Option<Spread>>)>,
 }
 
 impl SpeedupTable {
-    /// As a text table (ratios with two decimals and a ×).
+    /// As a text table: the median ratio with two decimals and a ×, and the min–max
+    /// over rounds when there was more than one.
     pub fn table(&self) -> Table {
         let mut t =
             Table::new(std::iter::once(self.row_header.clone()).chain(self.columns.clone()));
         for (label, vals) in &self.rows {
             t.row(
                 std::iter::once(label.clone()).chain(vals.iter().map(|v| match v {
-                    Some(x) => format!("{x:.2}×"),
+                    Some(x) if x.n > 1 => {
+                        format!("{:.2}× ({:.2}–{:.2})", x.median, x.min, x.max)
+                    }
+                    Some(x) => format!("{:.2}×", x.median),
                     None => "-".into(),
                 })),
             );
@@ -37,26 +48,22 @@ impl SpeedupTable {
     }
 
     fn csv(&self) -> String {
-        let mut csv = Csv::new(std::iter::once(&self.row_header).chain(&self.columns));
+        let header = std::iter::once(self.row_header.clone()).chain(
+            self.columns
+                .iter()
+                .flat_map(|c| [c.clone(), format!("{c} min"), format!("{c} max")]),
+        );
+        let mut csv = Csv::new(header);
         for (label, vals) in &self.rows {
             csv.row(
-                std::iter::once(label.clone()).chain(
-                    vals.iter()
-                        .map(|v| v.map_or(String::new(), |x| format!("{x:.4}"))),
-                ),
+                std::iter::once(label.clone()).chain(vals.iter().flat_map(|v| match v {
+                    Some(x) => [x.median, x.min, x.max].map(|y| format!("{y:.4}")),
+                    None => [String::new(), String::new(), String::new()],
+                })),
             );
         }
         csv.finish()
     }
-}
-
-fn ratio(num: f64, den: f64) -> Option<f64> {
-    (den > 0.0 && num.is_finite()).then(|| num / den)
-}
-
-/// The throughput of the row matching `pred`.
-fn find(rows: &[SweepRow], pred: impl Fn(&SweepRow) -> bool) -> Option<f64> {
-    rows.iter().find(|r| pred(r)).map(SweepRow::throughput)
 }
 
 fn distinct<T: PartialEq>(items: impl Iterator<Item = T>) -> Vec<T> {
@@ -69,6 +76,16 @@ fn distinct<T: PartialEq>(items: impl Iterator<Item = T>) -> Vec<T> {
     out
 }
 
+/// Throughput ratio of the rows matching `num` over those matching `den`, paired by
+/// round.
+fn speedup_of(
+    rows: &[SweepRow],
+    num: impl Fn(&SweepRow) -> bool,
+    den: impl Fn(&SweepRow) -> bool,
+) -> Option<Spread> {
+    paired_ratio(rows, num, den, SweepRow::throughput)
+}
+
 /// The figure's speedup table, if it has one.
 pub(super) fn speedup(figure: Figure, rows: &[SweepRow]) -> Option<SpeedupTable> {
     let clients = distinct(rows.iter().map(|r| r.row.clients));
@@ -76,10 +93,11 @@ pub(super) fn speedup(figure: Figure, rows: &[SweepRow]) -> Option<SpeedupTable>
         Figure::ElrSkew => {
             let latencies = distinct(rows.iter().map(|r| r.row.log_latency.clone()));
             let skews = distinct(rows.iter().map(|r| r.row.skew.to_bits()));
-            let at = |l: &str, s: u64, commit: &str| {
-                find(rows, |r| {
+            let at = |l: &str, s: u64, commit: &'static str| {
+                let l = l.to_string();
+                move |r: &SweepRow| {
                     r.row.log_latency == l && r.row.skew.to_bits() == s && r.row.commit == commit
-                })
+                }
             };
             Some(SpeedupTable {
                 title: "ELR speedup over classic (elr tps ÷ classic tps)".into(),
@@ -93,7 +111,7 @@ pub(super) fn speedup(figure: Figure, rows: &[SweepRow]) -> Option<SpeedupTable>
                     .map(|l| {
                         let vals = skews
                             .iter()
-                            .map(|&s| ratio(at(l, s, "elr")?, at(l, s, "classic")?))
+                            .map(|&s| speedup_of(rows, at(l, s, "elr"), at(l, s, "classic")))
                             .collect();
                         (l.clone(), vals)
                     })
@@ -102,19 +120,24 @@ pub(super) fn speedup(figure: Figure, rows: &[SweepRow]) -> Option<SpeedupTable>
         }
         Figure::Ctx => None,
         Figure::Clients => {
-            let at = |c: usize, commit: &str| {
-                find(rows, |r| r.row.clients == c && r.row.commit == commit)
+            let at = |c: usize, commit: &'static str| {
+                move |r: &SweepRow| r.row.clients == c && r.row.commit == commit
             };
+            let pairs = [
+                ("elr", "classic"),
+                ("elr-pipelined", "elr"),
+                ("async", "classic"),
+            ];
             Some(SpeedupTable {
-                title: "tps ÷ classic tps".into(),
+                title: "tps ratios: ELR alone, flush pipelining alone, and async's bound".into(),
                 row_header: "clients".into(),
-                columns: vec!["async ÷ classic".into(), "elr-pipelined ÷ classic".into()],
+                columns: pairs.iter().map(|(n, d)| format!("{n} ÷ {d}")).collect(),
                 rows: clients
                     .iter()
                     .map(|&c| {
-                        let vals = ["async", "elr-pipelined"]
+                        let vals = pairs
                             .iter()
-                            .map(|p| ratio(at(c, p)?, at(c, "classic")?))
+                            .map(|&(n, d)| speedup_of(rows, at(c, n), at(c, d)))
                             .collect();
                         (c.to_string(), vals)
                     })
@@ -123,8 +146,9 @@ pub(super) fn speedup(figure: Figure, rows: &[SweepRow]) -> Option<SpeedupTable>
         }
         Figure::TatpComponents => {
             let steps = distinct(rows.iter().filter_map(|r| r.step));
-            let at =
-                |c: usize, step: &str| find(rows, |r| r.row.clients == c && r.step == Some(step));
+            let at = |c: usize, step: &'static str| {
+                move |r: &SweepRow| r.row.clients == c && r.step == Some(step)
+            };
             let mut columns: Vec<String> = steps
                 .windows(2)
                 .map(|w| format!("{} ÷ {}", w[1], w[0]))
@@ -137,12 +161,14 @@ pub(super) fn speedup(figure: Figure, rows: &[SweepRow]) -> Option<SpeedupTable>
                 rows: clients
                     .iter()
                     .map(|&c| {
-                        let mut vals: Vec<Option<f64>> = steps
+                        let mut vals: Vec<Option<Spread>> = steps
                             .windows(2)
-                            .map(|w| ratio(at(c, w[1])?, at(c, w[0])?))
+                            .map(|w| speedup_of(rows, at(c, w[1]), at(c, w[0])))
                             .collect();
-                        let last = steps.last().and_then(|s| at(c, s));
-                        vals.push(last.and_then(|l| ratio(l, at(c, steps[0])?)));
+                        vals.push(match (steps.first(), steps.last()) {
+                            (Some(&f), Some(&l)) => speedup_of(rows, at(c, l), at(c, f)),
+                            _ => None,
+                        });
                         (c.to_string(), vals)
                     })
                     .collect(),
@@ -151,17 +177,17 @@ pub(super) fn speedup(figure: Figure, rows: &[SweepRow]) -> Option<SpeedupTable>
     }
 }
 
-/// The rows as a text table.
+/// The rows as a text table, one per run (every repeat, with its round).
 pub fn rows_table(figure: Figure, rows: &[SweepRow]) -> Table {
     let tatp = figure == Figure::TatpComponents;
-    let mut header: Vec<&str> = Vec::new();
+    let mut header: Vec<&str> = vec!["round"];
     if tatp {
         header.push("step");
     }
     header.extend(Row::columns(tatp));
     let mut t = Table::new(header);
     for r in rows {
-        let mut cells = Vec::new();
+        let mut cells = vec![(r.repeat + 1).to_string()];
         if tatp {
             cells.push(r.step.unwrap_or("").to_string());
         }
@@ -171,11 +197,66 @@ pub fn rows_table(figure: Figure, rows: &[SweepRow]) -> Table {
     t
 }
 
+fn spread_cell(s: &Spread, digits: usize) -> String {
+    if s.n > 1 {
+        format!(
+            "{:.digits$} ({:.digits$}–{:.digits$})",
+            s.median, s.min, s.max
+        )
+    } else {
+        format!("{:.digits$}", s.median)
+    }
+}
+
+/// The points as a text table: each measure's median over the rounds and, with more
+/// than one round, its min–max.
+pub fn summary_table(figure: Figure, rows: &[SweepRow]) -> Table {
+    let tatp = figure == Figure::TatpComponents;
+    let mut header: Vec<&str> = Vec::new();
+    if tatp {
+        header.push("step");
+    }
+    header.extend([
+        "commit",
+        "log buffer",
+        "clients",
+        "skew",
+        "log",
+        if tatp { "MQTh" } else { "tps" },
+        "ctx sw/txn",
+        "cpu %",
+        "sys %",
+        "rounds",
+    ]);
+    let mut t = Table::new(header);
+    for p in points(rows) {
+        let k = &p.key;
+        let mut cells = Vec::new();
+        if tatp {
+            cells.push(k.step.unwrap_or("").to_string());
+        }
+        cells.extend([
+            k.commit.clone(),
+            k.log_buffer.clone(),
+            k.clients.to_string(),
+            k.skew.to_string(),
+            k.log_latency.clone(),
+            spread_cell(&p.throughput, 0),
+            spread_cell(&p.ctx_switches_per_txn, 2),
+            spread_cell(&p.cpu_util.map(|c| c * 100.0), 0),
+            spread_cell(&p.sys_cpu_util.map(|c| c * 100.0), 0),
+            p.throughput.n.to_string(),
+        ]);
+        t.row(cells);
+    }
+    t
+}
+
 /// The CSV's columns for a figure: the TATP figure has a `step` and counts MQTh, the
 /// TPC-B ones count tps.
 pub(super) fn csv_header(figure: Figure) -> Vec<&'static str> {
     let tatp = figure == Figure::TatpComponents;
-    let mut h = vec!["figure", "workload"];
+    let mut h = vec!["figure", "repeat", "workload"];
     if tatp {
         h.push("step");
     }
@@ -196,6 +277,7 @@ pub(super) fn csv_header(figure: Figure) -> Vec<&'static str> {
         "voluntary_ctx_per_txn",
         "involuntary_ctx_per_txn",
         "cpu_util",
+        "sys_cpu_util",
         "seconds",
         "consistent",
         "violations",
@@ -207,7 +289,11 @@ fn csv(figure: Figure, rows: &[SweepRow]) -> String {
     let mut csv = Csv::new(csv_header(figure));
     for r in rows {
         let w = &r.row;
-        let mut cells = vec![r.figure.to_string(), w.workload.to_string()];
+        let mut cells = vec![
+            r.figure.to_string(),
+            r.repeat.to_string(),
+            w.workload.to_string(),
+        ];
         if figure == Figure::TatpComponents {
             cells.push(r.step.unwrap_or("").to_string());
         }
@@ -228,6 +314,7 @@ fn csv(figure: Figure, rows: &[SweepRow]) -> String {
             format!("{:.4}", w.cpu.voluntary_ctx_per_txn),
             format!("{:.4}", w.cpu.involuntary_ctx_per_txn),
             format!("{:.4}", w.cpu.cpu_util),
+            format!("{:.4}", w.cpu.sys_cpu_util),
             format!("{:.3}", w.seconds),
             w.consistent.to_string(),
             w.violations.join("; "),
@@ -237,72 +324,256 @@ fn csv(figure: Figure, rows: &[SweepRow]) -> String {
     csv.finish()
 }
 
-/// One series per distinct `label`, points (x, y) in row order; non-positive y values
-/// are dropped on a log axis, where they cannot be drawn.
-fn series_by(
-    rows: &[SweepRow],
-    label: impl Fn(&SweepRow) -> String,
-    xy: impl Fn(&SweepRow) -> (f64, f64),
-    log_y: bool,
-) -> Vec<Series> {
-    let mut out: Vec<Series> = Vec::new();
-    for r in rows {
-        let l = label(r);
-        let (x, y) = xy(r);
-        if !y.is_finite() || (log_y && y <= 0.0) {
-            continue;
-        }
-        match out.iter_mut().find(|s| s.label == l) {
-            Some(s) => s.points.push((x, y)),
-            None => out.push(Series {
-                label: l,
-                points: vec![(x, y)],
-            }),
-        }
+/// A measure of a point.
+type Measure = fn(&Point) -> Spread;
+
+/// The measures of the summary CSV: name and value of a point.
+const MEASURES: [(&str, Measure); 6] = [
+    ("throughput", |p| p.throughput),
+    ("ctx_switches_per_txn", |p| p.ctx_switches_per_txn),
+    ("voluntary_ctx_per_txn", |p| p.voluntary_ctx_per_txn),
+    ("cpu_util", |p| p.cpu_util),
+    ("sys_cpu_util", |p| p.sys_cpu_util),
+    ("p50_us", |p| p.p50_us),
+];
+
+/// One row per point: its key, the number of rounds, and each measure's median, min and
+/// max over them.
+fn summary_csv(rows: &[SweepRow]) -> String {
+    let mut header: Vec<String> = [
+        "step",
+        "commit",
+        "log_buffer",
+        "clients",
+        "skew",
+        "log_latency",
+        "repeats",
+    ]
+    .map(String::from)
+    .to_vec();
+    for (m, _) in MEASURES {
+        header.extend([
+            format!("{m}_median"),
+            format!("{m}_min"),
+            format!("{m}_max"),
+        ]);
     }
-    out
+    let mut csv = Csv::new(header);
+    for p in points(rows) {
+        let k = &p.key;
+        let mut cells = vec![
+            k.step.unwrap_or("").to_string(),
+            k.commit.clone(),
+            k.log_buffer.clone(),
+            k.clients.to_string(),
+            k.skew.to_string(),
+            k.log_latency.clone(),
+            p.throughput.n.to_string(),
+        ];
+        for (_, f) in MEASURES {
+            let s = f(&p);
+            cells.extend([s.median, s.min, s.max].map(|v| format!("{v:.4}")));
+        }
+        csv.row(cells);
+    }
+    csv.finish()
 }
 
-fn charts(
+/// What this machine cannot show of the paper's figure, from its hardware threads
+/// (`std::thread::available_parallelism`): past that many clients, agents time-share
+/// cores that the paper's machine had to spare. Empty when nothing is to be said.
+pub(super) fn machine_notes(cfg: &SweepConfig) -> Vec<String> {
+    hardware_note(cores(), cfg.clients.iter().copied().max().unwrap_or(1))
+        .into_iter()
+        .collect()
+}
+
+fn hardware_note(hw: usize, max_clients: usize) -> Option<String> {
+    (hw < PAPER_HARDWARE_THREADS && max_clients > hw).then(|| {
+        format!(
+            "{hw} hardware threads here, {PAPER_HARDWARE_THREADS} in the paper: past {hw} clients the agents share cores, so what needs idle cores cannot show"
+        )
+    })
+}
+
+/// How a panel's two series compare: at how many x their spreads do not overlap.
+fn separation_note(what: &str, a: &[(f64, Spread)], b: &[(f64, Spread)]) -> Option<String> {
+    let pairs: Vec<(f64, bool)> = a
+        .iter()
+        .filter_map(|(x, sa)| {
+            let (_, sb) = b.iter().find(|(xb, _)| xb == x)?;
+            Some((*x, !sa.overlaps(sb)))
+        })
+        .collect();
+    if pairs.is_empty() || a.first().is_none_or(|(_, s)| s.n < 2) {
+        return None;
+    }
+    let apart: Vec<String> = pairs
+        .iter()
+        .filter(|(_, apart)| *apart)
+        .map(|(x, _)| format!("{x}"))
+        .collect();
+    Some(if apart.is_empty() {
+        format!(
+            "{what}: the spreads overlap at every point (no difference above this machine's noise)"
+        )
+    } else {
+        format!(
+            "{what}: spreads apart at {} of {} points (x = {})",
+            apart.len(),
+            pairs.len(),
+            apart.join(", ")
+        )
+    })
+}
+
+/// A line and its error bars from `(x, spread)` points.
+fn line(label: String, pts: &[(f64, Spread)], log_y: bool) -> (Series, Vec<ErrorBar>) {
+    let drawable: Vec<&(f64, Spread)> = pts
+        .iter()
+        .filter(|(_, s)| s.median.is_finite() && (!log_y || s.median > 0.0))
+        .collect();
+    (
+        Series {
+            label,
+            points: drawable.iter().map(|(x, s)| (*x, s.median)).collect(),
+        },
+        drawable
+            .iter()
+            .map(|(x, s)| ErrorBar {
+                x: *x,
+                low: s.min,
+                high: s.max,
+            })
+            .collect(),
+    )
+}
+
+/// The points of `commit` (or of Fig. 9's `step`) as (clients, measure).
+fn by_clients(
+    pts: &[Point],
+    pick: impl Fn(&Point) -> bool,
+    measure: impl Fn(&Point) -> Spread,
+) -> Vec<(f64, Spread)> {
+    pts.iter()
+        .filter(|p| pick(p))
+        .map(|p| (p.key.clients as f64, measure(p)))
+        .collect()
+}
+
+/// What every panel says about how it was measured.
+fn method_note(cfg: &SweepConfig) -> String {
+    let log = match (cfg.figure, cfg.log_latency) {
+        (Figure::ElrSkew, _) => "log on the emulated device".to_string(),
+        (_, Some(l)) => format!("log on an emulated device of {l:?}"),
+        (_, None) => "log on the real disk".to_string(),
+    };
+    format!(
+        "median of {} interleaved rounds, bars: min–max; {log}",
+        cfg.repeat
+    )
+}
+
+/// A panel comparing series over clients; its notes say how it was measured, whether
+/// the first two series' spreads separate, and what this machine cannot show.
+struct PanelSpec {
+    title: String,
+    y_label: String,
+    log_y: bool,
+    /// Label and points; the first two are the technique's before and after.
+    lines: Vec<(String, Vec<(f64, Spread)>)>,
+    /// What the first two series compare, for the separation note.
+    compares: Option<String>,
+}
+
+fn panel(cfg: &SweepConfig, spec: PanelSpec) -> Panel {
+    let mut series = Vec::new();
+    let mut bars = Vec::new();
+    for (label, pts) in &spec.lines {
+        let (s, b) = line(label.clone(), pts, spec.log_y);
+        series.push(s);
+        bars.push(b);
+    }
+    let mut notes = vec![method_note(cfg)];
+    if let (Some(what), [a, b, ..]) = (&spec.compares, spec.lines.as_slice()) {
+        notes.extend(separation_note(what, &a.1, &b.1));
+    }
+    notes.extend(machine_notes(cfg));
+    Panel {
+        chart: Chart {
+            title: spec.title,
+            x_label: "clients".into(),
+            y_label: spec.y_label,
+            log_x: cfg.clients.len() > 1,
+            log_y: spec.log_y,
+            series,
+        },
+        bars,
+        notes,
+        x_ticks: cfg.clients.iter().map(|&c| c as f64).collect(),
+    }
+}
+
+/// The figure(s) of a sweep: file stem, grid title, panels and columns.
+fn figures(
     cfg: &SweepConfig,
     rows: &[SweepRow],
     speedup: Option<&SpeedupTable>,
-) -> Vec<(String, Chart)> {
+) -> Vec<(String, String, Vec<Panel>, usize)> {
     let stem = cfg.figure.to_string();
-    let by_commit = |r: &SweepRow| r.row.commit.clone();
-    let clients = |r: &SweepRow| r.row.clients as f64;
-    let log_x = cfg.clients.len() > 1;
-    // Throughput in thousands: short tick labels that leave room for the axis title.
+    let pts = points(rows);
+    let commit = |name: &'static str| move |p: &Point| p.key.commit == name;
+    let tput = |p: &Point| p.throughput.map(|t| t / 1e3);
+    let scale = cfg.scale;
     match cfg.figure {
         Figure::ElrSkew => {
-            let sp = speedup.expect("elr-skew has a speedup table");
+            let Some(sp) = speedup else {
+                return Vec::new();
+            };
             let skews = distinct(rows.iter().map(|r| r.row.skew));
-            let mut series: Vec<Series> = sp
-                .rows
-                .iter()
-                .map(|(latency, vals)| Series {
-                    label: format!("log latency {latency}"),
-                    points: skews
-                        .iter()
-                        .zip(vals)
-                        .filter_map(|(&s, v)| v.filter(|v| *v > 0.0).map(|v| (s, v)))
-                        .collect(),
-                })
-                .collect();
+            let mut series = Vec::new();
+            let mut bars = Vec::new();
+            for (latency, vals) in &sp.rows {
+                let pts: Vec<(f64, Spread)> = skews
+                    .iter()
+                    .zip(vals)
+                    .filter_map(|(&s, v)| v.map(|v| (s, v)))
+                    .collect();
+                let (s, b) = line(format!("log latency {latency}"), &pts, true);
+                series.push(s);
+                bars.push(b);
+            }
             // The no-gain line: what a speedup is read against, and it keeps 1 on the log
-            // axis (whose labels plotters leaves out below 10 when the range starts at 1.3).
+            // axis.
             if let (Some(&first), Some(&last)) = (skews.first(), skews.last()) {
                 series.push(Series {
                     label: "1× (no gain)".into(),
                     points: vec![(first, 1.0), (last, 1.0)],
                 });
             }
-            vec![(
-                stem.to_string(),
-                Chart {
+            let mut notes = vec![method_note(cfg)];
+            // Whether the rise with skew is above the noise, per latency: the spread at
+            // the highest skew against the one at the lowest.
+            for (latency, vals) in &sp.rows {
+                if let (Some(Some(lo)), Some(Some(hi))) = (vals.first(), vals.last()) {
+                    if lo.n > 1 && skews.len() > 1 {
+                        notes.push(format!(
+                            "log {latency}: speedup {:.2}× at skew {} → {:.2}× at skew {}, spreads {}",
+                            lo.median,
+                            skews[0],
+                            hi.median,
+                            skews[skews.len() - 1],
+                            if lo.overlaps(hi) { "overlap" } else { "apart" }
+                        ));
+                    }
+                }
+            }
+            notes.extend(machine_notes(cfg));
+            let p = Panel {
+                chart: Chart {
                     title: format!(
-                        "TPC-B SF {}, {} clients: ELR speedup over classic (Aether Fig. 3)",
-                        cfg.scale, cfg.clients[0]
+                        "TPC-B SF {scale}, {} clients: ELR speedup over classic (Aether Fig. 3)",
+                        cfg.clients[0]
                     ),
                     x_label: "Zipf skew".into(),
                     y_label: "speedup (elr tps ÷ classic tps)".into(),
@@ -310,104 +581,189 @@ fn charts(
                     log_y: true,
                     series,
                 },
+                bars,
+                notes,
+                x_ticks: Vec::new(),
+            };
+            vec![(stem, String::new(), vec![p], 1)]
+        }
+        Figure::Ctx => {
+            let ctx = |p: &Point| p.ctx_switches_per_txn;
+            let vol = |p: &Point| p.voluntary_ctx_per_txn;
+            let cpu = |p: &Point| p.cpu_util.map(|c| c * 100.0);
+            let sys = |p: &Point| p.sys_cpu_util.map(|c| c * 100.0);
+            let technique = |name: &str, before: &'static str, after: &'static str| {
+                [
+                    panel(
+                        cfg,
+                        PanelSpec {
+                            title: format!("{name}: context switches per transaction"),
+                            y_label: "context switches / transaction".into(),
+                            log_y: true,
+                            lines: vec![
+                                (before.into(), by_clients(&pts, commit(before), ctx)),
+                                (after.into(), by_clients(&pts, commit(after), ctx)),
+                                (
+                                    format!("{before}, voluntary"),
+                                    by_clients(&pts, commit(before), vol),
+                                ),
+                                (
+                                    format!("{after}, voluntary"),
+                                    by_clients(&pts, commit(after), vol),
+                                ),
+                            ],
+                            compares: Some(format!("{before} vs {after}")),
+                        },
+                    ),
+                    panel(
+                        cfg,
+                        PanelSpec {
+                            title: format!("{name}: CPU utilisation"),
+                            y_label: "% of all cores".into(),
+                            log_y: false,
+                            lines: vec![
+                                (
+                                    format!("{before}, user + system"),
+                                    by_clients(&pts, commit(before), cpu),
+                                ),
+                                (
+                                    format!("{after}, user + system"),
+                                    by_clients(&pts, commit(after), cpu),
+                                ),
+                                (
+                                    format!("{before}, system"),
+                                    by_clients(&pts, commit(before), sys),
+                                ),
+                                (
+                                    format!("{after}, system"),
+                                    by_clients(&pts, commit(after), sys),
+                                ),
+                            ],
+                            compares: None,
+                        },
+                    ),
+                ]
+            };
+            let mut panels = technique("ELR alone (classic → elr)", "classic", "elr").to_vec();
+            panels.extend(technique(
+                "Flush pipelining alone (elr → elr-pipelined)",
+                "elr",
+                "elr-pipelined",
+            ));
+            vec![(
+                stem,
+                format!("TPC-B SF {scale}: context switches and CPU (Aether Fig. 4)"),
+                panels,
+                2,
             )]
         }
-        Figure::Ctx => vec![
-            (
-                format!("{stem}-switches"),
-                Chart {
-                    title: format!(
-                        "TPC-B SF {}: context switches per transaction (Aether Fig. 4)",
-                        cfg.scale
-                    ),
-                    x_label: "clients".into(),
-                    y_label: "context switches / transaction".into(),
-                    log_x,
-                    log_y: true,
-                    // Total, as the paper counts them, and the voluntary ones alone
-                    // (threads blocking: the protocol's own cost); the difference is
-                    // preemption, on a shared machine partly by other processes.
-                    series: [
-                        series_by(
-                            rows,
-                            by_commit,
-                            |r| (clients(r), r.row.cpu.ctx_switches_per_txn),
-                            true,
-                        ),
-                        series_by(
-                            rows,
-                            |r| format!("{}, voluntary only", r.row.commit),
-                            |r| (clients(r), r.row.cpu.voluntary_ctx_per_txn),
-                            true,
-                        ),
-                    ]
-                    .concat(),
-                },
-            ),
-            (
-                format!("{stem}-cpu"),
-                Chart {
-                    title: format!(
-                        "TPC-B SF {}: CPU utilisation (Aether Fig. 4)",
-                        cfg.scale
-                    ),
-                    x_label: "clients".into(),
-                    y_label: "CPU utilisation, % of all cores".into(),
-                    log_x,
+        Figure::Clients => {
+            let y = "thousands of committed transactions / s".to_string();
+            let elr = panel(
+                cfg,
+                PanelSpec {
+                    title: "ELR alone (classic → elr)".into(),
+                    y_label: y.clone(),
                     log_y: false,
-                    series: series_by(
-                        rows,
-                        by_commit,
-                        |r| (clients(r), r.row.cpu.cpu_util * 100.0),
-                        false,
-                    ),
+                    lines: vec![
+                        ("classic".into(), by_clients(&pts, commit("classic"), tput)),
+                        ("elr".into(), by_clients(&pts, commit("elr"), tput)),
+                    ],
+                    compares: Some("classic vs elr".into()),
                 },
-            ),
-        ],
-        Figure::Clients => vec![(
-            stem.to_string(),
-            Chart {
-                title: format!(
-                    "TPC-B SF {}, real disk: throughput vs clients (Aether Fig. 5)",
-                    cfg.scale
-                ),
-                x_label: "clients".into(),
-                y_label: "thousands of committed transactions / s".into(),
-                log_x,
-                log_y: false,
-                series: series_by(rows, by_commit, |r| (clients(r), r.throughput() / 1e3), false),
-            },
-        )],
-        Figure::TatpComponents => vec![(
-            stem.to_string(),
-            Chart {
-                title: format!(
+            );
+            let pipelining = panel(
+                cfg,
+                PanelSpec {
+                    title: "Flush pipelining alone (elr → elr-pipelined)".into(),
+                    y_label: y,
+                    log_y: false,
+                    lines: vec![
+                        ("elr".into(), by_clients(&pts, commit("elr"), tput)),
+                        (
+                            "elr-pipelined".into(),
+                            by_clients(&pts, commit("elr-pipelined"), tput),
+                        ),
+                        (
+                            "async (no commit waits: the bound)".into(),
+                            by_clients(&pts, commit("async"), tput),
+                        ),
+                    ],
+                    compares: Some("elr vs elr-pipelined".into()),
+                },
+            );
+            vec![(
+                stem,
+                format!("TPC-B SF {scale}: throughput vs clients (Aether Fig. 5)"),
+                vec![elr, pipelining],
+                2,
+            )]
+        }
+        Figure::TatpComponents => {
+            let step = |name: &'static str| move |p: &Point| p.key.step == Some(name);
+            let label = |name: &str| {
+                pts.iter()
+                    .find(|p| p.key.step == Some(name))
+                    .map(|p| {
+                        if name == SCALABLE_STEP {
+                            format!("{name} ({})", p.key.log_buffer)
+                        } else {
+                            format!("{name} ({})", p.key.commit)
+                        }
+                    })
+                    .unwrap_or_else(|| name.to_string())
+            };
+            let y = "MQTh, thousands of transactions / s".to_string();
+            let mut steps: Vec<&'static str> = TATP_STEPS.iter().map(|(s, _)| *s).collect();
+            if pts.iter().any(|p| p.key.step == Some(SCALABLE_STEP)) {
+                steps.push(SCALABLE_STEP);
+            }
+            let mut panels: Vec<Panel> = steps
+                .windows(2)
+                .map(|w| {
+                    panel(
+                        cfg,
+                        PanelSpec {
+                            title: format!("{} → {}", w[0], w[1]),
+                            y_label: y.clone(),
+                            log_y: false,
+                            lines: vec![
+                                (label(w[0]), by_clients(&pts, step(w[0]), tput)),
+                                (label(w[1]), by_clients(&pts, step(w[1]), tput)),
+                            ],
+                            compares: Some(format!("{} vs {}", w[0], w[1])),
+                        },
+                    )
+                })
+                .collect();
+            panels.push(panel(
+                cfg,
+                PanelSpec {
+                    title: "all steps".into(),
+                    y_label: y,
+                    log_y: false,
+                    lines: steps
+                        .iter()
+                        .map(|&s| (label(s), by_clients(&pts, step(s), tput)))
+                        .collect(),
+                    compares: None,
+                },
+            ));
+            vec![(
+                stem,
+                format!(
                     "TATP UpdateLocation, {} subscribers: components switched on in turn (Aether Fig. 9)",
                     cfg.subscribers
                 ),
-                x_label: "clients".into(),
-                y_label: "MQTh, thousands of transactions / s".into(),
-                log_x,
-                log_y: false,
-                series: series_by(
-                    rows,
-                    |r| {
-                        let step = r.step.unwrap_or("?");
-                        if step == SCALABLE_STEP {
-                            format!("{step} ({})", r.row.log_buffer)
-                        } else {
-                            format!("{step} ({})", r.row.commit)
-                        }
-                    },
-                    |r| (clients(r), r.throughput() / 1e3),
-                    false,
-                ),
-            },
-        )],
+                panels,
+                2,
+            )]
+        }
     }
 }
 
-/// Writes the CSV, the JSON, the speedup CSV and the figures; returns their paths.
+/// Writes the CSV, the JSON, the summary CSV, the speedup CSV and the figures; returns
+/// their paths.
 pub(super) fn write(
     cfg: &SweepConfig,
     out: &Path,
@@ -431,13 +787,19 @@ pub(super) fn write(
     let path = out.join(format!("{stem}.json"));
     write_file(&path, &json)?;
     files.push(path);
+    let path = out.join(format!("{stem}-summary.csv"));
+    write_file(&path, &summary_csv(rows))?;
+    files.push(path);
     if let Some(sp) = speedup {
         let path = out.join(format!("{stem}-speedup.csv"));
         write_file(&path, &sp.csv())?;
         files.push(path);
     }
-    for (name, chart) in charts(cfg, rows, speedup) {
-        chart.write(out, &name)?;
+    for (name, title, panels, cols) in figures(cfg, rows, speedup) {
+        match panels.as_slice() {
+            [one] => one.write(out, &name)?,
+            _ => write_panels(&title, &panels, cols, out, &name)?,
+        }
         files.push(out.join(format!("{name}.png")));
         files.push(out.join(format!("{name}.svg")));
     }
@@ -448,9 +810,49 @@ pub(super) fn write(
 mod tests {
     use super::*;
 
+    fn spread(v: &[f64]) -> Spread {
+        Spread::of(v.iter().copied()).unwrap()
+    }
+
     #[test]
-    fn a_zero_denominator_has_no_ratio() {
-        assert_eq!(ratio(5.0, 0.0), None);
-        assert_eq!(ratio(6.0, 2.0), Some(3.0));
+    fn the_hardware_note_comes_from_the_thread_count() {
+        let n = hardware_note(2, 64).unwrap();
+        assert!(n.starts_with("2 hardware threads here"), "{n}");
+        assert_eq!(hardware_note(2, 2), None, "no point past the cores");
+        assert_eq!(hardware_note(64, 64), None, "the paper's machine or larger");
+    }
+
+    #[test]
+    fn the_separation_note_counts_points_whose_spreads_are_apart() {
+        let a = [(1.0, spread(&[1.0, 2.0])), (2.0, spread(&[1.0, 2.0]))];
+        let b = [(1.0, spread(&[3.0, 4.0])), (2.0, spread(&[1.5, 4.0]))];
+        let n = separation_note("x vs y", &a, &b).unwrap();
+        assert!(n.contains("apart at 1 of 2 points (x = 1)"), "{n}");
+        let n = separation_note("x vs y", &a, &a).unwrap();
+        assert!(n.contains("overlap at every point"), "{n}");
+        let once = [(1.0, spread(&[1.0]))];
+        assert_eq!(
+            separation_note("x", &once, &once),
+            None,
+            "one round has no spread"
+        );
+    }
+
+    #[test]
+    fn the_speedup_table_prints_median_and_spread() {
+        let t = SpeedupTable {
+            title: String::new(),
+            row_header: "c".into(),
+            columns: vec!["a ÷ b".into(), "c ÷ d".into()],
+            rows: vec![("1".into(), vec![Some(spread(&[1.0, 2.0, 1.5])), None])],
+        };
+        let text = t.table().render();
+        assert!(text.contains("1.50× (1.00–2.00)"), "{text}");
+        let csv = t.csv();
+        assert!(
+            csv.starts_with("c,a ÷ b,a ÷ b min,a ÷ b max,c ÷ d"),
+            "{csv}"
+        );
+        assert!(csv.contains("1,1.5000,1.0000,2.0000,,,"), "{csv}");
     }
 }

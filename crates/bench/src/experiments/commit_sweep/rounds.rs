@@ -1,0 +1,223 @@
+//! Rounds that interleave a figure's points, and the points' spreads over the rounds.
+//!
+//! On a shared machine the noise is not independent per run: another process starts, the
+//! disk's cache fills, the CPU's clock steps down. Running every point once per round
+//! (rather than all repeats of one point, then the next) spreads such drift over every
+//! variant alike, so a difference between two variants' medians is the protocols', not
+//! the minute they ran in.
+
+use super::{Planned, SweepRow};
+use crate::output::Spread;
+
+/// `repeat` rounds of `round`, in order, each run marked with its round.
+pub fn interleave(round: &[Planned], repeat: usize) -> Vec<Planned> {
+    let mut out = Vec::with_capacity(round.len() * repeat);
+    for r in 0..repeat {
+        out.extend(round.iter().map(|p| Planned {
+            repeat: r,
+            ..p.clone()
+        }));
+    }
+    debug_assert_eq!(out.len(), round.len() * repeat);
+    out
+}
+
+/// What makes two rows repeats of one point: everything but the round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointKey {
+    /// Fig. 9's step.
+    pub step: Option<&'static str>,
+    /// Commit protocol.
+    pub commit: String,
+    /// Log-buffer variant.
+    pub log_buffer: String,
+    /// Clients.
+    pub clients: usize,
+    /// Zipf skew.
+    pub skew: f64,
+    /// Log latency ("disk" for the real disk).
+    pub log_latency: String,
+}
+
+impl PointKey {
+    /// The point `r` is a repeat of.
+    pub fn of(r: &SweepRow) -> PointKey {
+        PointKey {
+            step: r.step,
+            commit: r.row.commit.clone(),
+            log_buffer: r.row.log_buffer.clone(),
+            clients: r.row.clients,
+            skew: r.row.skew,
+            log_latency: r.row.log_latency.clone(),
+        }
+    }
+}
+
+/// One point of a figure: its repeats' spreads of the measures the figures draw.
+#[derive(Debug, Clone)]
+pub(super) struct Point {
+    pub key: PointKey,
+    /// Committed (TPC-B) or completed (TATP) transactions per second.
+    pub throughput: Spread,
+    pub ctx_switches_per_txn: Spread,
+    pub voluntary_ctx_per_txn: Spread,
+    /// CPU time (user + system) ÷ (wall × cores).
+    pub cpu_util: Spread,
+    /// System time ÷ (wall × cores).
+    pub sys_cpu_util: Spread,
+    pub p50_us: Spread,
+}
+
+/// The points of `rows`, in the order of their first repeat.
+pub(super) fn points(rows: &[SweepRow]) -> Vec<Point> {
+    let mut keys: Vec<PointKey> = Vec::new();
+    for r in rows {
+        let k = PointKey::of(r);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    keys.into_iter()
+        .filter_map(|key| {
+            let mine: Vec<&SweepRow> = rows.iter().filter(|r| PointKey::of(r) == key).collect();
+            let of = |f: &dyn Fn(&SweepRow) -> f64| Spread::of(mine.iter().map(|r| f(r)));
+            Some(Point {
+                throughput: of(&|r| r.throughput())?,
+                ctx_switches_per_txn: of(&|r| r.row.cpu.ctx_switches_per_txn)?,
+                voluntary_ctx_per_txn: of(&|r| r.row.cpu.voluntary_ctx_per_txn)?,
+                cpu_util: of(&|r| r.row.cpu.cpu_util)?,
+                sys_cpu_util: of(&|r| r.row.cpu.sys_cpu_util)?,
+                p50_us: of(&|r| r.row.latency.p50_us as f64)?,
+                key,
+            })
+        })
+        .collect()
+}
+
+/// The spread over rounds of `value(num) ÷ value(den)`, pairing the two rows of each
+/// round: the runs of a round ran minutes closer together than those of different
+/// rounds, so their ratio carries less of the machine's drift. Rounds missing either row,
+/// or with a zero denominator, are left out; `None` when none is left.
+pub(super) fn paired_ratio(
+    rows: &[SweepRow],
+    num: impl Fn(&SweepRow) -> bool,
+    den: impl Fn(&SweepRow) -> bool,
+    value: impl Fn(&SweepRow) -> f64,
+) -> Option<Spread> {
+    let rounds = rows.iter().map(|r| r.repeat).max()?;
+    Spread::of((0..=rounds).filter_map(|k| {
+        let n = rows.iter().find(|r| r.repeat == k && num(r))?;
+        let d = rows.iter().find(|r| r.repeat == k && den(r))?;
+        let (n, d) = (value(n), value(d));
+        (d > 0.0).then(|| n / d)
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Figure, SweepConfig};
+    use super::*;
+    use crate::workloads::session::Row;
+
+    fn row(repeat: usize, commit: &str, clients: usize, tps: f64) -> SweepRow {
+        SweepRow {
+            figure: Figure::Clients,
+            repeat,
+            step: None,
+            row: Row {
+                workload: "tpcb",
+                commit: commit.into(),
+                log_buffer: "mutex".into(),
+                clients,
+                agents: clients,
+                skew: 0.0,
+                log_latency: "1ms".into(),
+                tps: Some(tps),
+                mqth: None,
+                committed: 1,
+                aborted: 0,
+                rolled_back: 0,
+                latency: Default::default(),
+                cpu: Default::default(),
+                log_bytes_per_txn: 0.0,
+                zero_fill_bytes_per_txn: 0.0,
+                segments_recycled: 0,
+                agent_parks_per_txn: 0.0,
+                group_commit: "adaptive",
+                gather_budget: 0,
+                consistent: true,
+                violations: Vec::new(),
+                kinds: Vec::new(),
+                seconds: 1.0,
+            },
+        }
+    }
+
+    #[test]
+    fn each_round_runs_every_point_once_in_the_same_order() {
+        let mut c = SweepConfig::new(Figure::Clients);
+        c.clients = vec![1, 4];
+        c.repeat = 3;
+        let plan = c.plan();
+        let per_round = 2 * 4;
+        assert_eq!(plan.len(), per_round * 3);
+        for (r, round) in plan.chunks(per_round).enumerate() {
+            assert!(round.iter().all(|p| p.repeat == r), "round {r} marked");
+            for (a, b) in round.iter().zip(&plan[..per_round]) {
+                assert_eq!(a.spec.protocol, b.spec.protocol);
+                assert_eq!(a.spec.clients, b.spec.clients);
+            }
+        }
+        // Not all repeats of one point first: the second run is another point.
+        assert_ne!(plan[1].spec.protocol, plan[0].spec.protocol);
+    }
+
+    #[test]
+    fn points_gather_their_repeats_into_median_min_max() {
+        let rows = [
+            row(0, "classic", 1, 100.0),
+            row(0, "elr", 1, 300.0),
+            row(1, "classic", 1, 120.0),
+            row(1, "elr", 1, 200.0),
+            row(2, "classic", 1, 90.0),
+            row(2, "elr", 1, 330.0),
+        ];
+        let p = points(&rows);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].key.commit, "classic");
+        let t = p[0].throughput;
+        assert_eq!((t.median, t.min, t.max, t.n), (100.0, 90.0, 120.0, 3));
+        let t = p[1].throughput;
+        assert_eq!((t.median, t.min, t.max), (300.0, 200.0, 330.0));
+        assert!(!p[0].throughput.overlaps(&p[1].throughput));
+    }
+
+    #[test]
+    fn ratios_pair_the_rows_of_a_round() {
+        let rows = [
+            row(0, "classic", 1, 100.0),
+            row(0, "elr", 1, 300.0),
+            row(1, "classic", 1, 200.0),
+            row(1, "elr", 1, 400.0),
+            // Round 2 lost its elr row: left out, not paired with another round's.
+            row(2, "classic", 1, 50.0),
+        ];
+        let s = paired_ratio(
+            &rows,
+            |r| r.row.commit == "elr",
+            |r| r.row.commit == "classic",
+            SweepRow::throughput,
+        )
+        .unwrap();
+        assert_eq!((s.min, s.max, s.n), (2.0, 3.0, 2));
+        assert_eq!(s.median, 2.5);
+        let zero = [row(0, "classic", 1, 0.0), row(0, "elr", 1, 5.0)];
+        let none = paired_ratio(
+            &zero,
+            |r| r.row.commit == "elr",
+            |r| r.row.commit == "classic",
+            SweepRow::throughput,
+        );
+        assert_eq!(none, None, "a zero denominator has no ratio");
+    }
+}

@@ -1,0 +1,93 @@
+//! The spread of a point measured more than once: its median, the least and the most.
+//!
+//! A figure on a noisy machine draws the median with the min–max range as an error bar;
+//! two points whose ranges do not overlap differ by more than the machine's noise did in
+//! any of the repeats.
+
+use serde::Serialize;
+
+/// The median, least and most of a point's repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Spread {
+    /// The median (the mean of the middle two for an even count).
+    pub median: f64,
+    /// The least.
+    pub min: f64,
+    /// The most.
+    pub max: f64,
+    /// How many finite values it summarises.
+    pub n: usize,
+}
+
+impl Spread {
+    /// The spread of the finite `values` (NaN and infinities, a failed or empty run's
+    /// ratio, are left out); `None` when none is finite.
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Option<Spread> {
+        let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        let s = Spread {
+            median,
+            min: v[0],
+            max: v[n - 1],
+            n,
+        };
+        debug_assert!(s.min <= s.median && s.median <= s.max);
+        Some(s)
+    }
+
+    /// The ranges share a value: the difference of the medians is within the noise.
+    pub fn overlaps(&self, other: &Spread) -> bool {
+        self.min <= other.max && other.min <= self.max
+    }
+
+    /// `f` applied to the three values (a unit change; `f` must be increasing).
+    pub fn map(&self, f: impl Fn(f64) -> f64) -> Spread {
+        Spread {
+            median: f(self.median),
+            min: f(self.min),
+            max: f(self.max),
+            n: self.n,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts_and_the_extremes() {
+        let s = Spread::of([3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max, s.n), (2.0, 1.0, 3.0, 3));
+        let s = Spread::of([4.0, 1.0, 3.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.5, 1.0, 4.0));
+        let one = Spread::of([7.0]).unwrap();
+        assert_eq!((one.median, one.min, one.max), (7.0, 7.0, 7.0));
+    }
+
+    #[test]
+    fn non_finite_values_are_left_out() {
+        let s = Spread::of([f64::NAN, 5.0, f64::INFINITY, 1.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max, s.n), (3.0, 1.0, 5.0, 2));
+        assert_eq!(Spread::of([f64::NAN]), None);
+        assert_eq!(Spread::of([]), None);
+    }
+
+    #[test]
+    fn overlap_is_sharing_a_value() {
+        let a = Spread::of([1.0, 2.0]).unwrap();
+        let b = Spread::of([2.0, 3.0]).unwrap();
+        let c = Spread::of([2.5, 3.0]).unwrap();
+        assert!(a.overlaps(&b) && b.overlaps(&a));
+        assert!(!a.overlaps(&c) && !c.overlaps(&a));
+    }
+}
