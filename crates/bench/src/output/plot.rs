@@ -308,7 +308,10 @@ where
     let root = &plot;
     let ((x0, x1), (y0, y1)) = c.bounds_with(bars);
     let legend_at = c.legend_position((x0, x1), (y0, y1));
-    let n = c.series.len();
+    // Only the series with error bars are dodged: a reference line (1×, a bound) stays
+    // where its values are.
+    let barred = |i: usize| bars.get(i).is_some_and(|b| !b.is_empty());
+    let n = (0..c.series.len()).filter(|&i| barred(i)).count();
     macro_rules! body {
         ($chart:expr) => {{
             let mut chart = $chart;
@@ -323,7 +326,14 @@ where
                 .map_err(|e| e.to_string())?;
             for (i, s) in c.series.iter().enumerate() {
                 let color = Palette99::pick(i).to_rgba();
-                let at = |x: f64| dodge(x, i, n, (x0, x1), c.log_x);
+                let slot = (0..i).filter(|&j| barred(j)).count();
+                let at = |x: f64| {
+                    if barred(i) {
+                        dodge(x, slot, n, (x0, x1), c.log_x)
+                    } else {
+                        x
+                    }
+                };
                 chart
                     .draw_series(LineSeries::new(
                         s.points.iter().map(|&(x, y)| (at(x), y)),
