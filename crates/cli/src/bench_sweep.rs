@@ -23,14 +23,15 @@ pub struct Args {
     /// Directory for <figure>.csv, <figure>.json and the figures (PNG and SVG). Required.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// TPC-B scale factor, branches of 100,000 accounts (TPC-B figures) [default: 2].
+    /// TPC-B scale factor, branches of 100,000 accounts (TPC-B figures) [default: 10 for
+    /// elr-skew, else 2].
     #[arg(long)]
     scale: Option<u32>,
     /// TATP subscribers (tatp-components) [default: 100000].
     #[arg(long)]
     subscribers: Option<u32>,
     /// Client counts, comma-separated: the x axis, or elr-skew's one count
-    /// [default: 64 for elr-skew, else 1,2,4,8,16,32,64].
+    /// [default: 16 for elr-skew, else 1,2,4,8,16,32,64].
     #[arg(long, value_delimiter = ',')]
     clients: Option<Vec<usize>>,
     /// Zipf skews, comma-separated (elr-skew) [default: 0,0.5,0.8,1,1.2].

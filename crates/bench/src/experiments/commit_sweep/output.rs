@@ -404,7 +404,7 @@ fn separation_note(what: &str, a: &[(f64, Spread)], b: &[(f64, Spread)]) -> Opti
         .iter()
         .filter_map(|(x, sa)| {
             let (_, sb) = b.iter().find(|(xb, _)| xb == x)?;
-            Some((*x, (!sa.overlaps(sb)).then(|| sb.median > sa.median)))
+            Some((*x, (!sa.overlaps(sb)).then_some(sb.median > sa.median)))
         })
         .collect();
     if pairs.is_empty() || a.first().is_none_or(|(_, s)| s.n < 2) {
