@@ -34,6 +34,17 @@ fn bad_commit_sweep_flags_print_one_line_and_exit_2() {
         "--log-latencies",
     );
     assert_usage_error(&["--figure", "ctx", "--seconds", "0"], "--seconds");
+    assert_usage_error(&["--figure", "ctx", "--repeat", "0"], "repeat");
+    assert_usage_error(&["--figure", "ctx", "--repeat", "-1"], "-1");
+    assert_usage_error(
+        &["--figure", "ctx", "--log-latency", "fast"],
+        "--log-latency",
+    );
+    assert_usage_error(&["--figure", "clients", "--log-latency", "1h"], "latency");
+    assert_usage_error(
+        &["--figure", "elr-skew", "--log-latency", "1ms"],
+        "--log-latency applies only",
+    );
     assert_usage_error(&["--figure", "ctx", "--warmup=-1"], "--warmup");
     assert_usage_error(
         &["--figure", "clients", "--skews", "0.5"],
