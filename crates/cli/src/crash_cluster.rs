@@ -301,8 +301,10 @@ fn one_run(a: &Args, seed: u64, failovers: &mut Vec<f64>) -> Result<RunResult, F
             failovers.push(wait_failover(&shared, kill_at, t0, seed)?);
             if let Some(end) = killed_end {
                 // It comes back once a live node has purged its log past the killed
-                // node's end (or after 10 s), so that its new leader sends it a snapshot.
-                let deadline = Instant::now() + Duration::from_secs(10);
+                // node's end (or after 30 s), so that its new leader sends it a snapshot.
+                // (10 s was too short for a loaded CI machine once: the node came back
+                // before the purge and caught up from the log, installing nothing.)
+                let deadline = Instant::now() + Duration::from_secs(30);
                 while Instant::now() < deadline
                     && !procs.file.nodes.iter().any(|(id, addr)| {
                         *id != killed
