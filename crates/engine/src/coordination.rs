@@ -48,5 +48,17 @@ pub(crate) struct Hooks {
     /// restart recovery's redo skips those records. Analysis and undo run as always.
     pub(crate) redone_below: Option<sluice_wal::Lsn>,
     /// Told how restart recovery's passes move (a restore's progress).
-    pub(crate) recovery_progress: Option<Arc<crate::recovery::ProgressFn>>,
+    pub(crate) recovery_progress: Option<Arc<ProgressFn>>,
 }
+
+/// Which pass of restart recovery a progress report is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pass {
+    Analysis,
+    Redo,
+    Undo,
+}
+
+/// Told by restart recovery as a pass moves (`Hooks::recovery_progress`): the pass, the
+/// work done and the work in all (log bytes for analysis and redo, log records for undo).
+pub(crate) type ProgressFn = dyn Fn(Pass, u64, u64) + Send + Sync;

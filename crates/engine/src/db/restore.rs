@@ -30,11 +30,12 @@ use super::incremental;
 pub use super::restore_runs::SinglePass;
 use crate::backup_label::{incomplete, BackupLabel, PARTIAL};
 use crate::control::Control;
+use crate::coordination::Pass;
 use crate::data_file::file_error;
 use crate::error::{Error, Result};
 use crate::log_record::{commit_of, CommitTime, EffectiveTimes};
 use crate::options::Options;
-use crate::recovery::{Pass, RecoveryReport};
+use crate::recovery::RecoveryReport;
 use sluice_storage::{OpenOptions, Storage};
 use sluice_wal::segment::{
     decode_header, parse_segment_name, segment_name, segment_start, SEGMENT_HEADER_BYTES,
@@ -313,7 +314,13 @@ impl Database {
                 cut,
                 label.page_size as usize,
                 source.segment_bytes,
-                progress,
+                &mut |step, done, total| {
+                    let step = match step {
+                        super::restore_runs::Step::Sort => RestoreStep::Sort,
+                        super::restore_runs::Step::Apply => RestoreStep::Apply,
+                    };
+                    progress(RestoreProgress { step, done, total })
+                },
             )?),
             _ => None,
         };

@@ -33,7 +33,6 @@ use crate::ids::PageId;
 use crate::propagation::log_cleaner;
 use crate::propagation::runs::{self, RunStore};
 use crate::recovery::redo_rule::{self, RedoRule};
-use crate::{RestoreProgress, RestoreStep};
 use sluice_storage::{OpenOptions, Storage};
 use sluice_wal::{read_segment_files, Lsn};
 use std::path::Path;
@@ -61,6 +60,14 @@ pub struct SinglePass {
     pub apply_us: u64,
 }
 
+/// The single pass's steps, for its progress reports (`RestoreStep::Sort` and `Apply`):
+/// log bytes sorted, and pages of the data file passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Step {
+    Sort,
+    Apply,
+}
+
 /// Applies the log of the restored directory `dest` below `cut` to its data file by
 /// sorted runs (see the module docs). `checkpoint` is the backup's.
 pub(super) fn apply(
@@ -70,7 +77,7 @@ pub(super) fn apply(
     cut: Lsn,
     page_size: usize,
     segment_bytes: u64,
-    progress: &mut dyn FnMut(RestoreProgress),
+    progress: &mut dyn FnMut(Step, u64, u64),
 ) -> Result<SinglePass> {
     let _span = tracing::info_span!("single-pass restore", cut = %cut).entered();
     // The copied log is read in place, as the restore read it to find the cut: no lock,
@@ -92,11 +99,7 @@ pub(super) fn apply(
     let (step, mut next) = ((total / 200).max(1), 0);
     let mut sorted = |done: u64| {
         if done >= next || done == total {
-            progress(RestoreProgress {
-                step: RestoreStep::Sort,
-                done,
-                total,
-            });
+            progress(Step::Sort, done, total);
             next = done.saturating_add(step);
         }
     };
@@ -112,13 +115,7 @@ pub(super) fn apply(
     let data = storage
         .open(&path, OpenOptions::EXISTING)
         .map_err(|e| file_error("restored data file", &path, e))?;
-    let mut applied = |done, total| {
-        progress(RestoreProgress {
-            step: RestoreStep::Apply,
-            done,
-            total,
-        })
-    };
+    let mut applied = |done, total| progress(Step::Apply, done, total);
     let done = log_cleaner::rebuild(
         &store,
         &*data,

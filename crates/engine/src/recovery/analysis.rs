@@ -35,9 +35,7 @@ pub(crate) struct Analysis {
     pub(crate) last_commit_time: CommitTime,
 }
 
-pub(crate) fn decode(lsn: Lsn, payload: &[u8]) -> Result<Record> {
-    Record::decode(payload).map_err(|e| Error::Corruption(format!("log record at LSN {lsn}: {e}")))
-}
+pub(crate) use super::redo_rule::decode;
 
 pub(crate) fn run(cx: &Context<'_>, control: Option<Checkpoint>) -> Result<Analysis> {
     let log = &cx.store.log;

@@ -51,17 +51,7 @@ pub(crate) struct Context<'a> {
     pub(crate) progress: Option<&'a ProgressFn>,
 }
 
-/// Which pass of restart recovery a progress report is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Pass {
-    Analysis,
-    Redo,
-    Undo,
-}
-
-/// Told by recovery as a pass moves: the pass, the work done and the work in all (log
-/// bytes for analysis and redo, log records for undo).
-pub(crate) type ProgressFn = dyn Fn(Pass, u64, u64) + Send + Sync;
+pub(crate) use crate::coordination::{Pass, ProgressFn};
 
 /// Reports a pass's progress now and then: about 200 times over the pass, and once at
 /// its end.

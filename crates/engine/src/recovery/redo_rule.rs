@@ -7,7 +7,6 @@ use crate::control::Checkpoint;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::log_record::{CheckpointData, Record};
-use crate::recovery::analysis::decode;
 use sluice_wal::{Lsn, ReadRecord};
 use std::collections::HashMap;
 
@@ -63,6 +62,11 @@ impl RedoRule {
 /// [`RedoRule::start`] for a checkpoint that began at `begin` and lists `recovery_lsns`.
 pub(crate) fn redo_start(begin: Lsn, recovery_lsns: impl IntoIterator<Item = Lsn>) -> Lsn {
     recovery_lsns.into_iter().fold(begin, Lsn::min)
+}
+
+/// The record at `lsn` decoded, damage named by its LSN.
+pub(crate) fn decode(lsn: Lsn, payload: &[u8]) -> Result<Record> {
+    Record::decode(payload).map_err(|e| Error::Corruption(format!("log record at LSN {lsn}: {e}")))
 }
 
 /// The end record of `checkpoint`, given the first record a log read from its end
