@@ -85,38 +85,7 @@ pub fn default_seconds(figure: SweepFigure) -> u64 {
 /// The default repeats of each variant.
 pub const DEFAULT_REPEAT: usize = 3;
 
-/// The median and the range of some repeats.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Spread {
-    /// The median (of an even count: the mean of the middle two).
-    pub median: f64,
-    /// The smallest.
-    pub min: f64,
-    /// The largest.
-    pub max: f64,
-}
-
-impl Spread {
-    /// The spread of `values` (`None` when there are none; NaNs are left out).
-    pub fn of(values: impl IntoIterator<Item = f64>) -> Option<Spread> {
-        let mut v: Vec<f64> = values.into_iter().filter(|x| !x.is_nan()).collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
-        Some(Spread {
-            median,
-            min: v[0],
-            max: v[n - 1],
-        })
-    }
-}
+pub use crate::output::Spread;
 
 /// One planned run.
 #[derive(Debug, Clone, PartialEq)]
