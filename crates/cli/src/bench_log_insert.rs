@@ -1,9 +1,11 @@
 //! `sluice bench log-insert` and `sluice bench log-insert-sweep`.
 
 use crate::progress;
+use crate::sweep;
 use crate::Failure;
 use sluice_bench::experiments::log_insert::{self, LogInsertConfig, RecordMix};
 use sluice_bench::experiments::log_insert_sweep::{self, Figure, SweepConfig};
+use sluice_bench::experiments::noise::DEFAULT_REPEAT;
 use sluice_bench::knobs::seconds;
 use sluice_bench::output::json_line;
 use sluice_wal::InsertVariant;
@@ -49,7 +51,11 @@ pub struct SweepArgs {
     /// Seconds per point.
     #[arg(long, default_value_t = 0.5)]
     seconds: f64,
-    /// Print one JSON object per point at the end of stdout.
+    /// Rounds: every point runs once per round, the rounds one after another; each point
+    /// is drawn as the median of its rounds with the min–max as an error bar.
+    #[arg(long, default_value_t = DEFAULT_REPEAT)]
+    repeat: usize,
+    /// Print one JSON object per run (every round) at the end of stdout.
     #[arg(long)]
     json: bool,
 }
@@ -105,26 +111,21 @@ pub fn run(a: Args) -> Result<(), Failure> {
 pub fn sweep(a: SweepArgs) -> Result<(), Failure> {
     let mut cfg = SweepConfig::new(a.figure);
     cfg.per_point = duration(a.seconds)?;
+    cfg.repeat = a.repeat;
+    // The library's messages name the knob; say it as the flag.
+    cfg.validate()
+        .map_err(|e| Failure::Usage(format!("--{e}")))?;
     // Fail before the runs, not after, when the output cannot be written.
     crate::out_dir(&a.out)?;
-    let total = cfg.plan().len() as u64;
-    let pb = progress::bar(total, &format!("sweep {}", cfg.figure), a.json);
-    let results = log_insert_sweep::run(&cfg, |done, all| {
+    let pb = progress::bar(cfg.runs() as u64, &format!("sweep {}", cfg.figure), a.json);
+    let rows = log_insert_sweep::run(&cfg, |done, all| {
         pb.set_length(all as u64);
         pb.set_position(done as u64);
     })?;
     pb.finish_and_clear();
-    println!("{}", log_insert_sweep::table(&results).render());
-    log_insert_sweep::write_outputs(&a.out, cfg.figure, &results).map_err(Failure::Runtime)?;
-    let stem = a.out.join(cfg.figure.to_string());
-    eprintln!(
-        "wrote {0}.csv, {0}.json, {0}.png and {0}.svg",
-        stem.display()
-    );
-    if a.json {
-        for r in &results {
-            println!("{}", json_line(r));
-        }
-    }
-    Ok(())
+    // One line per point (median and min–max over the rounds); every round is in the
+    // CSV and the JSON.
+    println!("{}", log_insert_sweep::summary_table(&rows).render());
+    let files = log_insert_sweep::write_outputs(&a.out, &cfg, &rows).map_err(Failure::Runtime)?;
+    sweep::finish(&log_insert_sweep::notes(&cfg), &files, &rows, a.json, true)
 }

@@ -1,6 +1,7 @@
-//! What the sweep commands (`bench commit-sweep`, `bench propagation-sweep`) share: the
-//! required `--figure` and `--out`, one progress bar over all runs, and the end: the
-//! notes, the files written, JSON rows and the consistency verdict.
+//! What the sweep commands (`bench commit-sweep`, `bench propagation-sweep`, `bench
+//! log-insert-sweep`) share: the required `--figure` and `--out`, one progress bar over
+//! all runs, and the end: the notes, the files written, JSON rows and the consistency
+//! verdict.
 
 use crate::progress;
 use crate::Failure;

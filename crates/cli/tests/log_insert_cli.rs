@@ -84,6 +84,121 @@ fn bad_sweep_arguments_exit_2_with_one_line() {
         "--seconds",
         "0",
     ]);
+    for repeat in ["0", "101", "-1", "two"] {
+        common::assert_usage_error(
+            &[
+                "bench",
+                "log-insert-sweep",
+                "--figure",
+                "size",
+                "--out",
+                "/tmp/x",
+                "--repeat",
+                repeat,
+            ],
+            "repeat",
+        );
+    }
+    let out = common::assert_usage_error(
+        &[
+            "bench",
+            "log-insert-sweep",
+            "--figure",
+            "threads",
+            "--out",
+            "/tmp/x",
+            "--repeat",
+            "0",
+        ],
+        "--repeat must be between 1 and 100, got 0",
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_small_sweep_writes_every_round_and_the_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sluice(&[
+        "bench",
+        "log-insert-sweep",
+        "--figure",
+        "threads",
+        "--out",
+        dir.path().to_str().unwrap(),
+        "--seconds",
+        "0.01",
+        "--repeat",
+        "2",
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    // 7 thread counts (1 to 64) × 6 variants, each run in both rounds.
+    let (points, rounds) = (7 * 6, 2);
+    let csv = std::fs::read_to_string(dir.path().join("threads.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let repeat = header.iter().position(|h| *h == "repeat").unwrap();
+    let variant = header.iter().position(|h| *h == "variant").unwrap();
+    let threads = header.iter().position(|h| *h == "threads").unwrap();
+    let mut seen: Vec<(String, String, String)> = lines
+        .map(|l| {
+            let c: Vec<&str> = l.split(',').collect();
+            (c[repeat].into(), c[variant].into(), c[threads].into())
+        })
+        .collect();
+    assert_eq!(seen.len(), points * rounds, "{csv}");
+    seen.sort();
+    seen.dedup();
+    assert_eq!(
+        seen.len(),
+        points * rounds,
+        "each point once per round: {csv}"
+    );
+    for r in ["0", "1"] {
+        assert_eq!(
+            seen.iter().filter(|s| s.0 == r).count(),
+            points,
+            "round {r}"
+        );
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("threads.json")).unwrap())
+            .unwrap();
+    let json = json.as_array().unwrap();
+    assert_eq!(json.len(), points * rounds);
+    assert!(json.iter().all(|r| r["repeat"] == 0 || r["repeat"] == 1));
+    assert!(json
+        .iter()
+        .all(|r| r["limit_bytes_per_sec"].as_f64() > Some(0.0)));
+    // --json: one object per run at the end of stdout.
+    let json_lines = stdout.lines().filter(|l| l.starts_with('{')).count();
+    assert_eq!(json_lines, points * rounds, "{stdout}");
+    let png = std::fs::read(dir.path().join("threads.png")).unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+    let svg = std::fs::read_to_string(dir.path().join("threads.svg")).unwrap();
+    assert!(svg.contains("limit (private copies)"), "the limit is drawn");
+    assert!(
+        svg.contains("median of 2 interleaved rounds"),
+        "the method note"
+    );
+    assert!(dir.path().join("threads-summary.csv").exists());
+    // The table: one line per point, with its min–max over the two rounds.
+    assert!(
+        stdout.contains("% of limit") && stdout.contains('–'),
+        "{stdout}"
+    );
+    // The machine note, drawn and printed, exactly when this machine has fewer
+    // hardware threads than the sweep's 64.
+    let small = std::thread::available_parallelism().map_or(1, |n| n.get()) < 64;
+    for (what, text) in [("stdout", &stdout), ("svg", &svg)] {
+        assert_eq!(
+            text.contains("hardware threads here"),
+            small,
+            "{what}: the note iff fewer than 64 hardware threads"
+        );
+    }
 }
 
 #[test]

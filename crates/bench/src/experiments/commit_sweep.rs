@@ -33,6 +33,7 @@ mod rounds;
 pub use output::{rows_table, summary_table, SpeedupTable};
 pub use rounds::{interleave, PointKey};
 
+use super::noise::{check_repeat, DEFAULT_REPEAT};
 use crate::knobs::{in_range, named_values};
 use crate::workloads::session::{Row, RunSpec, TatpSession, TpcbSession};
 use crate::workloads::setup::Setup;
@@ -74,7 +75,6 @@ const MAX_CLIENTS: usize = 100_000;
 const MAX_POINTS: usize = 64;
 const MAX_SECONDS: f64 = 3_600.0;
 const MAX_LATENCY_SECONDS: f64 = 10.0;
-const MAX_REPEAT: usize = 100;
 
 /// The emulated log latency Figs. 4, 5 and 9 use by default. Chosen by measuring on a
 /// 2-core machine under load (docs/bench.md): with the log on the real disk, fsync swung
@@ -82,11 +82,6 @@ const MAX_REPEAT: usize = 100;
 /// one of Fig. 3's, makes a commit wait long enough for ELR and flush pipelining to matter
 /// and is the same for every variant and every round.
 pub const DEFAULT_LOG_LATENCY: Duration = Duration::from_millis(1);
-
-/// The hardware threads of the machine the paper's commit-path figures ran on (a Sun
-/// Niagara II: 8 cores × 8 threads); a machine with fewer cannot show what needs idle
-/// hardware threads past its own count.
-pub const PAPER_HARDWARE_THREADS: usize = 64;
 
 /// What to sweep.
 #[derive(Debug, Clone)]
@@ -166,7 +161,7 @@ impl SweepConfig {
                 .map(Duration::from_micros)
                 .collect(),
             log_latency: Some(DEFAULT_LOG_LATENCY),
-            repeat: 3,
+            repeat: DEFAULT_REPEAT,
             scalable_buffer: default_scalable_buffer(),
             warmup: Duration::from_millis(500),
             seconds: Duration::from_secs(1),
@@ -212,7 +207,7 @@ impl SweepConfig {
                 ..=MAX_LATENCY_SECONDS,
             )?;
         }
-        in_range("repeat", self.repeat, 1..=MAX_REPEAT)?;
+        check_repeat(self.repeat)?;
         if self.scalable_buffer == Some(InsertVariant::Mutex) {
             return Err(format!(
                 "the scalable-buffer step needs a log buffer other than the baseline '{}'",

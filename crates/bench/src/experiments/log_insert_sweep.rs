@@ -10,20 +10,34 @@
 //! * `slots` — throughput of the hybrid vs consolidation-array slots, one line per thread
 //!   count (Fig. 12, drawn as lines instead of a contour map).
 //!
+//! A sweep runs in [`SweepConfig::repeat`] rounds ([`crate::experiments::noise`]): round
+//! r runs every point of the figure once, so drift in the machine's state hits every
+//! variant alike; the table and the figure show each point's median over the rounds with
+//! the min–max spread (error bars), the CSV and the JSON every round.
+//!
 //! The limit (private-ring copies) depends only on the threads and the records, so a
-//! sweep measures it once per distinct pair and shares it between the variants.
+//! round measures it once per distinct pair and shares it between that round's
+//! variants; the figures whose x axis moves it (threads, record size, outlier size) draw
+//! it as a line of its own.
+
+mod output;
+
+pub use output::{
+    notes, panel, points, summary_table, table, write_outputs, Point, PointKey, LIMIT_LABEL,
+};
 
 use super::log_insert::{self, LogInsertConfig, LogInsertResult, RecordMix};
-use crate::knobs::named_values;
-use crate::output::{create_dir, thousands, write_file, Chart, Csv, Series, Table};
+use super::noise::{check_repeat, rounds, DEFAULT_REPEAT};
+use crate::knobs::{in_range, named_values};
+use serde::Serialize;
 use sluice_wal::{InsertVariant, WalError};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::ops::Bound::{Excluded, Included};
 use std::time::Duration;
 
 /// Which figure to sweep for; its name (`--figure`) is the stem of the output files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Figure {
     /// Throughput vs threads.
     Threads,
@@ -35,7 +49,7 @@ pub enum Figure {
     Slots,
 }
 
-named_values!(Figure, "figure");
+named_values!(Figure, "figure", serialize);
 
 /// Record sizes of the `size` figure (Aether: 48 B, the smallest Shore-MT record, to
 /// 12 KiB, its largest).
@@ -67,16 +81,35 @@ pub struct SweepConfig {
     pub per_point: Duration,
     /// The largest thread count (thread counts double from 1 up to it).
     pub max_threads: usize,
+    /// Rounds: each point runs once per round (at least 1).
+    pub repeat: usize,
 }
 
+/// The longest a point may run, seconds (a typo must not start a day-long sweep).
+const MAX_SECONDS_PER_POINT: f64 = 3_600.0;
+
 impl SweepConfig {
-    /// The paper's sweep: up to 64 threads, 0.5 s per point (about half a minute).
+    /// The paper's sweep: up to 64 threads, 0.5 s per point, 3 rounds (a minute and a
+    /// half to two minutes).
     pub fn new(figure: Figure) -> Self {
         SweepConfig {
             figure,
             per_point: Duration::from_millis(500),
             max_threads: 64,
+            repeat: DEFAULT_REPEAT,
         }
+    }
+
+    /// Checks the knobs; the message names the offending one.
+    pub fn validate(&self) -> Result<(), String> {
+        check_repeat(self.repeat)?;
+        in_range("threads", self.max_threads, 1..=log_insert::MAX_THREADS)?;
+        in_range(
+            "seconds",
+            self.per_point.as_secs_f64(),
+            (Excluded(0.0), Included(MAX_SECONDS_PER_POINT)),
+        )?;
+        Ok(())
     }
 
     fn thread_counts(&self) -> Vec<usize> {
@@ -89,8 +122,24 @@ impl SweepConfig {
         v
     }
 
-    /// The runs, in order.
-    pub fn plan(&self) -> Vec<LogInsertConfig> {
+    /// The runs, in order: [`SweepConfig::repeat`] rounds of [`SweepConfig::round`].
+    pub fn plan(&self) -> Vec<Planned> {
+        rounds(&self.round(), self.repeat)
+            .into_iter()
+            .map(|(repeat, run)| Planned { repeat, run })
+            .collect()
+    }
+
+    /// How many runs [`run`] makes: the plan's, and one limit run per round and distinct
+    /// pair of thread count and records.
+    pub fn runs(&self) -> usize {
+        let plan = self.plan();
+        plan.len() + limit_runs(&plan)
+    }
+
+    /// One round: every point of the figure once. The variants compared at one x run
+    /// next to each other.
+    pub fn round(&self) -> Vec<LogInsertConfig> {
         let point = |variant, threads, mix, slots| {
             let mut c = LogInsertConfig::new(variant, threads, mix);
             c.slots = slots;
@@ -137,24 +186,52 @@ impl SweepConfig {
     }
 }
 
-/// Runs the sweep. `progress(done, total)` is called after each run (limit runs count as
-/// runs too).
+/// One planned run.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// The round (0-based): every point runs once per round.
+    pub repeat: usize,
+    /// The run.
+    pub run: LogInsertConfig,
+}
+
+/// The limit runs a plan needs: one per round and distinct (threads, records).
+fn limit_runs(plan: &[Planned]) -> usize {
+    plan.iter()
+        .map(|p| (p.repeat, p.run.threads, p.run.mix))
+        .collect::<HashSet<_>>()
+        .len()
+}
+
+/// One row of a sweep: a run's result and the round it ran in.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepRow {
+    /// The figure.
+    pub figure: Figure,
+    /// The round it ran in (0-based).
+    pub repeat: usize,
+    /// The run (with its round's limit).
+    #[serde(flatten)]
+    pub result: LogInsertResult,
+}
+
+/// Runs the sweep, one row per planned run (every round). `progress(done, total)` is
+/// called after each run (limit runs count as runs too). Check
+/// [`SweepConfig::validate`] first: a `repeat` of 0 runs nothing.
 pub fn run(
     cfg: &SweepConfig,
     mut progress: impl FnMut(usize, usize),
-) -> Result<Vec<LogInsertResult>, WalError> {
+) -> Result<Vec<SweepRow>, WalError> {
     let plan = cfg.plan();
-    let mut limits: HashMap<(usize, RecordMix), f64> = HashMap::new();
-    let distinct = plan
-        .iter()
-        .map(|c| (c.threads, c.mix))
-        .collect::<HashSet<_>>()
-        .len();
-    let total = plan.len() + distinct;
+    let mut limits: HashMap<(usize, usize, RecordMix), f64> = HashMap::new();
+    let total = plan.len() + limit_runs(&plan);
     let mut done = 0;
     let mut out = Vec::with_capacity(plan.len());
-    for c in &plan {
-        let limit = match limits.entry((c.threads, c.mix)) {
+    for p in &plan {
+        let c = &p.run;
+        // Measured in every round, like the variants, so that its spread is the
+        // machine's too.
+        let limit = match limits.entry((p.repeat, c.threads, c.mix)) {
             Entry::Occupied(e) => *e.get(),
             Entry::Vacant(e) => {
                 let limit = *e.insert(log_insert::measure_limit(c, |_| {}));
@@ -164,161 +241,15 @@ pub fn run(
             }
         };
         let r = log_insert::run_inserts(c, |_| {})?;
-        out.push(log_insert::with_limit(r, limit));
+        out.push(SweepRow {
+            figure: cfg.figure,
+            repeat: p.repeat,
+            result: log_insert::with_limit(r, limit),
+        });
         done += 1;
         progress(done, total);
     }
     Ok(out)
-}
-
-/// The figure's x value of a result.
-fn x_of(figure: Figure, r: &LogInsertResult) -> f64 {
-    match figure {
-        Figure::Threads => r.threads as f64,
-        Figure::Size | Figure::Outlier => r.record_bytes as f64,
-        Figure::Slots => r.slots as f64,
-    }
-}
-
-fn mb(bytes_per_sec: f64) -> f64 {
-    bytes_per_sec / 1e6
-}
-
-/// The results as a text table.
-pub fn table(results: &[LogInsertResult]) -> Table {
-    let mut t = Table::new([
-        "variant",
-        "threads",
-        "record B",
-        "slots",
-        "inserts/s",
-        "MB/s",
-        "limit MB/s",
-        "% of limit",
-    ]);
-    for r in results {
-        let record = match r.mix.as_str() {
-            "outlier" => format!("48+{}", r.record_bytes),
-            _ => r.record_bytes.to_string(),
-        };
-        t.row([
-            r.variant.clone(),
-            r.threads.to_string(),
-            record,
-            r.slots.to_string(),
-            thousands(r.inserts_per_sec),
-            format!("{:.1}", mb(r.bytes_per_sec)),
-            format!("{:.1}", mb(r.limit_bytes_per_sec)),
-            format!("{:.1}", 100.0 * r.ratio_to_limit),
-        ]);
-    }
-    t
-}
-
-/// The results as CSV (one header line, one line per result).
-pub fn csv(figure: Figure, results: &[LogInsertResult]) -> String {
-    let mut csv = Csv::new([
-        "figure",
-        "variant",
-        "threads",
-        "mix",
-        "record_bytes",
-        "mean_record_bytes",
-        "slots",
-        "seconds",
-        "inserts",
-        "inserts_per_sec",
-        "bytes_per_sec",
-        "limit_bytes_per_sec",
-        "ratio_to_limit",
-    ]);
-    for r in results {
-        csv.row([
-            figure.to_string(),
-            r.variant.clone(),
-            r.threads.to_string(),
-            r.mix.clone(),
-            r.record_bytes.to_string(),
-            r.mean_record_bytes.to_string(),
-            r.slots.to_string(),
-            format!("{:.3}", r.seconds),
-            r.inserts.to_string(),
-            format!("{:.1}", r.inserts_per_sec),
-            format!("{:.1}", r.bytes_per_sec),
-            format!("{:.1}", r.limit_bytes_per_sec),
-            format!("{:.4}", r.ratio_to_limit),
-        ]);
-    }
-    csv.finish()
-}
-
-/// The figure: one line per variant (per thread count for `slots`).
-pub fn chart(figure: Figure, results: &[LogInsertResult]) -> Chart {
-    let mut series: Vec<Series> = Vec::new();
-    for r in results {
-        let label = match figure {
-            Figure::Slots if r.threads == 1 => "1 thread".to_string(),
-            Figure::Slots => format!("{} threads", r.threads),
-            _ => r.variant.clone(),
-        };
-        let point = (x_of(figure, r), mb(r.bytes_per_sec));
-        match series.iter_mut().find(|s| s.label == label) {
-            Some(s) => s.points.push(point),
-            None => series.push(Series {
-                label,
-                points: vec![point],
-            }),
-        }
-    }
-    let threads = results.iter().map(|r| r.threads).max().unwrap_or(0);
-    let (title, x_label, log_x, log_y) = match figure {
-        Figure::Threads => (
-            format!("Log inserts of {THREADS_RECORD_BYTES} B records vs threads"),
-            "threads",
-            true,
-            false,
-        ),
-        Figure::Size => (
-            format!("Log inserts vs record size, {threads} threads"),
-            "record size (bytes)",
-            true,
-            true,
-        ),
-        Figure::Outlier => (
-            format!("60 records of 48 B, then one outlier: {threads} threads"),
-            "outlier size (bytes)",
-            true,
-            false,
-        ),
-        Figure::Slots => (
-            format!("Hybrid: {THREADS_RECORD_BYTES} B records vs consolidation slots"),
-            "slots",
-            false,
-            false,
-        ),
-    };
-    Chart {
-        title,
-        x_label: x_label.into(),
-        y_label: "MB/s inserted".into(),
-        log_x,
-        log_y,
-        series,
-    }
-}
-
-/// Writes `<figure>.csv`, `<figure>.json`, `<figure>.png` and `<figure>.svg` under `dir`.
-pub fn write_outputs(
-    dir: &Path,
-    figure: Figure,
-    results: &[LogInsertResult],
-) -> Result<(), String> {
-    create_dir(dir)?;
-    let stem = figure.to_string();
-    write_file(&dir.join(format!("{stem}.csv")), &csv(figure, results))?;
-    let json = serde_json::to_string_pretty(results).expect("results serialise");
-    write_file(&dir.join(format!("{stem}.json")), &json)?;
-    chart(figure, results).write(dir, &stem)
 }
 
 #[cfg(test)]
@@ -327,55 +258,145 @@ mod tests {
     use clap::ValueEnum;
 
     #[test]
-    fn plans_have_the_papers_shape() {
-        let threads = SweepConfig::new(Figure::Threads).plan();
+    fn rounds_have_the_papers_shape() {
+        let threads = SweepConfig::new(Figure::Threads).round();
         assert_eq!(threads.len(), 7 * 6);
         assert_eq!(threads.last().unwrap().threads, 64);
-        let size = SweepConfig::new(Figure::Size).plan();
+        let size = SweepConfig::new(Figure::Size).round();
         assert_eq!(size.len(), SIZES.len() * 6);
         assert!(size.iter().all(|c| c.threads == 64 && c.validate().is_ok()));
-        let outlier = SweepConfig::new(Figure::Outlier).plan();
+        let outlier = SweepConfig::new(Figure::Outlier).round();
         assert!(outlier.iter().all(|c| c.validate().is_ok()));
         assert_eq!(outlier.len(), OUTLIERS.len() * 2);
-        let slots = SweepConfig::new(Figure::Slots).plan();
+        let slots = SweepConfig::new(Figure::Slots).round();
         assert_eq!(slots.len(), 7 * SLOTS.len());
-        // The defaults finish in about a minute.
+        // The defaults (3 rounds, limits included) finish in about two minutes.
         for &f in Figure::value_variants() {
             let c = SweepConfig::new(f);
-            let secs = c.plan().len() as f64 * c.per_point.as_secs_f64();
-            assert!(secs <= 40.0, "{f}: {secs} s");
+            c.validate().unwrap();
+            let secs = c.runs() as f64 * c.per_point.as_secs_f64();
+            assert!(secs <= 120.0, "{f}: {secs} s");
         }
     }
 
     #[test]
-    fn a_small_sweep_writes_table_csv_json_and_figures() {
+    fn each_round_runs_every_point_once_in_the_same_order() {
+        for &f in Figure::value_variants() {
+            let mut c = SweepConfig::new(f);
+            c.repeat = 3;
+            let round = c.round();
+            let plan = c.plan();
+            assert_eq!(plan.len(), 3 * round.len(), "{f}");
+            for (r, chunk) in plan.chunks(round.len()).enumerate() {
+                assert!(chunk.iter().all(|p| p.repeat == r), "{f}: round {r} marked");
+                for (p, c) in chunk.iter().zip(&round) {
+                    let key = |c: &LogInsertConfig| (c.variant, c.threads, c.mix, c.slots);
+                    assert_eq!(key(&p.run), key(c), "{f}: round {r} in order");
+                }
+            }
+            // Interleaved: the second run is another point, not a repeat of the first.
+            assert_eq!(plan[1].repeat, 0, "{f}");
+            assert_ne!(
+                (plan[1].run.variant, plan[1].run.threads, plan[1].run.slots),
+                (plan[0].run.variant, plan[0].run.threads, plan[0].run.slots),
+                "{f}"
+            );
+        }
+        // The variants compared at one x run next to each other.
+        let c = SweepConfig::new(Figure::Threads);
+        let first: Vec<_> = c.round()[..InsertVariant::ALL.len()]
+            .iter()
+            .map(|r| (r.variant, r.threads))
+            .collect();
+        let want: Vec<_> = InsertVariant::ALL.iter().map(|&v| (v, 1)).collect();
+        assert_eq!(first, want);
+    }
+
+    #[test]
+    fn limits_are_counted_once_per_round_and_pair() {
+        let mut c = SweepConfig::new(Figure::Threads);
+        c.repeat = 2;
+        // 7 thread counts × 6 variants per round, and one limit per thread count.
+        assert_eq!(c.runs(), 2 * (7 * 6 + 7));
+        let mut s = SweepConfig::new(Figure::Slots);
+        s.repeat = 1;
+        assert_eq!(
+            s.runs(),
+            7 * SLOTS.len() + 7,
+            "slots share their thread's limit"
+        );
+    }
+
+    #[test]
+    fn validation_names_the_bad_knob() {
+        let bad = |edit: fn(&mut SweepConfig), mentions: &str| {
+            let mut c = SweepConfig::new(Figure::Size);
+            edit(&mut c);
+            let e = c.validate().unwrap_err();
+            assert!(e.contains(mentions), "{e:?} lacks {mentions:?}");
+        };
+        bad(|c| c.repeat = 0, "repeat");
+        bad(|c| c.repeat = 101, "repeat");
+        bad(|c| c.max_threads = 0, "threads");
+        bad(|c| c.per_point = Duration::ZERO, "seconds");
+    }
+
+    #[test]
+    fn a_small_sweep_writes_every_round_and_the_figure() {
         let cfg = SweepConfig {
             figure: Figure::Threads,
             per_point: Duration::from_millis(20),
             max_threads: 2,
+            repeat: 2,
         };
         let mut calls = 0;
-        let results = run(&cfg, |done, total| {
+        let rows = run(&cfg, |done, total| {
             calls += 1;
             assert!(done <= total);
         })
         .unwrap();
-        assert_eq!(results.len(), 2 * InsertVariant::ALL.len());
-        assert_eq!(calls, results.len() + 2, "one limit run per thread count");
-        assert!(results.iter().all(|r| r.limit_bytes_per_sec > 0.0));
-        let rendered = table(&results).render();
+        let per_round = 2 * InsertVariant::ALL.len();
+        assert_eq!(rows.len(), 2 * per_round);
+        assert_eq!(calls, cfg.runs(), "every run reports, limits too");
+        assert_eq!(
+            calls,
+            rows.len() + 2 * 2,
+            "a limit per thread count per round"
+        );
+        for r in 0..2 {
+            assert_eq!(rows.iter().filter(|x| x.repeat == r).count(), per_round);
+        }
+        assert!(rows.iter().all(|r| r.result.limit_bytes_per_sec > 0.0));
+        // Within a round the variants share the limit; rounds measure their own.
+        let limits = |r: usize, t: usize| {
+            rows.iter()
+                .filter(|x| x.repeat == r && x.result.threads == t)
+                .map(|x| x.result.limit_bytes_per_sec.to_bits())
+                .collect::<HashSet<_>>()
+                .len()
+        };
+        assert_eq!((limits(0, 1), limits(1, 2)), (1, 1));
+        let rendered = summary_table(&rows).render();
         assert!(rendered.contains("delegated") && rendered.contains("% of limit"));
         let dir = tempfile::tempdir().unwrap();
-        write_outputs(dir.path(), Figure::Threads, &results).unwrap();
+        let files = write_outputs(dir.path(), &cfg, &rows).unwrap();
+        assert!(files.iter().all(|f| f.exists()), "{files:?}");
         let csv = std::fs::read_to_string(dir.path().join("threads.csv")).unwrap();
-        assert_eq!(csv.lines().count(), 1 + results.len());
+        assert_eq!(csv.lines().count(), 1 + rows.len());
+        assert!(csv.starts_with("figure,repeat,variant"), "{csv}");
         let json: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(dir.path().join("threads.json")).unwrap(),
         )
         .unwrap();
-        assert_eq!(json.as_array().unwrap().len(), results.len());
+        let json = json.as_array().unwrap();
+        assert_eq!(json.len(), rows.len());
+        assert_eq!(json[per_round]["repeat"], 1);
+        assert_eq!(json[0]["figure"], "threads");
+        let summary = std::fs::read_to_string(dir.path().join("threads-summary.csv")).unwrap();
+        assert_eq!(summary.lines().count(), 1 + per_round, "a line per point");
         let svg = std::fs::read_to_string(dir.path().join("threads.svg")).unwrap();
-        assert!(svg.contains("atomic") && svg.contains("threads"));
+        assert!(svg.contains("atomic") && svg.contains(LIMIT_LABEL));
+        assert!(svg.contains("median of 2 interleaved rounds"));
         assert!(dir.path().join("threads.png").exists());
     }
 }

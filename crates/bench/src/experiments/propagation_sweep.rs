@@ -82,8 +82,8 @@ pub fn default_seconds(figure: SweepFigure) -> u64 {
     }
 }
 
-/// The default repeats of each variant.
-pub const DEFAULT_REPEAT: usize = 3;
+/// The default repeats of each variant (every sweep's).
+pub use crate::experiments::noise::DEFAULT_REPEAT;
 
 pub use crate::output::Spread;
 
@@ -164,7 +164,7 @@ impl SweepConfig {
         c.probe_bytes = self.probe_bytes;
         c.dir = self.dir.clone();
         c.validate()?;
-        crate::knobs::in_range("repeat", self.repeat, 1..=100)?;
+        crate::experiments::noise::check_repeat(self.repeat)?;
         Ok(())
     }
 

@@ -517,13 +517,16 @@ pub(super) fn write_png_and_svg(
 }
 
 /// A tick label: whole numbers (and anything from 10 up) without decimals — "8", not
-/// "8.0" — so that the crowded ticks of a log axis stay legible.
+/// "8.0" — so that the crowded ticks of a log axis stay legible; a smaller value with
+/// two significant digits and no trailing zeros ("2.5", "0.2", "0.05"), so that the
+/// ticks of an axis below 1 do not all print as "0.0" or "0.1".
 fn tick(v: f64) -> String {
     if v.fract() == 0.0 || v.abs() >= 10.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
+        return format!("{v:.0}");
     }
+    let decimals = (1 - v.abs().log10().floor() as i32).clamp(1, 12) as usize;
+    let s = format!("{v:.decimals$}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 #[cfg(test)]
@@ -536,6 +539,13 @@ mod tests {
         assert_eq!(tick(12288.0), "12288");
         assert_eq!(tick(2.5), "2.5");
         assert_eq!(tick(1234.5), "1234");
+        // Below 1: two significant digits, none of them a trailing zero.
+        assert_eq!(tick(0.2), "0.2");
+        assert_eq!(tick(0.25), "0.25");
+        assert_eq!(tick(0.05), "0.05");
+        assert_eq!(tick(0.002), "0.002");
+        assert_eq!(tick(-0.5), "-0.5");
+        assert_eq!(tick(9.5), "9.5");
     }
 
     #[test]

@@ -82,9 +82,30 @@ pub fn json_line<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).expect("benchmark results serialise")
 }
 
+/// A JSON array with one object per line: valid JSON for a parser, and still one row per
+/// line for grep and line-oriented tools.
+pub fn json_array<T: Serialize>(rows: &[T]) -> String {
+    let mut json = String::from("[\n");
+    for (i, r) in rows.iter().enumerate() {
+        json.push_str(&json_line(r));
+        json.push_str(if i + 1 < rows.len() { ",\n" } else { "\n" });
+    }
+    json.push_str("]\n");
+    json
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_json_array_has_a_row_per_line() {
+        let json = json_array(&[1, 2]);
+        assert_eq!(json, "[\n1,\n2\n]\n");
+        let v: Vec<u32> = serde_json::from_str(&json).unwrap();
+        assert_eq!(v, [1, 2]);
+        assert_eq!(json_array::<u32>(&[]), "[\n]\n");
+    }
 
     #[test]
     fn table_aligns_columns() {

@@ -4,6 +4,7 @@
 //! two points whose ranges do not overlap differ by more than the machine's noise did in
 //! any of the repeats.
 
+use super::plot::{ErrorBar, Series};
 use serde::Serialize;
 
 /// The median, least and most of a point's repeats.
@@ -49,6 +50,19 @@ impl Spread {
         self.min <= other.max && other.min <= self.max
     }
 
+    /// As a table cell with `digits` decimals: the median and, when there was more than
+    /// one value, the min–max in brackets ("120.5 (98.0–130.2)").
+    pub fn cell(&self, digits: usize) -> String {
+        if self.n > 1 {
+            format!(
+                "{:.digits$} ({:.digits$}–{:.digits$})",
+                self.median, self.min, self.max
+            )
+        } else {
+            format!("{:.digits$}", self.median)
+        }
+    }
+
     /// `f` applied to the three values (a unit change; `f` must be increasing).
     pub fn map(&self, f: impl Fn(f64) -> f64) -> Spread {
         Spread {
@@ -58,6 +72,29 @@ impl Spread {
             n: self.n,
         }
     }
+}
+
+/// A line through the medians of `(x, spread)` points and its min–max error bars; a
+/// point a log axis (`log_y`) cannot draw, or with no finite median, is left out.
+pub fn spread_line(label: String, pts: &[(f64, Spread)], log_y: bool) -> (Series, Vec<ErrorBar>) {
+    let drawable: Vec<&(f64, Spread)> = pts
+        .iter()
+        .filter(|(_, s)| s.median.is_finite() && (!log_y || s.median > 0.0))
+        .collect();
+    (
+        Series {
+            label,
+            points: drawable.iter().map(|(x, s)| (*x, s.median)).collect(),
+        },
+        drawable
+            .iter()
+            .map(|(x, s)| ErrorBar {
+                x: *x,
+                low: s.min,
+                high: s.max,
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -80,6 +117,29 @@ mod tests {
         assert_eq!((s.median, s.min, s.max, s.n), (3.0, 1.0, 5.0, 2));
         assert_eq!(Spread::of([f64::NAN]), None);
         assert_eq!(Spread::of([]), None);
+    }
+
+    #[test]
+    fn a_cell_shows_the_spread_only_of_repeats() {
+        assert_eq!(
+            Spread::of([3.0, 1.0, 2.0]).unwrap().cell(1),
+            "2.0 (1.0–3.0)"
+        );
+        assert_eq!(Spread::of([2.25]).unwrap().cell(1), "2.2");
+    }
+
+    #[test]
+    fn a_line_is_the_medians_and_its_bars_the_extremes() {
+        let pts = [
+            (1.0, Spread::of([1.0, 2.0, 4.0]).unwrap()),
+            (2.0, Spread::of([0.0, 0.0, 1.0]).unwrap()),
+        ];
+        let (s, b) = spread_line("l".into(), &pts, false);
+        assert_eq!(s.points, [(1.0, 2.0), (2.0, 0.0)]);
+        assert_eq!((b[0].low, b[0].high, b[1].high), (1.0, 4.0, 1.0));
+        let (s, b) = spread_line("l".into(), &pts, true);
+        assert_eq!(s.points, [(1.0, 2.0)], "a log axis has no 0");
+        assert_eq!(b.len(), 1);
     }
 
     #[test]

@@ -3,14 +3,14 @@
 //! figures (medians with min–max error bars, each technique in its own panel).
 
 use super::rounds::{paired_ratio, points, Point};
-use super::{Figure, SweepConfig, SweepRow, PAPER_HARDWARE_THREADS, SCALABLE_STEP, TATP_STEPS};
+use super::{Figure, SweepConfig, SweepRow, SCALABLE_STEP, TATP_STEPS};
+use crate::experiments::noise;
 use crate::metrics::cores;
 use crate::output::{
-    create_dir, json_line, write_file, write_panels, Chart, Csv, ErrorBar, Panel, Series, Spread,
-    Table,
+    create_dir, json_array, spread_line, write_file, write_panels, Chart, Csv, Panel, Series,
+    Spread, Table,
 };
 use crate::workloads::session::Row;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Ratios of throughputs, one row per series and one column per comparison; each ratio
@@ -197,17 +197,6 @@ pub fn rows_table(figure: Figure, rows: &[SweepRow]) -> Table {
     t
 }
 
-fn spread_cell(s: &Spread, digits: usize) -> String {
-    if s.n > 1 {
-        format!(
-            "{:.digits$} ({:.digits$}–{:.digits$})",
-            s.median, s.min, s.max
-        )
-    } else {
-        format!("{:.digits$}", s.median)
-    }
-}
-
 /// The points as a text table: each measure's median over the rounds and, with more
 /// than one round, its min–max.
 pub fn summary_table(figure: Figure, rows: &[SweepRow]) -> Table {
@@ -241,10 +230,10 @@ pub fn summary_table(figure: Figure, rows: &[SweepRow]) -> Table {
             k.clients.to_string(),
             k.skew.to_string(),
             k.log_latency.clone(),
-            spread_cell(&p.throughput, 0),
-            spread_cell(&p.ctx_switches_per_txn, 2),
-            spread_cell(&p.cpu_util.map(|c| c * 100.0), 0),
-            spread_cell(&p.sys_cpu_util.map(|c| c * 100.0), 0),
+            p.throughput.cell(0),
+            p.ctx_switches_per_txn.cell(2),
+            p.cpu_util.map(|c| c * 100.0).cell(0),
+            p.sys_cpu_util.map(|c| c * 100.0).cell(0),
             p.throughput.n.to_string(),
         ]);
         t.row(cells);
@@ -389,11 +378,12 @@ pub(super) fn machine_notes(cfg: &SweepConfig) -> Vec<String> {
 }
 
 fn hardware_note(hw: usize, max_clients: usize) -> Option<String> {
-    (hw < PAPER_HARDWARE_THREADS && max_clients > hw).then(|| {
-        format!(
-            "{hw} hardware threads here, {PAPER_HARDWARE_THREADS} in the paper: past {hw} clients the agents share cores, so what needs idle cores cannot show"
-        )
-    })
+    noise::hardware_note(
+        hw,
+        max_clients,
+        "clients the agents share cores",
+        "what needs idle cores cannot show",
+    )
 }
 
 /// How a panel's two series compare: at which x their spreads do not overlap, and
@@ -438,28 +428,6 @@ fn separation_note(what: &str, a: &[(f64, Spread)], b: &[(f64, Spread)]) -> Opti
     ))
 }
 
-/// A line and its error bars from `(x, spread)` points.
-fn line(label: String, pts: &[(f64, Spread)], log_y: bool) -> (Series, Vec<ErrorBar>) {
-    let drawable: Vec<&(f64, Spread)> = pts
-        .iter()
-        .filter(|(_, s)| s.median.is_finite() && (!log_y || s.median > 0.0))
-        .collect();
-    (
-        Series {
-            label,
-            points: drawable.iter().map(|(x, s)| (*x, s.median)).collect(),
-        },
-        drawable
-            .iter()
-            .map(|(x, s)| ErrorBar {
-                x: *x,
-                low: s.min,
-                high: s.max,
-            })
-            .collect(),
-    )
-}
-
 /// The points of `commit` (or of Fig. 9's `step`) as (clients, measure).
 fn by_clients(
     pts: &[Point],
@@ -501,7 +469,7 @@ fn panel(cfg: &SweepConfig, spec: PanelSpec) -> Panel {
     let mut series = Vec::new();
     let mut bars = Vec::new();
     for (label, pts) in &spec.lines {
-        let (s, b) = line(label.clone(), pts, spec.log_y);
+        let (s, b) = spread_line(label.clone(), pts, spec.log_y);
         series.push(s);
         bars.push(b);
     }
@@ -550,7 +518,7 @@ fn figures(
                     .zip(vals)
                     .filter_map(|(&s, v)| v.map(|v| (s, v)))
                     .collect();
-                let (s, b) = line(format!("log latency {latency}"), &pts, true);
+                let (s, b) = spread_line(format!("log latency {latency}"), &pts, true);
                 series.push(s);
                 bars.push(b);
             }
@@ -798,16 +766,8 @@ pub(super) fn write(
     let path = out.join(format!("{stem}.csv"));
     write_file(&path, &csv(cfg.figure, rows))?;
     files.push(path);
-    // A JSON array with one row object per line: valid JSON for a parser, and still
-    // one row per line for grep and line-oriented tools.
-    let mut json = String::from("[\n");
-    for (i, r) in rows.iter().enumerate() {
-        let sep = if i + 1 < rows.len() { "," } else { "" };
-        writeln!(json, "{}{sep}", json_line(r)).expect("writing to a String cannot fail");
-    }
-    json.push_str("]\n");
     let path = out.join(format!("{stem}.json"));
-    write_file(&path, &json)?;
+    write_file(&path, &json_array(rows))?;
     files.push(path);
     let path = out.join(format!("{stem}-summary.csv"));
     write_file(&path, &summary_csv(rows))?;

@@ -1,25 +1,16 @@
-//! Rounds that interleave a figure's points, and the points' spreads over the rounds.
-//!
-//! On a shared machine the noise is not independent per run: another process starts, the
-//! disk's cache fills, the CPU's clock steps down. Running every point once per round
-//! (rather than all repeats of one point, then the next) spreads such drift over every
-//! variant alike, so a difference between two variants' medians is the protocols', not
-//! the minute they ran in.
+//! Rounds that interleave a figure's points ([`crate::experiments::noise::rounds`]: why
+//! rounds), and the points' spreads over the rounds.
 
 use super::{Planned, SweepRow};
+use crate::experiments::noise::rounds;
 use crate::output::Spread;
 
 /// `repeat` rounds of `round`, in order, each run marked with its round.
 pub fn interleave(round: &[Planned], repeat: usize) -> Vec<Planned> {
-    let mut out = Vec::with_capacity(round.len() * repeat);
-    for r in 0..repeat {
-        out.extend(round.iter().map(|p| Planned {
-            repeat: r,
-            ..p.clone()
-        }));
-    }
-    debug_assert_eq!(out.len(), round.len() * repeat);
-    out
+    rounds(round, repeat)
+        .into_iter()
+        .map(|(r, p)| Planned { repeat: r, ..p })
+        .collect()
 }
 
 /// What makes two rows repeats of one point: everything but the round.
