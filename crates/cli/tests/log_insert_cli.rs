@@ -85,6 +85,7 @@ fn bad_sweep_arguments_exit_2_with_one_line() {
         "0",
     ]);
     for repeat in ["0", "101", "-1", "two"] {
+        let flag = format!("--repeat={repeat}");
         common::assert_usage_error(
             &[
                 "bench",
@@ -93,8 +94,7 @@ fn bad_sweep_arguments_exit_2_with_one_line() {
                 "size",
                 "--out",
                 "/tmp/x",
-                "--repeat",
-                repeat,
+                &flag,
             ],
             "repeat",
         );
