@@ -203,8 +203,11 @@ fn csv(rows: &[SweepRow]) -> String {
     csv.finish()
 }
 
+/// A measure of a point.
+type Measure = fn(&Point) -> Spread;
+
 /// The measures of the summary CSV: name and value of a point.
-const MEASURES: [(&str, fn(&Point) -> Spread); 4] = [
+const MEASURES: [(&str, Measure); 4] = [
     ("inserts_per_sec", |p| p.inserts_per_sec),
     ("bytes_per_sec", |p| p.bytes_per_sec),
     ("limit_bytes_per_sec", |p| p.limit_bytes_per_sec),
