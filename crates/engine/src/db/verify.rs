@@ -102,17 +102,29 @@ impl Database {
             Meta::page_count(&g)
         };
         let mut buf = vec![0u8; inner.store.page_size];
+        let data = inner.store.pool.data_path().display();
+        let mut file_len = inner.store.pool.data_len()?;
         for id in 0..count {
             if superseded.contains(&PageId(id)) {
                 continue;
             }
+            let offset = id * inner.store.page_size as u64;
+            if offset + inner.store.page_size as u64 > file_len {
+                // (Read again: a page written since extends the file.)
+                file_len = inner.store.pool.data_len()?;
+            }
+            if offset + inner.store.page_size as u64 > file_len {
+                // A read there returns zeros: say what is wrong, not that zeros fail.
+                return Err(Error::Corruption(format!(
+                    "data file {data}: page {id} lies past its end ({file_len} bytes), but the meta page counts {count} pages"
+                )));
+            }
             inner.store.pool.read_disk(PageId(id), &mut buf)?;
-            let data = inner.store.pool.data_path().display();
             if !page::checksum_ok(&buf) {
                 return Err(Error::Corruption(format!(
                     "data file {data}: page {id} on disk fails its checksum (page LSN field {}, at byte offset {})",
                     page::page_lsn(&buf),
-                    id * inner.store.page_size as u64
+                    offset
                 )));
             }
             page::validate(&buf, PageId(id)).map_err(|e| {
@@ -121,5 +133,42 @@ impl Database {
         }
         report.pages = count;
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ids::PageId;
+    use crate::page::Meta;
+    use crate::{Database, Error, Options};
+    use sluice_storage::SimStorage;
+    use std::path::Path;
+    use std::sync::Arc;
+
+    /// A meta page that counts pages the data file does not hold is named as that, not as
+    /// a checksum failure of the zeros a read past the end returns.
+    #[test]
+    fn a_page_counted_past_the_end_of_the_data_file_is_named_so() {
+        let sim = Arc::new(SimStorage::new(7));
+        let db = Database::open_on(sim, Path::new("/db"), Options::small()).unwrap();
+        let t = db.create_table("t").unwrap();
+        let mut tx = db.begin();
+        tx.put(&t, b"k", b"v").unwrap();
+        tx.commit().unwrap();
+        let pages = db.verify().unwrap().pages;
+        {
+            // The count raised in memory only (not stamped, so never written).
+            let r = db.inner.store.pool.fetch(PageId::META).unwrap();
+            let mut w = r.write();
+            Meta::set_page_count(w.bytes_mut(), pages + 2);
+        }
+        match db.verify() {
+            Err(Error::Corruption(m)) => assert!(
+                m.contains(&format!("page {pages} lies past its end"))
+                    && m.contains(&format!("counts {} pages", pages + 2)),
+                "{m}"
+            ),
+            other => panic!("verify of a count past the file's end gave {other:?}"),
+        }
     }
 }

@@ -73,13 +73,19 @@ pub(crate) fn take(
     } else {
         BACKUP_DIR
     };
+    // (For the postmortem: the database is idle here, so nothing should be dirty.)
+    let dirty_before = plain.backlog().dirty_pages;
     let label = plain
         .backup_to(full)
         .map_err(|e| format!("backup failed: {e}"))?;
     let backup = opened(sim, cfg, full, true)?;
     let shown = shows(&backup).map_err(|e| {
+        let recovered = match &backup {
+            Db::Plain(b) => format!("{:?}", b.recovery_report()),
+            Db::Part(_) => String::new(),
+        };
         format!(
-            "the backup (end LSN {}): {e} [{}]",
+            "the backup (end LSN {}): {e} [dirty pages before the backup: {dirty_before}; the backup's recovery: {recovered}; {}]",
             label.end_lsn,
             postmortem(sim, cfg, plain, &label, full, &e)
         )
