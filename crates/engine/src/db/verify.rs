@@ -103,28 +103,25 @@ impl Database {
         };
         let mut buf = vec![0u8; inner.store.page_size];
         let data = inner.store.pool.data_path().display();
-        let mut file_len = inner.store.pool.data_len()?;
         for id in 0..count {
             if superseded.contains(&PageId(id)) {
                 continue;
             }
-            let offset = id * inner.store.page_size as u64;
-            if offset + inner.store.page_size as u64 > file_len {
-                // (Read again: a page written since extends the file.)
-                file_len = inner.store.pool.data_len()?;
-            }
-            if offset + inner.store.page_size as u64 > file_len {
-                // A read there returns zeros: say what is wrong, not that zeros fail.
-                return Err(Error::Corruption(format!(
-                    "data file {data}: page {id} lies past its end ({file_len} bytes), but the meta page counts {count} pages"
-                )));
-            }
             inner.store.pool.read_disk(PageId(id), &mut buf)?;
             if !page::checksum_ok(&buf) {
+                let offset = id * inner.store.page_size as u64;
+                let file_len = inner.store.pool.data_len()?;
+                if offset + inner.store.page_size as u64 > file_len {
+                    // The read returned zeros past the end (a file that ends inside a
+                    // page whose tail is zeros reads whole): say what is wrong, not that
+                    // the zeros fail.
+                    return Err(Error::Corruption(format!(
+                        "data file {data}: page {id} is cut off by the file's end ({file_len} bytes; the meta page counts {count} pages) and fails its checksum"
+                    )));
+                }
                 return Err(Error::Corruption(format!(
-                    "data file {data}: page {id} on disk fails its checksum (page LSN field {}, at byte offset {})",
+                    "data file {data}: page {id} on disk fails its checksum (page LSN field {}, at byte offset {offset})",
                     page::page_lsn(&buf),
-                    offset
                 )));
             }
             page::validate(&buf, PageId(id)).map_err(|e| {
@@ -164,7 +161,7 @@ mod tests {
         }
         match db.verify() {
             Err(Error::Corruption(m)) => assert!(
-                m.contains(&format!("page {pages} lies past its end"))
+                m.contains(&format!("page {pages} is cut off by the file's end"))
                     && m.contains(&format!("counts {} pages", pages + 2)),
                 "{m}"
             ),
