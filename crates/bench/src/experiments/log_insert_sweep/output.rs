@@ -26,18 +26,21 @@ fn record_cell(mix: &str, record_bytes: usize) -> String {
     }
 }
 
+/// The columns of a run or a point, in the tables of `bench log-insert` and the sweep.
+const COLUMNS: [&str; 8] = [
+    "variant",
+    "threads",
+    "record B",
+    "slots",
+    "inserts/s",
+    "MB/s",
+    "limit MB/s",
+    "% of limit",
+];
+
 /// Single runs as a text table (`bench log-insert`).
 pub fn table(results: &[LogInsertResult]) -> Table {
-    let mut t = Table::new([
-        "variant",
-        "threads",
-        "record B",
-        "slots",
-        "inserts/s",
-        "MB/s",
-        "limit MB/s",
-        "% of limit",
-    ]);
+    let mut t = Table::new(COLUMNS);
     for r in results {
         t.row([
             r.variant.clone(),
@@ -135,17 +138,7 @@ pub fn points(rows: &[SweepRow]) -> Vec<Point> {
 /// The points as a text table: the medians over the rounds and, with more than one
 /// round, the min–max of the throughput, the limit and the share of it.
 pub fn summary_table(rows: &[SweepRow]) -> Table {
-    let mut t = Table::new([
-        "variant",
-        "threads",
-        "record B",
-        "slots",
-        "inserts/s",
-        "MB/s",
-        "limit MB/s",
-        "% of limit",
-        "rounds",
-    ]);
+    let mut t = Table::new(COLUMNS.into_iter().chain(["rounds"]));
     for p in points(rows) {
         let k = &p.key;
         t.row([
