@@ -7,6 +7,8 @@
 //! `crates/testkit/tests/no_crate_has_an_import_circle.rs`, folders included):
 //!
 //! ```text
+//!  report        `sluice report`: every experiment at one budget, one HTML page
+//!       │
 //!  experiments   one module per experiment of the papers: runs, sweeps, their files
 //!       │
 //!  compare       `sluice compare`: the rounds, and one folder per peer engine
@@ -23,4 +25,5 @@ pub mod experiments;
 pub mod knobs;
 pub mod metrics;
 pub mod output;
+pub mod report;
 pub mod workloads;

@@ -27,6 +27,7 @@ mod inspect;
 mod peer_child;
 mod plan;
 mod progress;
+mod report;
 mod sweep;
 
 use clap::{Parser, Subcommand};
@@ -62,6 +63,10 @@ enum Command {
     /// case (none, horizontal, vertical), the number of log managers, and which
     /// generators each one serves.
     Plan(plan::Args),
+    /// Every experiment of the three papers at one time budget (`--minutes`, default
+    /// 20), written as one static HTML page: each paper's claim, what this machine
+    /// measured with its spread, and whether it shows the effect.
+    Report(report::Args),
     /// Lmax for a workload: the log rate one log manager stops raising as generators are
     /// added (an input of `sluice plan`).
     MeasureLmax(bench_partition::LmaxArgs),
@@ -264,6 +269,7 @@ fn main() -> ExitCode {
         Command::PeerChild(a) => peer_child::run(a),
         Command::KillChild(a) => crash_kill::child(a),
         Command::Plan(a) => plan::run(a),
+        Command::Report(a) => report::run(a),
         Command::MeasureLmax(a) => bench_partition::lmax(a),
         Command::CrashTest { which } => match which {
             CrashTest::Engine(a) => crash_test::engine(a),

@@ -27,6 +27,7 @@ mod peer_kill_durability;
 mod plan_cli;
 mod propagation_cli;
 mod read_only_tools_open_any_crashed_database;
+mod report_cli;
 mod restore_bench_cli;
 mod restore_progress_review;
 mod stats_shows_leaf_fill;

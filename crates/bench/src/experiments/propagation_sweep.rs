@@ -30,6 +30,7 @@ use crate::output::thousands;
 use serde::Serialize;
 use sluice::experiment::{PageCleaner, Policy};
 use sluice::{CommitProtocol, Strategy};
+use std::ops::Bound::{Excluded, Included};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -64,6 +65,12 @@ pub struct SweepConfig {
     pub dir: Option<PathBuf>,
     /// Runs of each variant, in interleaved rounds (at least 1).
     pub repeat: usize,
+    /// Bandwidth's candidate heaps, as shares of the pool in percent: each page policy
+    /// runs once per heap (the paper's three: [`HEAPS_PCT`]).
+    pub heaps_pct: Vec<f64>,
+    /// Only the variants of these labels ("oldest 1%", "log", …; empty: all of the
+    /// figure's).
+    pub only: Vec<String>,
 }
 
 /// The default TPC-B scale of the sweeps. SF 2's 2,500 account pages are all dirtied
@@ -100,7 +107,8 @@ pub struct Planned {
     pub throughput: Throughput,
 }
 
-const HEAPS_PCT: [f64; 3] = [0.1, 1.0, 10.0];
+/// The paper's candidate heaps, as shares of the working set: 0.1%, 1%, 10%.
+pub const HEAPS_PCT: [f64; 3] = [0.1, 1.0, 10.0];
 
 fn page(policy: Policy, heap: usize) -> Strategy {
     Strategy::Page(PageCleaner { policy, heap })
@@ -119,6 +127,8 @@ impl SweepConfig {
             probe_bytes: propagation::DEFAULT_PROBE_BYTES,
             dir: None,
             repeat: DEFAULT_REPEAT,
+            heaps_pct: HEAPS_PCT.to_vec(),
+            only: Vec::new(),
         }
     }
 
@@ -135,6 +145,8 @@ impl SweepConfig {
             probe_bytes: run.probe_bytes,
             dir: run.dir.clone(),
             repeat,
+            heaps_pct: HEAPS_PCT.to_vec(),
+            only: Vec::new(),
         }
     }
 
@@ -165,6 +177,15 @@ impl SweepConfig {
         c.dir = self.dir.clone();
         c.validate()?;
         crate::experiments::noise::check_repeat(self.repeat)?;
+        if self.figure == SweepFigure::Bandwidth && self.heaps_pct.is_empty() {
+            return Err("bandwidth needs at least one candidate heap".into());
+        }
+        if self.plan().is_empty() {
+            return Err(format!("no variant is labelled {}", self.only.join(" or ")));
+        }
+        for &h in &self.heaps_pct {
+            crate::knobs::in_range("heap percent", h, (Excluded(0.0), Included(100.0)))?;
+        }
         Ok(())
     }
 
@@ -208,7 +229,7 @@ impl SweepConfig {
                     ("coldest", Policy::Coldest),
                     ("hottest", Policy::Hottest),
                 ] {
-                    for pct in HEAPS_PCT {
+                    for &pct in &self.heaps_pct {
                         out.push(Planned {
                             label: format!("{name} {pct}%"),
                             strategy: page(policy, heap(pct)),
@@ -245,6 +266,9 @@ impl SweepConfig {
                     out.push(plain("log", Strategy::Log, throughput));
                 }
             }
+        }
+        if !self.only.is_empty() {
+            out.retain(|p| self.only.contains(&p.label));
         }
         out
     }
