@@ -20,6 +20,7 @@ const README_MAX_LINES: usize = 150;
 /// subcommands).
 const MANUALS: &[(&str, &[&str])] = &[
     ("docs/bench.md", &["bench"]),
+    ("docs/report.md", &["report"]),
     ("docs/compare.md", &["compare"]),
     ("docs/plan.md", &["plan", "measure-lmax"]),
     ("docs/crash-test.md", &["crash-test"]),

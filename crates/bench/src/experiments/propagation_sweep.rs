@@ -571,4 +571,22 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn a_sweep_can_run_some_heaps_and_some_variants() {
+        let mut c = SweepConfig::new(SweepFigure::Bandwidth);
+        c.heaps_pct = vec![1.0];
+        assert_eq!(c.plan().len(), 3 + 4 + 1);
+        c.only = ["oldest 1%", "log"].map(String::from).to_vec();
+        let labels: Vec<String> = c.plan().into_iter().map(|p| p.label).collect();
+        assert_eq!(labels, ["oldest 1%", "log"]);
+        assert!(c.validate().is_ok());
+        c.only = vec!["oldest 0.1%".into()];
+        assert!(c.validate().unwrap_err().contains("oldest 0.1%"));
+        c.only.clear();
+        c.heaps_pct = vec![];
+        assert!(c.validate().unwrap_err().contains("heap"));
+        c.heaps_pct = vec![0.0];
+        assert!(c.validate().unwrap_err().contains("heap percent"));
+    }
 }
