@@ -199,6 +199,13 @@ impl BarChart {
     }
 }
 
+/// The caption's font size: 22 px, smaller when the title would not fit across `width`
+/// pixels (a sans-serif character is about 0.55 of the size wide), never below 11.
+fn caption_size(title: &str, width: u32) -> f64 {
+    let fits = (width as f64 - 24.0) / (0.55 * title.chars().count().max(1) as f64);
+    fits.clamp(11.0, 22.0)
+}
+
 impl BarChart {
     /// The plot the bars stand in: the title, one slot per bar across (each bar carries
     /// its own label, so the x axis has none), `y` up, its ticks labelled by `y_label`.
@@ -216,7 +223,13 @@ impl BarChart {
     {
         let n = self.bars.len().max(1) as f64;
         let mut chart = ChartBuilder::on(root)
-            .caption(self.title.as_str(), ("sans-serif", 22))
+            .caption(
+                self.title.as_str(),
+                (
+                    "sans-serif",
+                    caption_size(&self.title, root.dim_in_pixel().0),
+                ),
+            )
             .margin(16)
             .x_label_area_size(10)
             .y_label_area_size(90)
@@ -370,5 +383,17 @@ mod tests {
         if let Some(k) = keep {
             std::fs::copy(dir.path().join("log.png"), k).unwrap();
         }
+    }
+
+    #[test]
+    fn a_long_title_gets_a_smaller_caption_that_fits() {
+        assert_eq!(caption_size("short", 800), 22.0);
+        let long = "x".repeat(120);
+        let size = caption_size(&long, 800);
+        assert!(
+            size < 22.0 && 120.0 * 0.55 * size <= 800.0 - 24.0 + 1e-9,
+            "{size}"
+        );
+        assert_eq!(caption_size(&"x".repeat(10_000), 800), 11.0);
     }
 }

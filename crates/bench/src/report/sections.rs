@@ -643,13 +643,6 @@ fn propagation_fig3(ctx: &mut Ctx<'_>) -> Result<Body, String> {
             why(v, "clustered writes are faster", &None),
         ));
     }
-    let mut notes = r.notes.clone();
-    if let Some(d) = &r.device {
-        notes.push(format!(
-            "the device's sequential write bandwidth, measured: {:.0} MB/s",
-            d.mb_per_s
-        ));
-    }
     Ok(Body {
         setup: format!(
             "{} strategies × {} rounds, {} s each, TPC-B scale {}, {} clients",
@@ -662,7 +655,7 @@ fn propagation_fig3(ctx: &mut Ctx<'_>) -> Result<Body, String> {
         findings,
         figures: svg_of(&r.files),
         table: Some(r.table().render()),
-        notes,
+        notes: r.notes.clone(),
     })
 }
 
