@@ -50,7 +50,7 @@ pub(crate) static ALL: &[Spec] = &[
         paper: AETHER,
         title: "Fig. 3: ELR's speedup over classic commit vs skew, per log latency (TPC-B)",
         command: "sluice bench commit-sweep --figure elr-skew --out DIR",
-        weight: 15.0,
+        weight: 14.0,
         run: aether_fig3,
     },
     Spec {
@@ -59,7 +59,7 @@ pub(crate) static ALL: &[Spec] = &[
         paper: AETHER,
         title: "Fig. 4: context switches and CPU vs clients, ELR and flush pipelining (TPC-B)",
         command: "sluice bench commit-sweep --figure ctx --out DIR",
-        weight: 11.0,
+        weight: 9.0,
         run: aether_fig4,
     },
     Spec {
@@ -68,7 +68,7 @@ pub(crate) static ALL: &[Spec] = &[
         paper: AETHER,
         title: "Fig. 5: throughput vs clients, classic, ELR, flush pipelining, async (TPC-B)",
         command: "sluice bench commit-sweep --figure clients --out DIR",
-        weight: 13.0,
+        weight: 11.0,
         run: aether_fig5,
     },
     Spec {
@@ -77,8 +77,26 @@ pub(crate) static ALL: &[Spec] = &[
         paper: AETHER,
         title: "Fig. 8 (left): log-buffer insert throughput vs threads, 120-byte records",
         command: "sluice bench log-insert-sweep --figure threads --out DIR",
-        weight: 9.0,
+        weight: 7.0,
         run: aether_fig8,
+    },
+    Spec {
+        id: "aether-fig11",
+        short: "Fig. 11",
+        paper: AETHER,
+        title: "Fig. 11: hybrid (CD) vs delegated release (CDME) vs outlier record size",
+        command: "sluice bench log-insert-sweep --figure outlier --out DIR",
+        weight: 4.0,
+        run: aether_fig11,
+    },
+    Spec {
+        id: "aether-fig12",
+        short: "Fig. 12",
+        paper: AETHER,
+        title: "Fig. 12: the hybrid's bandwidth vs consolidation-array slots and threads",
+        command: "sluice bench log-insert-sweep --figure slots --out DIR",
+        weight: 4.0,
+        run: aether_fig12,
     },
     Spec {
         id: "aether-fig9",
@@ -86,7 +104,7 @@ pub(crate) static ALL: &[Spec] = &[
         paper: AETHER,
         title: "Fig. 9: TATP UPDATE_LOCATION as each component of Aether switches on",
         command: "sluice bench commit-sweep --figure tatp-components --out DIR",
-        weight: 13.0,
+        weight: 11.0,
         run: aether_fig9,
     },
     Spec {
@@ -113,7 +131,7 @@ pub(crate) static ALL: &[Spec] = &[
         paper: TANDEM,
         title: "γ: the log's throughput right after a rollover, while the archiver copies",
         command: "sluice bench partition --horizontal 1,2",
-        weight: 7.0,
+        weight: 4.0,
         run: tandem_gamma,
     },
 ];
@@ -478,24 +496,157 @@ fn aether_fig9(ctx: &mut Ctx<'_>) -> Result<Body, String> {
 // ---------------------------------------------------------------------------------------
 // Aether: the log buffer alone.
 
-fn aether_fig8(ctx: &mut Ctx<'_>) -> Result<Body, String> {
-    let mut cfg = LiConfig::new(log_insert_sweep::Figure::Threads);
-    cfg.repeat = REPEAT;
-    let runs = cfg.runs();
-    // Each run also starts and joins its threads: about 20 ms.
-    let t = per_run(ctx.seconds, runs, 0.0, 0.02, 0.05, 0.5);
-    cfg.per_point = Duration::from_secs_f64(t);
-    cfg.validate()?;
-    let tick = &mut *ctx.tick;
-    let rows = log_insert_sweep::run(&cfg, |d, n| tick(d as f64 / n.max(1) as f64))
-        .map_err(|e| e.to_string())?;
-    let files = li_output::write_outputs(&ctx.out, &cfg, &rows)?;
-    let points = li_output::points(&rows);
-    let at = |variant: &str| {
-        points
+/// Runs a log-insert sweep of `figure` sized to the section's share; its points' MB/s
+/// are looked up with the returned closure's arguments (variant, threads, record bytes
+/// or outlier size, slots).
+struct LogInsertRun {
+    cfg: LiConfig,
+    points: Vec<li_output::Point>,
+    body: Body,
+    hw: Option<String>,
+}
+
+impl LogInsertRun {
+    fn new(ctx: &mut Ctx<'_>, figure: log_insert_sweep::Figure) -> Result<LogInsertRun, String> {
+        let mut cfg = LiConfig::new(figure);
+        cfg.repeat = REPEAT;
+        let runs = cfg.runs();
+        // Each run also starts and joins its threads: about 20 ms.
+        let t = per_run(ctx.seconds, runs, 0.0, 0.02, 0.05, 0.5);
+        cfg.per_point = Duration::from_secs_f64(t);
+        cfg.validate()?;
+        let tick = &mut *ctx.tick;
+        let rows = log_insert_sweep::run(&cfg, |d, n| tick(d as f64 / n.max(1) as f64))
+            .map_err(|e| e.to_string())?;
+        let files = li_output::write_outputs(&ctx.out, &cfg, &rows)?;
+        let hw = hardware_note(
+            cores(),
+            cfg.max_threads,
+            "threads",
+            "the inserting threads share cores, so the figure cannot show the paper's scaling",
+        );
+        Ok(LogInsertRun {
+            points: li_output::points(&rows),
+            body: Body {
+                setup: format!(
+                    "{runs} runs ({} rounds, limit runs included), {t:.2} s each, up to {} \
+                     threads",
+                    cfg.repeat, cfg.max_threads
+                ),
+                findings: Vec::new(),
+                figures: svg_of(&files),
+                table: Some(li_output::summary_table(&rows).render()),
+                notes: li_output::notes(&cfg),
+            },
+            cfg,
+            hw,
+        })
+    }
+
+    /// The MB/s of `variant` at the point `at` picks.
+    fn mb(&self, variant: &str, at: impl Fn(&li_output::PointKey) -> bool) -> Option<Spread> {
+        let s = self
+            .points
             .iter()
-            .find(|p| p.key.variant == variant && p.key.threads == cfg.max_threads)
+            .find(|p| p.key.variant == variant && at(&p.key))?
+            .bytes_per_sec;
+        Some(Spread {
+            median: s.median / 1e6,
+            min: s.min / 1e6,
+            max: s.max / 1e6,
+            n: s.n,
+        })
+    }
+
+    /// A finding that `high` inserts more MB/s than `low` at the point `at` (named
+    /// `where_`).
+    #[allow(clippy::too_many_arguments)]
+    fn compare(
+        &mut self,
+        claim: &'static str,
+        paper: &'static str,
+        (high, hi_name): (&str, &str),
+        (low, lo_name): (&str, &str),
+        where_: &str,
+        at: impl Fn(&li_output::PointKey) -> bool,
+    ) -> Result<(), String> {
+        let (Some(h), Some(l)) = (self.mb(high, &at), self.mb(low, &at)) else {
+            return Err(missing(&format!("{high} and {low} {where_}")));
+        };
+        let v = Verdict::of(&h, &l);
+        self.body.findings.push(finding(
+            claim,
+            paper,
+            format!(
+                "MB/s {where_}: {hi_name} {}, {lo_name} {}",
+                cell(&h, 1),
+                cell(&l, 1)
+            ),
+            v,
+            why(
+                v,
+                &format!("{hi_name} inserts more than {lo_name}"),
+                &self.hw,
+            ),
+        ));
+        Ok(())
+    }
+}
+
+fn aether_fig8(ctx: &mut Ctx<'_>) -> Result<Body, String> {
+    let mut r = LogInsertRun::new(ctx, log_insert_sweep::Figure::Threads)?;
+    let most = r.cfg.max_threads;
+    let at = move |k: &li_output::PointKey| k.threads == most;
+    let where_ = format!("at {most} threads");
+    r.compare(
+        "The hybrid buffer (consolidation + decoupled fill) scales past the baseline",
+        "baseline peaks at about 140 MB/s; the hybrid scales near-linearly to 64 threads \
+         (Niagara II)",
+        ("hybrid", "hybrid"),
+        ("mutex", "mutex"),
+        &where_,
+        at,
+    )?;
+    r.compare(
+        "Consolidation beats the baseline once contention grows",
+        "starts below the baseline, then scales linearly as threads combine requests",
+        ("consolidated", "consolidated"),
+        ("mutex", "mutex"),
+        &where_,
+        at,
+    )?;
+    Ok(r.body)
+}
+
+fn aether_fig11(ctx: &mut Ctx<'_>) -> Result<Body, String> {
+    let mut r = LogInsertRun::new(ctx, log_insert_sweep::Figure::Outlier)?;
+    let largest = log_insert_sweep::OUTLIERS[log_insert_sweep::OUTLIERS.len() - 1];
+    r.compare(
+        "Delegated buffer release (CDME) keeps scaling where one large record stalls the \
+         hybrid (CD)",
+        "one outlier every 60 records of 48 B: CD levels off from about 8 KiB, CDME reaches \
+         up to 2× CD past 65 KiB",
+        ("delegated", "delegated (CDME)"),
+        ("hybrid", "hybrid (CD)"),
+        &format!("with {} KiB outliers", largest >> 10),
+        move |k| k.record_bytes == largest,
+    )?;
+    Ok(r.body)
+}
+
+fn aether_fig12(ctx: &mut Ctx<'_>) -> Result<Body, String> {
+    let mut r = LogInsertRun::new(ctx, log_insert_sweep::Figure::Slots)?;
+    let most = r.cfg.max_threads;
+    // The variant names are the same; the slot counts differ: compare through the
+    // points directly.
+    let at = |slots: usize| {
+        r.points
+            .iter()
+            .find(|p| p.key.threads == most && p.key.slots == slots)
             .map(|p| p.bytes_per_sec)
+    };
+    let (Some(four), Some(one)) = (at(4), at(1)) else {
+        return Err(missing("4 and 1 slots"));
     };
     let mb = |s: Spread| Spread {
         median: s.median / 1e6,
@@ -503,56 +654,20 @@ fn aether_fig8(ctx: &mut Ctx<'_>) -> Result<Body, String> {
         max: s.max / 1e6,
         n: s.n,
     };
-    let hw = hardware_note(
-        cores(),
-        cfg.max_threads,
-        "threads",
-        "the inserting threads share cores, so the figure cannot show the paper's scaling",
-    );
-    let mut findings = Vec::new();
-    let Some(mutex) = at("mutex").map(mb) else {
-        return Err(missing("the mutex baseline"));
-    };
-    for (variant, claim, paper) in [
-        (
-            "hybrid",
-            "The hybrid buffer (consolidation + decoupled fill) scales past the baseline",
-            "baseline peaks at about 140 MB/s; the hybrid scales near-linearly to 64 threads \
-             (Niagara II)",
+    let (four, one) = (mb(four), mb(one));
+    let v = Verdict::of(&four, &one);
+    r.body.findings.push(finding(
+        "A consolidation array of a few slots beats a single slot at high thread counts",
+        "peak at 3–4 slots, high thread counts needing somewhat more; fixed at 4",
+        format!(
+            "hybrid MB/s at {most} threads: 4 slots {}, 1 slot {}",
+            cell(&four, 1),
+            cell(&one, 1)
         ),
-        (
-            "consolidated",
-            "Consolidation beats the baseline once contention grows",
-            "starts below the baseline, then scales linearly as threads combine requests",
-        ),
-    ] {
-        let Some(s) = at(variant).map(mb) else {
-            continue;
-        };
-        let v = Verdict::of(&s, &mutex);
-        findings.push(finding(
-            claim,
-            paper,
-            format!(
-                "MB/s at {} threads: {variant} {}, mutex {}",
-                cfg.max_threads,
-                cell(&s, 1),
-                cell(&mutex, 1)
-            ),
-            v,
-            why(v, &format!("{variant} inserts more than the mutex"), &hw),
-        ));
-    }
-    Ok(Body {
-        setup: format!(
-            "{runs} runs ({} rounds, limit runs included), {:.2} s each, up to {} threads",
-            cfg.repeat, t, cfg.max_threads
-        ),
-        findings,
-        figures: svg_of(&files),
-        table: Some(li_output::summary_table(&rows).render()),
-        notes: li_output::notes(&cfg),
-    })
+        v,
+        why(v, "four slots insert more than one", &r.hw),
+    ));
+    Ok(r.body)
 }
 
 // ---------------------------------------------------------------------------------------
