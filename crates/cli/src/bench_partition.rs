@@ -1,16 +1,26 @@
 //! `sluice bench partition`: the log-partitioning experiments of the Tandem paper —
 //! horizontal (`--horizontal D`: γ, the throughput right after a rollover while the
 //! archiver copies the old segment ÷ the steady throughput), vertical (`--log-managers
-//! K --inserts-per-txn N`: the columns of Tables 2–4), and the cost of the partitioned
-//! engine with one log manager (`--tpcb-overhead`); and `sluice measure-lmax`.
+//! K --inserts-per-txn N`: the columns of Tables 2–4, in `--repeat` rounds, and with
+//! `--out DIR` Fig. 6), and the cost of the partitioned engine with one log manager
+//! (`--tpcb-overhead`); and `sluice measure-lmax`.
 
 use crate::progress;
+use crate::sweep;
 use crate::Failure;
+use sluice_bench::experiments::noise::DEFAULT_REPEAT;
+use sluice_bench::experiments::partition::vertical_sweep::{
+    self, SweepConfig, FIGURE_SECONDS, TABLE_INSERTS_PER_TXN,
+};
 use sluice_bench::experiments::partition::{self, gamma::GammaConfig, vertical::VerticalConfig};
-use sluice_bench::knobs::in_range;
+use sluice_bench::knobs::{in_range, seconds as seconds_in_range};
 use sluice_bench::output::{json_line, Table};
 use std::ops::Bound::{Excluded, Included};
+use std::path::PathBuf;
 use std::time::Duration;
+
+/// Measured seconds per run, but for the figure's ([`FIGURE_SECONDS`]).
+const DEFAULT_SECONDS: f64 = 4.0;
 
 /// Flags of `sluice bench partition`.
 #[derive(clap::Args, Debug)]
@@ -23,9 +33,19 @@ pub struct Args {
     /// list (`1,2`) runs each in turn, for every --inserts-per-txn.
     #[arg(long, value_delimiter = ',')]
     log_managers: Vec<usize>,
-    /// Rows each transaction inserts (vertical runs); a comma list runs each.
-    #[arg(long, value_delimiter = ',', default_value = "10,100,200")]
-    inserts_per_txn: Vec<usize>,
+    /// Rows each transaction inserts (vertical runs); a comma list runs each
+    /// [default: 10,100,200, the paper's T1–T3; with --out 10,20,50,100,200].
+    #[arg(long, value_delimiter = ',')]
+    inserts_per_txn: Option<Vec<usize>>,
+    /// Rounds of the vertical runs: every point runs once per round, the rounds one after
+    /// another; the table and the figure show each point's median and min–max
+    /// [default: 1; with --out 3].
+    #[arg(long)]
+    repeat: Option<usize>,
+    /// Draw Tandem Fig. 6 from the vertical runs: write tandem-fig6.csv and .json (every
+    /// run), tandem-fig6-summary.csv and the figure (PNG and SVG) to this directory.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
     /// Client threads (vertical runs and --tpcb-overhead).
     #[arg(long, default_value_t = 16)]
     clients: usize,
@@ -44,9 +64,13 @@ pub struct Args {
     /// and leaves the engines' own costs.
     #[arg(long)]
     dir: Option<std::path::PathBuf>,
-    /// Seconds to measure per run (after a short warm-up).
-    #[arg(long, default_value_t = 4.0)]
-    seconds: f64,
+    /// Seconds to measure per run (after a short warm-up) [default: 4; with --out 2].
+    #[arg(long)]
+    seconds: Option<f64>,
+    /// Unmeasured seconds before each vertical run's measurement (the logs reach their
+    /// steady state: segments recycled, checkpoints truncating) [default: 3].
+    #[arg(long)]
+    warmup: Option<f64>,
     /// Each log device's write and read bandwidth, MB/s (the writers saturate it;
     /// default 16 for --horizontal, 4 for --log-managers).
     #[arg(long)]
@@ -63,28 +87,40 @@ pub fn run(a: Args) -> Result<(), Failure> {
     let modes = usize::from(!a.horizontal.is_empty())
         + usize::from(!a.log_managers.is_empty())
         + usize::from(a.tpcb_overhead);
+    // Before the modes: `--out DIR` alone is a figure asked for without its runs.
+    if a.log_managers.is_empty() && (a.out.is_some() || a.repeat.is_some() || a.warmup.is_some()) {
+        return Err(Failure::Usage(
+            "--out, --repeat and --warmup apply to the vertical runs: give --log-managers K[,K…] too"
+                .into(),
+        ));
+    }
     if modes != 1 {
         return Err(Failure::Usage(
             "give exactly one of --horizontal D[,D…], --log-managers K[,K…] and --tpcb-overhead"
                 .into(),
         ));
     }
-    in_range("--seconds", a.seconds, (Excluded(0.0), Included(86_400.0)))
+    let seconds = a.seconds.unwrap_or(if a.out.is_some() {
+        FIGURE_SECONDS
+    } else {
+        DEFAULT_SECONDS
+    });
+    let seconds = in_range("--seconds", seconds, (Excluded(0.0), Included(86_400.0)))
         .map_err(Failure::Usage)?;
     let device = a
         .device_mb_per_s
         .unwrap_or(if a.horizontal.is_empty() { 4.0 } else { 16.0 });
     in_range("--device-mb-per-s", device, 0.1..=1e5).map_err(Failure::Usage)?;
     if a.tpcb_overhead {
-        overhead(&a)
+        overhead(&a, seconds)
     } else if a.horizontal.is_empty() {
-        vertical(&a, device)
+        vertical(&a, device, seconds)
     } else {
-        horizontal(&a, device)
+        horizontal(&a, device, seconds)
     }
 }
 
-fn overhead(a: &Args) -> Result<(), Failure> {
+fn overhead(a: &Args, seconds: f64) -> Result<(), Failure> {
     in_range("--scale", a.scale, 1..=1000).map_err(Failure::Usage)?;
     in_range("--rounds", a.rounds, 1..=100).map_err(Failure::Usage)?;
     in_range("--clients", a.clients, 1..=4096).map_err(Failure::Usage)?;
@@ -102,7 +138,7 @@ fn overhead(a: &Args) -> Result<(), Failure> {
         scale: a.scale,
         clients: a.clients,
         rounds: a.rounds,
-        seconds: a.seconds,
+        seconds,
     };
     let pb = progress::bar(1000, "bench partition --tpcb-overhead", a.json);
     let r = sluice_bench::experiments::partition::overhead::run(dir.path(), &cfg, |f| {
@@ -125,85 +161,71 @@ fn overhead(a: &Args) -> Result<(), Failure> {
     Ok(())
 }
 
-fn vertical(a: &Args, device: f64) -> Result<(), Failure> {
-    for &k in &a.log_managers {
-        in_range("--log-managers", k, 1..=sluice::MAX_LOG_MANAGERS).map_err(Failure::Usage)?;
+fn vertical(a: &Args, device: f64, seconds: f64) -> Result<(), Failure> {
+    let figure = a.out.is_some();
+    let warmup = match a.warmup {
+        Some(w) => seconds_in_range("--warmup", w, 0.0..=3_600.0).map_err(Failure::Usage)?,
+        None => VerticalConfig::default().warmup,
+    };
+    let cfg = SweepConfig {
+        log_managers: a.log_managers.clone(),
+        inserts_per_txn: a.inserts_per_txn.clone().unwrap_or_else(|| {
+            if figure {
+                SweepConfig::figure().inserts_per_txn
+            } else {
+                TABLE_INSERTS_PER_TXN.to_vec()
+            }
+        }),
+        repeat: a.repeat.unwrap_or(if figure { DEFAULT_REPEAT } else { 1 }),
+        run: VerticalConfig {
+            clients: a.clients,
+            warmup,
+            duration: Duration::from_secs_f64(seconds),
+            device_bytes_per_sec: Some((device * 1e6) as u64),
+            ..VerticalConfig::default()
+        },
+    };
+    // The library's messages name the knob; say it as the flag.
+    cfg.validate()
+        .map_err(|e| Failure::Usage(format!("--{e}")))?;
+    if let Some(out) = &a.out {
+        // Fail before the runs, not after, when the output cannot be written.
+        crate::out_dir(out)?;
     }
-    for &n in &a.inserts_per_txn {
-        in_range("--inserts-per-txn", n, 1..=10_000).map_err(Failure::Usage)?;
-    }
-    in_range("--clients", a.clients, 1..=4096).map_err(Failure::Usage)?;
-    let mut t = Table::new([
-        "log managers",
-        "inserts/txn",
-        "G_i B/txn",
-        "R (tps)",
-        "L_i MB/s",
-        "c B (framed)",
-        "L MB/s",
-        "CPU µs/txn",
-        "p50 ms",
-        "p99 ms",
-    ]);
-    let mut results = Vec::new();
-    for &n in &a.inserts_per_txn {
-        for &k in &a.log_managers {
-            let cfg = VerticalConfig {
-                log_managers: k,
-                inserts_per_txn: n,
-                clients: a.clients,
-                duration: Duration::from_secs_f64(a.seconds),
-                device_bytes_per_sec: Some((device * 1e6) as u64),
-                ..VerticalConfig::default()
-            };
-            let pb = progress::bar(
-                1000,
-                &format!("bench partition --log-managers {k} --inserts-per-txn {n}"),
-                a.json,
-            );
-            let r = partition::vertical::run(&cfg, |f| pb.set_position((f * 1000.0) as u64))
-                .map_err(Failure::Runtime)?;
-            pb.finish_and_clear();
-            t.row([
-                k.to_string(),
-                n.to_string(),
-                r.log_bytes_per_txn_each
-                    .iter()
-                    .map(|g| format!("{g:.0}"))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                format!("{:.0}", r.tps),
-                r.log_mb_per_s_each
-                    .iter()
-                    .map(|l| format!("{l:.2}"))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                format!("{:.0}", r.commit_record_bytes),
-                format!("{:.2}", r.log_mb_per_s),
-                format!("{:.0}", r.cpu_us_per_txn),
-                format!("{:.1}", r.latency.p50_us as f64 / 1e3),
-                format!("{:.1}", r.latency.p99_us as f64 / 1e3),
-            ]);
-            results.push(r);
-        }
-    }
-    println!("{}", t.render());
-    println!(
-        "each log on an emulated device capped at {device} MB/s; {} clients; all runs in one process on this machine: compare them with each other",
-        a.clients
-    );
+    let runs = cfg.plan().len();
+    let rows = progress::fraction(
+        &format!("bench partition --log-managers ({runs} runs)"),
+        a.json,
+        |done| vertical_sweep::run(&cfg, done),
+    )
+    .map_err(Failure::Runtime)?;
+    println!("{}", vertical_sweep::table(&rows).render());
     println!(
         "G_i: log bytes generator (table) i writes per transaction, commit records left out; c: bytes of a commit record as it lies in the log, its 16-byte frame header and 8-byte alignment included, as every record's bytes are in L_i; so L = R·(Σ G_i + c)"
     );
-    if a.json {
-        for r in &results {
-            println!("{}", json_line(r));
+    let Some(out) = &a.out else {
+        println!(
+            "each log on an emulated device capped at {device} MB/s; {} clients; all runs in one process on this machine: compare them with each other",
+            a.clients
+        );
+        if a.json {
+            for r in &rows {
+                println!("{}", json_line(r));
+            }
         }
-    }
-    Ok(())
+        return Ok(());
+    };
+    let files = vertical_sweep::write_outputs(out, &cfg, &rows).map_err(Failure::Runtime)?;
+    sweep::finish(
+        &vertical_sweep::notes(&cfg, &rows),
+        &files,
+        &rows,
+        a.json,
+        true,
+    )
 }
 
-fn horizontal(a: &Args, device: f64) -> Result<(), Failure> {
+fn horizontal(a: &Args, device: f64, seconds: f64) -> Result<(), Failure> {
     for &d in &a.horizontal {
         in_range("--horizontal", d, 1..=sluice_wal::dirs::MAX_LOG_DIRS).map_err(Failure::Usage)?;
     }
@@ -222,7 +244,7 @@ fn horizontal(a: &Args, device: f64) -> Result<(), Failure> {
     for &d in &a.horizontal {
         let cfg = GammaConfig {
             horizontal_dirs: d,
-            duration: Duration::from_secs_f64(a.seconds),
+            duration: Duration::from_secs_f64(seconds),
             device_bytes_per_sec: (device * 1e6) as u64,
             segment_bytes,
             ..GammaConfig::default()

@@ -23,6 +23,7 @@ mod hardening;
 mod log_insert_cli;
 mod odd_inputs;
 mod operator_tools;
+mod partition_cli;
 mod peer_kill_durability;
 mod plan_cli;
 mod propagation_cli;

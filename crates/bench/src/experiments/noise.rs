@@ -42,10 +42,20 @@ pub const PAPER_HARDWARE_THREADS: usize = 64;
 /// thread. `past` says what happens past `hw` ("clients the agents share cores") and
 /// `so` what the figure therefore cannot show.
 pub fn hardware_note(hw: usize, most: usize, past: &str, so: &str) -> Option<String> {
+    hardware_note_against(PAPER_HARDWARE_THREADS, hw, most, past, so)
+}
+
+/// [`hardware_note`] for a paper whose machine had `paper` hardware threads (the Tandem
+/// paper's: 16 CPUs).
+pub fn hardware_note_against(
+    paper: usize,
+    hw: usize,
+    most: usize,
+    past: &str,
+    so: &str,
+) -> Option<String> {
     (most > hw).then(|| {
-        format!(
-            "{hw} hardware threads here, {PAPER_HARDWARE_THREADS} in the paper: past {hw} {past}, so {so}"
-        )
+        format!("{hw} hardware threads here, {paper} in the paper: past {hw} {past}, so {so}")
     })
 }
 
@@ -86,5 +96,10 @@ mod tests {
             "no point past the cores"
         );
         assert_eq!(hardware_note(64, 64, "x", "y"), None, "the paper's machine");
+        let n = hardware_note_against(16, 2, 16, "they share", "less").unwrap();
+        assert!(
+            n.starts_with("2 hardware threads here, 16 in the paper"),
+            "{n}"
+        );
     }
 }

@@ -15,4 +15,4 @@ pub use files::{create_dir, write_file};
 pub use plot::{write_grid, write_panels, Chart, ErrorBar, Panel, PlotError, Series};
 pub use plot_bars::{Bar, BarChart, Reference};
 pub use report::{json_array, json_line, thousands, Table};
-pub use spread::{spread_line, Spread};
+pub use spread::{by_point, spread_line, Spread};

@@ -63,6 +63,17 @@ impl Spread {
         }
     }
 
+    /// The summary CSV's columns of a measure `name`: `name_median`, `name_min` and
+    /// `name_max`.
+    pub fn csv_header(name: &str) -> [String; 3] {
+        ["median", "min", "max"].map(|s| format!("{name}_{s}"))
+    }
+
+    /// Its cells under [`Spread::csv_header`], with four decimals.
+    pub fn csv_cells(&self) -> [String; 3] {
+        [self.median, self.min, self.max].map(|v| format!("{v:.4}"))
+    }
+
     /// `f` applied to the three values (a unit change; `f` must be increasing).
     pub fn map(&self, f: impl Fn(f64) -> f64) -> Spread {
         Spread {
@@ -72,6 +83,24 @@ impl Spread {
             n: self.n,
         }
     }
+}
+
+/// `rows` gathered into points: each distinct `key` (in the order of first sight) with
+/// the rows that have it, the repeats of that point.
+pub fn by_point<R, K: PartialEq>(rows: &[R], key: impl Fn(&R) -> K) -> Vec<(K, Vec<&R>)> {
+    let mut points: Vec<(K, Vec<&R>)> = Vec::new();
+    for r in rows {
+        let k = key(r);
+        match points.iter_mut().find(|(p, _)| *p == k) {
+            Some((_, mine)) => mine.push(r),
+            None => points.push((k, vec![r])),
+        }
+    }
+    debug_assert_eq!(
+        points.iter().map(|(_, v)| v.len()).sum::<usize>(),
+        rows.len()
+    );
+    points
 }
 
 /// A line through the medians of `(x, spread)` points and its min–max error bars; a
@@ -140,6 +169,26 @@ mod tests {
         let (s, b) = spread_line("l".into(), &pts, true);
         assert_eq!(s.points, [(1.0, 2.0)], "a log axis has no 0");
         assert_eq!(b.len(), 1);
+    }
+
+    #[test]
+    fn rows_gather_by_key_in_the_order_of_first_sight() {
+        let rows = [("b", 1), ("a", 2), ("b", 3)];
+        let p = by_point(&rows, |r| r.0);
+        assert_eq!(p.len(), 2);
+        assert_eq!((p[0].0, p[1].0), ("b", "a"));
+        assert_eq!(p[0].1, [&("b", 1), &("b", 3)]);
+        assert!(by_point(&rows[..0], |r| r.0).is_empty());
+    }
+
+    #[test]
+    fn csv_columns_are_median_min_max() {
+        let s = Spread::of([1.0, 2.0, 4.0]).unwrap();
+        assert_eq!(
+            Spread::csv_header("tps"),
+            ["tps_median", "tps_min", "tps_max"]
+        );
+        assert_eq!(s.csv_cells(), ["2.0000", "1.0000", "4.0000"]);
     }
 
     #[test]
