@@ -137,32 +137,7 @@ fn a_small_sweep_writes_every_round_and_the_figure() {
     // 7 thread counts (1 to 64) × 6 variants, each run in both rounds.
     let (points, rounds) = (7 * 6, 2);
     let csv = std::fs::read_to_string(dir.path().join("threads.csv")).unwrap();
-    let mut lines = csv.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let repeat = header.iter().position(|h| *h == "repeat").unwrap();
-    let variant = header.iter().position(|h| *h == "variant").unwrap();
-    let threads = header.iter().position(|h| *h == "threads").unwrap();
-    let mut seen: Vec<(String, String, String)> = lines
-        .map(|l| {
-            let c: Vec<&str> = l.split(',').collect();
-            (c[repeat].into(), c[variant].into(), c[threads].into())
-        })
-        .collect();
-    assert_eq!(seen.len(), points * rounds, "{csv}");
-    seen.sort();
-    seen.dedup();
-    assert_eq!(
-        seen.len(),
-        points * rounds,
-        "each point once per round: {csv}"
-    );
-    for r in ["0", "1"] {
-        assert_eq!(
-            seen.iter().filter(|s| s.0 == r).count(),
-            points,
-            "round {r}"
-        );
-    }
+    common::assert_every_point_once_per_round(&csv, &["variant", "threads"], points, rounds);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("threads.json")).unwrap())
             .unwrap();

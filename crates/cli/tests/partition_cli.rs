@@ -42,31 +42,12 @@ fn a_small_figure_writes_every_round_and_a_summary_within_its_spread() {
     }
     // Every run, each point once per round.
     let csv = std::fs::read_to_string(out.join("tandem-fig6.csv")).unwrap();
-    let mut lines = csv.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let (repeat, k, n) = (col("repeat"), col("log_managers"), col("inserts_per_txn"));
-    let mut seen: Vec<(String, String, String)> = lines
-        .map(|l| {
-            let c: Vec<&str> = l.split(',').collect();
-            (c[repeat].into(), c[k].into(), c[n].into())
-        })
-        .collect();
-    assert_eq!(seen.len(), points * rounds, "{csv}");
-    seen.sort();
-    seen.dedup();
-    assert_eq!(
-        seen.len(),
-        points * rounds,
-        "each point once per round: {csv}"
+    common::assert_every_point_once_per_round(
+        &csv,
+        &["log_managers", "inserts_per_txn"],
+        points,
+        rounds,
     );
-    for r in ["0", "1"] {
-        assert_eq!(
-            seen.iter().filter(|s| s.0 == r).count(),
-            points,
-            "round {r}"
-        );
-    }
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("tandem-fig6.json")).unwrap())
             .unwrap();

@@ -11,7 +11,7 @@ mod report;
 mod spread;
 
 pub use csv::Csv;
-pub use files::{create_dir, write_file};
+pub use files::{create_dir, write_file, write_texts};
 pub use plot::{write_grid, write_panels, Chart, ErrorBar, Panel, PlotError, Series};
 pub use plot_bars::{Bar, BarChart, Reference};
 pub use report::{json_array, json_line, thousands, Table};

@@ -53,6 +53,42 @@ pub fn run(args: &[&str]) -> (Option<i32>, String, String) {
     (out.status.code(), stdout, stderr)
 }
 
+/// Asserts that `csv`, a sweep's CSV of every run with a `repeat` column (the round, from
+/// 0), holds each of `points` points — told apart by the columns `key` — once in each of
+/// `rounds` rounds, and nothing else.
+pub fn assert_every_point_once_per_round(csv: &str, key: &[&str], points: usize, rounds: usize) {
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split(',').collect();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("no column {name}: {header:?}"))
+    };
+    let cols: Vec<usize> = std::iter::once("repeat")
+        .chain(key.iter().copied())
+        .map(col)
+        .collect();
+    let mut seen: Vec<Vec<String>> = lines
+        .map(|l| {
+            let c: Vec<&str> = l.split(',').collect();
+            cols.iter().map(|&i| c[i].to_string()).collect()
+        })
+        .collect();
+    assert_eq!(seen.len(), points * rounds, "{csv}");
+    seen.sort();
+    seen.dedup();
+    assert_eq!(
+        seen.len(),
+        points * rounds,
+        "each point once per round: {csv}"
+    );
+    for r in 0..rounds {
+        let in_round = seen.iter().filter(|s| s[0] == r.to_string()).count();
+        assert_eq!(in_round, points, "round {r}: {csv}");
+    }
+}
+
 /// Asserts that `sluice args` is a usage error: exit code 2, one line on stderr that
 /// contains `mentions`, no panic, nothing on stdout. Returns the output.
 pub fn assert_usage_error(args: &[&str], mentions: &str) -> Output {

@@ -8,7 +8,7 @@ use crate::experiments::log_insert::LogInsertResult;
 use crate::experiments::noise;
 use crate::metrics::cores;
 use crate::output::{
-    create_dir, json_array, spread_line, thousands, write_file, Chart, Csv, Panel, Spread, Table,
+    json_array, spread_line, thousands, write_texts, Chart, Csv, Panel, Spread, Table,
 };
 use std::path::{Path, PathBuf};
 
@@ -381,18 +381,16 @@ pub fn write_outputs(
     cfg: &SweepConfig,
     rows: &[SweepRow],
 ) -> Result<Vec<PathBuf>, String> {
-    create_dir(dir)?;
     let stem = cfg.figure.to_string();
-    let mut files = Vec::new();
-    for (name, text) in [
-        (format!("{stem}.csv"), csv(rows)),
-        (format!("{stem}.json"), json_array(rows)),
-        (format!("{stem}-summary.csv"), summary_csv(rows)),
-    ] {
-        let path = dir.join(name);
-        write_file(&path, &text)?;
-        files.push(path);
-    }
+    let mut files = write_texts(
+        dir,
+        &stem,
+        &[
+            (".csv", csv(rows)),
+            (".json", json_array(rows)),
+            ("-summary.csv", summary_csv(rows)),
+        ],
+    )?;
     panel(cfg, rows).write(dir, &stem)?;
     files.push(dir.join(format!("{stem}.png")));
     files.push(dir.join(format!("{stem}.svg")));

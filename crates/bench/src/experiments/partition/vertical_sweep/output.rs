@@ -7,8 +7,7 @@ use super::{SweepConfig, SweepRow};
 use crate::experiments::noise;
 use crate::metrics::cores;
 use crate::output::{
-    by_point, create_dir, json_array, spread_line, write_file, Chart, Csv, Panel, Series, Spread,
-    Table,
+    by_point, json_array, spread_line, write_texts, Chart, Csv, Panel, Series, Spread, Table,
 };
 use std::path::{Path, PathBuf};
 
@@ -156,48 +155,57 @@ pub fn table(rows: &[SweepRow]) -> Table {
     t
 }
 
+/// A column of the CSV of every run: its name and its cell of a run.
+type Column = (&'static str, fn(&SweepRow) -> String);
+
+/// The CSV's columns, header and cells from one list.
+const CSV_COLUMNS: [Column; 17] = [
+    ("repeat", |r| r.repeat.to_string()),
+    ("log_managers", |r| r.result.log_managers.to_string()),
+    ("inserts_per_txn", |r| r.result.inserts_per_txn.to_string()),
+    ("clients", |r| r.result.clients.to_string()),
+    ("device_mb_per_s", |r| {
+        r.result
+            .device_mb_per_s
+            .map_or(String::new(), |m| m.to_string())
+    }),
+    ("log_bytes_per_txn", |r| {
+        format!("{:.1}", r.result.log_bytes_per_txn)
+    }),
+    ("generator_bytes_per_txn", |r| {
+        joined(&r.result.log_bytes_per_txn_each, 1)
+    }),
+    ("commit_record_bytes", |r| {
+        format!("{:.1}", r.result.commit_record_bytes)
+    }),
+    ("tps", |r| format!("{:.2}", r.result.tps)),
+    ("log_bytes_per_sec", |r| {
+        format!("{:.0}", r.result.log_mb_per_s * 1e6)
+    }),
+    ("log_mb_per_s_each", |r| {
+        joined(&r.result.log_mb_per_s_each, 4)
+    }),
+    ("coordinated_share", |r| {
+        format!("{:.4}", r.result.coordinated_share)
+    }),
+    ("cpu_us_per_txn", |r| {
+        format!("{:.1}", r.result.cpu_us_per_txn)
+    }),
+    ("p50_us", |r| r.result.latency.p50_us.to_string()),
+    ("p99_us", |r| r.result.latency.p99_us.to_string()),
+    ("zero_filled_share", |r| {
+        format!("{:.4}", r.result.zero_filled_share)
+    }),
+    ("segments_recycled", |r| {
+        r.result.segments_recycled.to_string()
+    }),
+];
+
 /// Every run as CSV, with the round it ran in.
 fn csv(rows: &[SweepRow]) -> String {
-    let mut csv = Csv::new([
-        "repeat",
-        "log_managers",
-        "inserts_per_txn",
-        "clients",
-        "device_mb_per_s",
-        "log_bytes_per_txn",
-        "generator_bytes_per_txn",
-        "commit_record_bytes",
-        "tps",
-        "log_bytes_per_sec",
-        "log_mb_per_s_each",
-        "coordinated_share",
-        "cpu_us_per_txn",
-        "p50_us",
-        "p99_us",
-        "zero_filled_share",
-        "segments_recycled",
-    ]);
-    for row in rows {
-        let r = &row.result;
-        csv.row([
-            row.repeat.to_string(),
-            r.log_managers.to_string(),
-            r.inserts_per_txn.to_string(),
-            r.clients.to_string(),
-            r.device_mb_per_s.map_or(String::new(), |m| m.to_string()),
-            format!("{:.1}", r.log_bytes_per_txn),
-            joined(&r.log_bytes_per_txn_each, 1),
-            format!("{:.1}", r.commit_record_bytes),
-            format!("{:.2}", r.tps),
-            format!("{:.0}", r.log_mb_per_s * 1e6),
-            joined(&r.log_mb_per_s_each, 4),
-            format!("{:.4}", r.coordinated_share),
-            format!("{:.1}", r.cpu_us_per_txn),
-            r.latency.p50_us.to_string(),
-            r.latency.p99_us.to_string(),
-            format!("{:.4}", r.zero_filled_share),
-            r.segments_recycled.to_string(),
-        ]);
+    let mut csv = Csv::new(CSV_COLUMNS.map(|(name, _)| name));
+    for r in rows {
+        csv.row(CSV_COLUMNS.iter().map(|(_, cell)| cell(r)));
     }
     csv.finish()
 }
@@ -425,17 +433,15 @@ pub fn write_outputs(
     cfg: &SweepConfig,
     rows: &[SweepRow],
 ) -> Result<Vec<PathBuf>, String> {
-    create_dir(dir)?;
-    let mut files = Vec::new();
-    for (name, text) in [
-        (format!("{STEM}.csv"), csv(rows)),
-        (format!("{STEM}.json"), json_array(rows)),
-        (format!("{STEM}-summary.csv"), summary_csv(rows)),
-    ] {
-        let path = dir.join(name);
-        write_file(&path, &text)?;
-        files.push(path);
-    }
+    let mut files = write_texts(
+        dir,
+        STEM,
+        &[
+            (".csv", csv(rows)),
+            (".json", json_array(rows)),
+            ("-summary.csv", summary_csv(rows)),
+        ],
+    )?;
     panel(cfg, rows).write(dir, STEM)?;
     files.extend(["png", "svg"].map(|e| dir.join(format!("{STEM}.{e}"))));
     Ok(files)
