@@ -19,7 +19,7 @@ use std::ops::Bound::{Excluded, Included};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Measured seconds per run, but for the figure's ([`FIGURE_SECONDS`]).
+/// Measured seconds per run in every mode but the figure (which takes [`FIGURE_SECONDS`]).
 const DEFAULT_SECONDS: f64 = 4.0;
 
 /// Flags of `sluice bench partition`.
