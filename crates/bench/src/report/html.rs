@@ -66,7 +66,7 @@ pub(super) fn page(r: &Report, out: &Path) -> String {
     let mut h = String::new();
     let (shown, partly, not) = r.tally();
     let m = &r.machine;
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
@@ -79,7 +79,7 @@ pub(super) fn page(r: &Report, out: &Path) -> String {
          each figure: the paper's claim and numbers, what was measured here over {} rounds \
          (median, min–max), and whether this machine shows the effect: <b>shown</b> when the \
          spreads are apart in the paper's direction, <b>partly</b> when only the medians \
-         are, <b>not shown here</b> otherwise.</p>\n",
+         are, <b>not shown here</b> otherwise.</p>",
         env!("CARGO_PKG_VERSION"),
         r.seconds / 60.0,
         r.budget_seconds / 60.0,
@@ -93,14 +93,14 @@ pub(super) fn page(r: &Report, out: &Path) -> String {
         (_, _, Some(e)) => format!("not measured: {}", esc(e)),
         _ => "not measured".into(),
     };
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<table><tr><th colspan=\"2\">The machine</th></tr>\
          <tr><td>hardware threads</td><td>{}</td></tr>\
          <tr><td>processor</td><td>{}</td></tr>\
          <tr><td>memory</td><td>{}</td></tr>\
          <tr><td>kernel</td><td>{}</td></tr>\
-         <tr><td>sync latency of the databases' disk</td><td>{sync}</td></tr></table>\n",
+         <tr><td>sync latency of the databases' disk</td><td>{sync}</td></tr></table>",
         m.cores,
         esc(m.cpu.as_deref().unwrap_or("unknown")),
         m.memory_gib
@@ -108,17 +108,17 @@ pub(super) fn page(r: &Report, out: &Path) -> String {
         esc(m.kernel.as_deref().unwrap_or("unknown")),
     );
     // The summary of every finding.
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<h2 id=\"summary\">Summary: {shown} shown, {partly} partly, {not} not shown here</h2>\
-         <table><tr><th>paper</th><th>figure</th><th>claim</th><th>verdict</th></tr>\n"
+         <table><tr><th>paper</th><th>figure</th><th>claim</th><th>verdict</th></tr>"
     );
     for s in &r.sections {
         if let Some(e) = &s.error {
-            let _ = write!(
+            let _ = writeln!(
                 h,
                 "<tr><td>{}</td><td><a href=\"#{}\">{}</a></td><td class=\"error\">did not \
-                 finish: {}</td><td></td></tr>\n",
+                 finish: {}</td><td></td></tr>",
                 esc(s.paper),
                 s.id,
                 esc(s.short),
@@ -126,9 +126,9 @@ pub(super) fn page(r: &Report, out: &Path) -> String {
             );
         }
         for f in &s.findings {
-            let _ = write!(
+            let _ = writeln!(
                 h,
-                "<tr><td>{}</td><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td></tr>\n",
+                "<tr><td>{}</td><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td></tr>",
                 esc(s.paper),
                 s.id,
                 esc(s.short),
@@ -141,20 +141,20 @@ pub(super) fn page(r: &Report, out: &Path) -> String {
     for s in &r.sections {
         section(&mut h, s, out);
     }
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<p class=\"meta\">Every section's CSV, JSON and figures are in its folder next to \
          this page; <code>report.json</code> holds every finding. Machines are shared and \
-         noisy: compare the variants of one run, as ratios.</p></body></html>\n"
+         noisy: compare the variants of one run, as ratios.</p></body></html>"
     );
     h
 }
 
 fn section(h: &mut String, s: &Section, out: &Path) {
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<h2 id=\"{}\">{} — {}</h2>\n<p class=\"meta\">{} · given {:.0} s, took {:.0} s · \
-         at full size: <code>{}</code></p>\n",
+         at full size: <code>{}</code></p>",
         s.id,
         esc(s.paper),
         esc(s.title),
@@ -164,15 +164,15 @@ fn section(h: &mut String, s: &Section, out: &Path) {
         esc(s.command)
     );
     if let Some(e) = &s.error {
-        let _ = write!(h, "<p class=\"error\">Did not finish: {}</p>\n", esc(e));
+        let _ = writeln!(h, "<p class=\"error\">Did not finish: {}</p>", esc(e));
     }
     for f in &s.findings {
-        let _ = write!(
+        let _ = writeln!(
             h,
             "<div class=\"finding\"><p>{} <b>{}</b></p>\
              <p><span class=\"label\">the paper</span>{}</p>\
              <p><span class=\"label\">measured here</span>{}</p>\
-             <p><span class=\"label\">why</span>{}</p></div>\n",
+             <p><span class=\"label\">why</span>{}</p></div>",
             badge(f.verdict),
             esc(f.claim),
             esc(f.paper),
@@ -183,12 +183,12 @@ fn section(h: &mut String, s: &Section, out: &Path) {
     for fig in &s.figures {
         match inline_svg(&out.join(fig)) {
             Some(svg) => {
-                let _ = write!(h, "<div class=\"fig\">{svg}</div>\n");
+                let _ = writeln!(h, "<div class=\"fig\">{svg}</div>");
             }
             None => {
-                let _ = write!(
+                let _ = writeln!(
                     h,
-                    "<p class=\"error\">figure {} could not be read</p>\n",
+                    "<p class=\"error\">figure {} could not be read</p>",
                     esc(&fig.display().to_string())
                 );
             }
@@ -202,9 +202,9 @@ fn section(h: &mut String, s: &Section, out: &Path) {
         h.push_str("</ul>\n");
     }
     if let Some(t) = &s.table {
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<details><summary>the measured points</summary><pre>{}</pre></details>\n",
+            "<details><summary>the measured points</summary><pre>{}</pre></details>",
             esc(t)
         );
     }

@@ -229,10 +229,9 @@ fn ratio_cell(s: &Spread) -> String {
 fn why(v: Verdict, shown: &str, hw: &Option<String>) -> String {
     let base = match v {
         Verdict::Shown => format!("{shown}; the spreads over the rounds do not overlap"),
-        Verdict::Partly => format!(
-            "the medians are in the paper's order, but the spreads over the rounds overlap: \
-             this machine's noise is as large as the effect"
-        ),
+        Verdict::Partly => "the medians are in the paper's order, but the spreads over the \
+                            rounds overlap: this machine's noise is as large as the effect"
+            .to_string(),
         Verdict::NotShown => "the medians are not in the paper's order".to_string(),
     };
     match (v, hw) {
@@ -945,7 +944,7 @@ fn tandem_fig6(ctx: &mut Ctx<'_>) -> Result<Body, String> {
     cfg.run.duration = Duration::from_secs_f64(t);
     cfg.validate()?;
     let tick = &mut *ctx.tick;
-    let rows = vertical_sweep::run(&cfg, |f| tick(f))?;
+    let rows = vertical_sweep::run(&cfg, tick)?;
     let files = vertical_sweep::write_outputs(&ctx.out, &cfg, &rows)?;
     let points = vertical_sweep::points(&rows);
     let largest = *cfg.inserts_per_txn.iter().max().unwrap_or(&1);
