@@ -17,6 +17,26 @@ pub(crate) fn file_error(what: &str, path: &Path, e: io::Error) -> Error {
     ))
 }
 
+/// Reads `buf.len()` bytes of the data file `f` from `at` as every reader of pages reads
+/// them: the bytes past the file's end are zeros. The buffer pool reads its pages so (a
+/// page allocated and never written reads as zeros; so does the tail of a page the file
+/// ends inside, which a power loss leaves when a page written past the old end reaches
+/// the disk only in its first sectors — valid if the sectors lost held zeros, as those of
+/// an empty node do), and so must every copy of the data file (a backup's), or it would
+/// leave out a page the database holds.
+pub(crate) fn read_pages(f: &dyn FileHandle, buf: &mut [u8], at: u64) -> io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let n = f.read_at(&mut buf[done..], at + done as u64)?;
+        if n == 0 {
+            break;
+        }
+        done += n;
+    }
+    buf[done..].fill(0);
+    Ok(())
+}
+
 /// Writes a file whole under a temporary name and moves it into place: `write` fills
 /// `tmp` (created, or truncated), which is synced, closed and renamed to `path`. The
 /// directory is not synced: the caller does, when the new name must be durable. `io`

@@ -184,20 +184,8 @@ impl DataFile {
             "page-write protocol: pages from {first} read without their segment locks \
              (a write could land half-way through the read)"
         );
-        let off = self.offset(first);
-        let mut done = 0;
-        while done < buf.len() {
-            let n = self
-                .file
-                .read_at(&mut buf[done..], off + done as u64)
-                .map_err(|e| self.error(e))?;
-            if n == 0 {
-                break;
-            }
-            done += n;
-        }
-        buf[done..].fill(0);
-        Ok(())
+        crate::data_file::read_pages(&*self.file, buf, self.offset(first))
+            .map_err(|e| self.error(e))
     }
 
     /// Writes sealed pages from `first` while their segments' locks are held

@@ -13,7 +13,10 @@
 //!    checkpoint's redo point, durable before the write; so recovery of the copy finds
 //!    the image and restores the page before it applies anything to it. A page written
 //!    before that is whole on disk before the copy starts. Pages added to the file after
-//!    the copy read its length are new pages, whose images are in the log too.
+//!    the copy read its length are new pages, whose images are in the log too. The copy
+//!    reads the file as the pool reads pages (`data_file::read_pages`: zeros past its
+//!    end), up to its length rounded up to a whole page: a file can end inside a valid
+//!    page after a power loss, and that page is the database's as much as any other.
 //! 3. The log is made durable, and its end `E` read: every page the copy read was written
 //!    under the write-ahead rule, so it holds no change at or past `E`. The log is copied
 //!    from the pin to `E` (`Log::copy_segments`: the last segment ends exactly at `E`).
@@ -33,7 +36,7 @@ use super::incremental;
 use super::open::DATA;
 use crate::backup_label::{BackupLabel, BackupParent, PARTIAL};
 use crate::control::Control;
-use crate::data_file::{file_error, write_durably};
+use crate::data_file::{file_error, read_pages, write_and_rename, write_durably};
 use crate::error::{Error, Result};
 use crate::recovery::redo_rule;
 use sluice_storage::Storage;
@@ -253,7 +256,13 @@ impl Database {
         // since): the checkpoint's end record is in the pinned log.
         let redo_from = redo_start(log, checkpoint)?;
 
-        // 2. The data file, while writers go on.
+        // 2. The data file, while writers go on, as its pages read (`read_pages`): whole
+        // pages, the last one included where the file ends inside it. A power loss leaves
+        // it so when a page written past the old end reached the disk only in its first
+        // sectors; if the rest held zeros (an empty node) the page reads whole and valid,
+        // the meta page counts it, and it stays so until it changes. A copy cut to the
+        // last whole page left it out, and the backup failed its checks on it (the
+        // swarm's seed 7154897; `tests/a_backup_keeps_a_last_page_the_data_file_ends_inside.rs`).
         let source = inner.dir.join(DATA);
         let data_len = {
             let f = storage
@@ -261,7 +270,7 @@ impl Database {
                 .map_err(|e| file_error("data file", &source, e))?;
             f.len().map_err(|e| file_error("data file", &source, e))?
         };
-        let data_len = data_len - data_len % u64::from(control.page_size);
+        let data_len = data_len.next_multiple_of(u64::from(control.page_size));
         if data_len < control.data_len {
             return Err(Error::Corruption(format!(
                 "data file {} is {data_len} bytes, shorter than the {} its control file records",
@@ -279,14 +288,9 @@ impl Database {
         };
         let pages_copied = match &parent {
             None => {
-                sluice_wal::copy_file(
-                    storage,
-                    &source,
-                    (storage, dest, DATA),
-                    // 64 pages a step: a progress bar moves, and a step is short.
-                    (Some(data_len), 64 * u64::from(control.page_size)),
-                    &mut tell,
-                )?;
+                // 64 pages a step: a progress bar moves, and a step is short.
+                let step = 64 * u64::from(control.page_size);
+                copy_data(storage, &source, dest, (data_len, step), &mut tell)?;
                 data_len / u64::from(control.page_size)
             }
             Some(p) => incremental::copy_changed(
@@ -344,6 +348,36 @@ impl Database {
         tracing::info!(end = %end, data_bytes = data_len, pages_copied, kind = label.kind(), "backup complete");
         Ok(label)
     }
+}
+
+/// Copies the first `len` bytes of the data file `source`, as its pages read
+/// (`read_pages`: zeros past its end), into `dest/data`: written as `data.tmp`, synced
+/// and renamed (the backup syncs `dest` at its end), `step` bytes at a time, `progress`
+/// told the bytes copied after each step.
+fn copy_data(
+    storage: &dyn Storage,
+    source: &Path,
+    dest: &Path,
+    (len, step): (u64, u64),
+    progress: &mut dyn FnMut(u64),
+) -> Result<()> {
+    let src = storage
+        .open(source, sluice_storage::OpenOptions::READ_ONLY)
+        .map_err(|e| file_error("data file", source, e))?;
+    let (tmp, path) = (dest.join(format!("{DATA}.tmp")), dest.join(DATA));
+    let io = |e| file_error("backup data file", &path, e);
+    write_and_rename(storage, (&tmp, &path), io, |f| {
+        let mut buf = vec![0u8; step.clamp(1, len.max(1)) as usize];
+        let mut at = 0u64;
+        while at < len {
+            let n = (len - at).min(buf.len() as u64) as usize;
+            read_pages(&*src, &mut buf[..n], at).map_err(|e| file_error("data file", source, e))?;
+            f.write_at(&buf[..n], at).map_err(io)?;
+            at += n as u64;
+            progress(at);
+        }
+        Ok(())
+    })
 }
 
 /// The lowest LSN recovery from `checkpoint` redoes from: its redo point, or the recovery

@@ -45,7 +45,7 @@
 
 use super::open::DATA;
 use crate::backup_label::{incomplete, BackupLabel, BackupParent, INCREMENTAL_DATA, PARTIAL};
-use crate::data_file::{file_error, write_and_rename};
+use crate::data_file::{file_error, read_pages, write_and_rename};
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::log_record::CommitTime;
@@ -202,7 +202,8 @@ fn record_crc(id: u64, page: &[u8]) -> u32 {
 }
 
 /// Copies into `dest/data.incr` the pages of the data file `source` (its first
-/// `data_len` bytes) that changed since `parent` (see the module docs); `progress` is
+/// `data_len` bytes, as its pages read: zeros past its end) that changed since `parent`
+/// (see the module docs); `progress` is
 /// told the bytes read so far. Returns the pages copied.
 pub(crate) fn copy_changed(
     st: &dyn Storage,
@@ -228,7 +229,7 @@ pub(crate) fn copy_changed(
         let (mut at, mut written, mut pages) = (0u64, HEADER, 0u64);
         while at < data_len {
             let n = (data_len - at).min(STEP_PAGES * ps);
-            src.read_exact_at(&mut buf[..n as usize], at)
+            read_pages(&*src, &mut buf[..n as usize], at)
                 .map_err(|e| file_error("data file", source, e))?;
             out.clear();
             for (i, p) in buf[..n as usize].chunks_exact(ps as usize).enumerate() {
