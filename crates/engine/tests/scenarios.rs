@@ -11,6 +11,7 @@ mod read_only;
 mod spy;
 
 mod a_64_mib_value_is_all_or_nothing_across_crashes;
+mod a_backup_after_a_compaction_cut_short_by_a_power_loss_verifies;
 mod a_backup_keeps_a_last_page_the_data_file_ends_inside;
 mod a_backup_under_load_shows_exactly_the_commits_below_its_end;
 mod a_coordinated_commit_a_participant_cannot_finish_is_not_acknowledged;
