@@ -142,13 +142,23 @@ fn restore(sim: &SimStorage, backup: &str, ancestors: &[&str], dest: &str, repla
 
 /// Restores `backup` (with its chain) under both replays; each restored database
 /// verifies and shows `shown`.
-fn restores_to(sim: &SimStorage, backup: &str, ancestors: &[&str], shown: &[(String, Rows)], tag: &str) {
-    for (n, replay) in [Replay::SortedRuns, Replay::LogOrder].into_iter().enumerate() {
+fn restores_to(
+    sim: &SimStorage,
+    backup: &str,
+    ancestors: &[&str],
+    shown: &[(String, Rows)],
+    tag: &str,
+) {
+    for (n, replay) in [Replay::SortedRuns, Replay::LogOrder]
+        .into_iter()
+        .enumerate()
+    {
         let dest = format!("/restored-{tag}-{n}");
         restore(sim, backup, ancestors, &dest, replay);
         let r = open(sim, &dest);
-        r.verify()
-            .unwrap_or_else(|e| panic!("{tag} {replay:?}: the restored database does not verify: {e}"));
+        r.verify().unwrap_or_else(|e| {
+            panic!("{tag} {replay:?}: the restored database does not verify: {e}")
+        });
         assert_eq!(contents(&r), shown, "{tag} {replay:?}");
         // It goes on: a new table (the next page allocated) and rows.
         let x = r.create_table("after").unwrap();
@@ -173,7 +183,11 @@ fn a_read_only_backup_copies_a_valid_last_page_the_file_ends_inside() {
     let label = db.backup_to("/bk").unwrap();
     assert_eq!(label.data_bytes, (page + 1) * PAGE);
     drop(db);
-    assert_eq!(file_len(&sim, "/db/data"), len, "the read-only backup wrote nothing");
+    assert_eq!(
+        file_len(&sim, "/db/data"),
+        len,
+        "the read-only backup wrote nothing"
+    );
     let b = open_read_only(&sim, "/bk").unwrap();
     b.verify()
         .unwrap_or_else(|e| panic!("the read-only database's backup does not verify: {e}"));
@@ -223,14 +237,22 @@ fn cut_as_before_the_fix(sim: &SimStorage, dir: &str, page: u64) {
     f.set_len(page * PAGE).unwrap();
     f.sync_data().unwrap();
     let label_path = format!("{dir}/BACKUP");
-    let text = String::from_utf8(read_at(sim, &label_path, 0, file_len(sim, &label_path) as usize)).unwrap();
+    let text = String::from_utf8(read_at(
+        sim,
+        &label_path,
+        0,
+        file_len(sim, &label_path) as usize,
+    ))
+    .unwrap();
     let old = format!("data_bytes {}\n", (page + 1) * PAGE);
     assert!(text.contains(&old), "{text}");
     let body_end = text.rfind("crc32c ").unwrap();
     let body = text[..body_end].replace(&old, &format!("data_bytes {}\n", page * PAGE));
     let crc = crc32c::crc32c(body.as_bytes());
     let new = format!("{body}crc32c {crc:08x}\n");
-    let f = sim.open(Path::new(&label_path), OpenOptions::EXISTING).unwrap();
+    let f = sim
+        .open(Path::new(&label_path), OpenOptions::EXISTING)
+        .unwrap();
     f.set_len(0).unwrap();
     f.write_at(new.as_bytes(), 0).unwrap();
     f.sync_data().unwrap();
@@ -248,7 +270,10 @@ fn an_incremental_backup_on_a_parent_cut_before_the_fix_copies_the_page() {
     // The cut parent is as the swarm's backup was: it fails verify.
     {
         let p = open_read_only(&sim, "/full").unwrap();
-        assert!(p.verify().is_err(), "the cut parent verifies: the cut did not reproduce a pre-fix backup");
+        assert!(
+            p.verify().is_err(),
+            "the cut parent verifies: the cut did not reproduce a pre-fix backup"
+        );
     }
     let mut tx = db.begin();
     let t = db.table("t").unwrap();
@@ -286,7 +311,13 @@ fn an_incremental_backup_on_a_parent_holding_the_page_restores_it_changed_or_not
     assert!(label.data_bytes >= (page + 1) * PAGE);
     db.close().unwrap();
     restores_to(&sim, "/incr1", &["/full"], &shown1, "incr-unchanged");
-    restores_to(&sim, "/incr2", &["/full", "/incr1"], &shown2, "incr-changed");
+    restores_to(
+        &sim,
+        "/incr2",
+        &["/full", "/incr1"],
+        &shown2,
+        "incr-changed",
+    );
 }
 
 /// A data file ending inside a page the meta page does not count, garbage in the part
@@ -306,7 +337,9 @@ fn a_garbage_page_past_the_meta_pages_count_is_harmless_in_a_backup() {
     let len = file_len(&sim, "/db/data");
     assert_eq!(len % PAGE, 0);
     {
-        let f = sim.open(Path::new("/db/data"), OpenOptions::EXISTING).unwrap();
+        let f = sim
+            .open(Path::new("/db/data"), OpenOptions::EXISTING)
+            .unwrap();
         f.write_at(&[0xABu8; 1536], len).unwrap();
         f.sync_data().unwrap();
     }

@@ -212,8 +212,10 @@ fn take(cx: &Scope<'_>, occasion: Occasion, _held: &MutexGuard<'_, ()>) -> Resul
     // 3. and 4.
     let data_len = store.pool.raise_image_floor(r)?;
     // A torn write that extended the file before a crash can leave it ending inside a
-    // page (the device keeps some of the page's sectors); that page reads as torn and redo
-    // repairs it, but the control file records whole pages.
+    // page (the device keeps some of the page's sectors); that page reads with zeros past
+    // the end, either torn (redo repairs it from its image) or, when the lost sectors held
+    // zeros, whole and valid (and a backup copies it: `data_file::read_pages`). The
+    // control file records whole pages: a floor.
     let data_len = data_len - data_len % store.page_size as u64;
     store.pool.sync()?;
     if writes.counted() {
