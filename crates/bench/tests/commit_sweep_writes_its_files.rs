@@ -209,3 +209,156 @@ fn tatp_components_sweep_opens_a_session_per_log_buffer() {
         "each step over the one before, and all over baseline"
     );
 }
+
+/// The rows of a breakdown figure's CSV as maps from column to value.
+fn csv_maps(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let (header, rows) = csv(path);
+    rows.into_iter()
+        .map(|r| {
+            assert_eq!(r.len(), header.len(), "{r:?}");
+            header.iter().cloned().zip(r).collect()
+        })
+        .collect()
+}
+
+fn num(r: &std::collections::HashMap<String, String>, col: &str) -> f64 {
+    r.get(col)
+        .unwrap_or_else(|| panic!("no column {col}"))
+        .parse()
+        .unwrap_or_else(|e| panic!("{col}: {e}: {r:?}"))
+}
+
+/// The agents' clocks account for every moment of every agent: their activities add up
+/// to agents × the measured seconds (measured by the driver's own clock). An agent
+/// parked for the whole window, a thread left out or a switch counted twice would put
+/// the sum off.
+fn assert_accounted(rows: &[std::collections::HashMap<String, String>]) {
+    for r in rows {
+        let acc = num(r, "accounted");
+        assert!((0.97..=1.03).contains(&acc), "accounted {acc}: {r:?}");
+        let agent_s = num(r, "agents_seconds");
+        let wall = num(r, "agents") * num(r, "seconds");
+        assert!((agent_s / wall - acc).abs() < 0.01, "{r:?}");
+        let shares: f64 = sluice::experiment::Activity::ALL
+            .iter()
+            .map(|a| num(r, &format!("{}_share", a.name())))
+            .sum();
+        assert!(
+            (shares - 1.0).abs() < 0.001,
+            "shares sum to {shares}: {r:?}"
+        );
+    }
+}
+
+#[test]
+fn breakdown_sweep_accounts_for_the_agents_time_where_the_tatp_work_is() {
+    let data = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let cfg = SweepConfig {
+        clients: vec![1, 8],
+        seconds: Duration::from_millis(300),
+        repeat: 2,
+        ..tiny(Figure::Breakdown, data.path())
+    };
+    let r = commit_sweep::run(&cfg, out.path(), |_| {}).unwrap();
+    assert!(r.consistent(), "{:?}", r.rows);
+    assert_files(
+        out.path(),
+        &[
+            "breakdown.csv",
+            "breakdown.json",
+            "breakdown-summary.csv",
+            "breakdown.png",
+            "breakdown.svg",
+        ],
+    );
+    let rows = csv_maps(&out.path().join("breakdown.csv"));
+    assert_eq!(rows.len(), 2 * 2);
+    assert_accounted(&rows);
+    for r in &rows {
+        assert_eq!(r["commit"], "elr-pipelined");
+        assert_eq!(r["log_buffer"], "mutex");
+        // Every UPDATE_LOCATION searches the tree, takes a lock and logs an update and
+        // a commit; a pipelined agent never blocks on the flush (no transaction of this
+        // type rolls back, and the pool holds every page).
+        for a in ["tree_share", "lock_share", "log_insert_share"] {
+            assert!(num(r, a) > 0.0, "{a}: {r:?}");
+        }
+        assert!(num(r, "log_flush_wait_share") < 0.01, "{r:?}");
+        assert!(num(r, "log_insert_us_per_txn") > 0.0, "{r:?}");
+    }
+    // One client keeps at most one agent busy at a time: the agents (one per core) idle
+    // for part of it — but not when there is only one agent.
+    if sluice_bench::metrics::cores() > 1 {
+        let one = rows.iter().find(|r| r["clients"] == "1").unwrap();
+        assert!(num(one, "idle_share") > 0.2, "{one:?}");
+    }
+    let (sh, srows) = csv(&out.path().join("breakdown-summary.csv"));
+    assert_eq!(srows.len(), 2, "one row per client count");
+    assert!(sh.iter().any(|h| h == "log_insert_wait_share_median"));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("breakdown.json")).unwrap())
+            .unwrap();
+    let t = &json[0]["agent_time"];
+    assert!(t["tree"].as_u64().unwrap() > 0, "{t}");
+    assert!(t.get("log_insert_wait").is_some(), "{t}");
+    let table = commit_sweep::time_table(Figure::Breakdown, &r.rows)
+        .unwrap()
+        .render();
+    assert!(table.contains("log_insert_wait %"), "{table}");
+}
+
+#[test]
+fn cpu_sweep_shows_lock_waits_go_with_elr_and_flush_waits_with_pipelining() {
+    let data = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let cfg = SweepConfig {
+        clients: vec![6],
+        seconds: Duration::from_millis(300),
+        ..tiny(Figure::Cpu, data.path())
+    };
+    let r = commit_sweep::run(&cfg, out.path(), |_| {}).unwrap();
+    assert!(r.consistent(), "{:?}", r.rows);
+    assert_files(
+        out.path(),
+        &[
+            "cpu.csv",
+            "cpu.json",
+            "cpu-summary.csv",
+            "cpu.png",
+            "cpu.svg",
+        ],
+    );
+    let rows = csv_maps(&out.path().join("cpu.csv"));
+    assert_eq!(rows.len(), 3 + cfg.scalable_buffer.is_some() as usize);
+    assert_accounted(&rows);
+    let step = |s: &str| rows.iter().find(|r| r["step"] == s).unwrap();
+    let (classic, elr, pipelined) = (step("baseline"), step("+elr"), step("+pipelining"));
+    // SF 1 has one branch: under classic every transaction holds its lock through the
+    // 1 ms flush, and the other five agents wait for it. ELR lets it go before the
+    // flush, so they wait for the flush instead; pipelined agents wait for neither.
+    assert!(
+        num(classic, "lock_wait_share") > 0.4,
+        "classic waits for locks: {classic:?}"
+    );
+    assert!(
+        num(elr, "lock_wait_share") < num(classic, "lock_wait_share") / 2.0,
+        "{elr:?}"
+    );
+    assert!(num(elr, "log_flush_wait_share") > 0.4, "{elr:?}");
+    assert!(
+        num(pipelined, "log_flush_wait_share") < 0.01,
+        "{pipelined:?}"
+    );
+    assert_eq!(num(classic, "agents"), 6.0);
+    for r in &rows {
+        let idle = num(r, "cpu_idle");
+        assert!((-0.05..=1.0).contains(&idle), "{r:?}");
+    }
+    let svg = std::fs::read_to_string(out.path().join("cpu.svg")).unwrap();
+    for text in ["user CPU", "lock wait", "log flush wait", "+elr"] {
+        assert!(svg.contains(text), "{text} not in the figure");
+    }
+    let sp = r.speedup.unwrap();
+    assert!(sp.title.starts_with("tps"), "{}", sp.title);
+}

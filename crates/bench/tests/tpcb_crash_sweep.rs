@@ -108,6 +108,7 @@ fn run_seed(seed: u64, p: CommitProtocol) -> (u64, u64, bool) {
             on_commit_record: Some(Arc::new(move |_, _| {
                 c2.fetch_add(1, Ordering::SeqCst);
             })),
+            time_breakdown: false,
         },
     );
     let gen = Arc::new(TpcbGenerator::new(shape()).unwrap());

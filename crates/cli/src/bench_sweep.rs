@@ -1,11 +1,11 @@
-//! `sluice bench commit-sweep`: the commit-protocol sweeps that draw Aether's Figs. 3, 4,
-//! 5 and 9. The runs and the files live in `sluice_bench::experiments::commit_sweep`; this module
+//! `sluice bench commit-sweep`: the commit-protocol sweeps that draw Aether's Figs. 2, 3,
+//! 4, 5, 7 and 9. The runs and the files live in `sluice_bench::experiments::commit_sweep`; this module
 //! parses flags, shows one progress bar over all points and prints the tables.
 
 use crate::sweep;
 use crate::Failure;
 use sluice_bench::experiments::commit_sweep::{
-    self, summary_table, Figure, SweepConfig, SweepError, DEFAULT_LOG_LATENCY,
+    self, summary_table, time_table, Figure, SweepConfig, SweepError, DEFAULT_LOG_LATENCY,
 };
 use sluice_bench::knobs::seconds;
 use sluice_storage::DeviceProfile;
@@ -15,7 +15,8 @@ use std::path::PathBuf;
 /// Flags of `sluice bench commit-sweep`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The figure (one of Aether's Figs. 3, 4, 5 and 9). Required.
+    /// The figure (one of Aether's Figs. 3, 4, 5 and 9; breakdown is Fig. 7, cpu Fig. 2).
+    /// Required.
     // Optional to clap and checked here: clap's own "required arguments" error puts the
     // missing names on a second line, which the one-line error policy would cut off.
     #[arg(long, value_enum)]
@@ -24,14 +25,14 @@ pub struct Args {
     #[arg(long)]
     out: Option<PathBuf>,
     /// TPC-B scale factor, branches of 100,000 accounts (TPC-B figures) [default: 10 for
-    /// elr-skew, else 2].
+    /// elr-skew and cpu, else 2].
     #[arg(long)]
     scale: Option<u32>,
-    /// TATP subscribers (tatp-components) [default: 100000].
+    /// TATP subscribers (tatp-components, breakdown) [default: 100000].
     #[arg(long)]
     subscribers: Option<u32>,
-    /// Client counts, comma-separated: the x axis, or elr-skew's one count
-    /// [default: 16 for elr-skew, else 1,2,4,8,16,32,64].
+    /// Client counts, comma-separated: the x axis, or the one count of elr-skew and cpu
+    /// [default: 16 for elr-skew, 60 for cpu, else 1,2,4,8,16,32,64].
     #[arg(long, value_delimiter = ',')]
     clients: Option<Vec<usize>>,
     /// Zipf skews, comma-separated (elr-skew) [default: 0,0.5,0.8,1,1.2].
@@ -40,16 +41,16 @@ pub struct Args {
     /// Emulated log latencies, comma-separated (elr-skew) [default: 0,100us,1ms,10ms].
     #[arg(long, value_delimiter = ',')]
     log_latencies: Option<Vec<String>>,
-    /// The log device of ctx, clients and tatp-components: an emulated latency (0,
-    /// 100us, 1ms, …) or `disk` for the real disk under --dir [default: 1ms].
+    /// The log device of every figure but elr-skew: an emulated latency (0, 100us, 1ms,
+    /// …) or `disk` for the real disk under --dir [default: 1ms].
     #[arg(long)]
     log_latency: Option<String>,
     /// Rounds: every point runs once per round, the rounds one after another; each point
     /// is drawn as the median of its rounds with the min–max as an error bar.
     #[arg(long, default_value_t = 3)]
     repeat: usize,
-    /// Log buffer of the scalable-buffer step (tatp-components) [default: hybrid, when
-    /// this build has it].
+    /// Log buffer of the scalable-buffer step (tatp-components, cpu) [default: hybrid,
+    /// when this build has it].
     #[arg(long)]
     log_buffer: Option<InsertVariant>,
     /// Measured seconds per point.
@@ -81,12 +82,12 @@ fn only_for(given: bool, flag: &str, figures: &[Figure], figure: Figure) -> Resu
 }
 
 fn config(a: &Args, f: Figure) -> Result<SweepConfig, Failure> {
-    let tpcb = [Figure::ElrSkew, Figure::Ctx, Figure::Clients];
+    let tpcb = [Figure::ElrSkew, Figure::Ctx, Figure::Clients, Figure::Cpu];
     only_for(a.scale.is_some(), "scale", &tpcb, f)?;
     only_for(
         a.subscribers.is_some(),
         "subscribers",
-        &[Figure::TatpComponents],
+        &[Figure::TatpComponents, Figure::Breakdown],
         f,
     )?;
     only_for(a.skews.is_some(), "skews", &[Figure::ElrSkew], f)?;
@@ -99,13 +100,19 @@ fn config(a: &Args, f: Figure) -> Result<SweepConfig, Failure> {
     only_for(
         a.log_latency.is_some(),
         "log-latency",
-        &[Figure::Ctx, Figure::Clients, Figure::TatpComponents],
+        &[
+            Figure::Ctx,
+            Figure::Clients,
+            Figure::TatpComponents,
+            Figure::Breakdown,
+            Figure::Cpu,
+        ],
         f,
     )?;
     only_for(
         a.log_buffer.is_some(),
         "log-buffer",
-        &[Figure::TatpComponents],
+        &[Figure::TatpComponents, Figure::Cpu],
         f,
     )?;
     let mut c = SweepConfig::new(f);
@@ -166,6 +173,10 @@ pub fn run(a: Args) -> Result<(), Failure> {
     // One line per point (median and min–max over the rounds); every repeat is in the
     // CSV and the JSON.
     println!("{}", summary_table(r.figure, &r.rows).render());
+    if let Some(t) = time_table(r.figure, &r.rows) {
+        println!("\nWhere the agents' time went (median % of their time over the rounds)");
+        println!("{}", t.render());
+    }
     for row in &r.rows {
         for v in &row.row.violations {
             println!(

@@ -138,6 +138,7 @@ fn check(c: &Common) -> Result<Checked, Failure> {
             log_latency: latency,
             warmup,
             seconds,
+            time_breakdown: false,
         })
         .collect();
     Ok(Checked { specs, latency })

@@ -295,6 +295,7 @@ pub fn child(a: ChildArgs) -> Result<(), Failure> {
                 agents: DriverConfig::default_agents(a.commit, a.clients),
                 protocol: Some(a.commit),
                 on_commit_record: None,
+                time_breakdown: false,
             },
         )),
         Target::Parted(_) => None,

@@ -102,6 +102,7 @@ mod agents;
 mod alloc_probe;
 mod backup_label;
 mod blob;
+mod breakdown;
 mod btree;
 mod buffer_pool;
 mod builder;
@@ -181,6 +182,7 @@ pub mod experiment {
     pub use crate::agents::{
         AgentOptions, AgentStats, Agents, CommitHook, Completion, Finished, Outcome, Submitter,
     };
+    pub use crate::breakdown::{Activity, TimeBreakdown};
     pub use crate::propagation::{Backlog, PageCleaner, Policy};
 }
 

@@ -36,7 +36,7 @@ impl LogSink {
     /// Appends a record to the log (see the type's docs for a read-only one).
     pub(crate) fn append(&self, payload: &[u8]) -> Result<Appended, WalError> {
         let Some(s) = &self.scratch else {
-            return self.log.append(payload);
+            return crate::breakdown::log_insert(|| self.log.append(payload));
         };
         if !s.open.load(Ordering::Acquire) {
             return Err(WalError::ReadOnly);
@@ -47,6 +47,12 @@ impl LogSink {
             lsn,
             end: lsn.add(len),
         })
+    }
+
+    /// Blocks until everything below `lsn` is durable (as [`Log::wait_durable`]), counted
+    /// as a wait for the log flush in an agent's time breakdown.
+    pub(crate) fn wait_durable(&self, lsn: Lsn) -> Result<Lsn, WalError> {
+        crate::breakdown::flush_wait(|| self.log.wait_durable(lsn))
     }
 
     /// Read-only: recovery is over; from now on every record is refused.

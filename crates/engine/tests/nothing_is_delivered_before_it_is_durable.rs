@@ -45,6 +45,7 @@ fn setup(protocol: CommitProtocol, seed: u64) -> Setup {
             on_commit_record: Some(Arc::new(move |_, lsn| {
                 hook_tx.lock().unwrap().send(lsn).unwrap();
             })),
+            time_breakdown: false,
         },
     );
     let t1 = t.clone();

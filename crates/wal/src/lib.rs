@@ -38,6 +38,7 @@ pub mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
 mod health;
+mod insert_wait;
 mod log;
 mod lsn;
 mod notify;
@@ -56,6 +57,7 @@ mod wait;
 pub use buffer::{BufferOptions, InsertVariant, LogBuffer};
 pub use copy::{copy_file, cut_log_dir, read_segment_files, CopiedSegments, COPY_STEP_BYTES};
 pub use error::{Result, WalError};
+pub use insert_wait::{insert_waited, time_insert_waits};
 pub use log::{Appended, Log, LogStats};
 pub use lsn::Lsn;
 pub use notify::{DurableCallback, DurableFuture};

@@ -46,7 +46,6 @@ impl<T> Mutex<T> {
         #[cfg(loom)]
         return self.0.lock().unwrap();
     }
-    #[allow(dead_code)]
     pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
         #[cfg(not(loom))]
         return self.0.try_lock();

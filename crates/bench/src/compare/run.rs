@@ -117,6 +117,7 @@ fn sluice_spec(cfg: &CompareConfig) -> RunSpec {
         log_latency: None,
         warmup: cfg.warmup,
         seconds: cfg.round_seconds(),
+        time_breakdown: false,
     }
 }
 

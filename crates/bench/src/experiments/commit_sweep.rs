@@ -12,8 +12,14 @@
 //! - [`Figure::TatpComponents`] (Fig. 9): TATP UPDATE_LOCATION as the components are
 //!   switched on in turn: classic → +ELR → +flush pipelining → +a scalable log buffer;
 //!   each step in its own panel, plus the speedup of each step.
+//! - [`Figure::Breakdown`] (Fig. 7): TATP UPDATE_LOCATION, elr-pipelined with the mutex
+//!   log buffer, over client counts: where the agents' time goes (the engine's own
+//!   clocks, `AgentOptions::time_breakdown`), as stacked shares.
+//! - [`Figure::Cpu`] (Fig. 2): TPC-B at one client count under Fig. 9's steps (classic,
+//!   +elr, +pipelining, +a scalable log buffer): the machine's CPU time and idle beside
+//!   where the agents' time goes, as stacked bars (`breakdown.rs` draws both).
 //!
-//! Figs. 4, 5 and 9 put the log on the emulated device of [`SweepConfig::log_latency`]
+//! Figs. 2, 4, 5, 7 and 9 put the log on the emulated device of [`SweepConfig::log_latency`]
 //! (the one `bench tpcb --log-latency` uses) or, with `None`, on the real disk.
 //!
 //! A sweep is a plan of runs ([`SweepConfig::plan`]) in rounds: round r runs every point
@@ -27,9 +33,11 @@
 //! check says, so an inconsistent sweep can still be inspected — the caller decides what
 //! an inconsistent row means.
 
+mod breakdown;
 mod output;
 mod rounds;
 
+pub use breakdown::time_table;
 pub use output::{rows_table, summary_table, SpeedupTable};
 pub use rounds::{interleave, PointKey};
 
@@ -59,11 +67,40 @@ pub enum Figure {
     Clients,
     /// Fig. 9: TATP UPDATE_LOCATION as ELR, pipelining and a scalable buffer switch on.
     TatpComponents,
+    /// Fig. 7: where the time goes vs clients (TATP UPDATE_LOCATION, elr-pipelined, the
+    /// mutex log buffer).
+    Breakdown,
+    /// Fig. 2: CPU, idle and where the time goes under classic, elr, elr-pipelined and a
+    /// scalable log buffer (TPC-B at one client count).
+    Cpu,
 }
 
 named_values!(Figure, "figure", serialize);
 
-/// The log-buffer variant Fig. 9's last step uses when none is asked for: the paper's
+impl Figure {
+    /// Runs TATP (the others run TPC-B).
+    pub fn tatp(self) -> bool {
+        matches!(self, Figure::TatpComponents | Figure::Breakdown)
+    }
+
+    /// Its runs are Fig. 9's component steps (`SweepRow::step`).
+    pub fn steps(self) -> bool {
+        matches!(self, Figure::TatpComponents | Figure::Cpu)
+    }
+
+    /// Draws where the agents' time goes (its runs keep the agents' clocks).
+    pub fn times(self) -> bool {
+        matches!(self, Figure::Breakdown | Figure::Cpu)
+    }
+
+    /// Runs at one client count: elr-skew (its x axis is the skew) and cpu (its bars are
+    /// the steps).
+    fn one_client_count(self) -> bool {
+        matches!(self, Figure::ElrSkew | Figure::Cpu)
+    }
+}
+
+/// The log-buffer variant the last step of Figs. 9 and 2 uses when none is asked for: the paper's
 /// hybrid (consolidation array + decoupled fill), else the atomic variant, else none
 /// (a build with only the mutex buffer leaves the step out).
 pub fn default_scalable_buffer() -> Option<InsertVariant> {
@@ -76,7 +113,7 @@ const MAX_POINTS: usize = 64;
 const MAX_SECONDS: f64 = 3_600.0;
 const MAX_LATENCY_SECONDS: f64 = 10.0;
 
-/// The emulated log latency Figs. 4, 5 and 9 use by default. Chosen by measuring on a
+/// The emulated log latency Figs. 2, 4, 5, 7 and 9 use by default. Chosen by measuring on a
 /// 2-core machine under load (docs/bench.md): with the log on the real disk, fsync swung
 /// from 0.1 to 4 ms and neighbouring points jumped 10×; a steady device of this latency,
 /// one of Fig. 3's, makes a commit wait long enough for ELR and flush pipelining to matter
@@ -90,9 +127,10 @@ pub struct SweepConfig {
     pub figure: Figure,
     /// TPC-B scale factor (branches) for the TPC-B figures.
     pub scale: u32,
-    /// TATP subscribers for [`Figure::TatpComponents`].
+    /// TATP subscribers for the TATP figures.
     pub subscribers: u32,
-    /// Client counts: the x axis, or (for [`Figure::ElrSkew`]) the one count used.
+    /// Client counts: the x axis, or (for [`Figure::ElrSkew`] and [`Figure::Cpu`]) the
+    /// one count used.
     pub clients: Vec<usize>,
     /// Zipf skews ([`Figure::ElrSkew`]'s x axis).
     pub skews: Vec<f64>,
@@ -103,7 +141,8 @@ pub struct SweepConfig {
     pub log_latency: Option<Duration>,
     /// Rounds: each point runs once per round (at least 1).
     pub repeat: usize,
-    /// The scalable log buffer of Fig. 9's last step (`None`: leave the step out).
+    /// The scalable log buffer of the last step of Figs. 9 and 2 (`None`: leave the step
+    /// out).
     pub scalable_buffer: Option<InsertVariant>,
     /// Unmeasured warm-up per run.
     pub warmup: Duration,
@@ -118,7 +157,8 @@ pub struct SweepConfig {
 /// One planned run.
 #[derive(Debug, Clone)]
 pub struct Planned {
-    /// Fig. 9's component step ("baseline", "+elr", …); `None` for the other figures.
+    /// The component step of Figs. 9 and 2 ("baseline", "+elr", …); `None` for the
+    /// other figures.
     pub step: Option<&'static str>,
     /// The round (0-based): every point runs once per round.
     pub repeat: usize,
@@ -128,19 +168,19 @@ pub struct Planned {
     pub spec: RunSpec,
 }
 
-/// Fig. 9's steps: each switches one more component on.
+/// The steps of Figs. 9 and 2: each switches one more component on.
 const TATP_STEPS: [(&str, CommitProtocol); 3] = [
     ("baseline", CommitProtocol::Classic),
     ("+elr", CommitProtocol::Elr),
     ("+pipelining", CommitProtocol::ElrPipelined),
 ];
-/// Fig. 9's last step, on a session with the scalable buffer.
+/// The last step of Figs. 9 and 2, on a session with the scalable buffer.
 const SCALABLE_STEP: &str = "+scalable-buffer";
 
 impl SweepConfig {
     /// The defaults: small enough to finish in minutes on two cores (SF 2, SF 10 with
-    /// 16 clients for Fig. 3; 1 s per point after 0.5 s of warm-up, 3 rounds); flags
-    /// scale them up.
+    /// 16 clients for Fig. 3 and with 60 for Fig. 2; 1 s per point after 0.5 s of
+    /// warm-up, 3 rounds); flags scale them up.
     pub fn new(figure: Figure) -> SweepConfig {
         SweepConfig {
             figure,
@@ -149,10 +189,18 @@ impl SweepConfig {
             // clients, 1 ms: 12× at skew 0, no rise with skew above the spread). SF 10
             // with 16 clients leaves skew 0 mostly conflict-free (measured, skew 0 →
             // 1.2: 2.4× → 7.8× at 1 ms, 2.1× → 11.7× at 10 ms, spreads apart).
-            scale: if figure == Figure::ElrSkew { 10 } else { 2 },
+            // Fig. 2: the paper's 100 tellers (SF 10), whose contention its baseline bar
+            // shows as idle time.
+            scale: if matches!(figure, Figure::ElrSkew | Figure::Cpu) {
+                10
+            } else {
+                2
+            },
             subscribers: 100_000,
             clients: match figure {
                 Figure::ElrSkew => vec![16],
+                // The paper's Fig. 2 ran 60 clients.
+                Figure::Cpu => vec![60],
                 _ => vec![1, 2, 4, 8, 16, 32, 64],
             },
             skews: vec![0.0, 0.5, 0.8, 1.0, 1.2],
@@ -181,8 +229,16 @@ impl SweepConfig {
         for &c in &self.clients {
             in_range("clients", c, 1..=MAX_CLIENTS)?;
         }
-        if self.figure == Figure::ElrSkew && self.clients.len() != 1 {
-            return Err("elr-skew runs at one client count (its x axis is the skew)".into());
+        if self.figure.one_client_count() && self.clients.len() != 1 {
+            return Err(format!(
+                "{} runs at one client count ({})",
+                self.figure,
+                if self.figure == Figure::ElrSkew {
+                    "its x axis is the skew"
+                } else {
+                    "its bars are the commit protocols"
+                }
+            ));
         }
         in_range("the number of skews", self.skews.len(), 1..=MAX_POINTS)?;
         for &s in &self.skews {
@@ -246,6 +302,7 @@ impl SweepConfig {
             log_latency,
             warmup: self.warmup,
             seconds: self.seconds,
+            time_breakdown: self.figure.times(),
         };
         let mutex = InsertVariant::Mutex;
         let plain = |s: RunSpec| Planned {
@@ -294,7 +351,13 @@ impl SweepConfig {
                     }
                 }
             }
-            Figure::TatpComponents => {
+            Figure::Breakdown => {
+                // The paper's Fig. 7: ELR and flush pipelining on, the baseline buffer.
+                for &c in &self.clients {
+                    out.push(plain(spec(CommitProtocol::ElrPipelined, c, None, 0.0, log)));
+                }
+            }
+            Figure::TatpComponents | Figure::Cpu => {
                 // Steps side by side at each client count, as for the other figures.
                 for &c in &self.clients {
                     for (step, p) in TATP_STEPS {
@@ -340,7 +403,7 @@ pub struct SweepRow {
     pub figure: Figure,
     /// The round it ran in (0-based).
     pub repeat: usize,
-    /// Fig. 9's component step.
+    /// The component step of Figs. 9 and 2.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step: Option<&'static str>,
     /// The run.
@@ -454,7 +517,7 @@ fn open(
         checkpoint_log_bytes: Setup::CHECKPOINT_LOG_BYTES,
         adaptive_group_commit: true,
     };
-    let loaded = if cfg.figure == Figure::TatpComponents {
+    let loaded = if cfg.figure.tatp() {
         let s = setup(TatpSession::pool_pages(cfg.subscribers));
         Loaded::Tatp(TatpSession::load(&s, cfg.subscribers, progress)?)
     } else {
@@ -506,7 +569,7 @@ pub fn run(
     assert!(!plan.is_empty(), "a valid configuration plans some runs");
     let total = plan.len();
     let mut notes = Vec::new();
-    if cfg.figure == Figure::TatpComponents && cfg.scalable_buffer.is_none() {
+    if cfg.figure.steps() && cfg.scalable_buffer.is_none() {
         notes.push(
             "no scalable log-buffer variant in this build: the +scalable-buffer step is left out"
                 .to_string(),
@@ -523,7 +586,7 @@ pub fn run(
         if !sessions.iter().any(|s| s.log_buffer == p.log_buffer) {
             let what = format!(
                 "loading {} ({} log buffer)",
-                if cfg.figure == Figure::TatpComponents {
+                if cfg.figure.tatp() {
                     format!("TATP {} subscribers", cfg.subscribers)
                 } else {
                     format!("TPC-B SF {}", cfg.scale)
@@ -603,6 +666,8 @@ mod tests {
                 Figure::Ctx => 7 * 3,
                 Figure::Clients => 7 * 4,
                 Figure::TatpComponents => 7 * (3 + c.scalable_buffer.is_some() as usize),
+                Figure::Breakdown => 7,
+                Figure::Cpu => 3 + c.scalable_buffer.is_some() as usize,
             };
             assert_eq!(plan.len(), per_round * 3, "{f}: 3 rounds by default");
             if f != Figure::ElrSkew {
@@ -643,6 +708,77 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn only_the_breakdown_figures_keep_the_agents_clocks() {
+        for &f in Figure::value_variants() {
+            let plan = SweepConfig::new(f).plan();
+            assert!(
+                plan.iter().all(|p| p.spec.time_breakdown == f.times()),
+                "{f}"
+            );
+        }
+    }
+
+    #[test]
+    fn fig7_runs_elr_pipelined_on_the_mutex_buffer_once_per_client_count_per_round() {
+        let mut c = SweepConfig::new(Figure::Breakdown);
+        c.clients = vec![1, 4, 16];
+        c.repeat = 2;
+        assert!(c.figure.tatp() && !c.figure.steps());
+        let plan = c.plan();
+        assert_eq!(plan.len(), 3 * 2);
+        for (i, p) in plan.iter().enumerate() {
+            assert_eq!(p.repeat, i / 3, "rounds one after another");
+            assert_eq!(p.spec.clients, c.clients[i % 3], "the x axis in order");
+            assert_eq!(p.spec.protocol, CommitProtocol::ElrPipelined);
+            assert_eq!(p.log_buffer, InsertVariant::Mutex);
+            assert_eq!(p.spec.log_latency, Some(DEFAULT_LOG_LATENCY));
+            assert_eq!(
+                p.spec.agents, None,
+                "the protocol's own shape: one per core"
+            );
+            assert_eq!(p.step, None);
+        }
+    }
+
+    #[test]
+    fn fig2_runs_each_step_at_one_client_count_with_the_scalable_buffer_last() {
+        let mut c = SweepConfig::new(Figure::Cpu);
+        assert_eq!(c.clients, [60], "the paper's 60 clients");
+        assert_eq!(c.scale, 10, "the paper's 100 tellers");
+        c.scalable_buffer = InsertVariant::ALL
+            .iter()
+            .copied()
+            .find(|v| v.name() != "mutex");
+        c.repeat = 3;
+        let plan = c.plan();
+        let per_round = 3 + c.scalable_buffer.is_some() as usize;
+        assert_eq!(plan.len(), per_round * 3);
+        for round in plan.chunks(per_round) {
+            let got: Vec<_> = round
+                .iter()
+                .map(|p| (p.step.unwrap(), p.spec.protocol, p.log_buffer))
+                .collect();
+            let mut want = vec![
+                ("baseline", CommitProtocol::Classic, InsertVariant::Mutex),
+                ("+elr", CommitProtocol::Elr, InsertVariant::Mutex),
+                (
+                    "+pipelining",
+                    CommitProtocol::ElrPipelined,
+                    InsertVariant::Mutex,
+                ),
+            ];
+            if let Some(v) = c.scalable_buffer {
+                want.push(("+scalable-buffer", CommitProtocol::ElrPipelined, v));
+            }
+            assert_eq!(got, want);
+            assert!(round.iter().all(|p| p.spec.clients == 60));
+        }
+        c.clients = vec![8, 60];
+        let e = c.validate().unwrap_err();
+        assert!(e.contains("cpu runs at one client count"), "{e}");
     }
 
     #[test]

@@ -462,6 +462,7 @@ pub fn run(
         measure: cfg.seconds,
         seed: 0x5EED,
         rate: (cfg.throughput == Throughput::Low).then_some(cfg.rate),
+        time_breakdown: false,
     };
     let workload =
         Arc::new(TpcbWorkload::new(tables.clone(), shape, 1).map_err(Error::InvalidArgument)?);

@@ -249,6 +249,7 @@ pub fn run(
         measure: Duration::from_secs_f64(cfg.seconds),
         seed: cfg.seed,
         rate: None,
+        time_breakdown: false,
     };
     let (load, label) = std::thread::scope(|s| {
         let backing_up = s.spawn(|| {

@@ -224,7 +224,31 @@ impl Drawing for Panel {
 }
 
 /// Height of one note line under a plot, pixels.
-const NOTE_LINE_PX: u32 = 22;
+pub(super) const NOTE_LINE_PX: u32 = 22;
+
+/// Draws `notes` in grey at the bottom of `root`, one per line; returns the area above
+/// them, for the plot.
+pub(super) fn notes_under<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    notes: &[String],
+) -> Result<DrawingArea<DB, Shift>, PlotError>
+where
+    DB::ErrorType: 'static,
+{
+    let (_, h) = root.dim_in_pixel();
+    let note_px = (NOTE_LINE_PX * notes.len() as u32).min(h / 2);
+    let (plot, below) = root.split_vertically(h - note_px);
+    for (i, n) in notes.iter().enumerate() {
+        below
+            .draw_text(
+                n,
+                &("sans-serif", 15).into_font().color(&RGBColor(90, 90, 90)),
+                (16, 2 + NOTE_LINE_PX as i32 * i as i32),
+            )
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(plot)
+}
 
 /// The x of series `i` of `n` nudged sideways ("dodged") so that error bars at the same
 /// x do not hide each other: a few pixels' worth of the axis, in log space on a log axis.
@@ -302,18 +326,7 @@ where
     DB::ErrorType: 'static,
 {
     root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let (_, h) = root.dim_in_pixel();
-    let note_px = (NOTE_LINE_PX * notes.len() as u32).min(h / 2);
-    let (plot, below) = root.split_vertically(h - note_px);
-    for (i, n) in notes.iter().enumerate() {
-        below
-            .draw_text(
-                n,
-                &("sans-serif", 15).into_font().color(&RGBColor(90, 90, 90)),
-                (16, 2 + NOTE_LINE_PX as i32 * i as i32),
-            )
-            .map_err(|e| e.to_string())?;
-    }
+    let plot = notes_under(root, notes)?;
     let root = &plot;
     let ((x0, x1), (y0, y1)) = c.bounds_with(bars);
     let legend_at = c.legend_position((x0, x1), (y0, y1));
@@ -429,12 +442,26 @@ pub fn write_panels(
     dir: &Path,
     stem: &str,
 ) -> Result<(), PlotError> {
+    let notes = panels.iter().map(|p| p.notes.len()).max().unwrap_or(0);
+    write_drawings(title, panels, cols, notes, dir, stem)
+}
+
+/// Writes `panels` (any figure that draws itself, with at most `notes` lines of notes
+/// each) as one figure, `cols` to a row, under one `title`: `stem.png` and `stem.svg`
+/// under `dir`.
+pub(super) fn write_drawings<D: Drawing>(
+    title: &str,
+    panels: &[D],
+    cols: usize,
+    notes: usize,
+    dir: &Path,
+    stem: &str,
+) -> Result<(), PlotError> {
     let cols = cols.max(1);
     let rows = panels.len().div_ceil(cols).max(1);
-    let notes = panels.iter().map(|p| p.notes.len()).max().unwrap_or(0) as u32;
     let size = (
         800 * cols as u32,
-        (520 + NOTE_LINE_PX * notes) * rows as u32 + 50,
+        (520 + NOTE_LINE_PX * notes as u32) * rows as u32 + 50,
     );
     let grid = Grid {
         title,
@@ -459,14 +486,14 @@ pub fn write_grid(
 }
 
 /// Panels under one title.
-struct Grid<'a> {
+struct Grid<'a, D> {
     title: &'a str,
-    panels: Vec<&'a Panel>,
+    panels: Vec<&'a D>,
     rows: usize,
     cols: usize,
 }
 
-impl Drawing for Grid<'_> {
+impl<D: Drawing> Drawing for Grid<'_, D> {
     fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
     where
         DB::ErrorType: 'static,

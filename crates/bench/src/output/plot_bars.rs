@@ -1,6 +1,7 @@
 //! A bar chart (PNG and SVG): one bar per engine in `sluice compare`, one per strategy
 //! in the propagation sweep (on a log axis, with the device's bandwidth as a reference
-//! line).
+//! line); and stacked bars ([`StackedBars`]): where the time goes, per client count or
+//! per commit protocol, in the commit sweep's breakdown figures.
 
 use super::plot::{write_png_and_svg, Drawing, PlotError};
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
@@ -248,6 +249,171 @@ impl BarChart {
     }
 }
 
+/// A stacked bar chart: one bar per label, each the sum of its segments, one colour per
+/// kind of segment with a legend beside the plot, and notes under it. Where a segment is
+/// tall enough its value is printed inside it.
+#[derive(Debug, Clone)]
+pub struct StackedBars {
+    /// Title above the plot.
+    pub title: String,
+    /// Y axis label.
+    pub y_label: String,
+    /// What the bars are, printed under their labels ("clients").
+    pub x_label: String,
+    /// The kinds of segment, from the bottom of a bar up: legend label and colour (RGB).
+    pub kinds: Vec<(String, (u8, u8, u8))>,
+    /// The bars, left to right: label and one value per kind (0 or less: no segment).
+    pub bars: Vec<(String, Vec<f64>)>,
+    /// The top of the y axis (`None`: the tallest bar plus a margin).
+    pub y_max: Option<f64>,
+    /// Lines of text under the plot.
+    pub notes: Vec<String>,
+}
+
+impl StackedBars {
+    /// Writes `stem.png` and `stem.svg` under `dir`.
+    pub fn write(&self, dir: &Path, stem: &str) -> Result<(), PlotError> {
+        let w = (self.bars.len() as u32 * 90 + 560).max(1200);
+        let h = 640 + super::plot::NOTE_LINE_PX * self.notes.len() as u32;
+        write_png_and_svg(self, dir, stem, (w, h))
+    }
+
+    /// Writes `charts` side by side (`cols` to a row) under one `title`: `stem.png` and
+    /// `stem.svg` under `dir`.
+    pub fn write_grid(
+        title: &str,
+        charts: &[StackedBars],
+        cols: usize,
+        dir: &Path,
+        stem: &str,
+    ) -> Result<(), PlotError> {
+        let notes = charts.iter().map(|c| c.notes.len()).max().unwrap_or(0);
+        super::plot::write_drawings(title, charts, cols, notes, dir, stem)
+    }
+
+    fn draw_stacked<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+    ) -> Result<(), PlotError>
+    where
+        DB::ErrorType: 'static,
+    {
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        // The title spans the legend too: it is the longest text.
+        let root = root
+            .titled(self.title.as_str(), ("sans-serif", 22))
+            .map_err(|e| e.to_string())?;
+        let plot = super::plot::notes_under(&root, &self.notes)?;
+        let (w, _) = plot.dim_in_pixel();
+        let (plot, legend) = plot.split_horizontally(w.saturating_sub(250));
+        let tallest = self
+            .bars
+            .iter()
+            .map(|(_, v)| v.iter().filter(|x| **x > 0.0).sum::<f64>())
+            .fold(0.0f64, f64::max);
+        let top = self.y_max.unwrap_or((tallest * 1.08).max(1e-9));
+        let n = self.bars.len().max(1) as f64;
+        let floor = -top * 0.09;
+        let mut chart = ChartBuilder::on(&plot)
+            .margin(16)
+            .x_label_area_size(10)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..n, floor..top)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(0)
+            .y_desc(self.y_label.as_str())
+            .y_label_formatter(&|v| {
+                if *v < 0.0 {
+                    String::new()
+                } else {
+                    super::report::thousands(*v)
+                }
+            })
+            .label_style(("sans-serif", 15))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        let centred = |size: u32| {
+            TextStyle::from(("sans-serif", size).into_font())
+                .pos(Pos::new(HPos::Center, VPos::Center))
+        };
+        for (i, (label, values)) in self.bars.iter().enumerate() {
+            let x = i as f64;
+            let mut y = 0.0;
+            for ((_, (r, g, b)), &v) in self.kinds.iter().zip(values) {
+                if v.is_nan() || v <= 0.0 {
+                    continue;
+                }
+                let color = RGBColor(*r, *g, *b);
+                chart
+                    .draw_series([
+                        Rectangle::new([(x + 0.15, y), (x + 0.85, y + v)], color.filled()),
+                        Rectangle::new([(x + 0.15, y), (x + 0.85, y + v)], WHITE.stroke_width(1)),
+                    ])
+                    .map_err(|e| e.to_string())?;
+                // The value inside a segment of at least 4 % of the axis, in black or
+                // white, whichever reads on its colour.
+                if v >= top * 0.04 {
+                    let light = 0.3 * *r as f64 + 0.6 * *g as f64 + 0.1 * *b as f64 > 140.0;
+                    let ink = if light { BLACK } else { WHITE };
+                    chart
+                        .draw_series([Text::new(
+                            format!("{v:.0}"),
+                            (x + 0.5, y + v / 2.0),
+                            centred(13).color(&ink),
+                        )])
+                        .map_err(|e| e.to_string())?;
+                }
+                y += v;
+            }
+            chart
+                .draw_series([Text::new(
+                    label.clone(),
+                    (x + 0.5, floor * 0.35),
+                    centred(15),
+                )])
+                .map_err(|e| e.to_string())?;
+        }
+        chart
+            .draw_series([Text::new(
+                self.x_label.clone(),
+                (n / 2.0, floor * 0.8),
+                centred(15),
+            )])
+            .map_err(|e| e.to_string())?;
+        // The legend, top to bottom as the segments are stacked.
+        let swatch = 18;
+        for (k, (label, (r, g, b))) in self.kinds.iter().rev().enumerate() {
+            let y = 30 + k as i32 * 28;
+            legend
+                .draw(&Rectangle::new(
+                    [(4, y), (4 + swatch, y + swatch)],
+                    RGBColor(*r, *g, *b).filled(),
+                ))
+                .map_err(|e| e.to_string())?;
+            legend
+                .draw_text(
+                    label,
+                    &("sans-serif", 15).into_font().color(&BLACK),
+                    (4 + swatch + 8, y + 1),
+                )
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+impl Drawing for StackedBars {
+    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
+    where
+        DB::ErrorType: 'static,
+    {
+        self.draw_stacked(root)
+    }
+}
+
 impl Drawing for BarChart {
     fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
     where
@@ -348,6 +514,36 @@ mod tests {
         );
         let svg = std::fs::read_to_string(dir.path().join("bars.svg")).unwrap();
         assert!(svg.contains("<svg"));
+    }
+
+    #[test]
+    fn stacked_bars_draw_every_kind_in_the_legend_and_alone_or_in_a_grid() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = StackedBars {
+            title: "where the time goes".into(),
+            y_label: "% of agent time".into(),
+            x_label: "clients".into(),
+            kinds: vec![
+                ("work".into(), (40, 120, 40)),
+                ("lock wait".into(), (30, 60, 200)),
+                ("idle".into(), (220, 220, 220)),
+            ],
+            bars: vec![
+                ("1".into(), vec![20.0, 0.0, 80.0]),
+                ("64".into(), vec![70.0, 30.0, f64::NAN]),
+            ],
+            y_max: Some(100.0),
+            notes: vec!["a note".into()],
+        };
+        c.write(dir.path(), "stacked").unwrap();
+        let svg = std::fs::read_to_string(dir.path().join("stacked.svg")).unwrap();
+        for text in ["lock wait", "idle", "a note", "clients", "64", "70"] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+        StackedBars::write_grid("two", &[c.clone(), c], 2, dir.path(), "grid").unwrap();
+        let svg = std::fs::read_to_string(dir.path().join("grid.svg")).unwrap();
+        assert_eq!(svg.matches("lock wait").count(), 2, "a legend per panel");
+        assert!(dir.path().join("grid.png").exists());
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::metrics::{self, CpuCost, Latency, Usage};
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use sluice::experiment::{AgentOptions, Agents, Finished, Outcome};
+use sluice::experiment::{AgentOptions, Agents, Finished, Outcome, TimeBreakdown};
 use sluice::{CommitProtocol, Database, Error, Transaction};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
@@ -51,6 +51,8 @@ pub struct DriverConfig {
     /// hold a fixed throughput below what the machine does; `None`: every client
     /// submits its next transaction as soon as the last one finishes.
     pub rate: Option<f64>,
+    /// Record where the agents' time goes ([`DriverResult::agent_time`]).
+    pub time_breakdown: bool,
 }
 
 impl DriverConfig {
@@ -115,6 +117,9 @@ pub struct DriverResult {
     pub segments_recycled: u64,
     /// Times an agent parked for lack of work in the window, per completed transaction.
     pub agent_parks_per_txn: f64,
+    /// Where the agents' time went in the window, summed over the agents (with
+    /// [`DriverConfig::time_breakdown`]).
+    pub agent_time: Option<TimeBreakdown>,
     /// The flush daemon's gather budget at the end of the window (scheduler yields; see
     /// `GroupCommit::adaptive`).
     pub gather_budget: u64,
@@ -277,6 +282,7 @@ pub fn run_counting<W: Workload>(
             agents: cfg.agents,
             protocol: Some(cfg.protocol),
             on_commit_record: None,
+            time_breakdown: cfg.time_breakdown,
         },
     );
     let committed0 = committed.load(Ordering::Relaxed);
@@ -335,6 +341,7 @@ pub fn run_counting<W: Workload>(
     let u0 = Usage::now();
     let log0 = db.log().stats();
     let parks0 = agents.stats().parks;
+    let time0 = agents.time_breakdown();
     let m0 = Instant::now();
     run.measuring.store(true, Ordering::Release);
     while m0.elapsed() < cfg.measure && !run.stop.load(Ordering::Acquire) {
@@ -343,6 +350,10 @@ pub fn run_counting<W: Workload>(
     }
     run.measuring.store(false, Ordering::Release);
     let seconds = m0.elapsed().as_secs_f64();
+    let agent_time = agents
+        .time_breakdown()
+        .zip(time0)
+        .map(|(t1, t0)| t1.since(&t0));
     // Bytes the daemon wrote, not the released LSN: the same window's records trail into
     // the next flush by at most one group-commit round, against ~10^5 of them measured.
     let log1 = db.log().stats();
@@ -404,6 +415,7 @@ pub fn run_counting<W: Workload>(
         zero_filled_bytes: log1.bytes_zero_filled - log0.bytes_zero_filled,
         segments_recycled: log1.segments_recycled - log0.segments_recycled,
         agent_parks_per_txn: parks as f64 / completed.max(1) as f64,
+        agent_time,
         gather_budget: log1.gather_budget,
         kinds: per_kind,
         committed_total: run.committed_total.load(Ordering::Relaxed) - committed0,

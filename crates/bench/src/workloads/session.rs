@@ -11,6 +11,7 @@ use super::tpcb::{self, TpcbShape, TpcbTables, TpcbWorkload};
 use crate::metrics::{CpuCost, Latency};
 use rand::SeedableRng;
 use serde::Serialize;
+use sluice::experiment::TimeBreakdown;
 use sluice::{CommitProtocol, Error};
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +34,9 @@ pub struct RunSpec {
     pub warmup: Duration,
     /// Measured time.
     pub seconds: Duration,
+    /// Record where the agents' time goes ([`Row::agent_time`]; `AgentOptions::
+    /// time_breakdown`, which costs a clock read per switch of activity).
+    pub time_breakdown: bool,
 }
 
 /// One result row (one JSON object).
@@ -80,6 +84,11 @@ pub struct Row {
     pub segments_recycled: u64,
     /// Times an agent parked for lack of work, per transaction.
     pub agent_parks_per_txn: f64,
+    /// Where the agents' time went in the measured window, summed over the agents
+    /// (nanoseconds per activity; the sum is about agents × seconds); only for a run
+    /// with [`RunSpec::time_breakdown`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_time: Option<TimeBreakdown>,
     /// The log's group-commit gather: `adaptive` or `fixed`.
     pub group_commit: &'static str,
     /// The flush daemon's gather budget at the end of the run (scheduler yields).
@@ -180,6 +189,7 @@ fn row(workload: &'static str, b: &BenchDb, spec: &RunSpec, agents: usize, r: Dr
             / (r.committed + r.rolled_back).max(1) as f64,
         segments_recycled: r.segments_recycled,
         agent_parks_per_txn: r.agent_parks_per_txn,
+        agent_time: r.agent_time,
         group_commit: if b.db.options().log.group_commit.adaptive {
             "adaptive"
         } else {
@@ -202,6 +212,7 @@ fn driver_config(spec: &RunSpec, agents: usize, seed: u64) -> DriverConfig {
         measure: spec.seconds,
         seed,
         rate: None,
+        time_breakdown: spec.time_breakdown,
     }
 }
 

@@ -2,6 +2,7 @@
 
 use super::frame::{Frame, NOT_LATCHED};
 use super::pool_core::PoolCore;
+use crate::breakdown::{enter, Activity};
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::page;
@@ -32,7 +33,11 @@ impl<'a> PageRef<'a> {
     /// S-latches the page.
     pub(crate) fn read(&self) -> PageRead<'a> {
         let pin = LatchPin::new(self.frame());
-        let guard = self.frame().latch.read();
+        let latch = &self.frame().latch;
+        let guard = latch.try_read().unwrap_or_else(|| {
+            let _waiting = enter(Activity::PageWait);
+            latch.read()
+        });
         debug_assert_eq!(self.frame().page_id(), self.id);
         PageRead { guard, _pin: pin }
     }
@@ -45,7 +50,11 @@ impl<'a> PageRef<'a> {
     /// X-latches the page.
     pub(crate) fn write(&self) -> PageWrite<'a> {
         let pin = LatchPin::new(self.frame());
-        let guard = self.frame().latch.write();
+        let latch = &self.frame().latch;
+        let guard = latch.try_write().unwrap_or_else(|| {
+            let _waiting = enter(Activity::PageWait);
+            latch.write()
+        });
         debug_assert_eq!(self.frame().page_id(), self.id);
         PageWrite::new(
             self.frame(),

@@ -1,5 +1,6 @@
 //! The pool: page table, CLOCK replacement, loading and writing pages.
 
+use crate::breakdown::{enter, Activity};
 use crate::buffer_pool::frame::{Frame, NOT_LATCHED, STATE_LOADING, STATE_READY};
 use crate::buffer_pool::pool_core::PoolCore;
 use crate::buffer_pool::spill::Spill;
@@ -181,6 +182,7 @@ impl BufferPool {
             return Err(Error::Closed("database"));
         }
         let mut deadline = None;
+        let mut missing = None;
         // Victims given up in a row: a pool whose dirty pages cannot be written now (the
         // redo pass's, see `set_redo`) waits, as a pool of pinned pages does.
         let mut refused = 0;
@@ -198,6 +200,8 @@ impl BufferPool {
                     None => continue,
                 }
             }
+            // A miss: finding a frame, writing its victim back, reading the page.
+            missing.get_or_insert_with(|| enter(Activity::PageWait));
             let mut t = self.table.write();
             if t.map.contains_key(&id) {
                 // Loaded by someone else since we looked.

@@ -248,6 +248,8 @@ impl LockManager {
             e.waiting.push_back((txn, mode));
         }
         self.lock_waits.fetch_add(1, Ordering::Relaxed);
+        // From here to the return (granted or refused) the request waits.
+        let _waiting = crate::breakdown::enter(crate::breakdown::Activity::LockWait);
         let start = Instant::now();
         let deadline = start + self.timeout;
         let (mut blockers, mut fresh) = (Vec::new(), Vec::new());

@@ -49,6 +49,7 @@
 //! `elr-pipelined` its locks would leave that record's LSN behind, and the next
 //! transaction on those keys would wait for that flush instead.
 
+use crate::breakdown::flush_wait;
 use crate::error::{Error, Result};
 use crate::options::CommitProtocol;
 use parking_lot::{Condvar, Mutex};
@@ -162,7 +163,9 @@ impl<'a> Sequencer<'a> {
     /// which releases its locks if they are still held (the strict protocols).
     pub(crate) fn wait(&self, ack: Option<Lsn>, tx: Option<impl Steps>) -> Result<()> {
         let r = match ack {
-            Some(lsn) => self.log.wait_durable(lsn).map(drop).map_err(Error::from),
+            Some(lsn) => flush_wait(|| self.log.wait_durable(lsn))
+                .map(drop)
+                .map_err(Error::from),
             None => Ok(()),
         };
         drop(tx);
@@ -225,9 +228,9 @@ impl<'a> Sequencer<'a> {
         let own = tx.last_lsn();
         let durable = self.durable(&tx);
         let hardened = match own {
-            Some(end) if self.protocol.pipelined() => {
-                self.log.wait_durable(end).map(drop).map_err(Error::from)
-            }
+            Some(end) if self.protocol.pipelined() => flush_wait(|| self.log.wait_durable(end))
+                .map(drop)
+                .map_err(Error::from),
             _ => Ok(()),
         };
         let ack = own
@@ -247,7 +250,7 @@ impl<'a> Sequencer<'a> {
                     && durability == Durability::Durable
                     && d > self.log.durable_lsn() =>
             {
-                self.log.wait_durable(d)?;
+                flush_wait(|| self.log.wait_durable(d))?;
                 Ok(())
             }
             _ => Ok(()),
@@ -269,6 +272,7 @@ pub(crate) fn harden_parts(waits: &[(&Log, Lsn)]) -> Result<()> {
 }
 
 fn harden_all(waits: &[(&Log, Lsn)]) -> Result<()> {
+    let _waiting = crate::breakdown::enter(crate::breakdown::Activity::LogFlushWait);
     if let [(log, lsn)] = waits {
         log.wait_durable(*lsn)?;
         return Ok(());

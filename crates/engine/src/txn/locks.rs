@@ -2,6 +2,7 @@
 //! locks a write try-locks under its leaf latch, and a lock given back unused.
 
 use super::transaction::Transaction;
+use crate::breakdown::{enter, Activity};
 use crate::btree::GapLocker;
 use crate::error::Result;
 use crate::ids::PageId;
@@ -46,6 +47,7 @@ pub(super) fn try_lock_name(
     held: &mut Vec<LockKey>,
     dep: &mut Option<Lsn>,
 ) -> Result<LockMode, LockName> {
+    let _lock = enter(Activity::Lock);
     let mut holds = LockMode::NONE;
     let mut one = |name: LockName, check: LockMode| {
         let k = LockKey { table, name };
@@ -73,6 +75,7 @@ impl Transaction {
     /// Takes `mode` on `name` of `table`, waiting (no latch may be held); returns
     /// whether the transaction did not hold the name before.
     pub(super) fn lock(&mut self, table: &Table, name: LockName, mode: LockMode) -> Result<bool> {
+        let _lock = enter(Activity::Lock);
         let k = LockKey {
             table: table.root,
             name,
@@ -100,6 +103,7 @@ impl Transaction {
     /// Gives back a lock the current operation took and has not used: nothing was read
     /// or changed under it (the operation starts over), so 2PL does not need it kept.
     pub(super) fn unlock_unused(&mut self, table: PageId, name: LockName) {
+        let _lock = enter(Activity::Lock);
         let k = LockKey { table, name };
         let i = self
             .held

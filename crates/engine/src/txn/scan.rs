@@ -3,6 +3,7 @@
 
 use super::locks::try_lock_name;
 use super::transaction::Transaction;
+use crate::breakdown::{enter, Activity};
 use crate::btree::{scan_batch, BatchEnd, Btree};
 use crate::error::Result;
 use crate::key_range::KeyRange;
@@ -106,6 +107,7 @@ pub struct Scan<'t> {
 impl Scan<'_> {
     /// Reads the next batch from the front (`forward`) or the back of what is left.
     fn refill(&mut self, forward: bool) -> Result<()> {
+        let _tree = enter(Activity::Tree);
         self.txn.usable()?;
         self.txn.use_table(&self.table, TableLock::Read)?;
         self.txn.db.check()?;

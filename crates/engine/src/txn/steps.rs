@@ -4,6 +4,7 @@
 
 use super::commit::{Durability, Sequencer, Steps};
 use super::transaction::{State, Transaction};
+use crate::breakdown::{enter, Activity};
 use crate::error::{Error, Result};
 use crate::lock::{LockKey, LockName, TableLock};
 use crate::log_record::{Participant, Record};
@@ -82,6 +83,7 @@ impl Transaction {
     /// their names when a dropped table's handle meets the table now on its root page
     /// (holds are per latch, names per root).
     fn release_all(&mut self, early: Option<Lsn>) {
+        let _lock = enter(Activity::Lock);
         let txn = self.shared.id;
         let mut held = std::mem::take(&mut self.held);
         let durable = self.db.store.log.durable_lsn();

@@ -3,6 +3,7 @@
 
 use super::locks::TxnGaps;
 use super::transaction::{Transaction, UndoEntry};
+use crate::breakdown::{enter, Activity};
 use crate::btree::{Btree, ChangeLogger, LeafChange, SetOutcome};
 use crate::error::{Error, Result};
 use crate::key_range::KeyRange;
@@ -64,6 +65,7 @@ impl Transaction {
     /// key: inserting it needs record X).
     pub fn get(&mut self, table: &Table, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.usable()?;
+        let _tree = enter(Activity::Tree);
         let r = self.read(table, key.as_ref(), LockMode::RECORD_S);
         self.settle(r)
     }
@@ -75,6 +77,7 @@ impl Transaction {
         key: impl AsRef<[u8]>,
     ) -> Result<Option<Vec<u8>>> {
         self.usable()?;
+        let _tree = enter(Activity::Tree);
         let r = self.read(table, key.as_ref(), LockMode::RECORD_X);
         self.settle(r)
     }
@@ -103,6 +106,7 @@ impl Transaction {
         new: Option<&[u8]>,
     ) -> Result<Option<Vec<u8>>> {
         self.usable()?;
+        let _tree = enter(Activity::Tree);
         let r = self.write(table, key, new);
         self.settle(r)
     }

@@ -118,6 +118,7 @@ pub(super) fn run_agents(
                     .commits
                     .insert(id, lsn);
             })),
+            time_breakdown: false,
         },
     );
     for (t, &ts) in seeds.iter().enumerate() {

@@ -283,6 +283,7 @@ impl AgentRun {
                     seen.lock().expect("commits").insert(id, lsn);
                 })),
                 protocol: None,
+                time_breakdown: false,
             },
         );
         AgentRun { agents, commits }

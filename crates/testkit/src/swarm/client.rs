@@ -329,6 +329,7 @@ pub(crate) fn run_session(
                 agents: n,
                 on_commit_record: None,
                 protocol: None,
+                time_breakdown: false,
             },
         )),
         _ => None,

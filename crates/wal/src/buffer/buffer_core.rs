@@ -204,6 +204,8 @@ impl BufferCore {
         if room() {
             return Ok(());
         }
+        // Waiting for the flush side to free ring space is waiting for the log buffer too.
+        let _waiting = crate::insert_wait::Waiting::begin();
         // The flush side may be asleep with nothing due; it must free space now.
         self.flush.request();
         self.space.wait_until(|| room() || self.is_stopped());

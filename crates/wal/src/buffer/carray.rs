@@ -165,6 +165,7 @@ impl ConsolidationArray {
         };
         let mut found = find();
         if found.is_none() {
+            let _waiting = crate::insert_wait::Waiting::begin();
             self.freed.wait_until(|| {
                 found = find();
                 found.is_some() || core.is_stopped()
@@ -195,6 +196,7 @@ impl ConsolidationArray {
             let s = slot.state.load(Ordering::Acquire);
             (COPYING..OPEN).contains(&s)
         };
+        let _waiting = crate::insert_wait::Waiting::unless(placed);
         let mut ready = false;
         for _ in 0..SPINS {
             if placed() {
@@ -308,7 +310,7 @@ impl<R: GroupRelease> Consolidating<R> {
     /// not run again for a while).
     fn lock_turn(&self, core: &BufferCore) -> Result<MutexGuard<'_, Lsn>> {
         loop {
-            let g = self.reserved.lock();
+            let g = crate::insert_wait::lock(&self.reserved);
             let at = *g;
             if !R::SERIAL || core.released() == at {
                 return Ok(g);

@@ -28,7 +28,7 @@ impl DecoupledInsert {
 impl InsertAlgorithm for DecoupledInsert {
     fn insert(&self, core: &BufferCore, rec: &Record<'_>) -> Result<Lsn> {
         let p = {
-            let mut reserved = self.reserved.lock();
+            let mut reserved = crate::insert_wait::lock(&self.reserved);
             let p = core.place(*reserved, rec.frame_len);
             *reserved = p.end;
             p

@@ -22,7 +22,7 @@ impl MutexInsert {
 
 impl InsertAlgorithm for MutexInsert {
     fn insert(&self, core: &BufferCore, rec: &Record<'_>) -> Result<Lsn> {
-        let mut reserved = self.reserved.lock();
+        let mut reserved = crate::insert_wait::lock(&self.reserved);
         let p = core.place(*reserved, rec.frame_len);
         // SAFETY: we hold the lock with the reserved position at `p.start`, so `[p.start,
         // p.end)` is ours alone; `prepare` waits for its space before we fill it.

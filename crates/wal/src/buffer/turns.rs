@@ -71,6 +71,9 @@ impl BufferCore {
                 released == start.0
             }
         };
+        // Timed from here only if the turn has not come yet (log-buffer contention).
+        let _waiting =
+            crate::insert_wait::Waiting::unless(|| reached(self.released.load(Ordering::Acquire)));
         for _ in 0..SPINS {
             if reached(self.released.load(Ordering::Acquire)) {
                 return self.publish_own(start, end);

@@ -2,6 +2,7 @@
 //! CSV and JSON (every repeat), the summary CSV (median, min, max per point) and the
 //! figures (medians with min–max error bars, each technique in its own panel).
 
+use super::breakdown;
 use super::rounds::{paired_ratio, points, Point};
 use super::{Figure, SweepConfig, SweepRow, SCALABLE_STEP, TATP_STEPS};
 use crate::experiments::noise;
@@ -118,7 +119,7 @@ pub(super) fn speedup(figure: Figure, rows: &[SweepRow]) -> Option<SpeedupTable>
                     .collect(),
             })
         }
-        Figure::Ctx => None,
+        Figure::Ctx | Figure::Breakdown => None,
         Figure::Clients => {
             let at = |c: usize, commit: &'static str| {
                 move |r: &SweepRow| r.row.clients == c && r.row.commit == commit
@@ -144,7 +145,7 @@ pub(super) fn speedup(figure: Figure, rows: &[SweepRow]) -> Option<SpeedupTable>
                     .collect(),
             })
         }
-        Figure::TatpComponents => {
+        Figure::TatpComponents | Figure::Cpu => {
             let steps = distinct(rows.iter().filter_map(|r| r.step));
             let at = |c: usize, step: &'static str| {
                 move |r: &SweepRow| r.row.clients == c && r.step == Some(step)
@@ -155,7 +156,10 @@ pub(super) fn speedup(figure: Figure, rows: &[SweepRow]) -> Option<SpeedupTable>
                 .collect();
             columns.push(format!("all ÷ {}", TATP_STEPS[0].0));
             Some(SpeedupTable {
-                title: "MQTh of each step ÷ the step before".into(),
+                title: format!(
+                    "{} of each step ÷ the step before",
+                    if figure.tatp() { "MQTh" } else { "tps" }
+                ),
                 row_header: "clients".into(),
                 columns,
                 rows: clients
@@ -179,16 +183,15 @@ pub(super) fn speedup(figure: Figure, rows: &[SweepRow]) -> Option<SpeedupTable>
 
 /// The rows as a text table, one per run (every repeat, with its round).
 pub fn rows_table(figure: Figure, rows: &[SweepRow]) -> Table {
-    let tatp = figure == Figure::TatpComponents;
     let mut header: Vec<&str> = vec!["round"];
-    if tatp {
+    if figure.steps() {
         header.push("step");
     }
-    header.extend(Row::columns(tatp));
+    header.extend(Row::columns(figure.tatp()));
     let mut t = Table::new(header);
     for r in rows {
         let mut cells = vec![(r.repeat + 1).to_string()];
-        if tatp {
+        if figure.steps() {
             cells.push(r.step.unwrap_or("").to_string());
         }
         cells.extend(r.row.cells());
@@ -200,9 +203,9 @@ pub fn rows_table(figure: Figure, rows: &[SweepRow]) -> Table {
 /// The points as a text table: each measure's median over the rounds and, with more
 /// than one round, its min–max.
 pub fn summary_table(figure: Figure, rows: &[SweepRow]) -> Table {
-    let tatp = figure == Figure::TatpComponents;
+    let tatp = figure.tatp();
     let mut header: Vec<&str> = Vec::new();
-    if tatp {
+    if figure.steps() {
         header.push("step");
     }
     header.extend([
@@ -221,7 +224,7 @@ pub fn summary_table(figure: Figure, rows: &[SweepRow]) -> Table {
     for p in points(rows) {
         let k = &p.key;
         let mut cells = Vec::new();
-        if tatp {
+        if figure.steps() {
             cells.push(k.step.unwrap_or("").to_string());
         }
         cells.extend([
@@ -241,12 +244,12 @@ pub fn summary_table(figure: Figure, rows: &[SweepRow]) -> Table {
     t
 }
 
-/// The CSV's columns for a figure: the TATP figure has a `step` and counts MQTh, the
-/// TPC-B ones count tps.
-pub(super) fn csv_header(figure: Figure) -> Vec<&'static str> {
-    let tatp = figure == Figure::TatpComponents;
+/// The CSV's columns for a figure: the TATP figures count MQTh, the TPC-B ones tps; the
+/// step figures have a `step`, the breakdown figures the agents' time per activity.
+pub(super) fn csv_header(figure: Figure) -> Vec<String> {
+    let tatp = figure.tatp();
     let mut h = vec!["figure", "repeat", "workload"];
-    if tatp {
+    if figure.steps() {
         h.push("step");
     }
     h.extend([
@@ -271,6 +274,10 @@ pub(super) fn csv_header(figure: Figure) -> Vec<&'static str> {
         "consistent",
         "violations",
     ]);
+    let mut h: Vec<String> = h.into_iter().map(String::from).collect();
+    if figure.times() {
+        h.extend(breakdown::csv_header());
+    }
     h
 }
 
@@ -283,7 +290,7 @@ fn csv(figure: Figure, rows: &[SweepRow]) -> String {
             r.repeat.to_string(),
             w.workload.to_string(),
         ];
-        if figure == Figure::TatpComponents {
+        if figure.steps() {
             cells.push(r.step.unwrap_or("").to_string());
         }
         cells.extend([
@@ -308,6 +315,9 @@ fn csv(figure: Figure, rows: &[SweepRow]) -> String {
             w.consistent.to_string(),
             w.violations.join("; "),
         ]);
+        if figure.times() {
+            cells.extend(breakdown::csv_cells(r));
+        }
         csv.row(cells);
     }
     csv.finish()
@@ -327,8 +337,8 @@ const MEASURES: [(&str, Measure); 6] = [
 ];
 
 /// One row per point: its key, the number of rounds, and each measure's median, min and
-/// max over them.
-fn summary_csv(rows: &[SweepRow]) -> String {
+/// max over them (the breakdown figures: each activity's share too).
+fn summary_csv(figure: Figure, rows: &[SweepRow]) -> String {
     let mut header: Vec<String> = [
         "step",
         "commit",
@@ -347,6 +357,9 @@ fn summary_csv(rows: &[SweepRow]) -> String {
             format!("{m}_max"),
         ]);
     }
+    if figure.times() {
+        header.extend(breakdown::summary_header());
+    }
     let mut csv = Csv::new(header);
     for p in points(rows) {
         let k = &p.key;
@@ -363,6 +376,9 @@ fn summary_csv(rows: &[SweepRow]) -> String {
             let s = f(&p);
             cells.extend([s.median, s.min, s.max].map(|v| format!("{v:.4}")));
         }
+        if figure.times() {
+            cells.extend(breakdown::summary_cells(&p));
+        }
         csv.row(cells);
     }
     csv.finish()
@@ -372,18 +388,24 @@ fn summary_csv(rows: &[SweepRow]) -> String {
 /// (`std::thread::available_parallelism`): past that many clients, agents time-share
 /// cores that the paper's machine had to spare. Empty when nothing is to be said.
 pub(super) fn machine_notes(cfg: &SweepConfig) -> Vec<String> {
-    hardware_note(cores(), cfg.clients.iter().copied().max().unwrap_or(1))
-        .into_iter()
-        .collect()
+    hardware_note(
+        cfg.figure,
+        cores(),
+        cfg.clients.iter().copied().max().unwrap_or(1),
+    )
+    .into_iter()
+    .collect()
 }
 
-fn hardware_note(hw: usize, max_clients: usize) -> Option<String> {
-    noise::hardware_note(
-        hw,
-        max_clients,
-        "clients the agents share cores",
-        "what needs idle cores cannot show",
-    )
+fn hardware_note(figure: Figure, hw: usize, max_clients: usize) -> Option<String> {
+    // Fig. 7's contention is many threads inserting into the log at once; the pipelined
+    // agents are one per hardware thread, so this machine has that many inserters.
+    let so = if figure == Figure::Breakdown {
+        format!("only {hw} agents insert into the log at once, and the paper's log-buffer contention cannot show")
+    } else {
+        "what needs idle cores cannot show".to_string()
+    };
+    noise::hardware_note(hw, max_clients, "clients the agents share cores", &so)
 }
 
 /// How a panel's two series compare: at which x their spreads do not overlap, and
@@ -442,15 +464,20 @@ fn by_clients(
 
 /// What every panel says about how it was measured.
 fn method_note(cfg: &SweepConfig) -> String {
-    let log = match (cfg.figure, cfg.log_latency) {
+    format!(
+        "median of {} interleaved rounds, bars: min–max; {}",
+        cfg.repeat,
+        log_note(cfg)
+    )
+}
+
+/// Where the log was.
+pub(super) fn log_note(cfg: &SweepConfig) -> String {
+    match (cfg.figure, cfg.log_latency) {
         (Figure::ElrSkew, _) => "log on the emulated device".to_string(),
         (_, Some(l)) => format!("log on an emulated device of {l:?}"),
         (_, None) => "log on the real disk".to_string(),
-    };
-    format!(
-        "median of {} interleaved rounds, bars: min–max; {log}",
-        cfg.repeat
-    )
+    }
 }
 
 /// A panel comparing series over clients; its notes say how it was measured, whether
@@ -689,6 +716,8 @@ fn figures(
                 3,
             )]
         }
+        // Stacked bars, not lines: `breakdown::figure` draws them.
+        Figure::Breakdown | Figure::Cpu => Vec::new(),
         Figure::TatpComponents => {
             let step = |name: &'static str| move |p: &Point| p.key.step == Some(name);
             let label = |name: &str| {
@@ -770,7 +799,7 @@ pub(super) fn write(
     write_file(&path, &json_array(rows))?;
     files.push(path);
     let path = out.join(format!("{stem}-summary.csv"));
-    write_file(&path, &summary_csv(rows))?;
+    write_file(&path, &summary_csv(cfg.figure, rows))?;
     files.push(path);
     if let Some(sp) = speedup {
         let path = out.join(format!("{stem}-speedup.csv"));
@@ -785,6 +814,9 @@ pub(super) fn write(
         files.push(out.join(format!("{name}.png")));
         files.push(out.join(format!("{name}.svg")));
     }
+    if cfg.figure.times() {
+        files.extend(breakdown::write_figure(cfg, out, rows)?);
+    }
     Ok(files)
 }
 
@@ -798,10 +830,21 @@ mod tests {
 
     #[test]
     fn the_hardware_note_comes_from_the_thread_count() {
-        let n = hardware_note(2, 64).unwrap();
+        let n = hardware_note(Figure::Ctx, 2, 64).unwrap();
         assert!(n.starts_with("2 hardware threads here"), "{n}");
-        assert_eq!(hardware_note(2, 2), None, "no point past the cores");
-        assert_eq!(hardware_note(64, 64), None, "the paper's machine or larger");
+        assert!(n.ends_with("idle cores cannot show"), "{n}");
+        let n = hardware_note(Figure::Breakdown, 2, 64).unwrap();
+        assert!(n.contains("only 2 agents insert"), "{n}");
+        assert_eq!(
+            hardware_note(Figure::Ctx, 2, 2),
+            None,
+            "no point past the cores"
+        );
+        assert_eq!(
+            hardware_note(Figure::Ctx, 64, 64),
+            None,
+            "the paper's machine or larger"
+        );
     }
 
     #[test]

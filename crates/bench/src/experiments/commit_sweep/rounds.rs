@@ -57,6 +57,9 @@ pub(super) struct Point {
     /// System time ÷ (wall × cores).
     pub sys_cpu_util: Spread,
     pub p50_us: Spread,
+    /// Each activity's share of the agents' time, in `Activity::ALL`'s order (empty
+    /// for a run without the agents' clocks).
+    pub time_shares: Vec<Spread>,
 }
 
 /// The points of `rows`, in the order of their first repeat.
@@ -79,6 +82,7 @@ pub(super) fn points(rows: &[SweepRow]) -> Vec<Point> {
                 cpu_util: of(&|r| r.row.cpu.cpu_util)?,
                 sys_cpu_util: of(&|r| r.row.cpu.sys_cpu_util)?,
                 p50_us: of(&|r| r.row.latency.p50_us as f64)?,
+                time_shares: super::breakdown::shares(&mine),
                 key,
             })
         })
@@ -134,6 +138,7 @@ mod tests {
                 zero_fill_bytes_per_txn: 0.0,
                 segments_recycled: 0,
                 agent_parks_per_txn: 0.0,
+                agent_time: None,
                 group_commit: "adaptive",
                 gather_budget: 0,
                 consistent: true,
