@@ -77,6 +77,41 @@ fn bad_commit_sweep_flags_print_one_line_and_exit_2() {
 }
 
 #[test]
+fn bad_flags_for_the_breakdown_figures_print_one_line_and_exit_2() {
+    // Fig. 2 is bars at one client count; Fig. 7 one mutex-buffer line over clients.
+    assert_usage_error(&["--figure", "cpu", "--clients", "8,60"], "one client count");
+    assert_usage_error(&["--figure", "cpu", "--clients", "0"], "clients");
+    assert_usage_error(&["--figure", "cpu", "--log-buffer", "mutex"], "scalable");
+    assert_usage_error(&["--figure", "cpu", "--scale", "0"], "scale");
+    assert_usage_error(
+        &["--figure", "cpu", "--subscribers", "10"],
+        "--subscribers applies only",
+    );
+    assert_usage_error(&["--figure", "cpu", "--log-latency", "1h"], "latency");
+    assert_usage_error(
+        &["--figure", "breakdown", "--scale", "3"],
+        "--scale applies only",
+    );
+    assert_usage_error(
+        &["--figure", "breakdown", "--log-buffer", "hybrid"],
+        "--log-buffer applies only",
+    );
+    assert_usage_error(
+        &["--figure", "breakdown", "--skews", "0.5"],
+        "--skews applies only",
+    );
+    assert_usage_error(
+        &["--figure", "breakdown", "--subscribers", "0"],
+        "subscribers",
+    );
+    assert_usage_error(
+        &["--figure", "breakdown", "--log-latency", "fast"],
+        "--log-latency",
+    );
+    assert_usage_error(&["--figure", "breakdown", "--repeat", "101"], "repeat");
+}
+
+#[test]
 fn a_missing_out_is_a_usage_error() {
     common::assert_usage_error(&["bench", "commit-sweep", "--figure", "ctx"], "--out");
 }
