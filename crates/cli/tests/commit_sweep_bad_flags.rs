@@ -79,7 +79,10 @@ fn bad_commit_sweep_flags_print_one_line_and_exit_2() {
 #[test]
 fn bad_flags_for_the_breakdown_figures_print_one_line_and_exit_2() {
     // Fig. 2 is bars at one client count; Fig. 7 one mutex-buffer line over clients.
-    assert_usage_error(&["--figure", "cpu", "--clients", "8,60"], "one client count");
+    assert_usage_error(
+        &["--figure", "cpu", "--clients", "8,60"],
+        "one client count",
+    );
     assert_usage_error(&["--figure", "cpu", "--clients", "0"], "clients");
     assert_usage_error(&["--figure", "cpu", "--log-buffer", "mutex"], "scalable");
     assert_usage_error(&["--figure", "cpu", "--scale", "0"], "scale");

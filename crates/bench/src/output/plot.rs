@@ -209,7 +209,7 @@ impl Panel {
 
     /// Writes `stem.png` and `stem.svg` under `dir`.
     pub fn write(&self, dir: &Path, stem: &str) -> Result<(), PlotError> {
-        let h = 640 + NOTE_LINE_PX * self.notes.len() as u32;
+        let h = 640 + NOTE_LINE_PX * note_lines(&self.notes, 1000).len() as u32;
         write_png_and_svg(self, dir, stem, (1000, h))
     }
 }
@@ -226,8 +226,32 @@ impl Drawing for Panel {
 /// Height of one note line under a plot, pixels.
 pub(super) const NOTE_LINE_PX: u32 = 22;
 
-/// Draws `notes` in grey at the bottom of `root`, one per line; returns the area above
-/// them, for the plot.
+/// Average width of a character of the notes' 15-pixel text, pixels (DejaVu Sans).
+const NOTE_CHAR_PX: f64 = 7.6;
+
+/// `notes` broken at spaces into the lines that fit a figure `width_px` wide: a note
+/// longer than the plot is wide (what this machine cannot show, say) is not cut off.
+pub(super) fn note_lines(notes: &[String], width_px: u32) -> Vec<String> {
+    let fit = ((width_px.saturating_sub(32)) as f64 / NOTE_CHAR_PX).max(20.0) as usize;
+    let mut lines = Vec::new();
+    for n in notes {
+        let mut line = String::new();
+        for word in n.split(' ') {
+            if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > fit {
+                lines.push(std::mem::take(&mut line));
+                line.push_str("  ");
+            } else if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        lines.push(line);
+    }
+    lines
+}
+
+/// Draws `notes` in grey at the bottom of `root` ([`note_lines`]); returns the area
+/// above them, for the plot.
 pub(super) fn notes_under<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     notes: &[String],
@@ -235,10 +259,11 @@ pub(super) fn notes_under<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let (_, h) = root.dim_in_pixel();
-    let note_px = (NOTE_LINE_PX * notes.len() as u32).min(h / 2);
+    let (w, h) = root.dim_in_pixel();
+    let lines = note_lines(notes, w);
+    let note_px = (NOTE_LINE_PX * lines.len() as u32).min(h / 2);
     let (plot, below) = root.split_vertically(h - note_px);
-    for (i, n) in notes.iter().enumerate() {
+    for (i, n) in lines.iter().enumerate() {
         below
             .draw_text(
                 n,
@@ -442,13 +467,20 @@ pub fn write_panels(
     dir: &Path,
     stem: &str,
 ) -> Result<(), PlotError> {
-    let notes = panels.iter().map(|p| p.notes.len()).max().unwrap_or(0);
+    let notes = panels
+        .iter()
+        .map(|p| note_lines(&p.notes, GRID_PANEL_PX).len())
+        .max()
+        .unwrap_or(0);
     write_drawings(title, panels, cols, notes, dir, stem)
 }
 
+/// The width of a panel in a grid, pixels.
+pub(super) const GRID_PANEL_PX: u32 = 800;
+
 /// Writes `panels` (any figure that draws itself, with at most `notes` lines of notes
-/// each) as one figure, `cols` to a row, under one `title`: `stem.png` and `stem.svg`
-/// under `dir`.
+/// each, [`note_lines`] at [`GRID_PANEL_PX`]) as one figure, `cols` to a row, under one
+/// `title`: `stem.png` and `stem.svg` under `dir`.
 pub(super) fn write_drawings<D: Drawing>(
     title: &str,
     panels: &[D],
@@ -460,7 +492,7 @@ pub(super) fn write_drawings<D: Drawing>(
     let cols = cols.max(1);
     let rows = panels.len().div_ceil(cols).max(1);
     let size = (
-        800 * cols as u32,
+        GRID_PANEL_PX * cols as u32,
         (520 + NOTE_LINE_PX * notes as u32) * rows as u32 + 50,
     );
     let grid = Grid {
@@ -568,6 +600,24 @@ fn tick(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_notes_wrap_at_spaces_to_the_figure_width() {
+        let long = "word ".repeat(60).trim_end().to_string();
+        let lines = note_lines(&[long.clone(), "short".into()], 400);
+        assert!(lines.len() > 2, "{lines:?}");
+        assert_eq!(lines.last().unwrap(), "short");
+        let fit = ((400 - 32) as f64 / NOTE_CHAR_PX) as usize;
+        assert!(lines.iter().all(|l| l.chars().count() <= fit), "{lines:?}");
+        // Every word kept, in order; continuation lines indented.
+        let words: Vec<&str> = lines[..lines.len() - 1]
+            .iter()
+            .flat_map(|l| l.split_whitespace())
+            .collect();
+        assert_eq!(words.join(" "), long);
+        assert!(lines[1].starts_with("  "));
+        assert_eq!(note_lines(&[long.clone()], 10_000), [long]);
+    }
 
     #[test]
     fn ticks_drop_needless_decimals() {

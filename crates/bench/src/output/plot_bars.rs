@@ -3,7 +3,7 @@
 //! line); and stacked bars ([`StackedBars`]): where the time goes, per client count or
 //! per commit protocol, in the commit sweep's breakdown figures.
 
-use super::plot::{write_png_and_svg, Drawing, PlotError};
+use super::plot::{note_lines, write_png_and_svg, Drawing, PlotError};
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
@@ -274,7 +274,7 @@ impl StackedBars {
     /// Writes `stem.png` and `stem.svg` under `dir`.
     pub fn write(&self, dir: &Path, stem: &str) -> Result<(), PlotError> {
         let w = (self.bars.len() as u32 * 90 + 560).max(1200);
-        let h = 640 + super::plot::NOTE_LINE_PX * self.notes.len() as u32;
+        let h = 640 + super::plot::NOTE_LINE_PX * note_lines(&self.notes, w).len() as u32;
         write_png_and_svg(self, dir, stem, (w, h))
     }
 
@@ -287,7 +287,11 @@ impl StackedBars {
         dir: &Path,
         stem: &str,
     ) -> Result<(), PlotError> {
-        let notes = charts.iter().map(|c| c.notes.len()).max().unwrap_or(0);
+        let notes = charts
+            .iter()
+            .map(|c| note_lines(&c.notes, super::plot::GRID_PANEL_PX).len())
+            .max()
+            .unwrap_or(0);
         super::plot::write_drawings(title, charts, cols, notes, dir, stem)
     }
 

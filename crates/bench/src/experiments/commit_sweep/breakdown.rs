@@ -5,8 +5,10 @@
 //! Here are their CSV columns, their summary, the table printed and the stacked bars.
 //!
 //! A row's share of an activity is its time ÷ the agents' time in all (about agents ×
-//! seconds: every agent is always in exactly one activity); a point draws the median
-//! share of its rounds, and `F-summary.csv` has each share's median, min and max.
+//! seconds: every agent is always in exactly one activity), and its busy share its time
+//! ÷ the agents' time less their idleness (what a transaction's execution is made of,
+//! as the paper's profiles show it); a point draws the median of its rounds, and
+//! `F-summary.csv` has each share's median, min and max.
 
 use super::output::log_note;
 use super::rounds::{points, Point, PointKey};
@@ -41,6 +43,23 @@ pub(super) fn share(r: &SweepRow, a: Activity) -> Option<f64> {
     (total > 0.0).then(|| t.get(a).as_secs_f64() / total)
 }
 
+/// The share of the agents' busy time (all of it but idleness) `r` spent in `a`;
+/// `None` for idleness itself, for a run without the agents' clocks, or with no busy
+/// time.
+fn busy_share(r: &SweepRow, a: Activity) -> Option<f64> {
+    let t = r.row.agent_time?;
+    let busy = t
+        .total()
+        .saturating_sub(t.get(Activity::Idle))
+        .as_secs_f64();
+    (a != Activity::Idle && busy > 0.0).then(|| t.get(a).as_secs_f64() / busy)
+}
+
+/// The activities of the busy shares: every one but idleness.
+fn busy_activities() -> impl Iterator<Item = Activity> {
+    Activity::ALL.into_iter().filter(|&a| a != Activity::Idle)
+}
+
 /// The agents' time ÷ (agents × the measured seconds): 1 when every moment of every
 /// agent is accounted to one activity.
 fn accounted(r: &SweepRow) -> Option<f64> {
@@ -50,16 +69,21 @@ fn accounted(r: &SweepRow) -> Option<f64> {
 }
 
 /// Each activity's share over `rows` (one point's rounds), in [`Activity::ALL`]'s order;
-/// empty unless every row has the agents' clocks.
-pub(super) fn shares(rows: &[&SweepRow]) -> Vec<Spread> {
-    Activity::ALL
-        .iter()
-        .map(|&a| {
-            let v: Option<Vec<f64>> = rows.iter().map(|r| share(r, a)).collect();
-            Spread::of(v?)
-        })
-        .collect::<Option<Vec<Spread>>>()
-        .unwrap_or_default()
+/// with `busy`, each busy share (idleness left out). Empty unless every row has them.
+pub(super) fn shares(rows: &[&SweepRow], busy: bool) -> Vec<Spread> {
+    let of = |a: Activity| {
+        let v: Option<Vec<f64>> = rows
+            .iter()
+            .map(|r| if busy { busy_share(r, a) } else { share(r, a) })
+            .collect();
+        Spread::of(v?)
+    };
+    let all: Option<Vec<Spread>> = if busy {
+        busy_activities().map(of).collect()
+    } else {
+        Activity::ALL.into_iter().map(of).collect()
+    };
+    all.unwrap_or_default()
 }
 
 /// The per-run CSV's columns of the breakdown figures.
@@ -95,24 +119,28 @@ pub(super) fn csv_cells(r: &SweepRow) -> Vec<String> {
     cells
 }
 
-/// The summary CSV's columns of the breakdown figures: each activity's share, median,
-/// min and max over the rounds.
+/// The summary CSV's columns of the breakdown figures: each activity's share and busy
+/// share, median, min and max over the rounds.
 pub(super) fn summary_header() -> Vec<String> {
+    let cols = |a: Activity, what: &str| {
+        ["median", "min", "max"].map(|m| format!("{}_{what}_{m}", a.name()))
+    };
     Activity::ALL
-        .iter()
-        .flat_map(|a| ["median", "min", "max"].map(|m| format!("{}_share_{m}", a.name())))
+        .into_iter()
+        .flat_map(|a| cols(a, "share"))
+        .chain(busy_activities().flat_map(|a| cols(a, "busy_share")))
         .collect()
 }
 
 /// `p`'s cells under [`summary_header`] (empty cells for a point without shares).
 pub(super) fn summary_cells(p: &Point) -> Vec<String> {
-    Activity::ALL
-        .iter()
-        .enumerate()
-        .flat_map(|(i, _)| match p.time_shares.get(i) {
-            Some(s) => [s.median, s.min, s.max].map(|v| format!("{v:.4}")),
-            None => [String::new(), String::new(), String::new()],
-        })
+    let cells = |s: Option<&Spread>| match s {
+        Some(s) => [s.median, s.min, s.max].map(|v| format!("{v:.4}")),
+        None => [String::new(), String::new(), String::new()],
+    };
+    (0..Activity::COUNT)
+        .flat_map(|i| cells(p.time_shares.get(i)))
+        .chain((0..busy_activities().count()).flat_map(|i| cells(p.busy_shares.get(i))))
         .collect()
 }
 
@@ -161,23 +189,24 @@ pub fn time_table(figure: Figure, rows: &[SweepRow]) -> Option<Table> {
     Some(t)
 }
 
-/// The kinds of segment of an agents'-time bar: every activity, bottom up.
-fn activity_kinds() -> Vec<(String, (u8, u8, u8))> {
+/// The kinds of segment of an agents'-time bar, bottom up: every activity, or (`busy`)
+/// every one but idleness.
+fn activity_kinds(busy: bool) -> Vec<(String, (u8, u8, u8))> {
     Activity::ALL
-        .iter()
-        .map(|&a| {
+        .into_iter()
+        .filter(|&a| !busy || a != Activity::Idle)
+        .map(|a| {
             let (label, rgb) = style(a);
             (label.to_string(), rgb)
         })
         .collect()
 }
 
-/// A point's bar of the agents' time: each activity's median share, in %.
-fn agents_bar(label: String, p: &Point) -> (String, Vec<f64>) {
-    (
-        label,
-        p.time_shares.iter().map(|s| s.median * 100.0).collect(),
-    )
+/// A point's bar of the agents' time: each activity's median share (or busy share), in
+/// %.
+fn agents_bar(label: String, p: &Point, busy: bool) -> (String, Vec<f64>) {
+    let shares = if busy { &p.busy_shares } else { &p.time_shares };
+    (label, shares.iter().map(|s| s.median * 100.0).collect())
 }
 
 /// How a breakdown panel was measured, and how much of agents × seconds the clocks
@@ -199,15 +228,15 @@ fn method_notes(cfg: &SweepConfig, rows: &[SweepRow]) -> Vec<String> {
     notes
 }
 
-/// How the share of `a` moved from the first point to the last (a figure's trend, with
-/// the spreads that say whether it is above the noise).
+/// How the busy share of `a` moved from the first point to the last (a figure's trend,
+/// with the spreads that say whether it is above the noise).
 fn trend_note(pts: &[Point], a: Activity, at: &dyn Fn(&Point) -> String) -> Option<String> {
-    let i = Activity::ALL.iter().position(|&x| x == a)?;
+    let i = busy_activities().position(|x| x == a)?;
     let (first, last) = (pts.first()?, pts.last()?);
-    let (s0, s1) = (first.time_shares.get(i)?, last.time_shares.get(i)?);
-    let pct = |s: &Spread| s.map(|v| v * 100.0).cell(1);
+    let (s0, s1) = (first.busy_shares.get(i)?, last.busy_shares.get(i)?);
+    let pct = |s: &Spread| s.map(|v| v * 100.0).cell(2);
     Some(format!(
-        "{}: {} % at {} → {} % at {}{}",
+        "{} (% of busy time): {} at {} → {} at {}{}",
         style(a).0,
         pct(s0),
         at(first),
@@ -245,34 +274,50 @@ pub(super) fn write_figure(
         .into_iter()
         .filter(|p| !p.time_shares.is_empty())
         .collect();
-    let mut notes = method_notes(cfg, rows);
+    let notes = method_notes(cfg, rows);
     match cfg.figure {
         Figure::Breakdown => {
-            notes.extend(trend_note(
-                &pts,
-                Activity::LogInsertWait,
-                &|p| match p.key.clients {
-                    1 => "1 client".to_string(),
-                    n => format!("{n} clients"),
+            let at = |p: &Point| match p.key.clients {
+                1 => "1 client".to_string(),
+                n => format!("{n} clients"),
+            };
+            let mut busy_notes: Vec<String> = [Activity::LogInsertWait, Activity::LogInsert]
+                .into_iter()
+                .filter_map(|a| trend_note(&pts, a, &at))
+                .collect();
+            busy_notes.extend(super::output::machine_notes(cfg));
+            let x_label = format!("clients (TATP, {} subscribers)", cfg.subscribers);
+            let panel = |busy: bool, notes: Vec<String>| StackedBars {
+                title: if busy {
+                    "Their busy time (idle left out)".into()
+                } else {
+                    "All of the agents' time".into()
                 },
-            ));
-            notes.extend(super::output::machine_notes(cfg));
-            let chart = StackedBars {
-                title: format!(
-                    "Aether Fig. 7: where the agents' time goes (TATP UpdateLocation, elr-pipelined, {} log buffer)",
-                    pts.first().map_or("mutex", |p| p.key.log_buffer.as_str())
-                ),
-                y_label: "% of the agents' time".into(),
-                x_label: format!("clients (TATP, {} subscribers)", cfg.subscribers),
-                kinds: activity_kinds(),
+                y_label: if busy {
+                    "% of the agents' busy time".into()
+                } else {
+                    "% of the agents' time".into()
+                },
+                x_label: x_label.clone(),
+                kinds: activity_kinds(busy),
                 bars: pts
                     .iter()
-                    .map(|p| agents_bar(p.key.clients.to_string(), p))
+                    .map(|p| agents_bar(p.key.clients.to_string(), p, busy))
                     .collect(),
                 y_max: Some(105.0),
                 notes,
             };
-            chart.write(out, &stem)?;
+            let charts = [panel(false, notes), panel(true, busy_notes)];
+            StackedBars::write_grid(
+                &format!(
+                    "Aether Fig. 7: where the agents' time goes (TATP UpdateLocation, elr-pipelined, {} log buffer)",
+                    pts.first().map_or("mutex", |p| p.key.log_buffer.as_str())
+                ),
+                &charts,
+                2,
+                out,
+                &stem,
+            )?;
         }
         Figure::Cpu => {
             let clients = cfg.clients.first().copied().unwrap_or(0);
@@ -306,23 +351,39 @@ pub(super) fn write_figure(
                     format!("median of {} interleaved rounds; {}", cfg.repeat, log_note(cfg)),
                 ],
             };
-            notes.extend(super::output::machine_notes(cfg));
-            let agents = StackedBars {
-                title: "The agents: where their time goes".into(),
-                y_label: "% of the agents' time".into(),
-                x_label,
-                kinds: activity_kinds(),
-                bars: pts.iter().map(|p| agents_bar(step_label(p), p)).collect(),
+            let mut busy_notes: Vec<String> = [Activity::LogInsertWait, Activity::LockWait]
+                .into_iter()
+                .filter_map(|a| trend_note(&pts, a, &step_label))
+                .collect();
+            busy_notes.extend(super::output::machine_notes(cfg));
+            let agents = |busy: bool, notes: Vec<String>| StackedBars {
+                title: if busy {
+                    "The agents' busy time (idle left out)".into()
+                } else {
+                    "The agents: where their time goes".into()
+                },
+                y_label: if busy {
+                    "% of the agents' busy time".into()
+                } else {
+                    "% of the agents' time".into()
+                },
+                x_label: x_label.clone(),
+                kinds: activity_kinds(busy),
+                bars: pts
+                    .iter()
+                    .map(|p| agents_bar(step_label(p), p, busy))
+                    .collect(),
                 y_max: Some(105.0),
                 notes,
             };
+            let charts = [cpu, agents(false, notes), agents(true, busy_notes)];
             StackedBars::write_grid(
                 &format!(
                     "TPC-B SF {}, {clients} clients: CPU and time breakdown as log bottlenecks are removed (Aether Fig. 2)",
                     cfg.scale
                 ),
-                &[cpu, agents],
-                2,
+                &charts,
+                3,
                 out,
                 &stem,
             )?;

@@ -60,6 +60,8 @@ pub(super) struct Point {
     /// Each activity's share of the agents' time, in `Activity::ALL`'s order (empty
     /// for a run without the agents' clocks).
     pub time_shares: Vec<Spread>,
+    /// Each activity's share of their busy time (idleness left out, so one fewer).
+    pub busy_shares: Vec<Spread>,
 }
 
 /// The points of `rows`, in the order of their first repeat.
@@ -82,7 +84,8 @@ pub(super) fn points(rows: &[SweepRow]) -> Vec<Point> {
                 cpu_util: of(&|r| r.row.cpu.cpu_util)?,
                 sys_cpu_util: of(&|r| r.row.cpu.sys_cpu_util)?,
                 p50_us: of(&|r| r.row.latency.p50_us as f64)?,
-                time_shares: super::breakdown::shares(&mine),
+                time_shares: super::breakdown::shares(&mine, false),
+                busy_shares: super::breakdown::shares(&mine, true),
                 key,
             })
         })
