@@ -36,7 +36,7 @@
 //! [`Submitter`] that outlived its pool — is refused at once with
 //! [`Error::Closed`].
 
-use crate::breakdown::{enter, Activity, TimeBreakdown, TimeRecorder};
+use crate::breakdown::{enter, Activity, Clock, TimeBreakdown, TimeRecorder};
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::ids::TxnId;
@@ -245,10 +245,9 @@ impl Shared {
         }
     }
 
-    fn run_agent(self: Arc<Self>) {
+    fn run_agent(self: Arc<Self>, clock: Option<Clock>) {
         AGENT_OF.with(|a| a.set(self.id()));
-        // Outside every scope an agent is in `Other` (module `breakdown`).
-        let _clock = self.time.as_ref().map(|t| t.attach(Activity::Other));
+        let _clock = clock.map(Clock::attach);
         loop {
             let work = {
                 let mut q = self.q.lock();
@@ -437,9 +436,13 @@ impl Agents {
         let threads = (0..agents.max(1))
             .map(|i| {
                 let s = shared.clone();
+                // Made here, so the agent's time counts from the pool's start however
+                // late the thread first runs; outside every scope an agent is in
+                // `Other` (module `breakdown`).
+                let clock = s.time.as_ref().map(|t| t.clock(Activity::Other));
                 std::thread::Builder::new()
                     .name(format!("sluice-agent-{i}"))
-                    .spawn(move || s.run_agent())
+                    .spawn(move || s.run_agent(clock))
                     .expect("spawning an agent thread")
             })
             .collect();

@@ -616,7 +616,7 @@ mod tests {
             .collect();
         assert_eq!(words.join(" "), long);
         assert!(lines[1].starts_with("  "));
-        assert_eq!(note_lines(&[long.clone()], 10_000), [long]);
+        assert_eq!(note_lines(std::slice::from_ref(&long), 10_000), [long]);
     }
 
     #[test]
