@@ -15,6 +15,9 @@
 //!   is uploaded too.
 //! * Recovery on open finds the end of the log: a torn tail is cut; damage inside the
 //!   durable log is reported as [`WalError::Corruption`] with its LSN.
+//! * Log-buffer contention, measured: a thread that asks ([`time_insert_waits`]) has
+//!   its waits inside inserts timed ([`insert_waited`]), for a breakdown of where its
+//!   time goes.
 //!
 //! Records are opaque bytes; the log frames them with a length, a CRC32C and a durable
 //! hint (see the `frame` module docs). All disk access goes through
@@ -22,7 +25,8 @@
 //!
 //! The source in folders, like raft-engine's: `log.rs` (the handle) over `shared.rs` (the
 //! state its threads share), `options.rs` and `health.rs`; `buffer/` (the log buffer and
-//! its insertion algorithms); `flush/` (the flush daemon and group commit); `segments/`
+//! its insertion algorithms, and `insert_wait.rs`, the timing of their waits); `flush/`
+//! (the flush daemon and group commit); `segments/`
 //! (segment files, their directories, the preparer, the archiver, truncation); `frame.rs`,
 //! `reader.rs` and `recovery.rs` (reading the log back). Imports point one way, folders
 //! included (`crates/testkit/tests/no_crate_has_an_import_circle.rs`).
