@@ -26,10 +26,10 @@
 //! The source in folders, like raft-engine's: `log.rs` (the handle) over `shared.rs` (the
 //! state its threads share), `options.rs` and `health.rs`; `buffer/` (the log buffer and
 //! its insertion algorithms, and `insert_wait.rs`, the timing of their waits); `flush/`
-//! (the flush daemon and group commit); `segments/`
-//! (segment files, their directories, the preparer, the archiver, truncation); `frame.rs`,
-//! `reader.rs` and `recovery.rs` (reading the log back). Imports point one way, folders
-//! included (`crates/testkit/tests/no_crate_has_an_import_circle.rs`).
+//! (the flush daemon and group commit); `segments/` (segment files, their directories,
+//! the preparer, the archiver, truncation); `frame.rs`, `reader.rs` and `recovery.rs`
+//! (reading the log back). Imports point one way, folders included
+//! (`crates/testkit/tests/no_crate_has_an_import_circle.rs`).
 
 #![warn(missing_docs)]
 
