@@ -34,6 +34,7 @@
 //! an inconsistent row means.
 
 mod breakdown;
+mod notes;
 mod output;
 mod rounds;
 
@@ -575,7 +576,7 @@ pub fn run(
                 .to_string(),
         );
     }
-    notes.extend(output::machine_notes(cfg));
+    notes.extend(notes::machine_notes(cfg));
     // One session per log-buffer variant, kept open across rounds: reloading each
     // round would cost more than the runs. Loading happens once, before that variant's
     // first run; the loaded databases then only compete for memory, not the disk.

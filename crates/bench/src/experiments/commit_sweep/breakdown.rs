@@ -10,8 +10,8 @@
 //! as the paper's profiles show it); a point draws the median of its rounds, and
 //! `F-summary.csv` has each share's median, min and max.
 
-use super::output::log_note;
-use super::rounds::{points, Point, PointKey};
+use super::notes::{log_note, machine_notes};
+use super::rounds::{busy_activities, points, share, Point, PointKey};
 use super::{Figure, SweepConfig, SweepRow, SCALABLE_STEP, TATP_STEPS};
 use crate::metrics::cores;
 use crate::output::{Spread, StackedBars, Table};
@@ -35,55 +35,12 @@ fn style(a: Activity) -> (&'static str, (u8, u8, u8)) {
     }
 }
 
-/// The share of the agents' time `r` spent in `a`; `None` for a run without the
-/// agents' clocks (or with no time at all).
-pub(super) fn share(r: &SweepRow, a: Activity) -> Option<f64> {
-    let t = r.row.agent_time?;
-    let total = t.total().as_secs_f64();
-    (total > 0.0).then(|| t.get(a).as_secs_f64() / total)
-}
-
-/// The share of the agents' busy time (all of it but idleness) `r` spent in `a`;
-/// `None` for idleness itself, for a run without the agents' clocks, or with no busy
-/// time.
-fn busy_share(r: &SweepRow, a: Activity) -> Option<f64> {
-    let t = r.row.agent_time?;
-    let busy = t
-        .total()
-        .saturating_sub(t.get(Activity::Idle))
-        .as_secs_f64();
-    (a != Activity::Idle && busy > 0.0).then(|| t.get(a).as_secs_f64() / busy)
-}
-
-/// The activities of the busy shares: every one but idleness.
-fn busy_activities() -> impl Iterator<Item = Activity> {
-    Activity::ALL.into_iter().filter(|&a| a != Activity::Idle)
-}
-
 /// The agents' time ÷ (agents × the measured seconds): 1 when every moment of every
 /// agent is accounted to one activity.
 fn accounted(r: &SweepRow) -> Option<f64> {
     let t = r.row.agent_time?;
     let wall = r.row.agents as f64 * r.row.seconds;
     (wall > 0.0).then(|| t.total().as_secs_f64() / wall)
-}
-
-/// Each activity's share over `rows` (one point's rounds), in [`Activity::ALL`]'s order;
-/// with `busy`, each busy share (idleness left out). Empty unless every row has them.
-pub(super) fn shares(rows: &[&SweepRow], busy: bool) -> Vec<Spread> {
-    let of = |a: Activity| {
-        let v: Option<Vec<f64>> = rows
-            .iter()
-            .map(|r| if busy { busy_share(r, a) } else { share(r, a) })
-            .collect();
-        Spread::of(v?)
-    };
-    let all: Option<Vec<Spread>> = if busy {
-        busy_activities().map(of).collect()
-    } else {
-        Activity::ALL.into_iter().map(of).collect()
-    };
-    all.unwrap_or_default()
 }
 
 /// The per-run CSV's columns of the breakdown figures.
@@ -285,7 +242,7 @@ pub(super) fn write_figure(
                 .into_iter()
                 .filter_map(|a| trend_note(&pts, a, &at))
                 .collect();
-            busy_notes.extend(super::output::machine_notes(cfg));
+            busy_notes.extend(machine_notes(cfg));
             let x_label = format!("clients (TATP, {} subscribers)", cfg.subscribers);
             let panel = |busy: bool, notes: Vec<String>| StackedBars {
                 title: if busy {
@@ -355,7 +312,7 @@ pub(super) fn write_figure(
                 .into_iter()
                 .filter_map(|a| trend_note(&pts, a, &step_label))
                 .collect();
-            busy_notes.extend(super::output::machine_notes(cfg));
+            busy_notes.extend(machine_notes(cfg));
             let agents = |busy: bool, notes: Vec<String>| StackedBars {
                 title: if busy {
                     "The agents' busy time (idle left out)".into()

@@ -3,10 +3,9 @@
 //! figures (medians with min–max error bars, each technique in its own panel).
 
 use super::breakdown;
+use super::notes::{log_note, machine_notes};
 use super::rounds::{paired_ratio, points, Point};
 use super::{Figure, SweepConfig, SweepRow, SCALABLE_STEP, TATP_STEPS};
-use crate::experiments::noise;
-use crate::metrics::cores;
 use crate::output::{
     create_dir, json_array, spread_line, write_file, write_panels, Chart, Csv, Panel, Series,
     Spread, Table,
@@ -384,30 +383,6 @@ fn summary_csv(figure: Figure, rows: &[SweepRow]) -> String {
     csv.finish()
 }
 
-/// What this machine cannot show of the paper's figure, from its hardware threads
-/// (`std::thread::available_parallelism`): past that many clients, agents time-share
-/// cores that the paper's machine had to spare. Empty when nothing is to be said.
-pub(super) fn machine_notes(cfg: &SweepConfig) -> Vec<String> {
-    hardware_note(
-        cfg.figure,
-        cores(),
-        cfg.clients.iter().copied().max().unwrap_or(1),
-    )
-    .into_iter()
-    .collect()
-}
-
-fn hardware_note(figure: Figure, hw: usize, max_clients: usize) -> Option<String> {
-    // Fig. 7's contention is many threads inserting into the log at once; the pipelined
-    // agents are one per hardware thread, so this machine has that many inserters.
-    let so = if figure == Figure::Breakdown {
-        format!("only {hw} agents insert into the log at once, and the paper's log-buffer contention cannot show")
-    } else {
-        "what needs idle cores cannot show".to_string()
-    };
-    noise::hardware_note(hw, max_clients, "clients the agents share cores", &so)
-}
-
 /// How a panel's two series compare: at which x their spreads do not overlap, and
 /// whether the second (the technique switched on) is above or below the first there.
 fn separation_note(what: &str, a: &[(f64, Spread)], b: &[(f64, Spread)]) -> Option<String> {
@@ -469,15 +444,6 @@ fn method_note(cfg: &SweepConfig) -> String {
         cfg.repeat,
         log_note(cfg)
     )
-}
-
-/// Where the log was.
-pub(super) fn log_note(cfg: &SweepConfig) -> String {
-    match (cfg.figure, cfg.log_latency) {
-        (Figure::ElrSkew, _) => "log on the emulated device".to_string(),
-        (_, Some(l)) => format!("log on an emulated device of {l:?}"),
-        (_, None) => "log on the real disk".to_string(),
-    }
 }
 
 /// A panel comparing series over clients; its notes say how it was measured, whether
@@ -826,25 +792,6 @@ mod tests {
 
     fn spread(v: &[f64]) -> Spread {
         Spread::of(v.iter().copied()).unwrap()
-    }
-
-    #[test]
-    fn the_hardware_note_comes_from_the_thread_count() {
-        let n = hardware_note(Figure::Ctx, 2, 64).unwrap();
-        assert!(n.starts_with("2 hardware threads here"), "{n}");
-        assert!(n.ends_with("idle cores cannot show"), "{n}");
-        let n = hardware_note(Figure::Breakdown, 2, 64).unwrap();
-        assert!(n.contains("only 2 agents insert"), "{n}");
-        assert_eq!(
-            hardware_note(Figure::Ctx, 2, 2),
-            None,
-            "no point past the cores"
-        );
-        assert_eq!(
-            hardware_note(Figure::Ctx, 64, 64),
-            None,
-            "the paper's machine or larger"
-        );
     }
 
     #[test]

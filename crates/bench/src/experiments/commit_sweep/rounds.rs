@@ -4,6 +4,7 @@
 use super::{Planned, SweepRow};
 use crate::experiments::noise::rounds;
 use crate::output::Spread;
+use sluice::experiment::Activity;
 
 /// `repeat` rounds of `round`, in order, each run marked with its round.
 pub fn interleave(round: &[Planned], repeat: usize) -> Vec<Planned> {
@@ -84,12 +85,55 @@ pub(super) fn points(rows: &[SweepRow]) -> Vec<Point> {
                 cpu_util: of(&|r| r.row.cpu.cpu_util)?,
                 sys_cpu_util: of(&|r| r.row.cpu.sys_cpu_util)?,
                 p50_us: of(&|r| r.row.latency.p50_us as f64)?,
-                time_shares: super::breakdown::shares(&mine, false),
-                busy_shares: super::breakdown::shares(&mine, true),
+                time_shares: shares(&mine, false),
+                busy_shares: shares(&mine, true),
                 key,
             })
         })
         .collect()
+}
+
+/// The share of the agents' time `r` spent in `a`; `None` for a run without the
+/// agents' clocks (or with no time at all).
+pub(super) fn share(r: &SweepRow, a: Activity) -> Option<f64> {
+    let t = r.row.agent_time?;
+    let total = t.total().as_secs_f64();
+    (total > 0.0).then(|| t.get(a).as_secs_f64() / total)
+}
+
+/// The share of the agents' busy time (all of it but idleness) `r` spent in `a`;
+/// `None` for idleness itself, for a run without the agents' clocks, or with no busy
+/// time.
+pub(super) fn busy_share(r: &SweepRow, a: Activity) -> Option<f64> {
+    let t = r.row.agent_time?;
+    let busy = t
+        .total()
+        .saturating_sub(t.get(Activity::Idle))
+        .as_secs_f64();
+    (a != Activity::Idle && busy > 0.0).then(|| t.get(a).as_secs_f64() / busy)
+}
+
+/// The activities of the busy shares: every one but idleness.
+pub(super) fn busy_activities() -> impl Iterator<Item = Activity> {
+    Activity::ALL.into_iter().filter(|&a| a != Activity::Idle)
+}
+
+/// Each activity's share over `rows` (one point's rounds), in [`Activity::ALL`]'s order;
+/// with `busy`, each busy share (idleness left out). Empty unless every row has them.
+pub(super) fn shares(rows: &[&SweepRow], busy: bool) -> Vec<Spread> {
+    let of = |a: Activity| {
+        let v: Option<Vec<f64>> = rows
+            .iter()
+            .map(|r| if busy { busy_share(r, a) } else { share(r, a) })
+            .collect();
+        Spread::of(v?)
+    };
+    let all: Option<Vec<Spread>> = if busy {
+        busy_activities().map(of).collect()
+    } else {
+        Activity::ALL.into_iter().map(of).collect()
+    };
+    all.unwrap_or_default()
 }
 
 /// The spread over rounds of `value(num) ÷ value(den)`, pairing the two rows of each
