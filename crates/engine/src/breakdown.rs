@@ -101,15 +101,6 @@ impl Activity {
         }
     }
 
-    /// True for the waits on other threads (contention) and for idleness; false for
-    /// work.
-    pub fn is_wait(self) -> bool {
-        !matches!(
-            self,
-            Activity::Tree | Activity::Lock | Activity::LogInsert | Activity::Other
-        )
-    }
-
     fn index(self) -> usize {
         self as usize
     }
