@@ -95,6 +95,12 @@ fn a_short_report_writes_one_page_with_every_finding_and_its_figure() {
             );
         }
     }
+    // What the report leaves out is named, with the command that runs it.
+    assert!(
+        page.contains("Not run in this report")
+            && page.contains("propagation-sweep --figure backlog"),
+        "the figures not run are not listed"
+    );
     assert!(page.contains("<svg"), "no figure inlined");
     assert!(!page.contains("<?xml"), "an SVG's prolog inside the page");
     assert!(!page.contains("<script"), "the page needs no script");

@@ -147,6 +147,19 @@ impl TimeBreakdown {
     }
 }
 
+/// A breakdown of the given times (an activity given twice adds up), for a caller's own
+/// accounting and for tests of what reads breakdowns.
+impl FromIterator<(Activity, Duration)> for TimeBreakdown {
+    fn from_iter<I: IntoIterator<Item = (Activity, Duration)>>(times: I) -> TimeBreakdown {
+        let mut nanos = [0u64; Activity::COUNT];
+        for (a, d) in times {
+            let n = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+            nanos[a.index()] = nanos[a.index()].saturating_add(n);
+        }
+        TimeBreakdown { nanos }
+    }
+}
+
 impl Serialize for TimeBreakdown {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(Activity::COUNT))?;

@@ -40,7 +40,7 @@ mod rounds;
 
 pub use breakdown::time_table;
 pub use output::{rows_table, summary_table, SpeedupTable};
-pub use rounds::{interleave, PointKey};
+pub use rounds::{interleave, share_spread, PointKey};
 
 use super::noise::{check_repeat, DEFAULT_REPEAT};
 use crate::knobs::{in_range, named_values};

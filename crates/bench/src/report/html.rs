@@ -138,6 +138,18 @@ pub(super) fn page(r: &Report, out: &Path) -> String {
         }
     }
     h.push_str("</table>\n");
+    h.push_str("<p class=\"meta\">Not run in this report:</p><ul class=\"meta\">");
+    for (paper, figure, command, why) in super::sections::NOT_RUN {
+        let _ = write!(
+            h,
+            "<li>{} {} — <code>{}</code>: {}</li>",
+            esc(paper),
+            esc(figure),
+            esc(command),
+            esc(why)
+        );
+    }
+    h.push_str("</ul>\n");
     for s in &r.sections {
         section(&mut h, s, out);
     }

@@ -113,6 +113,32 @@ pub(super) fn busy_share(r: &SweepRow, a: Activity) -> Option<f64> {
     (a != Activity::Idle && busy > 0.0).then(|| t.get(a).as_secs_f64() / busy)
 }
 
+/// The spread over rounds of the rows `pick` chooses (one point's rounds) of `a`'s share
+/// of the agents' busy time (`busy`) or of all their time; `None` unless every chosen
+/// row has the agents' clocks (or none is chosen). What the report reads of the
+/// breakdown figures.
+pub fn share_spread(
+    rows: &[SweepRow],
+    pick: impl Fn(&SweepRow) -> bool,
+    a: Activity,
+    busy: bool,
+) -> Option<Spread> {
+    spread_over(rows.iter().filter(|r| pick(r)), a, busy)
+}
+
+/// The spread of `a`'s share (busy share with `busy`) over `rows`; `None` unless every
+/// row has one.
+fn spread_over<'r>(
+    rows: impl Iterator<Item = &'r SweepRow>,
+    a: Activity,
+    busy: bool,
+) -> Option<Spread> {
+    let v: Option<Vec<f64>> = rows
+        .map(|r| if busy { busy_share(r, a) } else { share(r, a) })
+        .collect();
+    Spread::of(v?)
+}
+
 /// The activities of the busy shares: every one but idleness.
 pub(super) fn busy_activities() -> impl Iterator<Item = Activity> {
     Activity::ALL.into_iter().filter(|&a| a != Activity::Idle)
@@ -121,13 +147,7 @@ pub(super) fn busy_activities() -> impl Iterator<Item = Activity> {
 /// Each activity's share over `rows` (one point's rounds), in [`Activity::ALL`]'s order;
 /// with `busy`, each busy share (idleness left out). Empty unless every row has them.
 pub(super) fn shares(rows: &[&SweepRow], busy: bool) -> Vec<Spread> {
-    let of = |a: Activity| {
-        let v: Option<Vec<f64>> = rows
-            .iter()
-            .map(|r| if busy { busy_share(r, a) } else { share(r, a) })
-            .collect();
-        Spread::of(v?)
-    };
+    let of = |a: Activity| spread_over(rows.iter().copied(), a, busy);
     let all: Option<Vec<Spread>> = if busy {
         busy_activities().map(of).collect()
     } else {
@@ -233,6 +253,45 @@ mod tests {
         let t = p[1].throughput;
         assert_eq!((t.median, t.min, t.max), (300.0, 200.0, 330.0));
         assert!(!p[0].throughput.overlaps(&p[1].throughput));
+    }
+
+    #[test]
+    fn a_share_spread_covers_the_chosen_rows_and_needs_every_clock() {
+        use sluice::experiment::TimeBreakdown;
+        let with = |repeat, clients, lock_wait_ms: u64, idle_ms: u64| {
+            let mut r = row(repeat, "elr", clients, 1.0);
+            let ms = std::time::Duration::from_millis;
+            let t: TimeBreakdown = [
+                (Activity::LockWait, ms(lock_wait_ms)),
+                (Activity::Tree, ms(100 - lock_wait_ms)),
+                (Activity::Idle, ms(idle_ms)),
+            ]
+            .into_iter()
+            .collect();
+            r.row.agent_time = Some(t);
+            r
+        };
+        let rows = [with(0, 1, 10, 0), with(1, 1, 30, 100), with(0, 8, 50, 0)];
+        let one = |r: &SweepRow| r.row.clients == 1;
+        let near = |s: Spread, min: f64, max: f64| {
+            assert!(
+                (s.min - min).abs() < 1e-9 && (s.max - max).abs() < 1e-9,
+                "{s:?}"
+            );
+        };
+        let busy = share_spread(&rows, one, Activity::LockWait, true).unwrap();
+        assert_eq!(busy.n, 2);
+        near(busy, 0.1, 0.3);
+        // Of all the time, idleness included: 30 of 200 ms in round 1.
+        near(
+            share_spread(&rows, one, Activity::LockWait, false).unwrap(),
+            0.1,
+            0.15,
+        );
+        let mut missing = rows.to_vec();
+        missing[1].row.agent_time = None;
+        assert_eq!(share_spread(&missing, one, Activity::LockWait, true), None);
+        assert_eq!(share_spread(&rows, |_| false, Activity::Tree, true), None);
     }
 
     #[test]
