@@ -45,6 +45,7 @@ h2 { font-size: 1.25em; margin-top: 2.2em; border-bottom: 1px solid #ddd; paddin
 .sub { color: #555; margin-top: 0; }
 table { border-collapse: collapse; margin: 0.8em 0; width: 100%; }
 th, td { text-align: left; vertical-align: top; padding: 0.35em 0.6em; border-bottom: 1px solid #eee; }
+a { white-space: nowrap; }
 th { background: #f6f6f8; font-weight: 600; }
 .badge { display: inline-block; padding: 0.05em 0.55em; border-radius: 0.8em; font-size: 0.85em;
          font-weight: 600; white-space: nowrap; }
