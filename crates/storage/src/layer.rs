@@ -103,6 +103,9 @@ impl<L: FileLayer> FileHandle for L {
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.below().set_len(len)
     }
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        self.below().allocate(len)
+    }
     fn len(&self) -> io::Result<u64> {
         self.below().len()
     }

@@ -82,6 +82,17 @@ pub trait FileHandle: Send + Sync {
     fn sync_data(&self) -> io::Result<()>;
     /// Truncates or extends (with zeros) the file to `len` bytes. Volatile until synced.
     fn set_len(&self, len: u64) -> io::Result<()>;
+    /// Makes the file at least `len` bytes long with its blocks reserved on the device,
+    /// writing nothing (Linux `fallocate`, mode 0): the new bytes read as zeros, and a
+    /// later write into them needs no block allocation. Never shortens the file. The new
+    /// length and the allocation are volatile until [`FileHandle::sync_data`]; a power
+    /// loss before it keeps or drops the length change, like `set_len`'s.
+    ///
+    /// Fails with [`io::ErrorKind::Unsupported`] where the file system (or the platform)
+    /// cannot allocate without writing; the caller then decides how to make the space
+    /// (the log writes zeros). (Wrappers must forward it: there is no default, because a
+    /// default that extended with `set_len` would leave a sparse file without saying so.)
+    fn allocate(&self, len: u64) -> io::Result<()>;
     /// The current length of the file, as reads see it.
     fn len(&self) -> io::Result<u64>;
     /// Drops this file's clean cached pages, so later reads come from the device; pages

@@ -65,6 +65,43 @@ impl OsFile {
         }
     }
 
+    /// `fallocate(fd, 0, 0, len)`: reserves every block below `len` that has none (they
+    /// read as zeros; the blocks already there are untouched) and extends the length to
+    /// `len` if it is shorter. A file system without it answers `EOPNOTSUPP`, reported as
+    /// `Unsupported` (std would call it `Other`), as is a kernel without the call.
+    #[cfg(target_os = "linux")]
+    fn fallocate(&self, len: u64) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let len = libc::off_t::try_from(len).map_err(|_| {
+            io::Error::new(io::ErrorKind::InvalidInput, "length past the largest offset")
+        })?;
+        loop {
+            // SAFETY: the descriptor belongs to `self.file`, which outlives the call;
+            // fallocate takes plain integers and touches no memory of ours.
+            let rc = unsafe { libc::fallocate(self.file.as_raw_fd(), 0, 0, len) };
+            if rc == 0 {
+                return Ok(());
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EOPNOTSUPP | libc::ENOSYS) => {
+                    return Err(io::Error::new(io::ErrorKind::Unsupported, e))
+                }
+                _ => return Err(e),
+            }
+        }
+    }
+
+    /// Elsewhere the log writes zeros instead (the trait's contract for `Unsupported`).
+    #[cfg(not(target_os = "linux"))]
+    fn fallocate(&self, _len: u64) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "allocation without writing is implemented on Linux only",
+        ))
+    }
+
     /// Elsewhere there is no portable way to drop a file's pages; the kernels that keep
     /// failed pages dirty (the BSDs) also make a retried fsync meaningful, so the cache
     /// never holds what the device will not get.
@@ -99,6 +136,11 @@ impl FileHandle for OsFile {
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.file.set_len(len).map_err(|e| with_path(&self.path, e))
+    }
+
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        // Never shortens: fallocate leaves a longer file's length as it is.
+        self.fallocate(len).map_err(|e| with_path(&self.path, e))
     }
 
     fn len(&self) -> io::Result<u64> {
@@ -303,6 +345,30 @@ mod tests {
         assert_eq!(&short[..3], b"hel");
         let err = file.read_exact_at(&mut short, 0).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn allocate_grows_with_zeros_and_never_shrinks() {
+        let dir = temp();
+        let storage = OsStorage::new();
+        let file = storage
+            .open(&dir.path().join("f"), OpenOptions::CREATE_NEW)
+            .unwrap();
+        file.write_at(b"abc", 0).unwrap();
+        match file.allocate(1 << 20) {
+            Ok(()) => {}
+            // A file system without fallocate (the caller writes zeros instead).
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => return,
+            Err(e) => panic!("{e}"),
+        }
+        assert_eq!(file.len().unwrap(), 1 << 20);
+        let mut buf = vec![9u8; 1 << 20];
+        file.read_exact_at(&mut buf, 0).unwrap();
+        assert_eq!(&buf[..3], b"abc");
+        assert!(buf[3..].iter().all(|&b| b == 0));
+        file.allocate(10).unwrap();
+        assert_eq!(file.len().unwrap(), 1 << 20, "allocate never shrinks");
+        file.sync_data().unwrap();
     }
 
     #[test]

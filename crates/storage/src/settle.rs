@@ -83,6 +83,9 @@ mod tests {
         fn set_len(&self, _: u64) -> io::Result<()> {
             unreachable!()
         }
+        fn allocate(&self, _: u64) -> io::Result<()> {
+            unreachable!()
+        }
         fn len(&self) -> io::Result<u64> {
             Ok(0)
         }

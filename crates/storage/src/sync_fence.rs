@@ -128,6 +128,9 @@ mod tests {
         fn set_len(&self, _: u64) -> io::Result<()> {
             Ok(())
         }
+        fn allocate(&self, _: u64) -> io::Result<()> {
+            Ok(())
+        }
         fn len(&self) -> io::Result<u64> {
             Ok(0)
         }

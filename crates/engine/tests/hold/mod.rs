@@ -107,6 +107,9 @@ impl FileHandle for HoldFile {
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.inner.set_len(len)
     }
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        self.inner.allocate(len)
+    }
     fn len(&self) -> io::Result<u64> {
         self.inner.len()
     }

@@ -192,6 +192,9 @@ impl FileHandle for NoChangesFile {
     fn set_len(&self, _: u64) -> io::Result<()> {
         Err(refuse(&self.refused, "set_len", &self.path))
     }
+    fn allocate(&self, _: u64) -> io::Result<()> {
+        Err(refuse(&self.refused, "allocate", &self.path))
+    }
     fn len(&self) -> io::Result<u64> {
         self.inner.len()
     }

@@ -104,6 +104,9 @@ impl FileHandle for SpyFile {
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.inner.set_len(len)
     }
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        self.inner.allocate(len)
+    }
     fn len(&self) -> io::Result<u64> {
         self.inner.len()
     }

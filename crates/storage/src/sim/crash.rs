@@ -5,7 +5,8 @@
 //! it along. File data survives sector by sector: each 512-byte sector
 //! (aligned to absolute file offsets) of each unsynced write is kept, dropped or garbled,
 //! the last unsynced write of a file may also be torn (only a prefix of its sectors
-//! reaches the disk at all), and each unsynced length change is kept or dropped. All of it
+//! reaches the disk at all), and each unsynced length change (`set_len`, `allocate`) is
+//! kept or dropped. All of it
 //! is drawn from the seeded generator, in a fixed order, so a seed replays exactly.
 
 use std::mem;
@@ -96,9 +97,10 @@ fn settle_inode(inode: &mut Inode, rng: &mut StdRng) {
     let mut image = mem::take(&mut inode.durable);
     for (index, op) in mem::take(&mut inode.pending).into_iter().enumerate() {
         match op {
-            DataOp::SetLen(len) => {
+            // An unsynced length change, `allocate`'s included, is kept or dropped.
+            op @ (DataOp::SetLen(_) | DataOp::Allocate(_)) => {
                 if rng.gen_bool(0.5) {
-                    image.resize(len as usize, 0);
+                    op.apply(&mut image);
                 }
             }
             DataOp::Write { offset, bytes } => {

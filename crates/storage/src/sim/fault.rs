@@ -25,8 +25,8 @@ pub enum FaultOp {
     /// `read_at`. Reads are never counted by
     /// [`SimStorage::crash_at_op`](super::SimStorage::crash_at_op); only plans count them.
     Read,
-    /// `write_at` and `set_len` (including a truncating open): everything that changes a
-    /// file's bytes or length.
+    /// `write_at`, `set_len` (including a truncating open) and `allocate`: everything that
+    /// changes a file's bytes or length.
     Write,
     /// `sync_data` and `sync_dir` (also the directory syncs inside `create_dir_all`). An
     /// injected `sync_data` failure has Linux's semantics: see

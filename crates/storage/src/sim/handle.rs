@@ -156,6 +156,27 @@ impl SimHandle {
     }
 }
 
+impl SimHandle {
+    /// `allocate`: a length change (the fault plan's `Write` class, where ENOSPC lands),
+    /// counted and traced only when the file grows.
+    fn grow(&self, len: u64) -> io::Result<()> {
+        let mut state = self.live()?;
+        self.writable()?;
+        Inode::check_size(Some(len))?;
+        self.begin(&mut state, OpKind::SetLen)?;
+        let inode = state.disk.inode_mut(self.inode);
+        let grows = (inode.volatile.len() as u64) < len;
+        inode.allocate(len);
+        if grows && !self.scratch {
+            state.record(|| TraceEvent::Allocate {
+                path: self.path.clone(),
+                len,
+            });
+        }
+        Ok(())
+    }
+}
+
 impl FileHandle for SimHandle {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         self.read(buf, offset).map_err(|e| with_path(&self.path, e))
@@ -176,6 +197,10 @@ impl FileHandle for SimHandle {
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.resize(len).map_err(|e| with_path(&self.path, e))
+    }
+
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        self.grow(len).map_err(|e| with_path(&self.path, e))
     }
 
     fn len(&self) -> io::Result<u64> {

@@ -19,6 +19,8 @@ const _: () = assert!(MAX_FILE_BYTES <= usize::MAX as u64);
 pub(super) enum DataOp {
     Write { offset: u64, bytes: Vec<u8> },
     SetLen(u64),
+    /// `allocate`: the length grows to at least this, with zeros; never shrinks.
+    Allocate(u64),
 }
 
 /// Copies `bytes` into `image` at `offset`, extending it with zeros if needed (what a write
@@ -41,6 +43,11 @@ impl DataOp {
         match self {
             DataOp::Write { offset, bytes } => apply_write(image, *offset, bytes),
             DataOp::SetLen(len) => image.resize(*len as usize, 0),
+            DataOp::Allocate(len) => {
+                if image.len() < *len as usize {
+                    image.resize(*len as usize, 0);
+                }
+            }
         }
     }
 }
@@ -100,6 +107,17 @@ impl Inode {
     /// The caller has checked the size limit.
     pub(super) fn set_len(&mut self, len: u64) {
         let op = DataOp::SetLen(len);
+        op.apply(&mut self.volatile);
+        self.pending.push(op);
+    }
+
+    /// The caller has checked the size limit. A file already as long changes nothing and
+    /// queues nothing (as `fallocate` over allocated blocks writes nothing back).
+    pub(super) fn allocate(&mut self, len: u64) {
+        if self.volatile.len() as u64 >= len {
+            return;
+        }
+        let op = DataOp::Allocate(len);
         op.apply(&mut self.volatile);
         self.pending.push(op);
     }

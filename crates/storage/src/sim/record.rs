@@ -55,6 +55,13 @@ pub enum TraceEvent {
         /// Its new length.
         len: u64,
     },
+    /// The file was allocated up to `len` bytes (`allocate`; recorded only when it grew).
+    Allocate {
+        /// The file.
+        path: PathBuf,
+        /// Its new length.
+        len: u64,
+    },
     /// `sync_data` on a handle of this file.
     SyncData(PathBuf),
     /// `sync_dir` on this directory.

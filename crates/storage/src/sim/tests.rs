@@ -280,6 +280,56 @@ fn unsynced_set_len_is_kept_or_dropped() {
 }
 
 #[test]
+fn allocate_grows_with_zeros_never_shrinks_and_is_kept_or_dropped_unsynced() {
+    let (mut kept, mut dropped) = (0, 0);
+    for seed in 0..SEEDS / 2 {
+        let sim = SimStorage::new(seed);
+        let file = durable_file(&sim, &p("f"), &[1; 100]);
+        let ops = sim.stats().ops;
+        file.allocate(50).unwrap();
+        assert_eq!(file.len().unwrap(), 100, "allocate never shrinks");
+        file.allocate(4096).unwrap();
+        assert_eq!(sim.stats().ops, ops + 2, "each call is a counted operation");
+        assert_eq!(sim.stats().writes, 1, "allocating writes nothing");
+        let mut buf = vec![9u8; 4096];
+        file.read_exact_at(&mut buf, 0).unwrap();
+        assert!(buf[..100].iter().all(|&b| b == 1) && buf[100..].iter().all(|&b| b == 0));
+        sim.crash();
+        match read_all(&sim, &p("f")).unwrap() {
+            b if b.len() == 4096 && b[100..].iter().all(|&x| x == 0) => kept += 1,
+            b if b == [1; 100] => dropped += 1,
+            b => panic!("seed {seed}: {} bytes", b.len()),
+        }
+    }
+    assert!(kept > 0 && dropped > 0, "{kept}/{dropped}");
+    // Synced, it survives; through a read-only handle it is refused.
+    let sim = SimStorage::new(1);
+    let file = durable_file(&sim, &p("f"), &[1; 100]);
+    sim.set_trace(true);
+    file.allocate(8192).unwrap();
+    file.allocate(8192).unwrap();
+    file.sync_data().unwrap();
+    assert_eq!(
+        sim.take_trace(),
+        [
+            TraceEvent::Allocate {
+                path: p("f"),
+                len: 8192
+            },
+            TraceEvent::SyncData(p("f"))
+        ],
+        "a call that does not grow the file is not traced"
+    );
+    sim.crash();
+    assert_eq!(read_all(&sim, &p("f")).unwrap().len(), 8192);
+    let ro = sim.open(&p("f"), OpenOptions::READ_ONLY).unwrap();
+    assert_eq!(
+        ro.allocate(1 << 20).unwrap_err().kind(),
+        io::ErrorKind::PermissionDenied
+    );
+}
+
+#[test]
 fn crash_at_op_fires_at_exactly_the_nth_op() {
     let sim = SimStorage::new(5);
     let file = durable_file(&sim, &p("f"), &[0; 16]);

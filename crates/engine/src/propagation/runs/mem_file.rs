@@ -47,6 +47,14 @@ impl FileHandle for MemFile {
         self.0.lock().resize(len, 0);
         Ok(())
     }
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        let len = usize::try_from(len).map_err(|_| io::ErrorKind::InvalidInput)?;
+        let mut bytes = self.0.lock();
+        if bytes.len() < len {
+            bytes.resize(len, 0);
+        }
+        Ok(())
+    }
     fn len(&self) -> io::Result<u64> {
         Ok(self.0.lock().len() as u64)
     }
