@@ -11,7 +11,7 @@ use sluice_bench::workloads::stored::{self, Stored};
 use sluice_bench::workloads::tatp::TatpKind;
 use sluice_bench::workloads::tpcb::{self, TpcbShape};
 use sluice_storage::DeviceProfile;
-use sluice_wal::InsertVariant;
+use sluice_wal::{InsertVariant, Preallocate};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -41,6 +41,11 @@ pub struct Common {
     /// fixed budget of 8 yields (fixed); the JSON's `gather_budget` is where it ended.
     #[arg(long, value_enum, default_value_t = GroupCommitArg::Adaptive)]
     group_commit: GroupCommitArg,
+    /// How the log makes new segment space: allocate (reserve the blocks, write
+    /// nothing) or zeros (write zeros first, so every log byte is written twice); the
+    /// JSON's `zero_fill_bytes_per_txn` shows what it wrote.
+    #[arg(long, default_value_t = Preallocate::default())]
+    preallocate: Preallocate,
     /// Zipf skew of key choice (0 = uniform; TPC-B: accounts, tellers, branches).
     #[arg(long, default_value_t = 0.0)]
     skew: f64,
@@ -152,6 +157,7 @@ fn setup(c: &Common, latency: Option<Duration>, pool_pages: usize) -> Setup {
         pool_pages,
         checkpoint_log_bytes: c.checkpoint_mib << 20,
         adaptive_group_commit: c.group_commit == GroupCommitArg::Adaptive,
+        preallocate: c.preallocate,
     }
 }
 

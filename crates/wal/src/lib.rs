@@ -65,7 +65,7 @@ pub use insert_wait::{insert_waited, time_insert_waits};
 pub use log::{Appended, Log, LogStats};
 pub use lsn::Lsn;
 pub use notify::{DurableCallback, DurableFuture};
-pub use options::{GroupCommit, LogOptions};
+pub use options::{GroupCommit, LogOptions, Preallocate};
 pub use reader::{LogReader, ReadRecord};
 pub use recovery::RecoveryInfo;
 pub use segments::{

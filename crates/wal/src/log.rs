@@ -28,10 +28,12 @@ pub struct LogStats {
     pub flushes: u64,
     /// Log bytes written to segment files.
     pub bytes_written: u64,
-    /// Bytes of zeros written to prepare segment files (new files and extensions): the
-    /// cost recycling saves.
+    /// Bytes of zeros written to prepare segment files (new files and extensions): none
+    /// with [`crate::Preallocate::Allocate`] where the file system allocates.
     pub bytes_zero_filled: u64,
-    /// Segments made from a retired segment's file instead of a new zero-filled one.
+    /// Bytes of segment space reserved without writing (`FileHandle::allocate`).
+    pub bytes_allocated: u64,
+    /// Segments made from a retired segment's file instead of a new one.
     pub segments_recycled: u64,
     /// The flush daemon's gather budget now: scheduler yields a round may spend letting
     /// the last round's waiters re-join before it syncs (tuned if
@@ -472,6 +474,7 @@ impl Log {
             flushes: s.flushes.load(Ordering::Relaxed),
             bytes_written: s.bytes_written.load(Ordering::Relaxed),
             bytes_zero_filled: segments.bytes_zero_filled.load(Ordering::Relaxed),
+            bytes_allocated: segments.bytes_allocated.load(Ordering::Relaxed),
             segments_recycled: segments.segments_recycled.load(Ordering::Relaxed),
             gather_budget: s.gather_budget.load(Ordering::Relaxed),
             segments_archived: self

@@ -2,6 +2,8 @@
 //! flush daemon starts a round.
 
 use crate::buffer::InsertVariant;
+use std::fmt;
+use std::str::FromStr;
 use std::time::Duration;
 
 /// How long the daemon may wait before flushing pending bytes nobody waits for.
@@ -36,6 +38,50 @@ impl Default for GroupCommit {
     }
 }
 
+/// How the segment preparer makes the space a segment's log is written into (the
+/// `segment` module docs; ARCHITECTURE.md, Segments).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Preallocate {
+    /// Reserve the blocks without writing them (`fallocate`): the log is written once.
+    /// Where the file system cannot (`Unsupported`), the preparer writes zeros instead,
+    /// and [`crate::LogStats::bytes_zero_filled`] counts them.
+    #[default]
+    Allocate,
+    /// Write zeros and sync them: every byte of new log space is written twice, but a
+    /// log write over it converts no extent (the choice before allocation; kept to
+    /// measure one against the other).
+    Zeros,
+}
+
+impl Preallocate {
+    /// Every choice, in the order the CLI lists them.
+    pub const ALL: [Preallocate; 2] = [Preallocate::Allocate, Preallocate::Zeros];
+
+    /// The name the CLI and the benchmarks' JSON use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preallocate::Allocate => "allocate",
+            Preallocate::Zeros => "zeros",
+        }
+    }
+}
+
+impl fmt::Display for Preallocate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Preallocate {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Preallocate::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("unknown preallocation '{s}' (expected allocate or zeros)"))
+    }
+}
+
 /// How a log is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogOptions {
@@ -50,6 +96,8 @@ pub struct LogOptions {
     pub slots: usize,
     /// When the daemon flushes.
     pub group_commit: GroupCommit,
+    /// How new segment space is made.
+    pub preallocate: Preallocate,
 }
 
 impl Default for LogOptions {
@@ -60,6 +108,7 @@ impl Default for LogOptions {
             variant: InsertVariant::default(),
             slots: 4,
             group_commit: GroupCommit::default(),
+            preallocate: Preallocate::default(),
         }
     }
 }

@@ -75,6 +75,7 @@ impl Shared {
                 rec.segment_bytes,
                 rec.list.starts.clone(),
                 rec.info.start,
+                options.preallocate,
             ),
             health: Health::new(),
             options,

@@ -114,7 +114,14 @@ fn a_reservation_below_released_is_refused() {
 fn a_segment_off_a_boundary_is_refused() {
     let storage = Arc::new(SimStorage::new(1));
     let dirs = Arc::new(LogDirs::new(&[PathBuf::from("/log")]).unwrap());
-    let set = SegmentSet::new(storage, dirs, SEGMENT, Vec::new(), Lsn(0));
+    let set = SegmentSet::new(
+        storage,
+        dirs,
+        SEGMENT,
+        Vec::new(),
+        Lsn(0),
+        crate::Preallocate::default(),
+    );
     set.note_segment(Lsn(SEGMENT));
     set.note_segment(Lsn(SEGMENT + 8));
 }

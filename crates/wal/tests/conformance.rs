@@ -196,6 +196,7 @@ fn log_conformance(variant: InsertVariant) {
             max_delay: Duration::from_micros(200),
             ..GroupCommit::default()
         },
+        ..LogOptions::default()
     };
     let log = Arc::new(Log::open(storage.clone(), DIR, opts).unwrap());
     let max = log.max_record_bytes();

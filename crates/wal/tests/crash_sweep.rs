@@ -20,6 +20,10 @@
 //! records, so segments are retired and recycled (their old frames left in place) all
 //! through the sweep; a record below the recovered log's start counts as truncated, and
 //! the start never passes what truncation asked for.
+//!
+//! Odd seeds run over a disk whose newly allocated segment space holds junk instead of
+//! zeros (`common::JunkSpace`): the log writes no zeros into new segments (they are
+//! allocated), and recovery must find the end of the log without them.
 
 use crate::common;
 
@@ -87,7 +91,16 @@ struct Seed {
 
 impl Seed {
     fn open(&self) -> sluice_wal::Result<Log> {
-        Log::open(Arc::new(self.sim.pinned()), DIR, self.opts)
+        let sim = self.sim.pinned();
+        if self.seed % 2 == 1 {
+            let junk = JunkSpace {
+                sim,
+                segment_bytes: self.opts.segment_bytes,
+                seed: self.seed,
+            };
+            return Log::open(Arc::new(junk), DIR, self.opts);
+        }
+        Log::open(Arc::new(sim), DIR, self.opts)
     }
 
     /// Threads append and wait until they fail; acknowledged records are added to the

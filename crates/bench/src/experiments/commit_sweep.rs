@@ -517,6 +517,7 @@ fn open(
         pool_pages,
         checkpoint_log_bytes: Setup::CHECKPOINT_LOG_BYTES,
         adaptive_group_commit: true,
+        preallocate: Default::default(),
     };
     let loaded = if cfg.figure.tatp() {
         let s = setup(TatpSession::pool_pages(cfg.subscribers));

@@ -30,6 +30,9 @@ pub struct Setup {
     /// Group commit tunes its gather at run time (`GroupCommit::adaptive`, the default)
     /// or keeps the fixed budget.
     pub adaptive_group_commit: bool,
+    /// How the log makes new segment space (`LogOptions::preallocate`: allocated, the
+    /// default, or zero-filled).
+    pub preallocate: sluice_wal::Preallocate,
 }
 
 impl Setup {
@@ -64,6 +67,7 @@ pub fn options(s: &Setup) -> Options {
             buffer_bytes: 16 << 20,
             segment_bytes: 64 << 20,
             variant: s.log_buffer,
+            preallocate: s.preallocate,
             group_commit: sluice_wal::GroupCommit {
                 adaptive: s.adaptive_group_commit,
                 ..d.log.group_commit

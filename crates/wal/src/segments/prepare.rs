@@ -206,10 +206,7 @@ impl Preparer {
                 // Closing, and the preparer is gone: extend here.
                 let to = s.target.max(end);
                 drop(s);
-                let f = segment::open(&*cx.segments.storage, cx.segments.dir_of(start), start)?;
-                let key = segment::fence_key(start, cx.segments.segment_bytes);
-                segment::extend(&*f, extent, to, &cx.segments.syncs, key)?;
-                cx.segments.note_zero_fill(to - extent);
+                cx.segments.extend(start, extent, to)?;
                 s = self.state.lock();
                 s.current = Some((start, to));
                 continue;
@@ -281,13 +278,7 @@ impl Preparer {
                 cx.segments.note_segment(start);
                 Ok(())
             }
-            Job::Extend { start, from, to } => {
-                let f = segment::open(&*cx.segments.storage, cx.segments.dir_of(start), start)?;
-                let key = segment::fence_key(start, cx.segments.segment_bytes);
-                segment::extend(&*f, from, to, &cx.segments.syncs, key)?;
-                cx.segments.note_zero_fill(to - from);
-                Ok(())
-            }
+            Job::Extend { start, from, to } => cx.segments.extend(start, from, to),
         }
     }
 }

@@ -32,7 +32,7 @@
 
 use super::dirs::LogDirs;
 use crate::error::{io_context, Result, WalError};
-use crate::Lsn;
+use crate::{Lsn, Preallocate};
 use sluice_storage::{failpoint, FileHandle, OpenOptions, Storage, SyncFence};
 use std::path::{Path, PathBuf};
 
@@ -321,28 +321,66 @@ pub fn extent_of_file(file_len: u64, segment_bytes: u64) -> u64 {
     (data - data % crate::frame::ALIGN).min(segment_bytes)
 }
 
-/// Zero-fills the data bytes `[from, to)` of an open segment file and syncs them through
-/// `fence` under `key` (see [`fence_key`]): after this returns, log data may be written
-/// anywhere below `to` and made durable by a plain `fdatasync`. A crash before it returns
-/// leaves a file that ends anywhere in the range, with zeros or junk there but no log
-/// data (see [`extent_of_file`]).
-pub fn extend(f: &dyn FileHandle, from: u64, to: u64, fence: &SyncFence, key: u64) -> Result<()> {
+/// How [`extend`] made the space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Made {
+    /// Reserved without writing (`FileHandle::allocate`).
+    Allocated,
+    /// Zeros written: asked for ([`Preallocate::Zeros`]), or the file system cannot
+    /// allocate without writing.
+    Zeroed,
+    /// Nothing to make (`from == to`).
+    Nothing,
+}
+
+/// Makes the data bytes `[from, to)` of an open segment file exist as `how` says —
+/// reserved on the device without being written, or zero-filled — and syncs the file
+/// through `fence` under `key` (see [`fence_key`]): after this returns, log data may be
+/// written anywhere below `to` and made durable by a plain `fdatasync`, which never has
+/// to change the file's length or allocate a block. The new bytes read as zeros either
+/// way, but recovery does not rely on it (a recycled file holds old frames there). A
+/// crash before it returns leaves a file that ends anywhere in the range, with zeros or
+/// junk there but no log data (see [`extent_of_file`]).
+pub fn extend(
+    f: &dyn FileHandle,
+    from: u64,
+    to: u64,
+    how: Preallocate,
+    fence: &SyncFence,
+    key: u64,
+) -> Result<Made> {
     assert!(from <= to, "extension from {from} back to {to}");
     if from == to {
-        return Ok(());
+        return Ok(Made::Nothing);
     }
-    // Write the zeros rather than leave a sparse file: a sync after appending into a
-    // hole must also commit the block allocation (on ext4 a journal commit), which
-    // made every commit's sync several times slower.
-    let zeros = vec![0u8; ZERO_CHUNK.min((to - from) as usize)];
-    let mut off = from;
-    while off < to {
-        let n = (to - off).min(zeros.len() as u64) as usize;
-        f.write_at(&zeros[..n], SEGMENT_HEADER_BYTES + off)?;
-        off += n as u64;
+    // Never a sparse file: a sync after writing into a hole must also commit the block
+    // allocation (on ext4 a journal commit), which made every commit's sync several
+    // times slower. Allocated blocks are still "unwritten" extents, which the first
+    // write into each converts (also journalled, but no allocation and no size change:
+    // ARCHITECTURE.md, Segments, has the measurements).
+    let allocated = match how {
+        Preallocate::Allocate => match f.allocate(SEGMENT_HEADER_BYTES + to) {
+            Ok(()) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => false,
+            Err(e) => return Err(e.into()),
+        },
+        Preallocate::Zeros => false,
+    };
+    if !allocated {
+        let zeros = vec![0u8; ZERO_CHUNK.min((to - from) as usize)];
+        let mut off = from;
+        while off < to {
+            let n = (to - off).min(zeros.len() as u64) as usize;
+            f.write_at(&zeros[..n], SEGMENT_HEADER_BYTES + off)?;
+            off += n as u64;
+        }
     }
     fence.sync(key, f)?;
-    Ok(())
+    Ok(if allocated {
+        Made::Allocated
+    } else {
+        Made::Zeroed
+    })
 }
 
 /// The key segment `start` syncs under in a log's [`SyncFence`]: the preparer extends the
@@ -353,15 +391,16 @@ pub fn fence_key(start: Lsn, segment_bytes: u64) -> u64 {
 }
 
 /// Creates segment `start` atomically (see the module docs), with its first `extent` data
-/// bytes zero-filled, and returns it open.
+/// bytes made as `how` says ([`extend`]), and returns it open with how they were made.
 pub fn create(
     storage: &dyn Storage,
     dir: &Path,
     start: Lsn,
     segment_bytes: u64,
     extent: u64,
+    how: Preallocate,
     fence: &SyncFence,
-) -> Result<Box<dyn FileHandle>> {
+) -> Result<(Box<dyn FileHandle>, Made)> {
     assert_eq!(
         start.0 % segment_bytes,
         0,
@@ -374,23 +413,25 @@ pub fn create(
     let name = segment_name(start);
     let tmp: PathBuf = dir.join(format!("{name}.tmp"));
     let path = dir.join(&name);
-    {
+    let made = {
         let f = storage.open(&tmp, OpenOptions::CREATE)?;
         f.set_len(0)?;
         f.set_len(SEGMENT_HEADER_BYTES)?;
         f.write_at(&encode_header(start, segment_bytes), 0)?;
-        // `extend` syncs the header with the zeros (and syncs when there are none).
+        // `extend` syncs the header with the new space (and syncs when there is none).
         let key = fence_key(start, segment_bytes);
-        if extent == 0 {
+        let made = if extent == 0 {
             fence.sync(key, &*f)?;
+            Made::Nothing
         } else {
-            extend(&*f, 0, extent, fence, key)?;
-        }
-    }
+            extend(&*f, 0, extent, how, fence, key)?
+        };
+        made
+    };
     storage.rename(&tmp, &path)?;
     storage.failpoint(failpoint::SEGMENT_RENAMED, &path)?;
     storage.sync_dir(dir)?;
-    Ok(storage.open(&path, OpenOptions::EXISTING)?)
+    Ok((storage.open(&path, OpenOptions::EXISTING)?, made))
 }
 
 /// Retires finished segment `start`: renames it to [`free_name`], out of the log, to be

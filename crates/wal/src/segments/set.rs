@@ -6,7 +6,7 @@ use super::dirs::LogDirs;
 use super::segment;
 use crate::error::{Result, WalError};
 use crate::sync::{AtomicU64, Mutex, Ordering};
-use crate::Lsn;
+use crate::{Lsn, Preallocate};
 use sluice_storage::{FileHandle, Storage, SyncFence};
 use std::io;
 use std::path::Path;
@@ -35,8 +35,12 @@ pub(crate) struct SegmentSet {
     truncation: Mutex<()>,
     /// The first LSN still in the log.
     start: AtomicU64,
+    /// How new segment space is made.
+    preallocate: Preallocate,
     /// Bytes of zeros written to prepare segment files.
     pub(crate) bytes_zero_filled: AtomicU64,
+    /// Bytes of segment space reserved without writing.
+    pub(crate) bytes_allocated: AtomicU64,
     /// Segments made from a retired segment's file.
     pub(crate) segments_recycled: AtomicU64,
     /// Every sync of a segment file after recovery goes through it (the flush daemon's
@@ -56,6 +60,7 @@ impl SegmentSet {
         segment_bytes: u64,
         starts: Vec<Lsn>,
         start: Lsn,
+        preallocate: Preallocate,
     ) -> SegmentSet {
         SegmentSet {
             storage,
@@ -65,7 +70,9 @@ impl SegmentSet {
             recycled: Mutex::new(Vec::new()),
             truncation: Mutex::new(()),
             start: AtomicU64::new(start.0),
+            preallocate,
             bytes_zero_filled: AtomicU64::new(0),
+            bytes_allocated: AtomicU64::new(0),
             segments_recycled: AtomicU64::new(0),
             syncs: SyncFence::new(SYNC_STRIPES),
         }
@@ -96,24 +103,41 @@ impl SegmentSet {
         }
     }
 
-    /// Counts zeros written to prepare segment files.
-    pub(crate) fn note_zero_fill(&self, bytes: u64) {
-        self.bytes_zero_filled.fetch_add(bytes, Ordering::Relaxed);
+    /// Counts `bytes` of segment space made as `made` says.
+    fn note_made(&self, made: segment::Made, bytes: u64) {
+        let counter = match made {
+            segment::Made::Allocated => &self.bytes_allocated,
+            segment::Made::Zeroed => &self.bytes_zero_filled,
+            segment::Made::Nothing => return,
+        };
+        counter.fetch_add(bytes, Ordering::Relaxed);
     }
 
-    /// Creates segment `start`'s file, whole and durable, zero-filled to `extent` bytes
-    /// (counted in `bytes_zero_filled`). The caller notes the segment (`note_segment`).
+    /// Creates segment `start`'s file, whole and durable, with `extent` data bytes made as
+    /// the log's [`Preallocate`] says (counted in `bytes_allocated` or
+    /// `bytes_zero_filled`). The caller notes the segment (`note_segment`).
     pub(crate) fn create(&self, start: Lsn, extent: u64) -> Result<Box<dyn FileHandle>> {
-        let f = segment::create(
+        let (f, made) = segment::create(
             &*self.storage,
             self.dir_of(start),
             start,
             self.segment_bytes,
             extent,
+            self.preallocate,
             &self.syncs,
         )?;
-        self.note_zero_fill(extent);
+        self.note_made(made, extent);
         Ok(f)
+    }
+
+    /// Extends existing segment `start`'s file from `from` to `to` data bytes, made and
+    /// counted as in [`SegmentSet::create`], and synced.
+    pub(crate) fn extend(&self, start: Lsn, from: u64, to: u64) -> Result<()> {
+        let f = segment::open(&*self.storage, self.dir_of(start), start)?;
+        let key = segment::fence_key(start, self.segment_bytes);
+        let made = segment::extend(&*f, from, to, self.preallocate, &self.syncs, key)?;
+        self.note_made(made, to - from);
+        Ok(())
     }
 
     /// The directory segment `start` lives in.

@@ -192,3 +192,117 @@ pub fn last_owner_in_a_callback(log: &Arc<Log>) -> std::sync::mpsc::Receiver<boo
     );
     done_rx
 }
+
+/// A simulated disk whose `allocate` leaves junk in the space it adds, where a real file
+/// system leaves zeros: random words, and record and padding frames that verify only at
+/// other LSNs (as a recycled file's old frames do). The log must never rely on new
+/// segment space reading as zeros; over this disk, a log that did would misread its end.
+#[derive(Clone)]
+pub struct JunkSpace {
+    pub sim: SimStorage,
+    pub segment_bytes: u64,
+    pub seed: u64,
+}
+
+/// A file of a [`JunkSpace`] disk.
+pub struct JunkFile {
+    inner: Box<dyn FileHandle>,
+    segment_bytes: u64,
+    seed: u64,
+}
+
+impl StorageLayer for JunkSpace {
+    fn below(&self) -> &dyn Storage {
+        &self.sim
+    }
+    fn wrap(&self, file: Box<dyn FileHandle>) -> Box<dyn FileHandle> {
+        Box::new(JunkFile {
+            inner: file,
+            segment_bytes: self.segment_bytes,
+            seed: self.seed,
+        })
+    }
+}
+
+/// The junk [`JunkSpace`] puts at file offsets `[from, to)` (`from` ≥ the header block,
+/// both multiples of 8): where a segment's data byte `d` lies, a frame is encoded for LSN
+/// `d + segment_bytes / 2` (modulo nothing: no segment start makes that `d`'s LSN), so it
+/// verifies nowhere in this log; between frames, random words.
+pub fn junk(seed: u64, segment_bytes: u64, from: u64, to: u64) -> Vec<u8> {
+    use sluice_wal::frame;
+    let mut x = seed ^ from.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut out = Vec::with_capacity((to - from) as usize);
+    while (from + out.len() as u64) < to {
+        let at = from + out.len() as u64;
+        let lsn = Lsn(at - segment::SEGMENT_HEADER_BYTES + segment_bytes / 2);
+        let room = to - at;
+        match next() % 8 {
+            0 | 1 if room >= 64 => {
+                let payload: Vec<u8> = (0..next() % 40).map(|_| next() as u8).collect();
+                let hint = Lsn(next() % (lsn.0 + 1) / 8 * 8);
+                out.extend(frame::record_header(
+                    payload.len(),
+                    frame::payload_crc(&payload),
+                    lsn,
+                    hint,
+                ));
+                out.extend(&payload);
+                let len = frame::frame_len(payload.len()) as usize;
+                out.resize(out.len() + len - frame::RECORD_HEADER - payload.len(), 0);
+            }
+            2 if room >= 64 => {
+                out.extend(frame::pad_header(64, lsn));
+                out.extend((0..56).map(|_| next() as u8));
+            }
+            _ => out.extend(next().to_le_bytes()),
+        }
+    }
+    out.truncate((to - from) as usize);
+    out
+}
+
+impl FileHandle for JunkFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        self.inner.read_at(buf, offset)
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.inner.read_exact_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        self.inner.write_at(buf, offset)
+    }
+    fn sync_data(&self) -> std::io::Result<()> {
+        self.inner.sync_data()
+    }
+    fn set_len(&self, len: u64) -> std::io::Result<()> {
+        self.inner.set_len(len)
+    }
+    fn allocate(&self, len: u64) -> std::io::Result<()> {
+        let old = self.inner.len()?;
+        self.inner.allocate(len)?;
+        if len > old {
+            let seed = self.seed;
+            self.inner
+                .write_at(&junk(seed, self.segment_bytes, old, len), old)?;
+        }
+        Ok(())
+    }
+    fn len(&self) -> std::io::Result<u64> {
+        self.inner.len()
+    }
+    fn drop_cache(&self) -> std::io::Result<()> {
+        self.inner.drop_cache()
+    }
+    fn path(&self) -> Option<&Path> {
+        self.inner.path()
+    }
+    fn failpoint(&self, name: &'static str) -> std::io::Result<()> {
+        self.inner.failpoint(name)
+    }
+}
