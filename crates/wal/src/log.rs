@@ -550,7 +550,7 @@ impl Log {
     ///
     /// Removed segments are *recycled*: up to as many as this call removes, and at most
     /// [`MAX_RECYCLED_SEGMENTS`](crate::MAX_RECYCLED_SEGMENTS) in all, are renamed out of the log instead of deleted,
-    /// and the preparer later makes new segments from them without zero-filling (a log
+    /// and the preparer later makes new segments from them without allocating (a log
     /// that needed `k` segments since the last truncation is likely to need `k` more
     /// before the next). The rest, and any file shorter than a whole segment, are
     /// deleted. A [`crate::LogReader`] still reading a removed segment may find it

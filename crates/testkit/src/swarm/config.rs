@@ -7,7 +7,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sluice::experiment::{PageCleaner, Policy};
 use sluice::{CommitProtocol, Options, Strategy, Unassigned};
-use sluice_wal::{GroupCommit, InsertVariant};
+use sluice_wal::{GroupCommit, InsertVariant, Preallocate};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -123,6 +123,10 @@ pub struct Config {
     pub slots: usize,
     /// When the flush daemon starts a round.
     pub group_commit: GroupCommit,
+    /// How new segment space is made: allocated (the default), or zero-filled one seed
+    /// in four (taken from the seed, not drawn, so the other dimensions of a seed stay
+    /// what they were before this one existed).
+    pub preallocate: Preallocate,
     /// The page cleaner's period.
     pub cleaner_interval: Duration,
     /// Log-based propagation's segment, in pages.
@@ -257,6 +261,11 @@ impl Config {
             }),
             adaptive: rng.gen_bool(0.5),
         };
+        let preallocate = if seed % 4 == 3 {
+            Preallocate::Zeros
+        } else {
+            Preallocate::Allocate
+        };
         let cleaner_interval = Duration::from_millis([0, 5, 20][rng.gen_range(0..3)]);
         let propagation_segment_pages = [1, 4, 16][rng.gen_range(0..3)];
         let run_bytes = [4u64 << 10, 64 << 10][rng.gen_range(0..2)];
@@ -372,6 +381,7 @@ impl Config {
             variant,
             slots,
             group_commit,
+            preallocate,
             cleaner_interval,
             propagation_segment_pages,
             run_bytes,
@@ -408,6 +418,7 @@ impl Config {
         o.log.variant = self.variant;
         o.log.slots = self.slots;
         o.log.group_commit = self.group_commit;
+        o.log.preallocate = self.preallocate;
         o.cleaner_interval = self.cleaner_interval;
         o.propagation_segment_bytes = self.propagation_segment_pages * self.page_size;
         o.run_bytes = self.run_bytes;
@@ -502,7 +513,7 @@ impl Config {
             .collect();
         let gc = &self.group_commit;
         format!(
-            "{} {driver} strategies={} page={}K pool={} large={large} ckpt={}/{}ms seg={} buf={} {}:{} gc={}/{}/{}us{} cleaner={}ms propseg={}p run={}{} threads={}x{} keys={}{} accts={} {layout} sessions=[{}] async={}% scratch={}%{}{}{}{}",
+            "{} {driver} strategies={} page={}K pool={} large={large} ckpt={}/{}ms seg={} buf={} {}:{} gc={}/{}/{}us{}{} cleaner={}ms propseg={}p run={}{} threads={}x{} keys={}{} accts={} {layout} sessions=[{}] async={}% scratch={}%{}{}{}{}",
             self.protocol,
             strategies.join(">"),
             self.page_size >> 10,
@@ -517,6 +528,10 @@ impl Config {
             size(gc.max_bytes),
             gc.max_delay.as_micros(),
             if gc.adaptive { "/adaptive" } else { "" },
+            match self.preallocate {
+                Preallocate::Allocate => "",
+                Preallocate::Zeros => " zeros",
+            },
             self.cleaner_interval.as_millis(),
             self.propagation_segment_pages,
             size(self.run_bytes),

@@ -200,7 +200,7 @@ impl FlushDaemon {
                 }
             }
             let piece = (seg.0 + seg_bytes).min(to.0) - at.0;
-            // Never write past the file's zero-filled, synced extent (the preparer's).
+            // Never write past the file's allocated, synced extent (the preparer's).
             s.preparer
                 .reserve(s.prepare_context(), seg, at.0 + piece - seg.0)?;
             let file = &self.current.as_ref().unwrap().1;

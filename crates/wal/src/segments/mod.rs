@@ -6,7 +6,7 @@
 //!   markers;
 //! * `set.rs` — the segments of an open log ([`SegmentSet`]): which exist, the first LSN
 //!   still in the log, the recycling pool, truncation;
-//! * `prepare.rs` — the preparer thread, which zero-fills and recycles files ahead of the
+//! * `prepare.rs` — the preparer thread, which allocates and recycles files ahead of the
 //!   flush daemon;
 //! * `archive.rs` — the archiver thread, which copies each finished segment to an archive
 //!   directory;

@@ -1,21 +1,24 @@
-//! The segment preparer: a background thread that does all of the log's zero-filling, so
-//! that the flush daemon, whose rounds commits wait for, never does.
+//! The segment preparer: a background thread that makes all of the log's segment space
+//! (allocates it, or zero-fills it: [`crate::Preallocate`]), so that the flush daemon,
+//! whose rounds commits wait for, never does.
 //!
-//! A segment file holds the segment's first `extent` bytes, zero-filled and synced (see
-//! the `segment` module docs). The preparer
+//! A segment file holds the segment's first `extent` bytes, allocated and synced (see the
+//! `segment` module docs). The preparer
 //!
 //! * creates the segment the daemon is about to need: on demand at the small
 //!   [`segment::initial_extent`] (a new log's first segment, or the first one after a
 //!   recovery), or ahead, at full size, once the daemon has filled half of the current one
-//!   (a log that fills half a segment is busy enough to fill the next, and the zero-fill
-//!   then happens while the current one fills; an idle database never pays for it);
+//!   (a log that fills half a segment is busy enough to fill the next, and the
+//!   allocation then happens while the current one fills; an idle database never pays
+//!   for it);
 //! * extends the current segment's file ahead of the daemon, doubling its extent each
 //!   time the daemon has written into the second half of it.
 //!
 //! A segment is made from a retired one when truncation left one in the recycling pool
-//! (`segment::recycle`): a header write, a sync and a rename instead of a whole segment of
-//! zeros. The recycled file is whole, so its extent is the whole segment at once. With
-//! the pool empty, the segment is created zero-filled as above.
+//! (`segment::recycle`): a header write, a sync and a rename, and space whose blocks are
+//! already written (a log write over them converts no extent). The recycled file is
+//! whole, so its extent is the whole segment at once. With the pool empty, the segment
+//! is created as above.
 //!
 //! The daemon writes only below the extent the preparer has published, which is synced
 //! before it is published: a log write never changes a file's size, and a crash in the
@@ -51,7 +54,7 @@ enum Job {
 
 #[derive(Default)]
 struct State {
-    /// The segment the daemon writes and its published extent: data bytes zero-filled and
+    /// The segment the daemon writes and its published extent: data bytes allocated and
     /// durable, below which a log write needs only an `fdatasync`.
     current: Option<(Lsn, u64)>,
     /// The extent the daemon asked the current segment to reach.

@@ -2,12 +2,16 @@
 //!
 //! The log stream is cut into segments of `segment_bytes` LSN bytes each; segment `k`
 //! holds LSNs `[k·S, (k+1)·S)` and is named by its start LSN (`{start:016x}.wal`). A file
-//! is a 4 KiB header block followed by the segment's first `extent` bytes, zero-filled
-//! (zeros written, not a sparse file) and synced, so that the `fdatasync` after a log
-//! write never has to persist a size change or a block allocation. The extent may be
-//! shorter than the segment: the end of the file is the end of the segment's data, and
-//! the segment preparer (`prepare.rs`) extends the file ahead of the flush daemon, so an
-//! empty log costs a few KiB rather than a whole segment.
+//! is a 4 KiB header block followed by the segment's first `extent` bytes, allocated
+//! (`FileHandle::allocate`: blocks reserved, nothing written — or zeros written, as
+//! [`Preallocate`] says; never a sparse file) and synced, so that the `fdatasync` after a
+//! log write never has to persist a size change or a block allocation. Nothing reads
+//! those bytes as zeros: past the daemon's last write lie zeros, a recycled file's old
+//! frames or a crash's junk, and recovery ends the log at the first frame that does not
+//! verify whatever the bytes (ARCHITECTURE.md, Segments, has the crash analysis). The
+//! extent may be shorter than the segment: the end of the file is the end of the
+//! segment's data, and the segment preparer (`prepare.rs`) extends the file ahead of the
+//! flush daemon, so an empty log costs a few KiB rather than a whole segment.
 //!
 //! A log may span several directories (horizontal partitioning, see the `dirs` module):
 //! segment `k` lives in directory `k mod D`, every function here takes the directory the
@@ -53,7 +57,7 @@ const VERSION: u32 = 1;
 /// Bytes of the header that carry data (the rest of the block is zero).
 const HEADER_USED: usize = 36;
 const SUFFIX: &str = ".wal";
-/// Bytes of zeros written per call when preallocating.
+/// Bytes of zeros written per call when preallocating with zeros.
 const ZERO_CHUNK: usize = 1 << 20;
 /// The most data bytes a new log's first segment file starts with (64 KiB: an empty
 /// database's log is a header block and this; each extension doubles it).
@@ -446,8 +450,9 @@ pub fn retire(storage: &dyn Storage, dir: &Path, start: Lsn) -> std::io::Result<
 /// segment `start`, and returns it open: writes the new header and syncs it under the
 /// free name, renames the file to its final name and syncs the directory. The file keeps
 /// its length and, past the header, the old segment's bytes: frames of other LSNs, which
-/// never verify at this segment's positions, and whose blocks are allocated and durable,
-/// so writing over them needs no zero-fill for a log write's `fdatasync` to stay cheap.
+/// never verify at this segment's positions, and whose blocks are allocated, written and
+/// durable, so writing over them needs neither zeros nor an extent conversion for a log
+/// write's `fdatasync` to stay cheap.
 ///
 /// A crash at any step leaves either the free file (removed on open) or segment `start`
 /// with its valid, durable header: never a final name with a bad header.

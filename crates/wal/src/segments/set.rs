@@ -367,7 +367,8 @@ impl SegmentSet {
     }
 
     /// True if the segment file at `path` holds a whole segment (header and all its data
-    /// bytes), so that recycling it saves a whole zero-fill; false if it is missing.
+    /// bytes), so that recycling it saves a whole segment of new space; false if it is
+    /// missing.
     fn whole_file(&self, path: &Path) -> io::Result<bool> {
         let len = match self
             .storage
