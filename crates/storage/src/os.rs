@@ -73,7 +73,10 @@ impl OsFile {
     fn fallocate(&self, len: u64) -> io::Result<()> {
         use std::os::fd::AsRawFd;
         let len = libc::off_t::try_from(len).map_err(|_| {
-            io::Error::new(io::ErrorKind::InvalidInput, "length past the largest offset")
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "length past the largest offset",
+            )
         })?;
         loop {
             // SAFETY: the descriptor belongs to `self.file`, which outlives the call;

@@ -76,7 +76,10 @@ fn only_log_bytes_are_written_into_new_segments() {
         match preallocate {
             Preallocate::Allocate => {
                 assert_eq!(stats.bytes_zero_filled, 0, "{stats:?}");
-                assert!(stats.bytes_allocated >= 4 * options.segment_bytes, "{stats:?}");
+                assert!(
+                    stats.bytes_allocated >= 4 * options.segment_bytes,
+                    "{stats:?}"
+                );
                 assert!(allocated);
                 // Every byte written past a header block is a log byte: written once.
                 assert_eq!(data, stats.bytes_written, "{stats:?}");
@@ -207,7 +210,11 @@ fn crash_at(op: u64) -> (usize, bool) {
     let log = Log::open(storage, DIR, options).unwrap();
     let again = read_all(&log);
     assert_eq!(again.len(), records.len() + 1, "op {op}");
-    assert_eq!(again.last().unwrap(), &(a.lsn, b"after".to_vec()), "op {op}");
+    assert_eq!(
+        again.last().unwrap(),
+        &(a.lsn, b"after".to_vec()),
+        "op {op}"
+    );
     (acked, halted)
 }
 

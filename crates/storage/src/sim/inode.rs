@@ -17,7 +17,10 @@ const _: () = assert!(MAX_FILE_BYTES <= usize::MAX as u64);
 /// One unsynced change to a file's contents or length.
 #[derive(Debug, Clone)]
 pub(super) enum DataOp {
-    Write { offset: u64, bytes: Vec<u8> },
+    Write {
+        offset: u64,
+        bytes: Vec<u8>,
+    },
     SetLen(u64),
     /// `allocate`: the length grows to at least this, with zeros; never shrinks.
     Allocate(u64),
