@@ -424,13 +424,12 @@ pub fn create(
         f.write_at(&encode_header(start, segment_bytes), 0)?;
         // `extend` syncs the header with the new space (and syncs when there is none).
         let key = fence_key(start, segment_bytes);
-        let made = if extent == 0 {
+        if extent == 0 {
             fence.sync(key, &*f)?;
             Made::Nothing
         } else {
             extend(&*f, 0, extent, how, fence, key)?
-        };
-        made
+        }
     };
     storage.rename(&tmp, &path)?;
     storage.failpoint(failpoint::SEGMENT_RENAMED, &path)?;
