@@ -26,6 +26,7 @@ mod extreme_segment_headers_are_corruption;
 mod failures;
 mod horizontal_partitioning;
 mod new_segment_space_is_allocated_not_zero_filled;
+mod nozero_review;
 mod recovery_refuses_to_open_when_it_cannot_sync;
 mod reopen_after_a_failed_fsync_reads_the_device;
 mod reopen_after_a_process_kill_syncs_the_cached_tail;
