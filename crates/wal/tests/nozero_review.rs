@@ -144,12 +144,12 @@ fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static)
         .unwrap_or_else(|_| panic!("{what}: no answer in 20 s (hung)"))
 }
 
+/// Records acknowledged durable, each with its LSN.
+type Acked = Vec<(Lsn, Vec<u8>)>;
+
 /// Appends until an append or its durability wait fails (or `max` records); returns the
 /// acknowledged records, everything appended, and the error.
-fn append_until_error(
-    log: Arc<Log>,
-    max: u32,
-) -> (Vec<(Lsn, Vec<u8>)>, Vec<Vec<u8>>, Option<WalError>) {
+fn append_until_error(log: Arc<Log>, max: u32) -> (Acked, Vec<Vec<u8>>, Option<WalError>) {
     within("appending on a disk that fills", move || {
         let mut acked = Vec::new();
         let mut appended = Vec::new();
@@ -181,7 +181,7 @@ fn reopen_keeps_everything(
     disk: &FullDisk,
     storage: &Arc<dyn Storage>,
     options: LogOptions,
-    (acked, appended): (&[(Lsn, Vec<u8>)], &[Vec<u8>]),
+    (acked, appended): (&Acked, &[Vec<u8>]),
     crash: bool,
 ) {
     disk.armed.store(false, Ordering::SeqCst);
