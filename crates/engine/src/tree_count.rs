@@ -53,6 +53,15 @@ pub(crate) struct TreeLatch {
     /// The count is exact. Changes only under the latch held exclusively, so it is
     /// stable for anyone holding the latch.
     known: AtomicBool,
+    /// How many times the latch was taken exclusively: every change of which leaf holds
+    /// which keys (a split, a cut-back) happens under it, so while this is unchanged a
+    /// leaf found for a key is still that key's leaf (`btree/remembered.rs`). Changes
+    /// only under the latch held exclusively, so it is stable for anyone holding it.
+    epoch: AtomicU64,
+    /// Changes that used a remembered leaf, and those of them that used its slot too
+    /// (tests: that the path is taken).
+    #[cfg(test)]
+    pub(crate) remembered: [AtomicU64; 2],
 }
 
 impl TreeLatch {
@@ -94,9 +103,32 @@ impl TreeLatch {
         self.latch.read()
     }
 
-    /// Holds the structure latch exclusively (splits, count snapshots).
+    /// Holds the structure latch exclusively (splits, count snapshots), and starts a
+    /// new structure epoch.
     pub(crate) fn write(&self) -> RwLockWriteGuard<'_, ()> {
-        self.latch.write()
+        let g = self.latch.write();
+        // Relaxed: a reader takes the latch (acquire) after this holder lets it go
+        // (release), so it sees the new epoch.
+        self.epoch.fetch_add(1, Ordering::Relaxed);
+        g
+    }
+
+    /// Counts a change that used a remembered leaf (tests).
+    #[cfg(test)]
+    pub(crate) fn note_remembered(&self) {
+        self.remembered[0].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a change that used a remembered leaf's slot (tests).
+    #[cfg(test)]
+    pub(crate) fn note_remembered_slot(&self) {
+        self.remembered[1].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The structure epoch (see the field); the caller holds the latch, shared or
+    /// exclusive.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Relaxed)
     }
 
     /// Adds `delta` (+1 an insert of a new key, -1 a removal) to a known count. The

@@ -34,6 +34,16 @@ impl TxnShared {
         log: &LogSink,
         build: impl FnOnce(Option<Lsn>) -> Record,
     ) -> Result<Appended> {
+        self.append_keeping(log, build).map(|(a, _)| a)
+    }
+
+    /// [`TxnShared::append`], handing the record back (to keep parts of it without a
+    /// copy: the undo list takes an update's key and change).
+    pub(crate) fn append_keeping(
+        &self,
+        log: &LogSink,
+        build: impl FnOnce(Option<Lsn>) -> Record,
+    ) -> Result<(Appended, Record)> {
         let mut c = self.chain.lock();
         let rec = build(c.last);
         debug_assert_eq!(rec.txn(), Some(self.id));
@@ -42,7 +52,7 @@ impl TxnShared {
         c.first.get_or_insert(a.lsn);
         c.last = Some(a.lsn);
         c.last_end = Some(a.end);
-        Ok(a)
+        Ok((a, rec))
     }
 
     pub(crate) fn chain(&self) -> Chain {

@@ -19,6 +19,7 @@
 mod count;
 mod descend;
 mod page_op;
+mod remembered;
 mod reverse;
 mod scan;
 mod split;
@@ -26,6 +27,7 @@ mod verify;
 mod write;
 
 pub(crate) use page_op::apply_op;
+pub(crate) use remembered::RememberedLeaf;
 pub(crate) use scan::{scan_batch, BatchEnd};
 pub use verify::TreeReport;
 pub(crate) use write::{ChangeLogger, ClrLogger, GapLocker, LeafChange, SetOutcome};

@@ -21,12 +21,12 @@
 
 use crate::btree::page_op::{apply_op_at, fits, op_ref_for};
 
-use crate::btree::Btree;
+use crate::btree::{Btree, RememberedLeaf};
 use crate::buffer_pool::PageWrite;
 use crate::error::{Error, Result};
 use crate::ids::PageId;
 use crate::lock::{LockMode, LockName};
-use crate::log_record::{PageOp, Record};
+use crate::log_record::{PageOp, Record, Undo};
 use crate::page::{CellValue, StoredValue};
 use crate::store::Store;
 use crate::txn_table::TxnShared;
@@ -142,31 +142,52 @@ impl Btree<'_> {
         new: Option<CellValue<'_>>,
         logger: &mut dyn ChangeLogger,
     ) -> Result<Option<StoredValue>> {
-        match self.set_locking(key, new, logger, None)? {
+        match self.set_locking(key, new, logger, None, None)? {
             SetOutcome::Done(old) => Ok(old),
             SetOutcome::Blocked(..) => unreachable!("no gap is locked without a locker"),
         }
     }
 
+    /// Undoes a change of `key` (rollback and restart undo alike): `key` maps to its
+    /// value before the change again, logged by `logger` as a compensation. A patch is
+    /// undone from the value it made, which the transaction's locks kept as it left it
+    /// (its later changes to the key are undone first). An error if the tree disagrees
+    /// with `undo` (the message says how).
+    pub(crate) fn undo(&self, key: &[u8], undo: &Undo, logger: &mut dyn ChangeLogger) -> Result<()> {
+        let current = match undo.reads_current() {
+            true => self.get(key)?,
+            false => None,
+        };
+        let before = undo
+            .undone(current.as_ref())
+            .map_err(|e| Error::Corruption(format!("undo in tree {}: {e}", self.root)))?;
+        self.set(key, before.as_ref().map(StoredValue::as_cell), logger)
+            .map(drop)
+    }
+
     /// Makes `key` map to `new` in the tree. The caller holds the key's record
     /// X lock (or is undo). With `gaps`, an insert or delete first try-locks its next
     /// key (module docs) and returns [`SetOutcome::Blocked`], changing nothing, if the
-    /// lock is not free.
+    /// lock is not free. `seen`: where a read of the same key found it
+    /// (`remembered.rs`), to be used if the tree has not changed since.
     pub(crate) fn set_locking(
         &self,
         key: &[u8],
         new: Option<CellValue<'_>>,
         logger: &mut dyn ChangeLogger,
         mut gaps: Option<&mut dyn GapLocker>,
+        seen: Option<RememberedLeaf>,
     ) -> Result<SetOutcome> {
         let (root, latch) = (self.root, self.latch);
         {
             let _shared = latch.read();
-            let leaf = self.leaf_for(root, key)?;
+            let (leaf, seen) = self.leaf_for_change(key, seen)?;
             let mut w = leaf.write_valid()?;
+            let at = seen.and_then(|s| s.slot_in(&w));
             // Shared tree latch: a walk over a long run of empty leaves stops (TooFar)
             // and is redone below, exclusively.
-            match self.try_apply(&mut w, root, key, new, logger, gaps.as_deref_mut(), false)? {
+            let gaps = gaps.as_deref_mut();
+            match self.try_apply(&mut w, root, key, new, logger, gaps, false, at)? {
                 Attempt::Applied(old) => return Ok(SetOutcome::Done(old)),
                 Attempt::Blocked(n, m, c) => return Ok(SetOutcome::Blocked(n, m, c)),
                 Attempt::NoRoom | Attempt::TooFar => {}
@@ -178,7 +199,7 @@ impl Btree<'_> {
         let _exclusive = latch.write();
         let leaf = self.make_room(root, key, new.map(|v| v.bytes))?;
         let mut w = leaf.write_valid()?;
-        match self.try_apply(&mut w, root, key, new, logger, gaps, true)? {
+        match self.try_apply(&mut w, root, key, new, logger, gaps, true, None)? {
             Attempt::Applied(old) => Ok(SetOutcome::Done(old)),
             Attempt::Blocked(n, m, c) => Ok(SetOutcome::Blocked(n, m, c)),
             Attempt::NoRoom => Err(Error::Corruption(format!(
@@ -189,7 +210,8 @@ impl Btree<'_> {
     }
 
     /// Applies the change if the leaf has room and its gap locks are free. `exclusive`:
-    /// the tree latch is held exclusively.
+    /// the tree latch is held exclusively. `at`: the key's slot in the leaf if known
+    /// (a remembered leaf whose cells did not change, `remembered.rs`).
     #[allow(clippy::too_many_arguments)]
     fn try_apply<'g>(
         &self,
@@ -200,6 +222,7 @@ impl Btree<'_> {
         logger: &mut dyn ChangeLogger,
         gaps: Option<&mut (dyn GapLocker + 'g)>,
         exclusive: bool,
+        at: Option<Result<usize, usize>>,
     ) -> Result<Attempt> {
         let (old, room, at) = {
             let n = Self::node_of(w.bytes(), w.id())?;
@@ -209,7 +232,15 @@ impl Btree<'_> {
                     w.id()
                 )));
             }
-            let at = n.search(key);
+            let at = match at {
+                Some(at) => {
+                    debug_assert_eq!(at, n.search(key), "a remembered slot that moved");
+                    #[cfg(test)]
+                    self.latch.note_remembered_slot();
+                    at
+                }
+                None => n.search(key),
+            };
             let old = at.ok().map(|i| n.cell_value(i).to_owned());
             let room = fits(
                 &n,
@@ -343,10 +374,6 @@ impl Btree<'_> {
 
     /// The value of `key` in the tree. The caller holds an S or X lock on it.
     pub(crate) fn get(&self, key: &[u8]) -> Result<Option<StoredValue>> {
-        let _shared = self.latch.read();
-        let leaf = self.leaf_for(self.root, key)?;
-        let g = leaf.read_valid()?;
-        let n = Self::node_of(&g, leaf.id())?;
-        Ok(n.search(key).ok().map(|i| n.cell_value(i).to_owned()))
+        self.get_remembering(key).map(|(v, _)| v)
     }
 }

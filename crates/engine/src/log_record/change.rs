@@ -105,20 +105,44 @@ impl Change {
         }
     }
 
-    /// True if undo needs the key's current value ([`Change::undone`]).
-    pub fn undo_reads_current(&self) -> bool {
-        matches!(self, Change::Patch { .. })
+    /// What undoing this change takes (an update's new value is not needed): what a
+    /// transaction keeps for its rollback, moved out of its update record once that is
+    /// encoded, and what restart undo takes from the record it reads.
+    pub(crate) fn into_undo(self) -> Undo {
+        match self {
+            Change::Insert { .. } => Undo::Value(None),
+            Change::Update { old, .. } | Change::Delete { old } => Undo::Value(Some(old)),
+            Change::Patch { delta } => Undo::Patch(delta),
+        }
+    }
+}
+
+/// How a [`Change`] is undone (`Btree::undo`, for rollback and restart undo alike).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Undo {
+    /// The key maps to this value again (`None`: it is absent again).
+    Value(Option<StoredValue>),
+    /// The delta reversed, on the value the patch made (smaller than the whole value).
+    Patch(Delta),
+}
+
+impl Undo {
+    /// True if undo needs the key's current value ([`Undo::undone`]).
+    pub(crate) fn reads_current(&self) -> bool {
+        matches!(self, Undo::Patch(_))
     }
 
     /// What the key must map to after undo (`None`: absent), given what it maps to
-    /// now (`current`; read only for a [`Change::Patch`], whose undo is its delta
-    /// reversed). An error if `current` is not the value the patch made: the log and
-    /// the tree disagree.
-    pub fn undone(&self, current: Option<&StoredValue>) -> Result<Option<StoredValue>, String> {
+    /// now (`current`; read only for a patch, whose undo is its delta reversed). An
+    /// error if `current` is not the value the patch made: the log and the tree
+    /// disagree.
+    pub(crate) fn undone(
+        &self,
+        current: Option<&StoredValue>,
+    ) -> Result<Option<StoredValue>, String> {
         match self {
-            Change::Insert { .. } => Ok(None),
-            Change::Update { old, .. } | Change::Delete { old } => Ok(Some(old.clone())),
-            Change::Patch { delta } => match current {
+            Undo::Value(v) => Ok(v.clone()),
+            Undo::Patch(delta) => match current {
                 Some(v) if !v.external => {
                     Ok(Some(StoredValue::inline(delta.reversed().apply(&v.bytes)?)))
                 }
@@ -216,7 +240,7 @@ mod tests {
         assert_eq!((delta.at, delta.old.len(), delta.tail), (5, 1, 94));
         let cur = StoredValue::inline(new.clone());
         assert_eq!(
-            c.undone(Some(&cur)),
+            c.clone().into_undo().undone(Some(&cur)),
             Ok(Some(StoredValue::inline(old.clone())))
         );
         // The record is a fraction of one with both whole values.
@@ -268,13 +292,13 @@ mod tests {
     fn undo_of_a_patch_refuses_a_value_it_did_not_make() {
         let c = update(&[5; 50], &[5, 5, 6, 5, 5].repeat(10));
         let wrong = StoredValue::inline(vec![5; 50]);
-        assert!(c.undone(Some(&wrong)).is_err());
-        assert!(c.undone(None).is_err());
+        assert!(c.clone().into_undo().undone(Some(&wrong)).is_err());
+        assert!(c.clone().into_undo().undone(None).is_err());
         let desc = StoredValue {
             bytes: [5, 5, 6, 5, 5].repeat(10),
             external: true,
         };
-        assert!(c.undone(Some(&desc)).is_err());
+        assert!(c.clone().into_undo().undone(Some(&desc)).is_err());
     }
 
     proptest! {
@@ -294,7 +318,7 @@ mod tests {
             };
             prop_assert_eq!(Record::decode(&r.encode()), Ok(r));
             let cur = StoredValue::inline(new.clone());
-            prop_assert_eq!(c.undone(Some(&cur)), Ok(Some(StoredValue::inline(old.clone()))));
+            prop_assert_eq!(c.clone().into_undo().undone(Some(&cur)), Ok(Some(StoredValue::inline(old.clone()))));
             let op = PageOp::between(b"key", Some(CellValue::inline(&new)), Some(CellValue::inline(&old)));
             if let Some(PageOp::Patch { delta, .. }) = op {
                 prop_assert_eq!(delta.apply(&new), Ok(old));

@@ -46,6 +46,7 @@ mod time;
 mod wire;
 
 pub use change::{Change, PageOp};
+pub(crate) use change::Undo;
 pub(crate) use codec::commit_of;
 pub use delta::Delta;
 pub(crate) use limits::max_record_bytes;

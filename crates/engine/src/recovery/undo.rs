@@ -86,16 +86,15 @@ pub(crate) fn run(cx: &Context<'_>, losers: HashMap<TxnId, Loser>) -> Result<u64
                     undo_next: *prev,
                 };
                 let btree = Btree::new(cx.store, *tree, &latch);
-                // A patch is undone from the value it made, which the loser's locks kept
-                // as it left it (its later changes to the key are undone already).
-                let current = match change.undo_reads_current() {
-                    true => btree.get(key)?,
-                    false => None,
-                };
-                let before = change.undone(current.as_ref()).map_err(|e| {
-                    Error::Corruption(format!("{id}: undo of record {lsn} in tree {tree}: {e}"))
-                })?;
-                btree.set(key, before.as_ref().map(|v| v.as_cell()), &mut logger)?;
+                let undo = change.clone().into_undo();
+                btree
+                    .undo(key, &undo, &mut logger)
+                    .map_err(|e| match e {
+                        Error::Corruption(e) => {
+                            Error::Corruption(format!("{id}: undo of record {lsn}: {e}"))
+                        }
+                        e => e,
+                    })?;
                 undone += 1;
                 *prev
             }

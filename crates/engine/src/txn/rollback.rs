@@ -6,7 +6,6 @@ use super::transaction::{State, Transaction};
 use crate::btree::{Btree, ClrLogger};
 use crate::error::{Error, Result};
 use crate::log_record::Record;
-use crate::page::StoredValue;
 
 impl Transaction {
     /// Rolls back every change, logging compensation records, and releases the locks.
@@ -55,14 +54,13 @@ impl Transaction {
                 txn: &self.shared,
                 undo_next: e.prev,
             };
-            let before = e.before.as_ref().map(StoredValue::as_cell);
             let tree = Btree::new(&self.db.store, e.tree, &latch);
             // A rollback must not give up while it can still make progress: a pool
             // whose frames are all pinned frees them as the other transactions' waits
             // time out, so a full pool is waited out (bounded), not reported.
             let mut waited = std::time::Duration::ZERO;
             loop {
-                match tree.set(&e.key, before, &mut logger) {
+                match tree.undo(&e.key, &e.undo, &mut logger) {
                     Err(Error::BufferPoolFull(_)) if waited < UNDO_POOL_WAIT => {
                         let pause = std::time::Duration::from_millis(10);
                         std::thread::sleep(pause);

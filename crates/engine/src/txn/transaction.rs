@@ -7,8 +7,7 @@ use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
 use crate::inner::Inner;
 use crate::lock::{LockKey, LockMode};
-use crate::log_record::Participant;
-use crate::page::StoredValue;
+use crate::log_record::{Participant, Undo};
 use crate::table::Table;
 use crate::tree_count::TreeLatch;
 use crate::txn_table::TxnShared;
@@ -42,13 +41,14 @@ pub(super) struct TableHold {
     pub(super) created: bool,
 }
 
-/// What rollback needs to undo one change.
+/// What rollback needs to undo one change: the key and [`Undo`] moved out of the
+/// change's update record once it is encoded (no copy of either).
 #[derive(Debug)]
 pub(super) struct UndoEntry {
     pub(super) prev: Option<Lsn>,
     pub(super) tree: PageId,
     pub(super) key: Vec<u8>,
-    pub(super) before: Option<StoredValue>,
+    pub(super) undo: Undo,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +118,9 @@ pub struct Transaction {
     pub(super) tables: SmallVec<[TableHold; 4]>,
     /// Tables it dropped: marked dropped and freed when it commits (`tables.rs`).
     pub(super) dropping: Vec<Table>,
+    /// Where its last `get_for_update` found its key, for a change of that key next
+    /// (`write.rs`, `btree/remembered.rs`).
+    pub(super) remembered: Option<super::write::Remembered>,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -152,6 +155,7 @@ impl Transaction {
             durability: Durability::Durable,
             tables: SmallVec::new(),
             dropping: Vec::new(),
+            remembered: None,
         }
     }
 

@@ -4,7 +4,7 @@
 use super::locks::TxnGaps;
 use super::transaction::{Transaction, UndoEntry};
 use crate::breakdown::{enter, Activity};
-use crate::btree::{Btree, ChangeLogger, LeafChange, SetOutcome};
+use crate::btree::{Btree, ChangeLogger, LeafChange, RememberedLeaf, SetOutcome, TreeLatch};
 use crate::error::{Error, Result};
 use crate::key_range::KeyRange;
 use crate::lock::{LockMode, LockName, TableLock};
@@ -14,7 +14,9 @@ use crate::store::Store;
 use crate::table::Table;
 use crate::txn_table::TxnShared;
 use sluice_wal::Appended;
+use smallvec::SmallVec;
 use std::ops::Bound;
+use std::sync::Arc;
 
 /// Times an insert or delete may find its next key changed after waiting for a gap
 /// lock before it gives up as a victim of contention (each retry needs another
@@ -38,25 +40,52 @@ impl ChangeLogger for TxnLogger<'_> {
         // Only the changed bytes of an update when that is smaller (`log_record::Delta`).
         let change = Change::between(old, new).expect("no change is not logged");
         let txn = self.txn.id;
-        let mut prev_seen = None;
-        let a = self.txn.append(&store.log, |prev| {
-            prev_seen = prev;
-            Record::Update {
-                txn,
-                prev,
-                page,
-                tree,
-                key: key.to_vec(),
-                change,
-            }
-        })?;
-        self.undo.push(UndoEntry {
-            prev: prev_seen,
+        let (a, record) = self.txn.append_keeping(&store.log, |prev| Record::Update {
+            txn,
+            prev,
+            page,
             tree,
             key: key.to_vec(),
-            before: old.map(CellValue::to_owned),
+            change,
+        })?;
+        // The record is encoded and in the log: its key and change move to the undo
+        // list instead of being copied again.
+        let Record::Update {
+            prev, key, change, ..
+        } = record
+        else {
+            unreachable!("built as an update above")
+        };
+        self.undo.push(UndoEntry {
+            prev,
+            tree,
+            key,
+            undo: change.into_undo(),
         });
         Ok(a)
+    }
+}
+
+/// Where a `get_for_update` found its key, for a `put` or `delete` of the same key in
+/// the same table next: that change uses the leaf if the tree's structure has not
+/// changed since (`btree/remembered.rs`), instead of descending again.
+pub(super) struct Remembered {
+    /// The table's latch, by address (the transaction holds it through its table lock,
+    /// `TableHold`, so the address is not reused while this lives).
+    latch: *const TreeLatch,
+    /// The key (inline up to TPC-B's and most keys' sizes: no allocation per read).
+    key: SmallVec<[u8; 24]>,
+    leaf: RememberedLeaf,
+}
+
+// SAFETY: `latch` is only compared, never dereferenced.
+unsafe impl Send for Remembered {}
+
+impl Remembered {
+    /// The leaf, if it was found for `key` in `table`.
+    fn leaf_for(self, table: &Table, key: &[u8]) -> Option<RememberedLeaf> {
+        (std::ptr::eq(self.latch, Arc::as_ptr(&table.latch)) && self.key[..] == *key)
+            .then_some(self.leaf)
     }
 }
 
@@ -93,7 +122,19 @@ impl Transaction {
         self.db.check()?;
         self.lock(table, LockName::key(key), mode)?;
         let tree = Btree::new(&self.db.store, table.root, &table.latch);
-        match tree.get(key)? {
+        let value = if mode == LockMode::RECORD_X {
+            // Read for update: the write that follows can skip the descent.
+            let (value, leaf) = tree.get_remembering(key)?;
+            self.remembered = Some(Remembered {
+                latch: Arc::as_ptr(&table.latch),
+                key: SmallVec::from_slice(key),
+                leaf,
+            });
+            value
+        } else {
+            tree.get(key)?
+        };
+        match value {
             Some(v) if v.external => self.read_blob(table.root, key, &v.bytes).map(Some),
             v => Ok(v.map(|v| v.bytes)),
         }
@@ -146,6 +187,11 @@ impl Transaction {
         };
         // Only a wait for a gap starts the clock (no clock read on the common path).
         let mut waiting_since = None;
+        // A leaf this key's `get_for_update` found: the first attempt may start there.
+        let mut seen = self
+            .remembered
+            .take()
+            .and_then(|r| r.leaf_for(table, key));
         for _ in 0..MAX_GAP_RETRIES {
             let cell = match &large {
                 Some((_, encoded, ..)) => Some(CellValue {
@@ -172,7 +218,7 @@ impl Transaction {
             };
             let tree = Btree::new(&db.store, table.root, &table.latch);
             let (gap, gap_mode, check) =
-                match tree.set_locking(key, cell, &mut logger, Some(&mut gaps))? {
+                match tree.set_locking(key, cell, &mut logger, Some(&mut gaps), seen.take())? {
                     SetOutcome::Done(old) => {
                         if let Some((d, _, v, _)) = &large {
                             self.write_blob(table.root, key, d, v)?;
