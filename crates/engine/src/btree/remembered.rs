@@ -2,9 +2,9 @@
 //! `put` (every TPC-B update) descends once, not twice.
 //!
 //! A read remembers the leaf it found (its page id), the tree's structure epoch at the
-//! time ([`TreeLatch::epoch`]) and the leaf's PageLSN with the key's slot. The change
-//! then uses them under the same locks the descent would take (the tree latch shared,
-//! the leaf X-latched):
+//! time ([`TreeLatch::epoch`](crate::tree_count::TreeLatch::epoch)) and the leaf's
+//! PageLSN with the key's slot. The change then uses them under the same locks the
+//! descent would take (the tree latch shared, the leaf X-latched):
 //!
 //! * **The leaf** is the key's leaf as long as the epoch is unchanged: which leaf holds
 //!   which keys changes only under the tree latch held exclusively (a split, a

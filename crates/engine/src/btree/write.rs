@@ -153,7 +153,12 @@ impl Btree<'_> {
     /// undone from the value it made, which the transaction's locks kept as it left it
     /// (its later changes to the key are undone first). An error if the tree disagrees
     /// with `undo` (the message says how).
-    pub(crate) fn undo(&self, key: &[u8], undo: &Undo, logger: &mut dyn ChangeLogger) -> Result<()> {
+    pub(crate) fn undo(
+        &self,
+        key: &[u8],
+        undo: &Undo,
+        logger: &mut dyn ChangeLogger,
+    ) -> Result<()> {
         let current = match undo.reads_current() {
             true => self.get(key)?,
             false => None,

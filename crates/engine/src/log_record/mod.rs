@@ -45,8 +45,8 @@ pub(crate) mod tests_prop;
 mod time;
 mod wire;
 
-pub use change::{Change, PageOp};
 pub(crate) use change::Undo;
+pub use change::{Change, PageOp};
 pub(crate) use codec::commit_of;
 pub use delta::Delta;
 pub(crate) use limits::max_record_bytes;

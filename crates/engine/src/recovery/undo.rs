@@ -87,14 +87,12 @@ pub(crate) fn run(cx: &Context<'_>, losers: HashMap<TxnId, Loser>) -> Result<u64
                 };
                 let btree = Btree::new(cx.store, *tree, &latch);
                 let undo = change.clone().into_undo();
-                btree
-                    .undo(key, &undo, &mut logger)
-                    .map_err(|e| match e {
-                        Error::Corruption(e) => {
-                            Error::Corruption(format!("{id}: undo of record {lsn}: {e}"))
-                        }
-                        e => e,
-                    })?;
+                btree.undo(key, &undo, &mut logger).map_err(|e| match e {
+                    Error::Corruption(e) => {
+                        Error::Corruption(format!("{id}: undo of record {lsn}: {e}"))
+                    }
+                    e => e,
+                })?;
                 undone += 1;
                 *prev
             }

@@ -188,10 +188,7 @@ impl Transaction {
         // Only a wait for a gap starts the clock (no clock read on the common path).
         let mut waiting_since = None;
         // A leaf this key's `get_for_update` found: the first attempt may start there.
-        let mut seen = self
-            .remembered
-            .take()
-            .and_then(|r| r.leaf_for(table, key));
+        let mut seen = self.remembered.take().and_then(|r| r.leaf_for(table, key));
         for _ in 0..MAX_GAP_RETRIES {
             let cell = match &large {
                 Some((_, encoded, ..)) => Some(CellValue {
