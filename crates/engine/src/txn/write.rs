@@ -4,7 +4,7 @@
 use super::locks::TxnGaps;
 use super::transaction::{Transaction, UndoEntry};
 use crate::breakdown::{enter, Activity};
-use crate::btree::{Btree, ChangeLogger, LeafChange, RememberedLeaf, SetOutcome, TreeLatch};
+use crate::btree::{Btree, ChangeLogger, LeafChange, RememberedLeaf, SetOutcome};
 use crate::error::{Error, Result};
 use crate::key_range::KeyRange;
 use crate::lock::{LockMode, LockName, TableLock};
@@ -70,23 +70,25 @@ impl ChangeLogger for TxnLogger<'_> {
 /// the same table next: that change uses the leaf if the tree's structure has not
 /// changed since (`btree/remembered.rs`), instead of descending again.
 pub(super) struct Remembered {
-    /// The table's latch, by address (the transaction holds it through its table lock,
-    /// `TableHold`, so the address is not reused while this lives).
-    latch: *const TreeLatch,
+    /// The table's latch, by address, only compared (the transaction holds the latch
+    /// through its table lock, `TableHold`, so the address is not reused while this
+    /// lives).
+    latch: usize,
     /// The key (inline up to TPC-B's and most keys' sizes: no allocation per read).
     key: SmallVec<[u8; 24]>,
     leaf: RememberedLeaf,
 }
 
-// SAFETY: `latch` is only compared, never dereferenced.
-unsafe impl Send for Remembered {}
-
 impl Remembered {
     /// The leaf, if it was found for `key` in `table`.
     fn leaf_for(self, table: &Table, key: &[u8]) -> Option<RememberedLeaf> {
-        (std::ptr::eq(self.latch, Arc::as_ptr(&table.latch)) && self.key[..] == *key)
-            .then_some(self.leaf)
+        (self.latch == latch_address(table) && self.key[..] == *key).then_some(self.leaf)
     }
+}
+
+/// The address of `table`'s latch: which tree it is (two handles on one tree share it).
+fn latch_address(table: &Table) -> usize {
+    Arc::as_ptr(&table.latch) as usize
 }
 
 impl Transaction {
@@ -126,7 +128,7 @@ impl Transaction {
             // Read for update: the write that follows can skip the descent.
             let (value, leaf) = tree.get_remembering(key)?;
             self.remembered = Some(Remembered {
-                latch: Arc::as_ptr(&table.latch),
+                latch: latch_address(table),
                 key: SmallVec::from_slice(key),
                 leaf,
             });
