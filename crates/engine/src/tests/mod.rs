@@ -7,4 +7,5 @@ mod commit_times;
 mod compaction_never_frees_a_dropped_trees_pages_again;
 mod entry_counts;
 mod open_checks_the_data_file_against_control;
+mod review_agentcpu_remembered_leaf_and_undo;
 mod space;
