@@ -162,6 +162,8 @@ fn run_chains(
     let chains: Vec<_> = ks.iter().map(|&k| chain(max_entry, k)).collect();
     let mut cur: Vec<Option<Vec<u8>>> = ks.iter().map(|&k| want.get(&key(k)).cloned()).collect();
     let (mut used, mut changes) = ([0u64; 2], 0u64);
+    // Step by step across every key's chain (the chains index by step and by key).
+    #[allow(clippy::needless_range_loop)]
     for step in 0..chains[0].len() {
         for (j, &k) in ks.iter().enumerate() {
             let before = remembered(t);
@@ -584,7 +586,7 @@ fn concurrent_read_modify_writes_under_splits_evictions_and_rollbacks_lose_nothi
                         for a in (round % 3..ACCOUNTS).step_by(3) {
                             for j in 0..4 {
                                 let k = format!("a{a:04}+{round:05}-{j}");
-                                if round % 2 == 0 {
+                                if round.is_multiple_of(2) {
                                     tx.put(&t, &k, [round as u8; 90])?;
                                 } else {
                                     let k0 = format!("a{a:04}+{:05}-{j}", round - 1);
