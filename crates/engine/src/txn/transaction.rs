@@ -3,6 +3,7 @@
 
 use super::commit::{Durability, Sequencer};
 use crate::blob::chunk_size;
+use crate::btree::RememberedLeaf;
 use crate::error::{Error, Result};
 use crate::ids::{PageId, TxnId};
 use crate::inner::Inner;
@@ -120,7 +121,7 @@ pub struct Transaction {
     pub(super) dropping: Vec<Table>,
     /// Where its last `get_for_update` found its key, for a change of that key next
     /// (`write.rs`, `btree/remembered.rs`).
-    pub(super) remembered: Option<super::write::Remembered>,
+    pub(super) remembered: Option<Remembered>,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -283,4 +284,29 @@ impl Transaction {
         }
         Ok(true)
     }
+}
+
+/// Where a `get_for_update` found its key, for a `put` or `delete` of the same key in
+/// the same table next: that change uses the leaf if the tree's structure has not
+/// changed since (`btree/remembered.rs`), instead of descending again.
+pub(super) struct Remembered {
+    /// The table's latch, by address, only compared (the transaction holds the latch
+    /// through its table lock, `TableHold`, so the address is not reused while this
+    /// lives).
+    pub(super) latch: usize,
+    /// The key (inline up to TPC-B's and most keys' sizes: no allocation per read).
+    pub(super) key: SmallVec<[u8; 24]>,
+    pub(super) leaf: RememberedLeaf,
+}
+
+impl Remembered {
+    /// The leaf, if it was found for `key` in `table`.
+    pub(super) fn leaf_for(self, table: &Table, key: &[u8]) -> Option<RememberedLeaf> {
+        (self.latch == latch_address(table) && self.key[..] == *key).then_some(self.leaf)
+    }
+}
+
+/// The address of `table`'s latch: which tree it is (two handles on one tree share it).
+pub(super) fn latch_address(table: &Table) -> usize {
+    Arc::as_ptr(&table.latch) as usize
 }

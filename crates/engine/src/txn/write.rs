@@ -2,9 +2,9 @@
 //! and gap locks, each change logged and remembered for undo.
 
 use super::locks::TxnGaps;
-use super::transaction::{Transaction, UndoEntry};
+use super::transaction::{latch_address, Remembered, Transaction, UndoEntry};
 use crate::breakdown::{enter, Activity};
-use crate::btree::{Btree, ChangeLogger, LeafChange, RememberedLeaf, SetOutcome};
+use crate::btree::{Btree, ChangeLogger, LeafChange, SetOutcome};
 use crate::error::{Error, Result};
 use crate::key_range::KeyRange;
 use crate::lock::{LockMode, LockName, TableLock};
@@ -16,7 +16,6 @@ use crate::txn_table::TxnShared;
 use sluice_wal::Appended;
 use smallvec::SmallVec;
 use std::ops::Bound;
-use std::sync::Arc;
 
 /// Times an insert or delete may find its next key changed after waiting for a gap
 /// lock before it gives up as a victim of contention (each retry needs another
@@ -64,31 +63,6 @@ impl ChangeLogger for TxnLogger<'_> {
         });
         Ok(a)
     }
-}
-
-/// Where a `get_for_update` found its key, for a `put` or `delete` of the same key in
-/// the same table next: that change uses the leaf if the tree's structure has not
-/// changed since (`btree/remembered.rs`), instead of descending again.
-pub(super) struct Remembered {
-    /// The table's latch, by address, only compared (the transaction holds the latch
-    /// through its table lock, `TableHold`, so the address is not reused while this
-    /// lives).
-    latch: usize,
-    /// The key (inline up to TPC-B's and most keys' sizes: no allocation per read).
-    key: SmallVec<[u8; 24]>,
-    leaf: RememberedLeaf,
-}
-
-impl Remembered {
-    /// The leaf, if it was found for `key` in `table`.
-    fn leaf_for(self, table: &Table, key: &[u8]) -> Option<RememberedLeaf> {
-        (self.latch == latch_address(table) && self.key[..] == *key).then_some(self.leaf)
-    }
-}
-
-/// The address of `table`'s latch: which tree it is (two handles on one tree share it).
-fn latch_address(table: &Table) -> usize {
-    Arc::as_ptr(&table.latch) as usize
 }
 
 impl Transaction {
