@@ -85,6 +85,8 @@ fn swarm_of_configurations_loses_nothing_and_breaks_no_rule() {
         "compaction",
         "log-archive",
         "backup",
+        "segments=zeros",
+        "agent-clocks",
     ] {
         assert!(count(c.to_string()) > 0, "no seed covered {c}");
     }

@@ -329,7 +329,7 @@ pub(crate) fn run_session(
                 agents: n,
                 on_commit_record: None,
                 protocol: None,
-                time_breakdown: false,
+                time_breakdown: cfg.agent_clocks,
             },
         )),
         _ => None,

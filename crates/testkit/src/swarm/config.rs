@@ -127,6 +127,9 @@ pub struct Config {
     /// in four (taken from the seed, not drawn, so the other dimensions of a seed stay
     /// what they were before this one existed).
     pub preallocate: Preallocate,
+    /// The agents keep their time-breakdown clocks (`AgentOptions::time_breakdown`) one
+    /// seed in three, taken from the seed like `preallocate`.
+    pub agent_clocks: bool,
     /// The page cleaner's period.
     pub cleaner_interval: Duration,
     /// Log-based propagation's segment, in pages.
@@ -266,6 +269,7 @@ impl Config {
         } else {
             Preallocate::Allocate
         };
+        let agent_clocks = seed % 3 == 1;
         let cleaner_interval = Duration::from_millis([0, 5, 20][rng.gen_range(0..3)]);
         let propagation_segment_pages = [1, 4, 16][rng.gen_range(0..3)];
         let run_bytes = [4u64 << 10, 64 << 10][rng.gen_range(0..2)];
@@ -382,6 +386,7 @@ impl Config {
             slots,
             group_commit,
             preallocate,
+            agent_clocks,
             cleaner_interval,
             propagation_segment_pages,
             run_bytes,

@@ -131,6 +131,12 @@ fn coverage(cfg: &Config) -> Vec<String> {
             c.push("backup=incremental".into());
         }
     }
+    if cfg.preallocate == sluice_wal::Preallocate::Zeros {
+        c.push("segments=zeros".into());
+    }
+    if cfg.agent_clocks && cfg.agents().is_some() {
+        c.push("agent-clocks".into());
+    }
     match &cfg.layout {
         Layout::Plain { log_dir } => {
             c.push("layout=plain".into());
