@@ -123,15 +123,7 @@ pub fn time_table(figure: Figure, rows: &[SweepRow]) -> Option<Table> {
     let mut t = Table::new(header);
     for p in points(rows) {
         let k = &p.key;
-        let mut cells = Vec::new();
-        if figure.steps() {
-            cells.push(k.step.unwrap_or("").to_string());
-        }
-        cells.extend([
-            k.commit.clone(),
-            k.log_buffer.clone(),
-            k.clients.to_string(),
-        ]);
+        let mut cells = k.lead_cells(figure.steps());
         cells.extend(
             p.time_shares
                 .iter()

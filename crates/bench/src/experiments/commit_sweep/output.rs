@@ -222,14 +222,8 @@ pub fn summary_table(figure: Figure, rows: &[SweepRow]) -> Table {
     let mut t = Table::new(header);
     for p in points(rows) {
         let k = &p.key;
-        let mut cells = Vec::new();
-        if figure.steps() {
-            cells.push(k.step.unwrap_or("").to_string());
-        }
+        let mut cells = k.lead_cells(figure.steps());
         cells.extend([
-            k.commit.clone(),
-            k.log_buffer.clone(),
-            k.clients.to_string(),
             k.skew.to_string(),
             k.log_latency.clone(),
             p.throughput.cell(0),

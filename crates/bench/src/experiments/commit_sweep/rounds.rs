@@ -32,6 +32,19 @@ pub struct PointKey {
 }
 
 impl PointKey {
+    /// A table row's first cells: the step (with `steps`), commit protocol, log buffer
+    /// and clients.
+    pub(super) fn lead_cells(&self, steps: bool) -> Vec<String> {
+        let step = steps.then(|| self.step.unwrap_or("").to_string());
+        step.into_iter()
+            .chain([
+                self.commit.clone(),
+                self.log_buffer.clone(),
+                self.clients.to_string(),
+            ])
+            .collect()
+    }
+
     /// The point `r` is a repeat of.
     pub fn of(r: &SweepRow) -> PointKey {
         PointKey {
