@@ -158,6 +158,31 @@ fn agents_bar(label: String, p: &Point, busy: bool) -> (String, Vec<f64>) {
     (label, shares.iter().map(|s| s.median * 100.0).collect())
 }
 
+/// A panel of the agents' time (`busy`: their busy time, idle left out), one stacked bar
+/// per point labelled by `label`.
+fn agents_panel(
+    title: &str,
+    x_label: &str,
+    pts: &[Point],
+    label: &dyn Fn(&Point) -> String,
+    busy: bool,
+    notes: Vec<String>,
+) -> StackedBars {
+    StackedBars {
+        title: title.into(),
+        y_label: if busy {
+            "% of the agents' busy time".into()
+        } else {
+            "% of the agents' time".into()
+        },
+        x_label: x_label.into(),
+        kinds: activity_kinds(busy),
+        bars: pts.iter().map(|p| agents_bar(label(p), p, busy)).collect(),
+        y_max: Some(105.0),
+        notes,
+    }
+}
+
 /// How a breakdown panel was measured, and how much of agents × seconds the clocks
 /// accounted for over every run (a check of the clocks: 100 % when nothing is missed).
 fn method_notes(cfg: &SweepConfig, rows: &[SweepRow]) -> Vec<String> {
@@ -236,25 +261,14 @@ pub(super) fn write_figure(
                 .collect();
             busy_notes.extend(machine_notes(cfg));
             let x_label = format!("clients (TATP, {} subscribers)", cfg.subscribers);
-            let panel = |busy: bool, notes: Vec<String>| StackedBars {
-                title: if busy {
-                    "Their busy time (idle left out)".into()
+            let label = |p: &Point| p.key.clients.to_string();
+            let panel = |busy: bool, notes: Vec<String>| {
+                let title = if busy {
+                    "Their busy time (idle left out)"
                 } else {
-                    "All of the agents' time".into()
-                },
-                y_label: if busy {
-                    "% of the agents' busy time".into()
-                } else {
-                    "% of the agents' time".into()
-                },
-                x_label: x_label.clone(),
-                kinds: activity_kinds(busy),
-                bars: pts
-                    .iter()
-                    .map(|p| agents_bar(p.key.clients.to_string(), p, busy))
-                    .collect(),
-                y_max: Some(105.0),
-                notes,
+                    "All of the agents' time"
+                };
+                agents_panel(title, &x_label, &pts, &label, busy, notes)
             };
             let charts = [panel(false, notes), panel(true, busy_notes)];
             StackedBars::write_grid(
@@ -305,25 +319,13 @@ pub(super) fn write_figure(
                 .filter_map(|a| trend_note(&pts, a, &step_label))
                 .collect();
             busy_notes.extend(machine_notes(cfg));
-            let agents = |busy: bool, notes: Vec<String>| StackedBars {
-                title: if busy {
-                    "The agents' busy time (idle left out)".into()
+            let agents = |busy: bool, notes: Vec<String>| {
+                let title = if busy {
+                    "The agents' busy time (idle left out)"
                 } else {
-                    "The agents: where their time goes".into()
-                },
-                y_label: if busy {
-                    "% of the agents' busy time".into()
-                } else {
-                    "% of the agents' time".into()
-                },
-                x_label: x_label.clone(),
-                kinds: activity_kinds(busy),
-                bars: pts
-                    .iter()
-                    .map(|p| agents_bar(step_label(p), p, busy))
-                    .collect(),
-                y_max: Some(105.0),
-                notes,
+                    "The agents: where their time goes"
+                };
+                agents_panel(title, &x_label, &pts, &step_label, busy, notes)
             };
             let charts = [cpu, agents(false, notes), agents(true, busy_notes)];
             StackedBars::write_grid(
