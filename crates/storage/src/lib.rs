@@ -24,10 +24,13 @@ mod gate;
 mod identity;
 mod layer;
 mod os;
+mod ring;
 mod route;
 mod settle;
 mod sim;
 mod sync_fence;
+#[cfg(target_os = "linux")]
+mod uring;
 
 pub use device::{DeviceModel, DeviceProfile};
 pub use error::{raw_os_error, PathError};
@@ -35,6 +38,7 @@ pub use gate::GatedStorage;
 pub use identity::{find_same_dir, DirIdentity};
 pub use layer::{FileLayer, FileOp, StorageLayer};
 pub use os::OsStorage;
+pub use ring::{DeferredRing, IoRing, RingDone, RingOp};
 pub use route::RoutedStorage;
 pub use settle::{cannot_sync, settle, settle_dir};
 pub use sim::{FailAction, FaultKind, FaultOp, FaultPlan, SimStats, SimStorage, TraceEvent};
@@ -118,6 +122,14 @@ pub trait FileHandle: Send + Sync {
             Some(path) => error::with_path(path, e),
             None => e,
         })
+    }
+
+    /// The operating system's descriptor behind this handle, for an [`IoRing`] of the
+    /// storage that opened it to submit to (`None`: it has none, and a ring refuses its
+    /// operations). A wrapper that changes what reads, writes or syncs do must not
+    /// forward it: a ring would bypass the wrapper.
+    fn os_fd(&self) -> Option<i32> {
+        None
     }
 
     /// The named failure point `name` ([`failpoint`]) concerning this file: `Ok` unless a
@@ -247,6 +259,20 @@ pub trait Storage: Send + Sync + 'static {
     /// counted operations a crash can land on. (Wrappers must forward it: there is no
     /// default.)
     fn scratch(&self) -> io::Result<Box<dyn FileHandle>>;
+
+    /// A ring for asynchronous writes and syncs of this storage's files (the `ring`
+    /// module: io_uring on Linux for [`OsStorage`], a [`DeferredRing`] for
+    /// [`SimStorage`]). Fails where there is none — `Unsupported` by default, or the
+    /// kernel's refusal (old kernels, seccomp, `io_uring_disabled`) — and the caller then
+    /// uses the files' synchronous calls. (The default is safe for a wrapper: a storage
+    /// that does not forward it only keeps its users on the synchronous path, whose
+    /// calls it sees.)
+    fn io_ring(&self) -> io::Result<Box<dyn IoRing>> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this storage submits no asynchronous I/O",
+        ))
+    }
 
     /// The named failure point `name` ([`failpoint`]) concerning the file or directory
     /// `path`: `Ok` unless a test armed it on a simulated disk

@@ -123,6 +123,11 @@ impl FileHandle for OsFile {
         Some(&self.path)
     }
 
+    fn os_fd(&self) -> Option<i32> {
+        use std::os::fd::AsRawFd;
+        Some(self.file.as_raw_fd())
+    }
+
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.file
             .write_all_at(buf, offset)
@@ -216,6 +221,11 @@ fn lock_file_shared(path: &Path) -> io::Result<Box<dyn LockGuard>> {
 }
 
 impl Storage for OsStorage {
+    #[cfg(target_os = "linux")]
+    fn io_ring(&self) -> io::Result<Box<dyn crate::IoRing>> {
+        Ok(Box::new(crate::uring::UringRing::new()?))
+    }
+
     fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn FileHandle>> {
         options.check().map_err(|e| with_path(path, e))?;
         let file = fs::OpenOptions::new()

@@ -50,13 +50,31 @@ impl SyncFence {
         if let Some(e) = self.failure() {
             return Err(e);
         }
-        file.sync_data().inspect_err(|e| {
-            let mut first = self.failure.lock();
-            if first.is_none() {
-                *first = Some((e.kind(), e.to_string()));
-            }
-            self.failed.store(true, Ordering::Release);
-        })
+        file.sync_data().inspect_err(|e| self.record(e))
+    }
+
+    /// Settles a sync of the file keyed `key` that ran outside the fence (submitted to an
+    /// [`IoRing`](crate::IoRing)) and returned `result`: it counts only if it succeeded
+    /// and no sync through the fence had failed by now — taken under the file's stripe,
+    /// so a failing sync of the same file in progress finishes (and is recorded) first.
+    /// A failure is recorded as [`SyncFence::sync`]'s are. (The kernel reports a
+    /// write-back error to every descriptor's next sync, so a ring sync that overlapped
+    /// another's failure fails itself; the fence keeps the rule for the simulator and
+    /// for the order in which the two are seen.)
+    pub fn confirm(&self, key: u64, result: io::Result<()>) -> io::Result<()> {
+        let _stripe = self.stripes[(key % self.stripes.len() as u64) as usize].lock();
+        if let Some(e) = self.failure() {
+            return Err(e);
+        }
+        result.inspect_err(|e| self.record(e))
+    }
+
+    fn record(&self, e: &io::Error) {
+        let mut first = self.failure.lock();
+        if first.is_none() {
+            *first = Some((e.kind(), e.to_string()));
+        }
+        self.failed.store(true, Ordering::Release);
     }
 
     /// The error every sync returns from now on, if one has failed.
@@ -174,5 +192,33 @@ mod tests {
         f.write_at(b"x", 0).unwrap();
         fence.sync(1, &*f).unwrap();
         assert!(fence.failure().is_none());
+    }
+
+    /// A ring's sync (settled by `confirm`) obeys the same rule as one through the fence:
+    /// after another sync's failure it does not count, whatever the device said; and its
+    /// own failure fails every later sync.
+    #[test]
+    fn a_ring_sync_settled_after_a_failure_does_not_count_and_its_failure_is_recorded() {
+        let sim = SimStorage::new(2);
+        sim.create_dir_all(Path::new("/d")).unwrap();
+        let preparer = file(&sim, "/d/seg");
+        let fence = SyncFence::new(4);
+        fence.confirm(1, Ok(())).unwrap();
+        sim.inject(FaultPlan::new(FaultOp::Sync, 1, FaultKind::Eio).on("/d/seg"));
+        assert!(fence.sync(1, &*preparer).is_err());
+        let e = fence.confirm(1, Ok(())).unwrap_err();
+        assert!(e.to_string().contains("an earlier sync failed"), "{e}");
+
+        let fence = SyncFence::new(4);
+        let e = fence
+            .confirm(2, Err(io::Error::from_raw_os_error(5)))
+            .unwrap_err();
+        assert_eq!(crate::raw_os_error(&e), Some(5));
+        sim.clear_faults();
+        let later = fence.sync(2, &*preparer).unwrap_err();
+        assert!(
+            later.to_string().contains("an earlier sync failed"),
+            "{later}"
+        );
     }
 }

@@ -187,6 +187,10 @@ pub(super) struct Shared {
     pub(super) failpoints: AtomicBool,
     /// Notified at every reach of a registered point ([`SimStorage::wait_failpoint`](super::SimStorage::wait_failpoint)).
     pub(super) reached: Condvar,
+    /// True while [`Storage::io_ring`](crate::Storage::io_ring) is refused, as a kernel
+    /// without io_uring (or a seccomp filter) refuses it
+    /// ([`SimStorage::refuse_io_ring`](super::SimStorage::refuse_io_ring)).
+    pub(super) ring_refused: AtomicBool,
 }
 
 impl Shared {

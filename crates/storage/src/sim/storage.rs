@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use rand::rngs::StdRng;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 
 use super::disk::{normalize, Disk, InodeId};
 use super::fault::FailAction;
@@ -20,7 +20,10 @@ use super::handle::{SimHandle, SimLock};
 use super::record::{SimStats, TraceEvent};
 use super::state::{ArmedPoint, Held, Shared, State, NEXT_DISK};
 use crate::error::{with_path, with_paths};
-use crate::{dirs_top_down, parent_dir, DirIdentity, FileHandle, LockGuard, OpenOptions, Storage};
+use crate::{
+    dirs_top_down, parent_dir, DeferredRing, DirIdentity, FileHandle, IoRing, LockGuard,
+    OpenOptions, Storage,
+};
 
 /// An in-memory disk for crash tests, deterministic from a seed.
 ///
@@ -104,6 +107,7 @@ impl SimStorage {
                 state: Mutex::new(state),
                 failpoints: AtomicBool::new(false),
                 reached: Condvar::new(),
+                ring_refused: AtomicBool::new(false),
             }),
             incarnation: None,
         }
@@ -131,6 +135,13 @@ impl SimStorage {
             }
             _ => Ok(state),
         }
+    }
+
+    /// Makes [`Storage::io_ring`] fail (`refuse`) or work again, as a kernel without
+    /// io_uring, or a seccomp filter, refuses a ring: for testing that a log falls back
+    /// to its flush daemon.
+    pub fn refuse_io_ring(&self, refuse: bool) {
+        self.shared.ring_refused.store(refuse, Ordering::Release);
     }
 
     /// The seed this disk was made with (print it when a test fails, to replay it).
@@ -534,6 +545,18 @@ impl Storage for SimStorage {
         let mut handle = self.new_handle(&mut state, inode, path);
         handle.scratch = true;
         Ok(Box::new(handle))
+    }
+
+    fn io_ring(&self) -> io::Result<Box<dyn IoRing>> {
+        if self.shared.ring_refused.load(Ordering::Acquire) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the simulated kernel refuses io_uring (SimStorage::refuse_io_ring)",
+            ));
+        }
+        // Seeded from the disk's own draws: a run is reproducible from its seed.
+        let seed = self.live()?.rng.gen();
+        Ok(Box::new(DeferredRing::seeded(seed)))
     }
 
     fn failpoint(&self, name: &'static str, path: &Path) -> io::Result<()> {

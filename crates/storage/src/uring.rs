@@ -1,0 +1,415 @@
+//! [`OsStorage`](crate::OsStorage)'s [`IoRing`]: io_uring (Linux). A chain's operations
+//! are linked (`IOSQE_IO_LINK`), so each starts only once the one before it succeeded
+//! and the first failure cancels the rest (`ECANCELED`); `fdatasync` is
+//! `IORING_OP_FSYNC` with `IORING_FSYNC_DATASYNC`. Submitting is one `io_uring_enter`
+//! that does not wait; reaping reads the completion queue in shared memory, with no
+//! system call unless the caller waits.
+
+use crate::error::with_path;
+use crate::ring::{descriptors, IoRing, RingDone, RingOp};
+use io_uring::{opcode, squeue, types, IoUring, Probe};
+use std::collections::{HashMap, VecDeque};
+use std::io;
+
+/// Submission-queue entries: a log's chain has at most a few writes and syncs (two
+/// segments' worth), and one chain is in flight at a time.
+const ENTRIES: u32 = 32;
+
+/// A chain submitted and not all of whose completions have arrived.
+struct Pending {
+    tag: u64,
+    /// Kept until the chain completes: the files stay open and the bytes stay put
+    /// while the kernel may still read them.
+    ops: Vec<RingOp>,
+    left: usize,
+    succeeded: usize,
+    error: Option<io::Error>,
+}
+
+/// See the module docs.
+pub(crate) struct UringRing {
+    ring: IoUring,
+    next_chain: u64,
+    pending: HashMap<u64, Pending>,
+    done: VecDeque<RingDone>,
+}
+
+/// Operations per chain at most (an operation's index sits in the low byte of its
+/// completion's user data).
+const MAX_OPS: usize = 255;
+
+impl UringRing {
+    /// A ring, or the kernel's refusal: no io_uring (`ENOSYS`, before 5.1), forbidden
+    /// (`EPERM`: seccomp, `kernel.io_uring_disabled`), or without the operations a
+    /// chain needs (positional write: 5.6).
+    pub(crate) fn new() -> io::Result<UringRing> {
+        let refused = |e: io::Error| io::Error::new(e.kind(), format!("io_uring refused: {e}"));
+        let ring = IoUring::new(ENTRIES).map_err(refused)?;
+        let mut probe = Probe::new();
+        ring.submitter()
+            .register_probe(&mut probe)
+            .map_err(refused)?;
+        for (code, name) in [
+            (opcode::Write::CODE, "IORING_OP_WRITE"),
+            (opcode::Fsync::CODE, "IORING_OP_FSYNC"),
+        ] {
+            if !probe.is_supported(code) {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!("io_uring refused: the kernel's ring has no {name}"),
+                ));
+            }
+        }
+        Ok(UringRing {
+            ring,
+            next_chain: 0,
+            pending: HashMap::new(),
+            done: VecDeque::new(),
+        })
+    }
+
+    /// Moves the completion queue's entries into `pending`, and finished chains into
+    /// `done`.
+    fn drain(&mut self) {
+        let mut cq = self.ring.completion();
+        cq.sync();
+        for cqe in &mut cq {
+            let (chain, index) = (cqe.user_data() >> 8, (cqe.user_data() & 0xff) as usize);
+            let p = self
+                .pending
+                .get_mut(&chain)
+                .expect("a completion of a chain in flight");
+            let res = cqe.result();
+            let op = &p.ops[index];
+            let outcome = if res < 0 {
+                Err(io::Error::from_raw_os_error(-res))
+            } else {
+                match op {
+                    RingOp::Write { range, .. } if (res as usize) < range.len() => {
+                        Err(io::Error::new(
+                            io::ErrorKind::WriteZero,
+                            format!("short write: {res} of {} bytes", range.len()),
+                        ))
+                    }
+                    _ => Ok(()),
+                }
+            };
+            match outcome {
+                Ok(()) => p.succeeded += 1,
+                // The operations after the first failure are cancelled: the first is the
+                // cause.
+                Err(e) if p.error.is_none() => {
+                    let file = match op {
+                        RingOp::Write { file, .. } | RingOp::SyncData { file } => file,
+                    };
+                    p.error = Some(match file.path() {
+                        Some(path) => with_path(path, e),
+                        None => e,
+                    });
+                }
+                Err(_) => {}
+            }
+            p.left -= 1;
+            if p.left == 0 {
+                let p = self.pending.remove(&chain).expect("present");
+                self.done.push_back(RingDone {
+                    tag: p.tag,
+                    // Successes after a failure cannot happen in a linked chain; count
+                    // the prefix only.
+                    succeeded: if p.error.is_some() {
+                        p.succeeded.min(p.ops.len() - 1)
+                    } else {
+                        p.succeeded
+                    },
+                    result: p.error.map_or(Ok(()), Err),
+                });
+            }
+        }
+    }
+
+    fn enter(&mut self, wait: usize) -> io::Result<()> {
+        loop {
+            let r = if wait > 0 {
+                self.ring.submit_and_wait(wait)
+            } else {
+                self.ring.submit()
+            };
+            match r {
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl IoRing for UringRing {
+    fn submit(&mut self, tag: u64, ops: Vec<RingOp>) -> io::Result<()> {
+        if ops.is_empty() || ops.len() > MAX_OPS || ops.len() > ENTRIES as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a chain of {} operations (1 to {ENTRIES})", ops.len()),
+            ));
+        }
+        let fds = descriptors(&ops)?;
+        let chain = self.next_chain;
+        self.next_chain += 1;
+        let last = ops.len() - 1;
+        let entries: Vec<squeue::Entry> = ops
+            .iter()
+            .zip(&fds)
+            .enumerate()
+            .map(|(i, (op, &fd))| {
+                let entry = match op {
+                    RingOp::Write {
+                        data,
+                        range,
+                        offset,
+                        ..
+                    } => {
+                        let bytes = &data[range.clone()];
+                        let len = u32::try_from(bytes.len()).expect("a write under 4 GiB");
+                        opcode::Write::new(types::Fd(fd), bytes.as_ptr(), len)
+                            .offset(*offset)
+                            .build()
+                    }
+                    RingOp::SyncData { .. } => opcode::Fsync::new(types::Fd(fd))
+                        .flags(types::FsyncFlags::DATASYNC)
+                        .build(),
+                };
+                let entry = entry.user_data(chain << 8 | i as u64);
+                if i < last {
+                    entry.flags(squeue::Flags::IO_LINK)
+                } else {
+                    entry
+                }
+            })
+            .collect();
+        {
+            let mut sq = self.ring.submission();
+            if sq.capacity() - sq.len() < entries.len() {
+                drop(sq);
+                self.enter(0)?;
+                sq = self.ring.submission();
+                if sq.capacity() - sq.len() < entries.len() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WouldBlock,
+                        "the io_uring submission queue is full",
+                    ));
+                }
+            }
+            // SAFETY: every buffer an entry points into (`data`) and every descriptor
+            // (`file`) is owned by `ops`, which `pending` keeps until the chain's last
+            // completion is reaped.
+            unsafe { sq.push_multiple(&entries) }.map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    "the io_uring submission queue is full",
+                )
+            })?;
+        }
+        self.pending.insert(
+            chain,
+            Pending {
+                tag,
+                left: ops.len(),
+                ops,
+                succeeded: 0,
+                error: None,
+            },
+        );
+        // The entries are in the queue: if the enter fails, the kernel may still take
+        // them at the next one, so the chain stays pending either way.
+        self.enter(0)
+    }
+
+    fn complete(&mut self, wait: bool) -> io::Result<Option<RingDone>> {
+        loop {
+            self.drain();
+            if let Some(d) = self.done.pop_front() {
+                return Ok(Some(d));
+            }
+            if !wait || self.pending.is_empty() {
+                return Ok(None);
+            }
+            self.enter(1)?;
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.pending.len() + self.done.len()
+    }
+
+    fn describe(&self) -> String {
+        "io_uring".into()
+    }
+}
+
+impl Drop for UringRing {
+    fn drop(&mut self) {
+        // The kernel may still read the buffers of chains in flight: wait for them
+        // before the buffers go.
+        while !self.pending.is_empty() {
+            if self.enter(1).is_err() {
+                // Cannot wait: leak the buffers rather than let the kernel read freed
+                // memory.
+                for (_, p) in self.pending.drain() {
+                    std::mem::forget(p.ops);
+                }
+                return;
+            }
+            self.drain();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{FileHandle, OpenOptions, OsStorage, Storage};
+    use std::sync::Arc;
+
+    fn ring_or_skip() -> Option<Box<dyn IoRing>> {
+        match OsStorage::new().io_ring() {
+            Ok(r) => Some(r),
+            Err(e) => {
+                // A kernel that refuses io_uring is a supported platform: the log takes
+                // its daemon (tested in sluice-wal); here there is nothing to test.
+                eprintln!("io_uring refused on this machine, nothing to test: {e}");
+                None
+            }
+        }
+    }
+
+    fn write(file: &Arc<dyn FileHandle>, data: &Arc<Vec<u8>>, offset: u64) -> RingOp {
+        RingOp::Write {
+            file: file.clone(),
+            data: data.clone(),
+            range: 0..data.len(),
+            offset,
+        }
+    }
+
+    #[test]
+    fn a_chain_of_writes_and_a_sync_completes_once_with_the_bytes_in_place() {
+        let Some(mut ring) = ring_or_skip() else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let os = OsStorage::new();
+        let f: Arc<dyn FileHandle> = Arc::from(
+            os.open(&dir.path().join("seg"), OpenOptions::CREATE)
+                .unwrap(),
+        );
+        let a = Arc::new(vec![b'a'; 5000]);
+        let b = Arc::new(vec![b'b'; 3000]);
+        for round in 0..20u64 {
+            let base = round * 8000;
+            ring.submit(
+                round,
+                vec![
+                    write(&f, &a, base),
+                    write(&f, &b, base + 5000),
+                    RingOp::SyncData { file: f.clone() },
+                ],
+            )
+            .unwrap();
+            let done = ring.complete(true).unwrap().expect("one chain in flight");
+            assert_eq!((done.tag, done.succeeded), (round, 3));
+            done.result.unwrap();
+            assert_eq!(ring.in_flight(), 0);
+        }
+        assert!(ring.complete(true).unwrap().is_none(), "nothing left");
+        let mut back = vec![0u8; 8000 * 20];
+        f.read_exact_at(&mut back, 0).unwrap();
+        for chunk in back.chunks(8000) {
+            assert!(chunk[..5000].iter().all(|&x| x == b'a'));
+            assert!(chunk[5000..].iter().all(|&x| x == b'b'));
+        }
+    }
+
+    #[test]
+    fn a_failed_write_cancels_the_rest_of_its_chain_and_names_the_file() {
+        let Some(mut ring) = ring_or_skip() else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let os = OsStorage::new();
+        let path = dir.path().join("ro");
+        os.open(&path, OpenOptions::CREATE).unwrap();
+        // A read-only descriptor: the kernel refuses the write (EBADF).
+        let f: Arc<dyn FileHandle> = Arc::from(os.open(&path, OpenOptions::READ_ONLY).unwrap());
+        let data = Arc::new(b"refused".to_vec());
+        ring.submit(
+            9,
+            vec![write(&f, &data, 0), RingOp::SyncData { file: f.clone() }],
+        )
+        .unwrap();
+        let done = ring.complete(true).unwrap().unwrap();
+        assert_eq!((done.tag, done.succeeded), (9, 0));
+        let e = done.result.unwrap_err();
+        assert_eq!(crate::raw_os_error(&e), Some(libc::EBADF), "{e}");
+        assert!(e.to_string().contains("ro"), "{e}");
+        assert_eq!(f.len().unwrap(), 0);
+        // The ring goes on after a failed chain.
+        let g: Arc<dyn FileHandle> = Arc::from(
+            os.open(&dir.path().join("ok"), OpenOptions::CREATE)
+                .unwrap(),
+        );
+        ring.submit(10, vec![write(&g, &data, 0)]).unwrap();
+        ring.complete(true).unwrap().unwrap().result.unwrap();
+        assert_eq!(g.len().unwrap(), 7);
+    }
+
+    #[test]
+    fn a_reap_that_does_not_wait_never_blocks_and_chains_come_back_by_tag() {
+        let Some(mut ring) = ring_or_skip() else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let os = OsStorage::new();
+        let f: Arc<dyn FileHandle> =
+            Arc::from(os.open(&dir.path().join("f"), OpenOptions::CREATE).unwrap());
+        let data = Arc::new(vec![7u8; 4096]);
+        for tag in 0..4u64 {
+            ring.submit(
+                tag,
+                vec![
+                    write(&f, &data, tag * 4096),
+                    RingOp::SyncData { file: f.clone() },
+                ],
+            )
+            .unwrap();
+        }
+        let mut tags = Vec::new();
+        while ring.in_flight() > 0 {
+            if let Some(d) = ring.complete(false).unwrap() {
+                d.result.unwrap();
+                tags.push(d.tag);
+            } else if let Some(d) = ring.complete(true).unwrap() {
+                d.result.unwrap();
+                tags.push(d.tag);
+            }
+        }
+        tags.sort_unstable();
+        assert_eq!(tags, vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn a_handle_without_a_descriptor_is_refused_before_anything_is_submitted() {
+        let Some(mut ring) = ring_or_skip() else {
+            return;
+        };
+        let sim = crate::SimStorage::new(1);
+        sim.create_dir_all(std::path::Path::new("/d")).unwrap();
+        let f: Arc<dyn FileHandle> = Arc::from(
+            sim.open(std::path::Path::new("/d/x"), OpenOptions::CREATE)
+                .unwrap(),
+        );
+        let e = ring
+            .submit(1, vec![RingOp::SyncData { file: f }])
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}");
+        assert_eq!(ring.in_flight(), 0);
+    }
+}
