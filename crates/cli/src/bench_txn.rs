@@ -11,7 +11,7 @@ use sluice_bench::workloads::stored::{self, Stored};
 use sluice_bench::workloads::tatp::TatpKind;
 use sluice_bench::workloads::tpcb::{self, TpcbShape};
 use sluice_storage::DeviceProfile;
-use sluice_wal::{InsertVariant, Preallocate};
+use sluice_wal::{FlushPath, InsertVariant, Preallocate};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -46,6 +46,13 @@ pub struct Common {
     /// JSON's `zero_fill_bytes_per_txn` shows what it wrote.
     #[arg(long, default_value_t = Preallocate::default())]
     preallocate: Preallocate,
+    /// How the log's rounds reach the disk: io-uring (the committing threads submit
+    /// writes and syncs to an io_uring and reap them between transactions; no flush
+    /// thread on the commit path) or daemon (a flush thread writes and syncs). Where the
+    /// kernel refuses io_uring the log takes the daemon and says so once; the JSON's
+    /// `flush` is the path taken.
+    #[arg(long, default_value_t = FlushPath::default())]
+    flush: FlushPath,
     /// Zipf skew of key choice (0 = uniform; TPC-B: accounts, tellers, branches).
     #[arg(long, default_value_t = 0.0)]
     skew: f64,
@@ -158,6 +165,7 @@ fn setup(c: &Common, latency: Option<Duration>, pool_pages: usize) -> Setup {
         checkpoint_log_bytes: c.checkpoint_mib << 20,
         adaptive_group_commit: c.group_commit == GroupCommitArg::Adaptive,
         preallocate: c.preallocate,
+        flush: c.flush,
     }
 }
 
@@ -294,6 +302,11 @@ fn config_line(c: &Common, ck: &Checked, workload: &str) -> String {
 
 fn finish(rows: Vec<Row>, json: bool, wide: bool) -> Result<(), Failure> {
     print_rows(&rows, json, wide);
+    let mut paths: Vec<&str> = rows.iter().map(|r| r.flush.as_str()).collect();
+    paths.dedup();
+    if !json && !paths.is_empty() {
+        println!("log flush path: {}", paths.join(", "));
+    }
     if rows.iter().any(|r| !r.consistent) {
         return Err(Failure::Runtime("a consistency check failed".into()));
     }

@@ -119,6 +119,7 @@ fn db_options(scale: u32, commit: CommitProtocol, propagation: Strategy) -> Opti
             pool_pages: scale as usize * 2_500 + 4_096,
             checkpoint_log_bytes: CHECKPOINT_LOG_BYTES,
             adaptive_group_commit: true,
+            flush: Default::default(),
             preallocate: Default::default(),
         })
     }

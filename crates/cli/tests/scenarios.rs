@@ -19,6 +19,7 @@ mod crash_history_cli;
 mod crash_kill_cli;
 mod crash_swarm_cli;
 mod docs_do_not_rot;
+mod flush_path_cli;
 mod hardening;
 mod log_insert_cli;
 mod odd_inputs;

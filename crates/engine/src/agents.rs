@@ -248,7 +248,12 @@ impl Shared {
     fn run_agent(self: Arc<Self>, clock: Option<Clock>) {
         AGENT_OF.with(|a| a.set(self.id()));
         let _clock = clock.map(Clock::attach);
+        let log = &self.db.inner.store.log;
         loop {
+            // On the io_uring flush path the agents drive the log (sluice_wal's
+            // `flush::ring`): between two pieces of work, reap a completed round (its
+            // hand-backs land in `hardened`) and start the next; never block.
+            log.poll_flush();
             let work = {
                 let mut q = self.q.lock();
                 loop {
@@ -260,6 +265,23 @@ impl Shared {
                     }
                     if q.stopping && self.in_flight.load(Ordering::SeqCst) == 0 {
                         return;
+                    }
+                    if self.in_flight.load(Ordering::SeqCst) > 0 {
+                        // Nothing to do but commits in flight: wait for their round in
+                        // the kernel rather than park (unless another thread already
+                        // waits for it, or the log has a flush daemon).
+                        drop(q);
+                        let waited = {
+                            let _idle = enter(Activity::Idle);
+                            log.wait_flush()
+                        };
+                        q = self.q.lock();
+                        if waited {
+                            continue;
+                        }
+                        if !q.hardened.is_empty() || !q.requests.is_empty() {
+                            continue;
+                        }
                     }
                     q.idle += 1;
                     self.parks.fetch_add(1, Ordering::Relaxed);

@@ -37,7 +37,7 @@ pub use error::{raw_os_error, PathError};
 pub use gate::GatedStorage;
 pub use identity::{find_same_dir, DirIdentity};
 pub use layer::{FileLayer, FileOp, StorageLayer};
-pub use os::OsStorage;
+pub use os::{OsStorage, IO_URING_SWITCH};
 pub use ring::{DeferredRing, IoRing, RingDone, RingOp};
 pub use route::RoutedStorage;
 pub use settle::{cannot_sync, settle, settle_dir};

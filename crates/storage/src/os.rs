@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 use crate::error::{with_path, with_paths};
 use crate::{dirs_top_down, parent_dir, DirIdentity, FileHandle, LockGuard, OpenOptions, Storage};
 
+/// The environment variable that switches io_uring off for [`OsStorage`] (`off`).
+pub const IO_URING_SWITCH: &str = "SLUICE_IO_URING";
+
 /// Real files through `std::fs`: the storage that production code runs on.
 ///
 /// Stateless, so clones are free and interchangeable.
@@ -221,8 +224,17 @@ fn lock_file_shared(path: &Path) -> io::Result<Box<dyn LockGuard>> {
 }
 
 impl Storage for OsStorage {
+    /// io_uring, unless the kernel refuses it or the environment variable
+    /// `SLUICE_IO_URING` is `off` (an operator's switch: the log then runs its flush
+    /// daemon).
     #[cfg(target_os = "linux")]
     fn io_ring(&self) -> io::Result<Box<dyn crate::IoRing>> {
+        if std::env::var_os(IO_URING_SWITCH).is_some_and(|v| v == "off") {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("io_uring is switched off ({IO_URING_SWITCH}=off)"),
+            ));
+        }
         Ok(Box::new(crate::uring::UringRing::new()?))
     }
 

@@ -49,6 +49,15 @@ pub enum RingOp {
         /// The file.
         file: Arc<dyn FileHandle>,
     },
+    /// The named failure point `name` of `file` ([`FileHandle::failpoint`]), reached in
+    /// its place in the chain: a simulated disk may fail the chain or halt there. A real
+    /// file's failure points are no-ops, so io_uring submits nothing for it.
+    Failpoint {
+        /// The file.
+        file: Arc<dyn FileHandle>,
+        /// The point's name ([`crate::failpoint`]).
+        name: &'static str,
+    },
 }
 
 impl RingOp {
@@ -62,12 +71,16 @@ impl RingOp {
                 offset,
             } => file.write_at(&data[range.clone()], *offset),
             RingOp::SyncData { file } => file.sync_data(),
+            RingOp::Failpoint { file, name } => file.failpoint(name),
         }
     }
 
-    fn file(&self) -> &Arc<dyn FileHandle> {
+    /// The file the operation concerns.
+    pub fn file(&self) -> &Arc<dyn FileHandle> {
         match self {
-            RingOp::Write { file, .. } | RingOp::SyncData { file } => file,
+            RingOp::Write { file, .. }
+            | RingOp::SyncData { file }
+            | RingOp::Failpoint { file, .. } => file,
         }
     }
 }
@@ -87,6 +100,9 @@ impl std::fmt::Debug for RingOp {
                 file.path()
             ),
             RingOp::SyncData { file } => write!(f, "sync {:?}", file.path()),
+            RingOp::Failpoint { file, name } => {
+                write!(f, "failure point {name} of {:?}", file.path())
+            }
         }
     }
 }
@@ -212,20 +228,26 @@ impl IoRing for DeferredRing {
     }
 }
 
-/// The descriptor every operation of `ops` targets, where each file has one
-/// ([`FileHandle::os_fd`]).
-pub(crate) fn descriptors(ops: &[RingOp]) -> io::Result<Vec<i32>> {
+/// The descriptor each operation of `ops` targets, where each file has one
+/// ([`FileHandle::os_fd`]); `None` for a failure point, which submits nothing.
+pub(crate) fn descriptors(ops: &[RingOp]) -> io::Result<Vec<Option<i32>>> {
     ops.iter()
         .map(|op| {
-            op.file().os_fd().ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    format!(
-                        "{:?} has no descriptor to submit asynchronous I/O to",
-                        op.file().path()
-                    ),
-                )
-            })
+            if matches!(op, RingOp::Failpoint { .. }) {
+                return Ok(None);
+            }
+            op.file()
+                .os_fd()
+                .ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        format!(
+                            "{:?} has no descriptor to submit asynchronous I/O to",
+                            op.file().path()
+                        ),
+                    )
+                })
+                .map(Some)
         })
         .collect()
 }

@@ -21,9 +21,11 @@ struct Pending {
     /// Kept until the chain completes: the files stay open and the bytes stay put
     /// while the kernel may still read them.
     ops: Vec<RingOp>,
+    /// Entries submitted whose completions have not arrived.
     left: usize,
-    succeeded: usize,
-    error: Option<io::Error>,
+    /// The failed operation with the lowest index, and its error (a cancelled one,
+    /// `ECANCELED`, gives way to the failure that cancelled it).
+    failed: Option<(usize, io::Error)>,
 }
 
 /// See the module docs.
@@ -80,11 +82,10 @@ impl UringRing {
                 .get_mut(&chain)
                 .expect("a completion of a chain in flight");
             let res = cqe.result();
-            let op = &p.ops[index];
             let outcome = if res < 0 {
                 Err(io::Error::from_raw_os_error(-res))
             } else {
-                match op {
+                match &p.ops[index] {
                     RingOp::Write { range, .. } if (res as usize) < range.len() => {
                         Err(io::Error::new(
                             io::ErrorKind::WriteZero,
@@ -94,34 +95,34 @@ impl UringRing {
                     _ => Ok(()),
                 }
             };
-            match outcome {
-                Ok(()) => p.succeeded += 1,
-                // The operations after the first failure are cancelled: the first is the
-                // cause.
-                Err(e) if p.error.is_none() => {
-                    let file = match op {
-                        RingOp::Write { file, .. } | RingOp::SyncData { file } => file,
-                    };
-                    p.error = Some(match file.path() {
+            if let Err(e) = outcome {
+                let cancelled = |e: &io::Error| e.raw_os_error() == Some(libc::ECANCELED);
+                let replace = match &p.failed {
+                    None => true,
+                    Some((i, old)) => {
+                        (cancelled(old) && !cancelled(&e)) || (*i > index && !cancelled(&e))
+                    }
+                };
+                if replace {
+                    let e = match p.ops[index].file().path() {
                         Some(path) => with_path(path, e),
                         None => e,
-                    });
+                    };
+                    p.failed = Some((index, e));
                 }
-                Err(_) => {}
             }
             p.left -= 1;
             if p.left == 0 {
                 let p = self.pending.remove(&chain).expect("present");
+                let (succeeded, result) = match p.failed {
+                    // Linked: everything before the failed operation succeeded.
+                    Some((i, e)) => (i, Err(e)),
+                    None => (p.ops.len(), Ok(())),
+                };
                 self.done.push_back(RingDone {
                     tag: p.tag,
-                    // Successes after a failure cannot happen in a linked chain; count
-                    // the prefix only.
-                    succeeded: if p.error.is_some() {
-                        p.succeeded.min(p.ops.len() - 1)
-                    } else {
-                        p.succeeded
-                    },
-                    result: p.error.map_or(Ok(()), Err),
+                    succeeded,
+                    result,
                 });
             }
         }
@@ -154,12 +155,12 @@ impl IoRing for UringRing {
         let fds = descriptors(&ops)?;
         let chain = self.next_chain;
         self.next_chain += 1;
-        let last = ops.len() - 1;
         let entries: Vec<squeue::Entry> = ops
             .iter()
             .zip(&fds)
             .enumerate()
-            .map(|(i, (op, &fd))| {
+            .filter_map(|(i, (op, fd))| Some((i, op, (*fd)?)))
+            .map(|(i, op, fd)| {
                 let entry = match op {
                     RingOp::Write {
                         data,
@@ -176,15 +177,33 @@ impl IoRing for UringRing {
                     RingOp::SyncData { .. } => opcode::Fsync::new(types::Fd(fd))
                         .flags(types::FsyncFlags::DATASYNC)
                         .build(),
+                    RingOp::Failpoint { .. } => unreachable!("failure points submit nothing"),
                 };
-                let entry = entry.user_data(chain << 8 | i as u64);
-                if i < last {
-                    entry.flags(squeue::Flags::IO_LINK)
+                entry.user_data(chain << 8 | i as u64)
+            })
+            .collect();
+        // Linked: each entry but the last (`flags` adds to an entry's flags).
+        let linked = entries.len().saturating_sub(1);
+        let entries: Vec<squeue::Entry> = entries
+            .into_iter()
+            .enumerate()
+            .map(|(k, e)| {
+                if k < linked {
+                    e.flags(squeue::Flags::IO_LINK)
                 } else {
-                    entry
+                    e
                 }
             })
             .collect();
+        if entries.is_empty() {
+            // Only failure points (no-ops on real files): done at once.
+            self.done.push_back(RingDone {
+                tag,
+                succeeded: ops.len(),
+                result: Ok(()),
+            });
+            return Ok(());
+        }
         {
             let mut sq = self.ring.submission();
             if sq.capacity() - sq.len() < entries.len() {
@@ -212,10 +231,9 @@ impl IoRing for UringRing {
             chain,
             Pending {
                 tag,
-                left: ops.len(),
+                left: entries.len(),
                 ops,
-                succeeded: 0,
-                error: None,
+                failed: None,
             },
         );
         // The entries are in the queue: if the enter fails, the kernel may still take

@@ -87,6 +87,9 @@ fn swarm_of_configurations_loses_nothing_and_breaks_no_rule() {
         "backup",
         "segments=zeros",
         "agent-clocks",
+        "flush=io-uring",
+        "flush=daemon",
+        "flush=refused",
     ] {
         assert!(count(c.to_string()) > 0, "no seed covered {c}");
     }

@@ -62,10 +62,10 @@ pub use buffer::{BufferOptions, InsertVariant, LogBuffer};
 pub use copy::{copy_file, cut_log_dir, read_segment_files, CopiedSegments, COPY_STEP_BYTES};
 pub use error::{Result, WalError};
 pub use insert_wait::{insert_waited, time_insert_waits};
-pub use log::{Appended, Log, LogStats};
+pub use log::{Appended, FlushInfo, Log, LogStats};
 pub use lsn::Lsn;
 pub use notify::{DurableCallback, DurableFuture};
-pub use options::{GroupCommit, LogOptions, Preallocate};
+pub use options::{FlushPath, GroupCommit, LogOptions, Preallocate};
 pub use reader::{LogReader, ReadRecord};
 pub use recovery::RecoveryInfo;
 pub use segments::{

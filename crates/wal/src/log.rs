@@ -3,8 +3,9 @@
 //! `options.rs`.
 
 use crate::error::{io_context, Result, WalError};
-use crate::flush::FlushDaemon;
+use crate::flush::{Drive, FlushDaemon};
 use crate::notify::{DurableCallback, DurableFuture};
+use crate::options::FlushPath;
 use crate::options::LogOptions;
 use crate::reader::LogReader;
 use crate::recovery::{self, RecoveryInfo};
@@ -18,6 +19,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+
+/// How long a waiter on the io_uring path parks when the bytes it waits for are not
+/// released yet (an inserter is still copying them): there is nothing to drive.
+const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// A snapshot of the log's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -44,6 +49,50 @@ pub struct LogStats {
     pub segments_archived: u64,
     /// Bytes of those copies (header blocks included).
     pub bytes_archived: u64,
+}
+
+/// The flush path a log took ([`Log::flush_path`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlushInfo {
+    /// The path the log runs.
+    pub path: FlushPath,
+    /// The ring, on the io_uring path (`io_uring`; `simulated …` on a simulated disk).
+    pub ring: Option<String>,
+    /// Why the log runs the daemon although [`LogOptions::flush`] asked for io_uring.
+    pub fallback: Option<String>,
+}
+
+impl std::fmt::Display for FlushInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.ring, &self.fallback) {
+            (Some(r), _) => write!(f, "{} ({r})", self.path),
+            (None, Some(why)) => write!(f, "{} (io_uring not used: {why})", self.path),
+            (None, None) => write!(f, "{}", self.path),
+        }
+    }
+}
+
+/// Said once per process: the first log that falls back to the daemon says why on
+/// standard error (every log's [`Log::flush_path`] keeps its reason).
+static FALLBACK_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The ring a log opened with `options` drives: `Ok(None)` on the daemon's path by
+/// choice, `Err(why)` where io_uring was asked for and the storage refused it (said once
+/// per process).
+fn open_ring(
+    storage: &dyn Storage,
+    options: &LogOptions,
+) -> std::result::Result<Option<Box<dyn sluice_storage::IoRing>>, String> {
+    if options.flush != FlushPath::IoUring {
+        return Ok(None);
+    }
+    storage.io_ring().map(Some).map_err(|e| {
+        let why = e.to_string();
+        if !FALLBACK_SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            eprintln!("sluice: the log flushes with a daemon thread: {why}");
+        }
+        why
+    })
 }
 
 /// Refuses a segment size the log cannot use.
@@ -214,7 +263,8 @@ impl Log {
             )?),
             None => None,
         };
-        let shared = Shared::new(storage, dirs, options, &rec, Some(lock), archiver)?;
+        let ring = open_ring(&*storage, &options);
+        let shared = Shared::new(storage, dirs, options, &rec, Some(lock), archiver, ring)?;
         let p = shared.clone();
         let preparer = std::thread::Builder::new()
             .name("sluice-prepare".into())
@@ -309,7 +359,7 @@ impl Log {
         };
         dirs.check_markers(&*storage, |d| segment::has_segments(&*storage, d), true)?;
         let rec = recovery::recover(&storage, &dirs, options.segment_bytes, true)?;
-        let shared = Shared::new(storage, dirs, options, &rec, lock, None)?;
+        let shared = Shared::new(storage, dirs, options, &rec, lock, None, Ok(None))?;
         Ok(Log {
             shared,
             daemon: crate::sync::Mutex::new(None),
@@ -375,10 +425,29 @@ impl Log {
         self.refuse_if_read_only()?;
         s.check_wait()?;
         s.waiters.outstanding.fetch_add(1, Ordering::SeqCst);
-        s.request_flush();
-        s.waiters.block_until(lsn, || {
-            s.buffer.durable() >= lsn || s.health.is_poisoned() || s.daemon_gone()
-        });
+        match &s.ring {
+            Some(ring) => {
+                // This thread drives: it starts the round, or waits in the kernel for
+                // the one in flight. With nothing to drive (bytes below `lsn` not
+                // released yet, an insert still copying them; or a group-commit threshold
+                // not reached) it parks briefly and looks again.
+                while !(s.buffer.durable() >= lsn
+                    || s.health.is_poisoned()
+                    || s.daemon_gone()
+                    || ring.stopped())
+                {
+                    if !ring.drive(s, Drive::Wait) && !ring.busy() {
+                        std::thread::park_timeout(RELEASE_WAIT);
+                    }
+                }
+            }
+            None => {
+                s.request_flush();
+                s.waiters.block_until(lsn, || {
+                    s.buffer.durable() >= lsn || s.health.is_poisoned() || s.daemon_gone()
+                });
+            }
+        }
         s.waiters.outstanding.fetch_sub(1, Ordering::SeqCst);
         let durable = s.buffer.durable();
         if durable >= lsn {
@@ -390,8 +459,9 @@ impl Log {
 
     /// Calls `callback` once everything below `lsn` is durable (or with the error that
     /// poisoned the log). Never blocks. If `lsn` is already durable the callback runs
-    /// now, on this thread; otherwise it runs on the flush daemon's thread and must be
-    /// short.
+    /// now, on this thread; otherwise it runs on the thread that completes the flush —
+    /// the flush daemon's, or on the io_uring path whichever thread reaps the round
+    /// ([`Log::poll_flush`], a waiter, the daemon as backstop) — and must be short.
     pub fn on_durable(&self, lsn: Lsn, callback: DurableCallback) {
         let s = &*self.shared;
         let durable = s.buffer.durable();
@@ -402,7 +472,13 @@ impl Log {
             return callback(Err(e));
         }
         s.waiters.register(lsn, callback);
-        s.request_flush();
+        match &s.ring {
+            // Start the round now if none is in flight; never wait.
+            Some(ring) => {
+                ring.drive(s, Drive::Poll);
+            }
+            None => s.request_flush(),
+        }
         // The daemon may have published past `lsn`, or failed, between the check and the
         // registration; sweep so the callback is not stranded.
         let durable = s.buffer.durable();
@@ -410,6 +486,41 @@ impl Log {
             let _ = s.waiters.on_durable(durable);
         } else if let Err(e) = s.check_wait() {
             s.waiters.fail_all(&e);
+        }
+    }
+
+    /// On the io_uring path, reaps a completed flush round (running the callbacks it
+    /// satisfies, on this thread) and starts the next if one is due, without blocking;
+    /// a no-op on the daemon's path. A thread that registers [`Log::on_durable`]
+    /// callbacks and has other work (an agent) calls it between pieces of that work.
+    pub fn poll_flush(&self) {
+        if let Some(ring) = &self.shared.ring {
+            ring.drive(&self.shared, Drive::Poll);
+        }
+    }
+
+    /// On the io_uring path, blocks until the flush round in flight completes (and
+    /// reaps it) — unless another thread already waits for it or none is in flight;
+    /// returns true if this thread waited. An agent with nothing else to do calls it
+    /// instead of parking. Always false on the daemon's path.
+    pub fn wait_flush(&self) -> bool {
+        match &self.shared.ring {
+            Some(ring) if ring.busy() => ring.drive(&self.shared, Drive::ReapIfFree),
+            _ => false,
+        }
+    }
+
+    /// The flush path this log runs, and why (if io_uring was asked for and refused).
+    pub fn flush_path(&self) -> FlushInfo {
+        let s = &*self.shared;
+        FlushInfo {
+            path: if s.ring.is_some() {
+                FlushPath::IoUring
+            } else {
+                FlushPath::Daemon
+            },
+            ring: s.ring.as_ref().map(|r| r.describe.clone()),
+            fallback: s.ring_refused.clone(),
         }
     }
 
@@ -432,6 +543,16 @@ impl Log {
         let s = &*self.shared;
         s.check()?;
         let ticket = s.sync_requested.fetch_add(1, Ordering::AcqRel) + 1;
+        if let Some(ring) = &s.ring {
+            // This thread drives the rounds that serve it (the next one to start does).
+            while s.sync_done.load(Ordering::Acquire) < ticket
+                && !s.health.is_poisoned()
+                && !s.daemon_gone()
+                && !ring.stopped()
+            {
+                ring.drive(s, Drive::Wait);
+            }
+        }
         s.request_flush();
         s.sync_done_parker.wait_until(|| {
             s.sync_done.load(Ordering::Acquire) >= ticket

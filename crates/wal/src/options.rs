@@ -82,6 +82,50 @@ impl FromStr for Preallocate {
     }
 }
 
+/// How the log's bytes reach the disk (ARCHITECTURE.md, "Flush paths").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FlushPath {
+    /// No flush thread on the commit path: the committing threads submit each round's
+    /// writes and sync to an io_uring and reap them between transactions (the
+    /// `flush::ring` module); the daemon only backs them up. Where the storage has no
+    /// ring (the kernel refuses io_uring, or the storage is a wrapper that does not
+    /// forward one), the log takes [`FlushPath::Daemon`] and says why once
+    /// ([`crate::Log::flush_path`]).
+    #[default]
+    IoUring,
+    /// A flush daemon thread writes and syncs every round (Aether's design).
+    Daemon,
+}
+
+impl FlushPath {
+    /// Every choice, in the order the CLI lists them.
+    pub const ALL: [FlushPath; 2] = [FlushPath::IoUring, FlushPath::Daemon];
+
+    /// The name the CLI and the benchmarks' JSON use.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlushPath::IoUring => "io-uring",
+            FlushPath::Daemon => "daemon",
+        }
+    }
+}
+
+impl fmt::Display for FlushPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for FlushPath {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        FlushPath::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("unknown flush path '{s}' (expected io-uring or daemon)"))
+    }
+}
+
 /// How a log is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogOptions {
@@ -98,6 +142,8 @@ pub struct LogOptions {
     pub group_commit: GroupCommit,
     /// How new segment space is made.
     pub preallocate: Preallocate,
+    /// How rounds reach the disk: io_uring from the committing threads, or a daemon.
+    pub flush: FlushPath,
 }
 
 impl Default for LogOptions {
@@ -109,6 +155,7 @@ impl Default for LogOptions {
             slots: 4,
             group_commit: GroupCommit::default(),
             preallocate: Preallocate::default(),
+            flush: FlushPath::default(),
         }
     }
 }

@@ -201,7 +201,15 @@ fn an_unlisted_copy_that_is_not_whole_is_made_again() {
     // The next open lists the whole copies, copies segment 2 again (the log still holds
     // it), and lists each segment once.
     let log = Log::open_archived(storage.clone(), &dirs(), ARCHIVE, small_options()).unwrap();
-    assert_eq!(log.archived_lsn(), Some(Lsn(2 * s)));
+    // At least the whole listed copies count; the archiver's thread may already have
+    // made segment 2 again by now (this read raced it: 1 run in 5 failed with exactly
+    // 2s asked for). A cut copy counted as archived is caught below: the archive would
+    // not be intact.
+    assert!(
+        log.archived_lsn() >= Some(Lsn(2 * s)),
+        "{:?}",
+        log.archived_lsn()
+    );
     assert!(wait_archived(&log, Lsn(4 * s), || false));
     log.close().unwrap();
     let r = verify_archive(&*storage, a).unwrap();

@@ -176,6 +176,7 @@ pub fn compare(
                             pool_pages: TpcbSession::pool_pages(cfg.scale),
                             checkpoint_log_bytes: Setup::CHECKPOINT_LOG_BYTES,
                             adaptive_group_commit: true,
+                            flush: Default::default(),
                             preallocate: Default::default(),
                         };
                         let s = TpcbSession::load(&setup, shape, |f| progress.tick(f))
@@ -190,6 +191,7 @@ pub fn compare(
                             pool_pages: TatpSession::pool_pages(cfg.subscribers),
                             checkpoint_log_bytes: Setup::CHECKPOINT_LOG_BYTES,
                             adaptive_group_commit: true,
+                            flush: Default::default(),
                             preallocate: Default::default(),
                         };
                         let s = TatpSession::load(&setup, cfg.subscribers, |f| progress.tick(f))

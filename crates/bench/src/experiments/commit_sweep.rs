@@ -517,6 +517,7 @@ fn open(
         pool_pages,
         checkpoint_log_bytes: Setup::CHECKPOINT_LOG_BYTES,
         adaptive_group_commit: true,
+        flush: Default::default(),
         preallocate: Default::default(),
     };
     let loaded = if cfg.figure.tatp() {

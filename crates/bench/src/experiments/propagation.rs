@@ -328,6 +328,7 @@ fn setup_in(dir: &Path, pool: usize) -> Setup {
         pool_pages: pool,
         checkpoint_log_bytes: Setup::CHECKPOINT_LOG_BYTES,
         adaptive_group_commit: true,
+        flush: Default::default(),
         preallocate: Default::default(),
     }
 }

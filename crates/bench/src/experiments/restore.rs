@@ -212,6 +212,7 @@ pub fn run(
         pool_pages: cfg.pool_pages,
         checkpoint_log_bytes: 256 << 20,
         adaptive_group_commit: true,
+        flush: Default::default(),
         preallocate: Default::default(),
     };
     let options = Options {

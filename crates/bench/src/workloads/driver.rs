@@ -123,6 +123,9 @@ pub struct DriverResult {
     /// The flush daemon's gather budget at the end of the window (scheduler yields; see
     /// `GroupCommit::adaptive`).
     pub gather_budget: u64,
+    /// The log's flush rounds (a write and a sync each) in the window, per completed
+    /// transaction: the size of a group commit's group is its inverse.
+    pub flushes_per_txn: f64,
     /// Per type.
     pub kinds: Vec<KindStats>,
     /// Transactions committed in total, warm-up included (for consistency checks).
@@ -417,6 +420,7 @@ pub fn run_counting<W: Workload>(
         agent_parks_per_txn: parks as f64 / completed.max(1) as f64,
         agent_time,
         gather_budget: log1.gather_budget,
+        flushes_per_txn: (log1.flushes - log0.flushes) as f64 / completed.max(1) as f64,
         kinds: per_kind,
         committed_total: run.committed_total.load(Ordering::Relaxed) - committed0,
     })

@@ -91,6 +91,10 @@ pub struct Row {
     pub agent_time: Option<TimeBreakdown>,
     /// The log's group-commit gather: `adaptive` or `fixed`.
     pub group_commit: &'static str,
+    /// The log's flush rounds per transaction (the inverse of a group's size).
+    pub flushes_per_txn: f64,
+    /// The flush path the log took (`io-uring` or `daemon`; `sluice_wal::FlushPath`).
+    pub flush: String,
     /// The flush daemon's gather budget at the end of the run (scheduler yields).
     pub gather_budget: u64,
     /// The workload's consistency checks passed after the run.
@@ -196,6 +200,8 @@ fn row(workload: &'static str, b: &BenchDb, spec: &RunSpec, agents: usize, r: Dr
             "fixed"
         },
         gather_budget: r.gather_budget,
+        flushes_per_txn: r.flushes_per_txn,
+        flush: b.db.log().flush_path().path.to_string(),
         consistent: true,
         violations: Vec::new(),
         kinds: Vec::new(),

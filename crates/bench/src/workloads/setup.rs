@@ -33,6 +33,9 @@ pub struct Setup {
     /// How the log makes new segment space (`LogOptions::preallocate`: allocated, the
     /// default, or zero-filled).
     pub preallocate: sluice_wal::Preallocate,
+    /// How the log's rounds reach the disk (`LogOptions::flush`: io_uring from the
+    /// committing threads, the default, or a flush daemon).
+    pub flush: sluice_wal::FlushPath,
 }
 
 impl Setup {
@@ -68,6 +71,7 @@ pub fn options(s: &Setup) -> Options {
             segment_bytes: 64 << 20,
             variant: s.log_buffer,
             preallocate: s.preallocate,
+            flush: s.flush,
             group_commit: sluice_wal::GroupCommit {
                 adaptive: s.adaptive_group_commit,
                 ..d.log.group_commit

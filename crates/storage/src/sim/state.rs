@@ -191,6 +191,8 @@ pub(super) struct Shared {
     /// without io_uring (or a seccomp filter) refuses it
     /// ([`SimStorage::refuse_io_ring`](super::SimStorage::refuse_io_ring)).
     pub(super) ring_refused: AtomicBool,
+    /// Rings handed out so far (each seeded apart).
+    pub(super) rings: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {

@@ -5,13 +5,13 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 
 use super::disk::{normalize, Disk, InodeId};
 use super::fault::FailAction;
@@ -108,6 +108,7 @@ impl SimStorage {
                 failpoints: AtomicBool::new(false),
                 reached: Condvar::new(),
                 ring_refused: AtomicBool::new(false),
+                rings: AtomicU64::new(0),
             }),
             incarnation: None,
         }
@@ -554,8 +555,12 @@ impl Storage for SimStorage {
                 "the simulated kernel refuses io_uring (SimStorage::refuse_io_ring)",
             ));
         }
-        // Seeded from the disk's own draws: a run is reproducible from its seed.
-        let seed = self.live()?.rng.gen();
+        drop(self.live()?);
+        // Seeded from the disk's seed and the rings made so far (not from the disk's
+        // own draws, which decide crash outcomes: those stay what they were): a run is
+        // reproducible from its seed.
+        let n = self.shared.rings.fetch_add(1, Ordering::Relaxed);
+        let seed = self.shared.seed ^ 0x7269_6e67_0000_0000 ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         Ok(Box::new(DeferredRing::seeded(seed)))
     }
 

@@ -6,6 +6,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sluice::experiment::{PageCleaner, Policy};
 use sluice::{CommitProtocol, Options, Strategy};
+use sluice_wal::FlushPath;
 use std::fmt;
 use std::time::Duration;
 
@@ -109,6 +110,13 @@ pub struct Config {
     /// and again until they finish: trees cut back when every key is deleted, under
     /// transactions that read, scan and re-insert them.
     pub compact: bool,
+    /// How the log's rounds reach the disk, from the seed (not drawn, so every other
+    /// dimension of a seed is what it was): the io_uring path in three seeds of five
+    /// (the simulated disk's deferred, reordering ring), the daemon in one, and io_uring
+    /// refused by the disk (the daemon as fallback) in one.
+    pub flush: FlushPath,
+    /// The simulated disk refuses a ring (see `flush`).
+    pub ring_refused: bool,
 }
 
 impl Config {
@@ -169,6 +177,12 @@ impl Config {
             keys,
             txns_per_client: fixed.txns_per_client.unwrap_or(txns_per_client),
             compact,
+            flush: if seed % 5 == 2 {
+                FlushPath::Daemon
+            } else {
+                FlushPath::IoUring
+            },
+            ring_refused: seed % 5 == 4,
         }
     }
 
@@ -180,6 +194,7 @@ impl Config {
         o.commit = self.protocol;
         o.propagation = self.strategy;
         o.checkpoint_log_bytes = self.checkpoint_log_bytes;
+        o.log.flush = self.flush;
         // Small segments: checkpoints truncate and recycle them often.
         o.log.segment_bytes = 64 << 10;
         // Deadlocks are found at once by the wait-for graph; the timeout only bounds a
@@ -211,6 +226,11 @@ impl fmt::Display for Config {
         )?;
         if self.compact {
             write!(f, ", compacting")?;
+        }
+        match (self.flush, self.ring_refused) {
+            (FlushPath::Daemon, _) => write!(f, ", flush daemon")?,
+            (FlushPath::IoUring, true) => write!(f, ", io_uring refused")?,
+            (FlushPath::IoUring, false) => {}
         }
         Ok(())
     }

@@ -31,6 +31,7 @@ pub struct Run {
 /// checker), creates the tables and loads half the keys in a recorded transaction.
 fn open(config: &Config) -> Result<(Database, Vec<Table>), Error> {
     let sim = SimStorage::new(config.seed);
+    sim.refuse_io_ring(config.ring_refused);
     let db = Database::open_on(Arc::new(sim), "/history", config.options())?;
     let tables = TABLES
         .iter()

@@ -7,7 +7,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sluice::experiment::{PageCleaner, Policy};
 use sluice::{CommitProtocol, Options, Strategy, Unassigned};
-use sluice_wal::{GroupCommit, InsertVariant, Preallocate};
+use sluice_wal::{FlushPath, GroupCommit, InsertVariant, Preallocate};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -130,6 +130,13 @@ pub struct Config {
     /// The agents keep their time-breakdown clocks (`AgentOptions::time_breakdown`) one
     /// seed in three, taken from the seed like `preallocate`.
     pub agent_clocks: bool,
+    /// How the log's rounds reach the disk, taken from the seed like `preallocate`:
+    /// the io_uring path (the simulated disk's deferred, reordering ring) in three seeds
+    /// of five, the daemon asked for in one, and io_uring asked for but refused by the
+    /// disk (the log falls back to the daemon) in one.
+    pub flush: FlushPath,
+    /// The simulated disk refuses a ring (see `flush`).
+    pub ring_refused: bool,
     /// The page cleaner's period.
     pub cleaner_interval: Duration,
     /// Log-based propagation's segment, in pages.
@@ -270,6 +277,11 @@ impl Config {
             Preallocate::Allocate
         };
         let agent_clocks = seed % 3 == 1;
+        let (flush, ring_refused) = match seed % 5 {
+            2 => (FlushPath::Daemon, false),
+            4 => (FlushPath::IoUring, true),
+            _ => (FlushPath::IoUring, false),
+        };
         let cleaner_interval = Duration::from_millis([0, 5, 20][rng.gen_range(0..3)]);
         let propagation_segment_pages = [1, 4, 16][rng.gen_range(0..3)];
         let run_bytes = [4u64 << 10, 64 << 10][rng.gen_range(0..2)];
@@ -387,6 +399,8 @@ impl Config {
             group_commit,
             preallocate,
             agent_clocks,
+            flush,
+            ring_refused,
             cleaner_interval,
             propagation_segment_pages,
             run_bytes,
@@ -424,6 +438,7 @@ impl Config {
         o.log.slots = self.slots;
         o.log.group_commit = self.group_commit;
         o.log.preallocate = self.preallocate;
+        o.log.flush = self.flush;
         o.cleaner_interval = self.cleaner_interval;
         o.propagation_segment_bytes = self.propagation_segment_pages * self.page_size;
         o.run_bytes = self.run_bytes;
@@ -518,7 +533,7 @@ impl Config {
             .collect();
         let gc = &self.group_commit;
         format!(
-            "{} {driver} strategies={} page={}K pool={} large={large} ckpt={}/{}ms seg={} buf={} {}:{} gc={}/{}/{}us{}{} cleaner={}ms propseg={}p run={}{} threads={}x{} keys={}{} accts={} {layout} sessions=[{}] async={}% scratch={}%{}{}{}{}",
+            "{} {driver} strategies={} page={}K pool={} large={large} ckpt={}/{}ms seg={} buf={} {}:{} gc={}/{}/{}us{}{}{} cleaner={}ms propseg={}p run={}{} threads={}x{} keys={}{} accts={} {layout} sessions=[{}] async={}% scratch={}%{}{}{}{}",
             self.protocol,
             strategies.join(">"),
             self.page_size >> 10,
@@ -536,6 +551,11 @@ impl Config {
             match self.preallocate {
                 Preallocate::Allocate => "",
                 Preallocate::Zeros => " zeros",
+            },
+            match (self.flush, self.ring_refused) {
+                (FlushPath::IoUring, false) => "",
+                (FlushPath::IoUring, true) => " flush=refused",
+                (FlushPath::Daemon, _) => " flush=daemon",
             },
             self.cleaner_interval.as_millis(),
             self.propagation_segment_pages,

@@ -134,6 +134,14 @@ fn coverage(cfg: &Config) -> Vec<String> {
     if cfg.preallocate == sluice_wal::Preallocate::Zeros {
         c.push("segments=zeros".into());
     }
+    c.push(
+        match (cfg.flush, cfg.ring_refused) {
+            (sluice_wal::FlushPath::IoUring, false) => "flush=io-uring",
+            (sluice_wal::FlushPath::IoUring, true) => "flush=refused",
+            (sluice_wal::FlushPath::Daemon, _) => "flush=daemon",
+        }
+        .into(),
+    );
     if cfg.agent_clocks && cfg.agents().is_some() {
         c.push("agent-clocks".into());
     }
@@ -190,7 +198,11 @@ impl<'a> Seed<'a> {
         Seed {
             cfg,
             res,
-            sim: SimStorage::new(cfg.seed),
+            sim: {
+                let sim = SimStorage::new(cfg.seed);
+                sim.refuse_io_ring(cfg.ring_refused);
+                sim
+            },
             rng: StdRng::seed_from_u64(cfg.seed),
             settled: Rows::new(),
             trace: std::env::var_os("SLUICE_SWARM_TRACE").is_some(),

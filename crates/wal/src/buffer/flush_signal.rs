@@ -63,6 +63,15 @@ impl FlushSignal {
         }
     }
 
+    /// Wakes the flush side if it sleeps without a deadline (a round was submitted by a
+    /// committing thread on the ring path: the backstop must keep a timer while it is in
+    /// flight). One load when it is awake.
+    pub(crate) fn wake_if_idle(&self) {
+        if self.idle.load(Ordering::SeqCst) {
+            self.parker.notify_all();
+        }
+    }
+
     /// The flush side sleeps with nothing pending until rung, unless `ready()` holds;
     /// releases wake it meanwhile.
     pub(crate) fn park_idle(&self, ready: impl FnMut() -> bool) -> bool {

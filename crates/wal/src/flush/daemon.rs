@@ -13,21 +13,19 @@
 
 use super::due::{flush_due, FlushWants};
 use super::gather::{GatherTuner, FIXED_BUDGET};
+use super::ring::{Drive, RingDriver};
+use super::steps::{self, SegmentWriter};
 use crate::error::WalError;
-use crate::segments::segment;
 use crate::shared::Shared;
 use crate::sync::Ordering;
 use crate::Lsn;
-use sluice_storage::FileHandle;
 use std::time::{Duration, Instant};
 
 pub(crate) struct FlushDaemon {
     shared: std::sync::Arc<Shared>,
     staging: Vec<u8>,
     /// The segment being appended to.
-    current: Option<(Lsn, Box<dyn FileHandle>)>,
-    /// A finished segment written this round that still needs its sync.
-    previous: Option<(Lsn, Box<dyn FileHandle>)>,
+    writer: SegmentWriter,
     pending_since: Option<Instant>,
     /// Waiters (blocked threads and callbacks) the last round completed: most of them come
     /// straight back with their next commit.
@@ -41,8 +39,7 @@ impl FlushDaemon {
         FlushDaemon {
             shared,
             staging: Vec::with_capacity(1 << 20),
-            current: None,
-            previous: None,
+            writer: SegmentWriter::default(),
             pending_since: None,
             woken_last_round: 0,
             tuner: None,
@@ -50,6 +47,9 @@ impl FlushDaemon {
     }
 
     pub(crate) fn run(mut self) {
+        if let Some(ring) = self.shared.ring.clone() {
+            return self.run_backstop(&ring);
+        }
         if self.shared.options.group_commit.adaptive {
             self.tuner = Some(GatherTuner::new(Instant::now()));
         }
@@ -186,60 +186,67 @@ impl FlushDaemon {
         self.staging.clear();
         s.buffer.copy_out(from, to, &mut self.staging);
         s.buffer.mark_written(to);
-        let seg_bytes = s.segments.segment_bytes;
-        let mut at = from;
-        let mut off = 0usize;
-        while at < to {
-            let seg = segment::segment_start(at, seg_bytes);
-            if self.current.as_ref().map(|c| c.0) != Some(seg) {
-                let next = s.preparer.obtain(s.prepare_context(), seg)?;
-                if let Some(old) = self.current.replace((seg, next)) {
-                    if let Some((start, unsynced)) = self.previous.replace(old) {
-                        s.segments.sync(start, &*unsynced)?;
-                    }
-                }
-            }
-            let piece = (seg.0 + seg_bytes).min(to.0) - at.0;
-            // Never write past the file's allocated, synced extent (the preparer's).
-            s.preparer
-                .reserve(s.prepare_context(), seg, at.0 + piece - seg.0)?;
-            let file = &self.current.as_ref().unwrap().1;
-            file.write_at(
-                &self.staging[off..off + piece as usize],
-                segment::SEGMENT_HEADER_BYTES + (at.0 - seg.0),
-            )?;
-            file.failpoint(sluice_storage::failpoint::LOG_WRITTEN)?;
-            s.stats.bytes_written.fetch_add(piece, Ordering::Relaxed);
-            at = at.add(piece);
-            off += piece as usize;
-        }
-        if let Some((start, prev)) = self.previous.take() {
-            s.segments.sync(start, &*prev)?;
-            s.stats.syncs.fetch_add(1, Ordering::Relaxed);
-        }
-        if self.current.is_none() {
-            // An explicit sync before anything was ever written: sync the newest segment
-            // if there is one, so the request still reaches the disk.
-            if let Some(seg) = s.segments.newest_segment() {
-                let dir = s.segments.dir_of(seg);
-                self.current = Some((seg, segment::open(&*s.segments.storage, dir, seg)?));
-            }
-        }
-        if let Some((start, f)) = &self.current {
-            s.segments.sync(*start, &**f)?;
-            s.stats.syncs.fetch_add(1, Ordering::Relaxed);
-        }
-        s.stats.flushes.fetch_add(1, Ordering::Relaxed);
-        s.buffer.mark_durable(to);
-        if let Some(a) = &s.archiver {
-            if to.0 / seg_bytes > from.0 / seg_bytes {
-                a.notify(); // a segment is finished: it may be archived
-            }
-        }
+        let steps = self.writer.plan(&s, from, to)?;
+        steps::run(&s, &steps, &self.staging)?;
+        steps::finish(&s, &steps, from, to);
         let parked = s.waiters.parked();
         // Blocked committers and completed callbacks alike tend to come straight back
         // (a pipelined agent registers its next commit soon after the hand-back).
         self.woken_last_round = parked + s.waiters.on_durable(to);
         Ok(())
+    }
+
+    /// The daemon on the ring path (`ring.rs`): a backstop that drives the ring only for
+    /// what no committer drives — an explicit sync, an inserter waiting for buffer
+    /// space, closing, and a round nobody has driven for the group-commit delay `T`
+    /// (bytes nobody waits for, or a chain nobody reaps). While the committers drive,
+    /// its timer is all it costs.
+    fn run_backstop(self, ring: &RingDriver) {
+        let s = &*self.shared;
+        let period = s
+            .options
+            .group_commit
+            .max_delay
+            .max(Duration::from_micros(100));
+        let urgent = || {
+            s.sync_requested.load(Ordering::Acquire) != s.sync_done.load(Ordering::Acquire)
+                || s.closing.load(Ordering::Acquire)
+                || s.buffer.core.space_wanted()
+        };
+        loop {
+            if s.health.is_poisoned() {
+                ring.stop_if_drained(s);
+                return;
+            }
+            if s.closing.load(Ordering::Acquire) && ring.stop_if_drained(s) {
+                return;
+            }
+            if urgent() {
+                if !ring.drive(s, Drive::Wait) && !ring.busy() {
+                    // Nothing to drive for it yet (an inserter wants space while nothing
+                    // is released): wait for a release, or a period.
+                    let written = s.buffer.written();
+                    s.buffer.core.flush.park_timeout(period, || {
+                        s.buffer.released() > written || s.health.is_poisoned()
+                    });
+                }
+                continue;
+            }
+            let pending = s.buffer.released() > s.buffer.written();
+            if pending || ring.busy() {
+                let mark = (s.buffer.written(), s.buffer.durable());
+                s.buffer.core.flush.park_timeout(period, urgent);
+                if (s.buffer.written(), s.buffer.durable()) == mark && !urgent() {
+                    // Nobody drove for a whole period: the backstop does.
+                    ring.drive(s, Drive::Wait);
+                }
+                continue;
+            }
+            let written = s.buffer.written();
+            s.buffer
+                .core
+                .flush
+                .park_idle(|| s.buffer.released() > written || ring.busy() || urgent());
+        }
     }
 }

@@ -225,7 +225,9 @@ impl Preparer {
             let job = {
                 let mut s = p.state.lock();
                 loop {
-                    if s.stop {
+                    // Poisoned: no job can succeed any more, and one left undone (an
+                    // extension nobody will publish) would be picked up again and again.
+                    if s.stop || cx.health.is_poisoned() {
                         return;
                     }
                     if let Some(job) = s.next_job() {

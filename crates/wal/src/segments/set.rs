@@ -85,6 +85,14 @@ impl SegmentSet {
             .sync(segment::fence_key(start, self.segment_bytes), f)?)
     }
 
+    /// Settles a sync of segment `start` that ran outside the fence (a ring's), which
+    /// returned `result` (`SyncFence::confirm`).
+    pub(crate) fn confirm_sync(&self, start: Lsn, result: std::io::Result<()>) -> Result<()> {
+        Ok(self
+            .syncs
+            .confirm(segment::fence_key(start, self.segment_bytes), result)?)
+    }
+
     pub(crate) fn existing_segment(&self, start: Lsn) -> bool {
         self.segments.lock().binary_search(&start).is_ok()
     }

@@ -221,6 +221,8 @@ mod tests {
                 agent_time: None,
                 group_commit: "adaptive",
                 gather_budget: 0,
+                flushes_per_txn: 0.0,
+                flush: "daemon".into(),
                 consistent: true,
                 violations: Vec::new(),
                 kinds: Vec::new(),
