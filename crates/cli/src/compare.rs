@@ -4,10 +4,11 @@ use crate::progress;
 use crate::Failure;
 use indicatif::ProgressBar;
 use sluice_bench::compare::{
-    cleanup, compare, CompareConfig, CompareProgress, CompareRow, CompareWorkload, Engine,
+    cleanup, compare, CompareConfig, CompareProgress, CompareRow, CompareWorkload, Comparison,
+    Engine, PeerBest,
 };
 use sluice_bench::knobs::seconds;
-use sluice_bench::output::{json_line, Bar, BarChart, Table};
+use sluice_bench::output::{json_line, thousands, Bar, BarChart, Table};
 use std::path::{Path, PathBuf};
 
 /// Flags of `sluice compare`.
@@ -17,16 +18,21 @@ pub struct Args {
     /// `replicated`, a three-node sluice cluster against a three-member etcd cluster.
     #[arg(value_enum)]
     workload: Workload,
-    /// Clients for every engine (peers: one thread and connection each).
+    /// sluice's clients (`compare replicated`: every engine's).
     #[arg(long, default_value_t = 64)]
     clients: usize,
-    /// Measured seconds per engine, split evenly over the rounds.
+    /// Client counts each peer runs at, comma-separated (one thread and connection per
+    /// client); sluice is compared with each peer at its best.
+    #[arg(long, default_value = "1,4,16,64", value_delimiter = ',')]
+    peer_clients: Vec<usize>,
+    /// Measured seconds per engine and client count, split evenly over the rounds.
     #[arg(long, default_value_t = 10.0)]
     seconds: f64,
-    /// Unmeasured warm-up seconds before each engine's turn in each round.
+    /// Unmeasured warm-up seconds before each turn (an engine at one client count) in
+    /// each round.
     #[arg(long, default_value_t = 1.0)]
     warmup: f64,
-    /// Rounds; each runs every engine once, in the opposite order of the round before.
+    /// Rounds; each runs every turn once, in the opposite order of the round before.
     #[arg(long, default_value_t = 2)]
     rounds: usize,
     /// Engines, comma-separated.
@@ -76,15 +82,28 @@ impl CompareProgress for Bars {
     }
 }
 
-fn heading(cfg: &CompareConfig) -> String {
-    let size = match cfg.workload {
+/// The workload's size: "SF 10", "100000 subscribers".
+fn size(cfg: &CompareConfig) -> String {
+    match cfg.workload {
         CompareWorkload::Tpcb => format!("SF {}", cfg.scale),
         CompareWorkload::Tatp => format!("{} subscribers", cfg.subscribers),
-    };
+    }
+}
+
+/// The peers' client counts: "1, 4, 16, 64".
+fn peer_counts(cfg: &CompareConfig) -> String {
+    let counts: Vec<String> = cfg.peer_clients.iter().map(|c| c.to_string()).collect();
+    counts.join(", ")
+}
+
+fn heading(cfg: &CompareConfig) -> String {
     format!(
-        "sluice compare {} ({size}, {} clients, {} round(s) of {:.1} s per engine in alternating order, {} cores)",
+        "sluice compare {} ({}; sluice at {} clients, peers at {}; {} turns × {} round(s) of {:.1} s in alternating order; {} cores)",
         cfg.workload,
+        size(cfg),
         cfg.clients,
+        peer_counts(cfg),
+        cfg.turns(),
         cfg.rounds,
         cfg.seconds.as_secs_f64() / cfg.rounds as f64,
         sluice_bench::metrics::cores()
@@ -99,36 +118,141 @@ fn table(rows: &[CompareRow]) -> String {
     t.render()
 }
 
+/// An engine and, where it has one, its variant: "postgres (1 round trip)".
+fn name(engine: Engine, variant: &str) -> String {
+    if variant.is_empty() {
+        engine.to_string()
+    } else {
+        format!("{engine} ({variant})")
+    }
+}
+
 fn notes(rows: &[CompareRow]) -> Vec<String> {
     let mut out = Vec::new();
-    for r in rows {
-        let what = match &r.unavailable {
-            Some(why) if r.failed => format!("FAILED: {why}"),
-            Some(why) => format!("unavailable: {why}"),
-            None => format!("durability: {}", r.durability),
-        };
-        let name = if r.variant.is_empty() {
-            r.engine.to_string()
-        } else {
-            format!("{} ({})", r.engine, r.variant)
-        };
-        out.push(format!("{name}: {what}"));
+    // The settings once per engine and variant (they hold at every client count).
+    let mut said: Vec<(Engine, &str)> = Vec::new();
+    for r in rows.iter().filter(|r| r.available) {
+        if !said.contains(&(r.engine, &r.variant)) {
+            said.push((r.engine, &r.variant));
+            out.push(format!(
+                "{}: durability: {}",
+                name(r.engine, &r.variant),
+                r.durability
+            ));
+        }
+    }
+    for r in rows.iter().filter(|r| !r.available) {
+        let at = r
+            .clients
+            .map(|c| format!(" at {}", clients(c)))
+            .unwrap_or_default();
+        let why = r.unavailable.as_deref().unwrap_or("");
+        let how = if r.failed { "FAILED" } else { "unavailable" };
+        out.push(format!("{}{at}: {how}: {why}", name(r.engine, &r.variant)));
     }
     for r in rows {
         for v in &r.violations {
-            out.push(format!("INCONSISTENT ({} {}): {v}", r.engine, r.variant));
+            let at = r
+                .clients
+                .map(|c| format!(", {}", clients(c)))
+                .unwrap_or_default();
+            out.push(format!(
+                "INCONSISTENT ({}{at}): {v}",
+                name(r.engine, &r.variant)
+            ));
         }
     }
     out.push("Compare ratios from one run; the machine is shared and throughput is noisy.".into());
     out
 }
 
-fn write_out(
-    dir: &Path,
-    cfg: &CompareConfig,
-    rows: &[CompareRow],
-    text: &str,
-) -> Result<(), Failure> {
+/// One peer's line of the summary: its best count and sluice ÷ it, or why it has none.
+fn best_line(p: &PeerBest) -> String {
+    let who = name(p.peer, &p.variant);
+    match (p.best_clients, p.best_tps, &p.no_best) {
+        (Some(c), Some(tps), _) => {
+            let ratio = p
+                .sluice_over_best
+                .map(|x| format!("sluice ÷ best = {x:.2}"))
+                .unwrap_or_else(|| "no sluice row to divide".into());
+            format!(
+                "{who}: best at {}, {} tps; {ratio}",
+                clients(c),
+                thousands(tps)
+            )
+        }
+        (_, _, Some(why)) => format!("{who}: no best ({why})"),
+        _ => format!("{who}: no best"),
+    }
+}
+
+fn summary(peers: &[PeerBest]) -> Vec<String> {
+    if peers.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec![
+        "sluice ÷ each peer at its best client count (its highest tps among the counts that are consistent and durable):"
+            .to_string(),
+    ];
+    out.extend(peers.iter().map(|p| format!("  {}", best_line(p))));
+    out
+}
+
+/// "1 client", "4 clients".
+fn clients(n: usize) -> String {
+    if n == 1 {
+        "1 client".into()
+    } else {
+        format!("{n} clients")
+    }
+}
+
+/// The bar chart's bars: sluice, then each peer at its best client count (a peer
+/// without a best: an empty bar that says so). A label is short enough to sit under its
+/// bar beside its neighbours': the engine (PostgreSQL: "pg" and the variant, "pg
+/// tpcb-like") and "@" the client count.
+fn bars(c: &Comparison) -> Vec<Bar> {
+    let at = |engine: Engine, variant: &str, clients: Option<usize>| {
+        let who = match engine {
+            Engine::Postgres if !variant.is_empty() => {
+                format!("pg {}", variant.trim_start_matches("pgbench "))
+            }
+            _ => engine.to_string(),
+        };
+        match clients {
+            Some(n) => format!("{who} @ {n}"),
+            None => who,
+        }
+    };
+    let mut bars: Vec<Bar> = c
+        .rows
+        .iter()
+        .filter(|r| r.engine == Engine::Sluice)
+        .map(|r| Bar {
+            label: at(r.engine, "", r.clients),
+            value: r.tps,
+            note: if r.available {
+                thousands(r.tps)
+            } else {
+                "failed".into()
+            },
+            spread: None,
+        })
+        .collect();
+    bars.extend(c.summary.iter().map(|p| Bar {
+        label: at(p.peer, &p.variant, p.best_clients),
+        value: p.best_tps.unwrap_or(0.0),
+        note: match (p.best_tps, p.sluice_over_best) {
+            (Some(tps), Some(x)) => format!("{} (sluice ÷ {x:.2})", thousands(tps)),
+            (Some(tps), None) => thousands(tps),
+            (None, _) => "no best".into(),
+        },
+        spread: None,
+    }));
+    bars
+}
+
+fn write_out(dir: &Path, cfg: &CompareConfig, c: &Comparison, text: &str) -> Result<(), Failure> {
     std::fs::create_dir_all(dir)
         .map_err(|e| Failure::Runtime(format!("{}: {e}", dir.display())))?;
     let stem = format!("compare-{}", cfg.workload);
@@ -139,38 +263,22 @@ fn write_out(
     write("txt", format!("{text}\n"))?;
     write(
         "json",
-        serde_json::to_string_pretty(rows).expect("rows serialise") + "\n",
+        serde_json::to_string_pretty(c).expect("a comparison serialises") + "\n",
     )?;
-    write("csv", CompareRow::csv(rows))?;
+    write("csv", CompareRow::csv(&c.rows))?;
     let chart = BarChart {
-        title: heading(cfg).replace("sluice compare ", ""),
+        title: format!(
+            "{} ({}): sluice and each peer at its best of {} clients (engine @ clients)",
+            cfg.workload,
+            size(cfg),
+            peer_counts(cfg)
+        ),
         y_label: if cfg.workload == CompareWorkload::Tpcb {
             "committed tps".into()
         } else {
             "completed tps (MQTh)".into()
         },
-        bars: rows
-            .iter()
-            .map(|r| Bar {
-                label: if r.variant.is_empty()
-                    || r.engine != sluice_bench::compare::Engine::Postgres
-                {
-                    r.engine.to_string()
-                } else {
-                    format!("postgres ({})", r.variant)
-                },
-                value: r.tps,
-                note: match (r.available, r.ratio_to_sluice) {
-                    (false, _) if r.failed => "failed".into(),
-                    (false, _) => "unavailable".into(),
-                    (true, Some(x)) => {
-                        format!("{} ({x:.3}×)", sluice_bench::output::thousands(r.tps))
-                    }
-                    (true, None) => sluice_bench::output::thousands(r.tps),
-                },
-                spread: None,
-            })
-            .collect(),
+        bars: bars(c),
         log_y: false,
         reference: None,
     };
@@ -215,6 +323,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         workload,
         engines: a.engines.clone(),
         clients: a.clients,
+        peer_clients: a.peer_clients.clone(),
         scale: a.scale,
         subscribers: a.subscribers,
         seconds: seconds("--seconds", a.seconds, 0.1..=86_400.0).map_err(Failure::Usage)?,
@@ -249,16 +358,17 @@ pub fn run(a: Args) -> Result<(), Failure> {
         quiet: a.json,
         bar: None,
     };
-    let rows = compare(&cfg, &mut bars).map_err(Failure::Runtime)?;
+    let c = compare(&cfg, &mut bars).map_err(Failure::Runtime)?;
     bars.end();
-    let mut text = format!("{}\n{}", heading(&cfg), table(&rows));
-    for n in notes(&rows) {
+    let rows = &c.rows;
+    let mut text = format!("{}\n{}", heading(&cfg), table(rows));
+    for n in summary(&c.summary).into_iter().chain(notes(rows)) {
         text.push('\n');
         text.push_str(&n);
     }
     println!("{text}");
     if let Some(dir) = &a.out {
-        write_out(dir, &cfg, &rows, &text)?;
+        write_out(dir, &cfg, &c, &text)?;
         println!(
             "wrote {}/compare-{}.{{txt,json,csv,png,svg}}",
             dir.display(),
@@ -266,8 +376,11 @@ pub fn run(a: Args) -> Result<(), Failure> {
         );
     }
     if a.json {
-        for r in &rows {
+        for r in rows {
             println!("{}", json_line(r));
+        }
+        for p in &c.summary {
+            println!("{}", json_line(p));
         }
     }
     if rows.iter().any(|r| r.available && !r.consistent) {

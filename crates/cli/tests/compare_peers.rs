@@ -1,5 +1,6 @@
-//! `sluice compare` with the peers built: SQLite and RocksDB run TPC-B and TATP, every
-//! row is consistent and durable by the settings read back. Only with `--features peers`.
+//! `sluice compare` with the peers built: SQLite and RocksDB run TPC-B and TATP at each
+//! of two client counts, every row is consistent and durable by the settings read back,
+//! and each peer has exactly one best. Only with `--features peers`.
 #![cfg(feature = "peers")]
 
 use crate::common;
@@ -11,6 +12,8 @@ fn rows(args: &[&str]) -> Vec<serde_json::Value> {
     all.extend([
         "--clients",
         "4",
+        "--peer-clients",
+        "2,4",
         "--seconds",
         "0.4",
         "--warmup",
@@ -27,22 +30,46 @@ fn rows(args: &[&str]) -> Vec<serde_json::Value> {
         "{stdout}\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    stdout
-        .lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    common::json_lines(&stdout)
 }
 
-fn assert_all_ran(rows: &[serde_json::Value], engines: &[&str]) {
-    assert_eq!(rows.len(), engines.len(), "{rows:?}");
-    for (r, e) in rows.iter().zip(engines) {
-        assert_eq!(r["engine"], *e);
+/// Every row ran, in the order of `engines` (sluice once, each peer at 2 then 4
+/// clients), and each peer's summary names one of its rows as its best.
+fn assert_all_ran(objects: &[serde_json::Value], engines: &[&str]) {
+    let (rows, summary): (Vec<_>, Vec<_>) = objects.iter().partition(|o| o.get("engine").is_some());
+    let want: Vec<(&str, u64)> = engines
+        .iter()
+        .flat_map(|&e| match e {
+            "sluice" => vec![(e, 4)],
+            _ => vec![(e, 2), (e, 4)],
+        })
+        .collect();
+    let got: Vec<(&str, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["engine"].as_str().unwrap(),
+                r["clients"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got, want, "{rows:?}");
+    for r in &rows {
         assert_eq!(r["available"], true, "{r}");
         assert_eq!(r["consistent"], true, "{r}");
         assert_eq!(r["durable"], true, "{r}");
         assert!(r["tps"].as_f64().unwrap() > 0.0, "{r}");
-        assert!(r["ratio_to_sluice"].as_f64().is_some(), "{r}");
+        assert!(r["sluice_over"].as_f64().is_some(), "{r}");
+    }
+    assert_eq!(summary.len(), engines.len() - 1, "{summary:?}");
+    for s in summary {
+        let best: Vec<&&serde_json::Value> = rows
+            .iter()
+            .filter(|r| r["engine"] == s["peer"] && r["best"] == true)
+            .collect();
+        assert_eq!(best.len(), 1, "{s} {rows:?}");
+        assert_eq!(s["best_clients"], best[0]["clients"], "{s}");
+        assert!(s["sluice_over_best"].as_f64().is_some(), "{s}");
     }
 }
 

@@ -14,6 +14,7 @@ mod commit_sweep_bad_flags;
 mod compact_cli;
 mod compare_cli;
 mod compare_peers;
+mod compare_picks_each_postgres_variants_best_client_count;
 mod crash_cluster_cli;
 mod crash_history_cli;
 mod crash_kill_cli;

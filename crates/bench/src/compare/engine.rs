@@ -64,8 +64,10 @@ pub struct CompareRow {
     /// load, or it failed in a round (`unavailable` says how). An engine not built in,
     /// or PostgreSQL asked for TATP, is unavailable without having failed.
     pub failed: bool,
-    /// Clients (transactions in the system at once).
-    pub clients: usize,
+    /// Clients (transactions in the system at once) of this turn; `None` for an engine
+    /// that ran at no count (not built, could not start or load, or PostgreSQL asked for
+    /// TATP).
+    pub clients: Option<usize>,
     /// Threads that ran them (sluice: agents; peers: one per client; pgbench: `-j`).
     pub threads: usize,
     /// Committed transactions per second over all rounds.
@@ -86,9 +88,12 @@ pub struct CompareRow {
     pub durable: bool,
     /// The settings that make it durable (read back from the engine where it can say).
     pub durability: String,
-    /// tps ÷ sluice's tps (when sluice ran).
+    /// This peer's best client count: the highest tps among its consistent, durable
+    /// counts ([`super::best::rank`]). Never set on sluice's row.
+    pub best: bool,
+    /// sluice's tps ÷ this row's tps (when both ran and this row committed anything).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ratio_to_sluice: Option<f64>,
+    pub sluice_over: Option<f64>,
     /// Rounds run.
     pub rounds: usize,
     /// Seconds measured over all rounds.
@@ -101,7 +106,7 @@ impl CompareRow {
         workload: CompareWorkload,
         engine: Engine,
         variant: &str,
-        clients: usize,
+        clients: Option<usize>,
         why: String,
     ) -> CompareRow {
         CompareRow {
@@ -121,7 +126,8 @@ impl CompareRow {
             violations: Vec::new(),
             durable: false,
             durability: String::new(),
-            ratio_to_sluice: None,
+            best: false,
+            sluice_over: None,
             rounds: 0,
             seconds: 0.0,
         }
@@ -137,7 +143,7 @@ impl CompareRow {
     }
 
     /// Names of [`CompareRow::cells`]' columns.
-    pub const COLUMNS: [&'static str; 11] = [
+    pub const COLUMNS: [&'static str; 12] = [
         "engine",
         "variant",
         "clients",
@@ -148,13 +154,18 @@ impl CompareRow {
         "retries",
         "consistent",
         "durable",
-        "× sluice",
+        "best",
+        "sluice ÷",
     ];
 
     /// The row as table cells.
     pub fn cells(&self) -> Vec<String> {
+        let clients = self
+            .clients
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "-".into());
         if !self.available {
-            let mut c = vec![self.engine.to_string(), self.variant.clone()];
+            let mut c = vec![self.engine.to_string(), self.variant.clone(), clients];
             c.push(if self.failed { "FAILED" } else { "unavailable" }.into());
             c.extend(std::iter::repeat_n("-".to_string(), 8));
             return c;
@@ -162,7 +173,7 @@ impl CompareRow {
         vec![
             self.engine.to_string(),
             self.variant.clone(),
-            self.clients.to_string(),
+            clients,
             self.threads.to_string(),
             thousands(self.tps),
             self.latency.p50_us.to_string(),
@@ -170,8 +181,9 @@ impl CompareRow {
             self.retries.to_string(),
             if self.consistent { "yes" } else { "NO" }.to_string(),
             if self.durable { "yes" } else { "no" }.to_string(),
-            self.ratio_to_sluice
-                .map(|r| format!("{r:.3}"))
+            if self.best { "best" } else { "" }.to_string(),
+            self.sluice_over
+                .map(|r| format!("{r:.2}"))
                 .unwrap_or_else(|| "-".into()),
         ]
     }
@@ -195,7 +207,8 @@ impl CompareRow {
             "retries",
             "consistent",
             "durable",
-            "ratio_to_sluice",
+            "best",
+            "sluice_over",
             "rounds",
             "seconds",
             "note",
@@ -206,7 +219,7 @@ impl CompareRow {
                 r.engine.to_string(),
                 r.variant.clone(),
                 r.available.to_string(),
-                r.clients.to_string(),
+                r.clients.map(|c| c.to_string()).unwrap_or_default(),
                 r.threads.to_string(),
                 format!("{:.1}", r.tps),
                 r.latency.p50_us.to_string(),
@@ -215,9 +228,8 @@ impl CompareRow {
                 r.retries.to_string(),
                 r.consistent.to_string(),
                 r.durable.to_string(),
-                r.ratio_to_sluice
-                    .map(|v| format!("{v:.4}"))
-                    .unwrap_or_default(),
+                r.best.to_string(),
+                r.sluice_over.map(|v| format!("{v:.4}")).unwrap_or_default(),
                 r.rounds.to_string(),
                 format!("{:.3}", r.seconds),
                 r.unavailable
@@ -269,13 +281,13 @@ mod tests {
             CompareWorkload::Tpcb,
             Engine::Sqlite,
             "WAL, a",
-            8,
+            Some(8),
             "why".into(),
         );
         r.durability = "fsync=on, sync".into();
         let csv = CompareRow::csv(&[r]);
         let mut lines = csv.lines();
-        assert_eq!(lines.next().unwrap().split(',').count(), 17);
+        assert_eq!(lines.next().unwrap().split(',').count(), 18);
         let row = lines.next().unwrap();
         assert!(row.starts_with("tpcb,sqlite,\"WAL, a\",false,8,"), "{row}");
         assert!(row.ends_with(",why"), "{row}");
@@ -283,18 +295,31 @@ mod tests {
 
     #[test]
     fn a_failed_row_says_so_and_an_unavailable_one_does_not() {
-        let f = CompareRow::unavailable(CompareWorkload::Tpcb, Engine::Postgres, "", 8, "x".into())
-            .into_failed();
+        let f = CompareRow::unavailable(
+            CompareWorkload::Tpcb,
+            Engine::Postgres,
+            "",
+            None,
+            "x".into(),
+        )
+        .into_failed();
         assert!(f.failed && !f.available);
-        assert_eq!(f.cells()[2], "FAILED");
-        let u = CompareRow::unavailable(CompareWorkload::Tpcb, Engine::Sqlite, "", 8, "y".into());
+        assert_eq!(f.cells()[3], "FAILED");
+        let u =
+            CompareRow::unavailable(CompareWorkload::Tpcb, Engine::Sqlite, "", None, "y".into());
         assert!(!u.failed);
-        assert_eq!(u.cells()[2], "unavailable");
+        assert_eq!(u.cells()[3], "unavailable");
     }
 
     #[test]
     fn an_unavailable_row_has_as_many_cells_as_columns() {
-        let r = CompareRow::unavailable(CompareWorkload::Tpcb, Engine::Sqlite, "", 8, "why".into());
+        let r = CompareRow::unavailable(
+            CompareWorkload::Tpcb,
+            Engine::Sqlite,
+            "",
+            Some(8),
+            "why".into(),
+        );
         assert_eq!(r.cells().len(), CompareRow::COLUMNS.len());
     }
 }

@@ -7,6 +7,7 @@
 //! (RocksDB's C++ takes many minutes to build); PostgreSQL needs no crate, only its
 //! binaries on the machine.
 
+pub mod best;
 pub mod cleanup;
 pub mod engine;
 pub mod peer;
@@ -17,6 +18,7 @@ pub mod run;
 #[cfg(feature = "peers")]
 pub mod sqlite;
 
+pub use best::PeerBest;
 pub use engine::{CompareRow, CompareWorkload, Engine, BUILD_PEERS};
 pub use peer::{PeerError, PeerRun, PeerRunConfig, TatpPeer, TpcbPeer};
-pub use run::{compare, CompareConfig, CompareProgress};
+pub use run::{compare, CompareConfig, CompareProgress, Comparison};

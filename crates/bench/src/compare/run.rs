@@ -1,7 +1,11 @@
-//! Runs a comparison: loads each engine once, then runs them in rounds, each round in
-//! the opposite order of the one before (A B C, C B A, …), so that drift of a shared
-//! machine (other processes, page cache, thermal state) falls on all engines alike.
+//! Runs a comparison: loads each engine once, then runs its turns in rounds, each round
+//! in the opposite order of the one before (A B C, C B A, …), so that drift of a shared
+//! machine (other processes, page cache, thermal state) falls on all turns alike. A
+//! turn is sluice at its client count, or a peer at one of the client counts it sweeps:
+//! peers are often best at another count than sluice, and the comparison is with each
+//! peer's best ([`super::best`]).
 
+use super::best::{rank, PeerBest};
 use super::cleanup;
 use super::engine::{median, CompareRow, CompareWorkload, Engine, BUILD_PEERS};
 use super::postgres::{self, Cluster};
@@ -10,6 +14,7 @@ use crate::metrics::Latency;
 use crate::workloads::session::{RunSpec, TatpSession, TpcbSession};
 use crate::workloads::setup::Setup;
 use crate::workloads::tpcb::TpcbShape;
+use serde::Serialize;
 use sluice::CommitProtocol;
 use sluice_wal::InsertVariant;
 use std::path::PathBuf;
@@ -22,15 +27,19 @@ pub struct CompareConfig {
     pub workload: CompareWorkload,
     /// Engines, in the order of the first round.
     pub engines: Vec<Engine>,
-    /// Clients (transactions in the system at once) for every engine.
+    /// sluice's clients (transactions in the system at once).
     pub clients: usize,
+    /// The client counts each peer runs at: each (peer, count) is a turn of its own in
+    /// every round.
+    pub peer_clients: Vec<usize>,
     /// TPC-B scale factor (branches).
     pub scale: u32,
     /// TATP subscribers.
     pub subscribers: u32,
-    /// Measured seconds per engine, split evenly over the rounds.
+    /// Measured seconds per turn (an engine at one client count), split evenly over the
+    /// rounds.
     pub seconds: Duration,
-    /// Unmeasured warm-up before each round of each engine.
+    /// Unmeasured warm-up before each turn in each round.
     pub warmup: Duration,
     /// Rounds.
     pub rounds: usize,
@@ -50,8 +59,17 @@ impl CompareConfig {
                 return Err(format!("--engines names {e} twice"));
             }
         }
-        in_range("--clients", self.clients, 1..=1_000)
-            .map_err(|e| format!("{e} (peers use a thread and a connection per client)"))?;
+        in_range("--clients", self.clients, 1..=1_000)?;
+        if self.peer_clients.is_empty() {
+            return Err("--peer-clients needs at least one client count".into());
+        }
+        for (i, &c) in self.peer_clients.iter().enumerate() {
+            in_range("--peer-clients", c, 1..=1_000)
+                .map_err(|e| format!("{e} (peers use a thread and a connection per client)"))?;
+            if self.peer_clients[..i].contains(&c) {
+                return Err(format!("--peer-clients names {c} twice"));
+            }
+        }
         in_range("--scale", self.scale, 1..=10_000)?;
         in_range("--subscribers", self.subscribers, 1..=100_000_000)?;
         in_range("--rounds", self.rounds, 1..=100)?;
@@ -63,6 +81,30 @@ impl CompareConfig {
     fn round_seconds(&self) -> Duration {
         self.seconds / self.rounds as u32
     }
+
+    /// Turns per round: sluice's one and one per peer (PostgreSQL: per variant) and
+    /// client count, for the engines asked for, whether or not they turn out to run.
+    pub fn turns(&self) -> usize {
+        self.engines
+            .iter()
+            .map(|e| match e {
+                Engine::Sluice => 1,
+                Engine::Postgres if self.workload == CompareWorkload::Tatp => 0,
+                Engine::Postgres => postgres::VARIANTS.len() * self.peer_clients.len(),
+                Engine::Sqlite | Engine::Rocksdb => self.peer_clients.len(),
+            })
+            .sum()
+    }
+}
+
+/// What a comparison measured: one row per turn (one for an engine that ran at no
+/// count), with each peer's best marked, and each peer's best with sluice ÷ it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// The rows, in the order of the first round.
+    pub rows: Vec<CompareRow>,
+    /// One entry per peer (PostgreSQL: per variant), in the order of the rows.
+    pub summary: Vec<PeerBest>,
 }
 
 /// Progress of a comparison, for a progress bar.
@@ -75,7 +117,7 @@ pub trait CompareProgress {
     fn end(&mut self);
 }
 
-/// A loaded engine (or PostgreSQL variant) taking part in the rounds.
+/// A loaded engine (or PostgreSQL variant) whose turns take part in the rounds.
 enum Contestant {
     Sluice(Box<TpcbSession>),
     SluiceTatp(Box<TatpSession>),
@@ -90,11 +132,37 @@ enum Contestant {
     Postgres(usize),
 }
 
-/// What one contestant measured per round.
+/// A loaded database and what its turns have done to it.
+struct Loaded {
+    contestant: Contestant,
+    /// Transactions committed on it by all its runs, warm-ups included: the history
+    /// rows the TPC-B check expects.
+    committed_total: u64,
+    /// False once a run on it failed: what that run committed is unknown, so later
+    /// checks of its turns leave out the history's row count.
+    counted: bool,
+    /// Runs on it so far: each run's history ids carry a tag of their own.
+    runs: u64,
+}
+
+impl Loaded {
+    fn new(contestant: Contestant) -> Loaded {
+        Loaded {
+            contestant,
+            committed_total: 0,
+            counted: true,
+            runs: 0,
+        }
+    }
+}
+
+/// One turn: an engine at one client count, and what it measured per round.
 struct Tracker {
     row: CompareRow,
-    contestant: Option<Contestant>,
-    committed_total: u64,
+    /// Index into the loaded databases; `None` when the turn does not run (the engine
+    /// could not load, or the turn failed in a round).
+    loaded: Option<usize>,
+    clients: usize,
     p50: Vec<u64>,
     p99: Vec<u64>,
 }
@@ -121,16 +189,28 @@ fn sluice_spec(cfg: &CompareConfig) -> RunSpec {
     }
 }
 
-fn threads(cfg: &CompareConfig) -> usize {
-    cfg.clients.min(crate::metrics::cores()).max(1)
+/// pgbench's threads (`-j`) for `clients`: one per core, at most one per client.
+fn pgbench_threads(clients: usize) -> usize {
+    clients.min(crate::metrics::cores()).max(1)
+}
+
+/// The order of round `round` (0-based) over `turns` turns: forwards in even rounds,
+/// backwards in odd ones.
+fn turn_order(turns: usize, round: usize) -> Vec<usize> {
+    if round % 2 == 0 {
+        (0..turns).collect()
+    } else {
+        (0..turns).rev().collect()
+    }
 }
 
 /// Runs the comparison. Engines that are not built or cannot start get an unavailable
-/// row (not an error); a failure of sluice itself is an error.
+/// row (not an error), as does a peer's turn that fails in a round; a failure of sluice
+/// itself is an error.
 pub fn compare(
     cfg: &CompareConfig,
     progress: &mut dyn CompareProgress,
-) -> Result<Vec<CompareRow>, String> {
+) -> Result<Comparison, String> {
     cfg.validate()?;
     let w = cfg.workload;
     let parent = match &cfg.dir {
@@ -149,12 +229,29 @@ pub fn compare(
     }
     let shape = TpcbShape::standard(cfg.scale);
     let mut cluster: Option<Cluster> = None;
+    let mut loaded: Vec<Loaded> = Vec::new();
     let mut trackers: Vec<Tracker> = Vec::new();
-    let blank = |engine: Engine, variant: &str| CompareRow {
+    let blank = |engine: Engine, variant: &str, clients: usize| CompareRow {
         available: true,
         unavailable: None,
         consistent: true,
-        ..CompareRow::unavailable(w, engine, variant, cfg.clients, String::new())
+        ..CompareRow::unavailable(w, engine, variant, Some(clients), String::new())
+    };
+    // A loaded database's turns: one per peer client count.
+    let sweep = |trackers: &mut Vec<Tracker>, row: &CompareRow, at: usize| {
+        for &clients in &cfg.peer_clients {
+            let row = CompareRow {
+                clients: Some(clients),
+                // The embedded peers: a thread per client; pgbench: `-j`.
+                threads: if row.engine == Engine::Postgres {
+                    pgbench_threads(clients)
+                } else {
+                    clients
+                },
+                ..row.clone()
+            };
+            trackers.push(Tracker::new(row, at, clients));
+        }
     };
     for &engine in &cfg.engines {
         let sub = root.path().join(engine.to_string());
@@ -200,20 +297,21 @@ pub fn compare(
                     }
                 };
                 progress.end();
-                let mut row = blank(engine, &variant);
+                let mut row = blank(engine, &variant, cfg.clients);
                 row.durable = spec.protocol != CommitProtocol::Async;
                 row.durability = format!(
                     "commit={}: acknowledged once the commit record is synced",
                     spec.protocol
                 );
-                trackers.push(Tracker::new(row, c));
+                loaded.push(Loaded::new(c));
+                trackers.push(Tracker::new(row, loaded.len() - 1, cfg.clients));
             }
             Engine::Postgres if cfg.workload == CompareWorkload::Tatp => {
                 trackers.push(Tracker::gone(CompareRow::unavailable(
                     w,
                     engine,
                     "",
-                    cfg.clients,
+                    None,
                     "pgbench has no TATP; PostgreSQL runs TPC-B only".into(),
                 )));
             }
@@ -222,7 +320,7 @@ pub fn compare(
                     w,
                     engine,
                     "",
-                    cfg.clients,
+                    None,
                     format!("not built; build with: {BUILD_PEERS}"),
                 )));
             }
@@ -232,80 +330,77 @@ pub fn compare(
                 progress.end();
                 match r {
                     Ok((c, (durable, how), variant)) => {
-                        let mut row = blank(engine, &variant);
+                        let mut row = blank(engine, &variant, 0);
                         row.durable = durable;
                         row.durability = how;
-                        trackers.push(Tracker::new(row, c));
+                        loaded.push(Loaded::new(c));
+                        sweep(&mut trackers, &row, loaded.len() - 1);
                     }
                     Err(e) => trackers.push(Tracker::gone(
-                        CompareRow::unavailable(w, engine, "", cfg.clients, e).into_failed(),
+                        CompareRow::unavailable(w, engine, "", None, e).into_failed(),
                     )),
                 }
             }
             Engine::Postgres => {
                 load_tick(&format!("starting postgres, pgbench -i -s {}", cfg.scale));
                 progress.tick(0.0);
-                let r = Cluster::start(root.path(), cfg.clients, cfg.scale)
+                let most = cfg.peer_clients.iter().copied().max().unwrap_or(1);
+                let r = Cluster::start(root.path(), most, cfg.scale)
                     .and_then(|c| c.durability().map(|d| (c, d)));
                 progress.end();
                 match r {
                     Ok((c, (durable, how))) => {
                         for (v, name) in postgres::VARIANTS.iter().enumerate() {
-                            let mut row = blank(engine, name);
+                            let mut row = blank(engine, name, 0);
                             row.durable = durable;
                             row.durability = how.clone();
-                            row.threads = threads(cfg);
-                            trackers.push(Tracker::new(row, Contestant::Postgres(v)));
+                            loaded.push(Loaded::new(Contestant::Postgres(v)));
+                            sweep(&mut trackers, &row, loaded.len() - 1);
                         }
                         cluster = Some(c);
                     }
                     Err(e) => trackers.push(Tracker::gone(
-                        CompareRow::unavailable(w, engine, "", cfg.clients, e).into_failed(),
+                        CompareRow::unavailable(w, engine, "", None, e).into_failed(),
                     )),
                 }
             }
         }
     }
-    let n = trackers.len();
     for round in 0..cfg.rounds {
-        let order: Vec<usize> = if round % 2 == 0 {
-            (0..n).collect()
-        } else {
-            (0..n).rev().collect()
-        };
-        for i in order {
+        for i in turn_order(trackers.len(), round) {
             let t = &mut trackers[i];
-            let Some(c) = t.contestant.as_mut() else {
+            let Some(at) = t.loaded else {
                 continue;
             };
+            let (engine, clients) = (t.row.engine, t.clients);
             progress.begin(&format!(
-                "round {}/{} {} {}",
+                "round {}/{} {engine} {}, {clients} clients",
                 round + 1,
                 cfg.rounds,
-                t.row.engine,
                 t.row.variant
             ));
             let r = run_round(
                 cfg,
-                c,
+                &mut loaded[at],
+                clients,
                 round,
                 &shape,
-                cluster.as_mut(),
-                &mut t.committed_total,
+                cluster.as_ref(),
                 &mut t.row,
                 progress,
             );
             progress.end();
             match r {
                 Ok(m) => t.add(m),
-                Err(e) if t.row.engine == Engine::Sluice => return Err(format!("sluice: {e}")),
+                Err(e) if engine == Engine::Sluice => return Err(format!("sluice: {e}")),
                 Err(e) => {
-                    t.contestant = None;
+                    loaded[at].counted = false;
+                    t.loaded = None;
                     t.row = CompareRow::unavailable(
                         w,
-                        t.row.engine,
+                        engine,
                         &t.row.variant,
-                        cfg.clients,
+                        Some(clients),
                         format!("failed in round {}: {e}", round + 1),
                     )
                     .into_failed();
@@ -314,29 +409,16 @@ pub fn compare(
         }
     }
     // Stop the server and remove the data before reporting.
-    drop(
-        trackers
-            .iter_mut()
-            .map(|t| t.contestant.take())
-            .collect::<Vec<_>>(),
-    );
+    drop(loaded);
     drop(cluster);
     let mut rows: Vec<CompareRow> = trackers.into_iter().map(Tracker::finish).collect();
-    let base = rows
-        .iter()
-        .find(|r| r.engine == Engine::Sluice && r.available)
-        .map(|r| r.tps);
-    if let Some(b) = base.filter(|&b| b > 0.0) {
-        for r in rows.iter_mut().filter(|r| r.available) {
-            r.ratio_to_sluice = Some(r.tps / b);
-        }
-    }
+    let summary = rank(&mut rows);
     cleanup::unregister_dir(root.path());
     drop(root);
-    Ok(rows)
+    Ok(Comparison { rows, summary })
 }
 
-type Loaded = (Contestant, (bool, String), String);
+type LoadedPeer = (Contestant, (bool, String), String);
 
 #[cfg(feature = "peers")]
 fn load_peer(
@@ -345,7 +427,7 @@ fn load_peer(
     dir: &std::path::Path,
     shape: &TpcbShape,
     progress: &mut dyn CompareProgress,
-) -> Result<Loaded, String> {
+) -> Result<LoadedPeer, String> {
     use super::peer::{TatpPeer, TpcbPeer};
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let n = cfg.subscribers;
@@ -392,32 +474,43 @@ fn load_peer(
     _: &std::path::Path,
     _: &TpcbShape,
     _: &mut dyn CompareProgress,
-) -> Result<Loaded, String> {
+) -> Result<LoadedPeer, String> {
     Err(format!("{engine} is not built; build with: {BUILD_PEERS}"))
+}
+
+/// How a peer runs one turn: `clients` threads, the round's warm-up and measured time,
+/// and the seeds sluice's session gives its runs (1, 2, …), so that every engine draws
+/// the same input streams in a round. `loaded`'s run count tags the history ids.
+#[cfg(feature = "peers")]
+fn peer_run_config(
+    cfg: &CompareConfig,
+    runs: &mut u64,
+    clients: usize,
+    round: usize,
+) -> super::peer::PeerRunConfig {
+    *runs += 1;
+    super::peer::PeerRunConfig {
+        clients,
+        warmup: cfg.warmup,
+        measure: cfg.round_seconds(),
+        seed: round as u64 + 1,
+        run_tag: *runs,
+    }
 }
 
 #[cfg(feature = "peers")]
 fn peer_round<P: super::peer::TpcbPeer>(
     p: &P,
-    cfg: &CompareConfig,
-    round: usize,
+    run_cfg: &super::peer::PeerRunConfig,
     shape: &TpcbShape,
     committed_total: &mut u64,
+    expected_rows: &dyn Fn(u64) -> Option<u64>,
     progress: &mut dyn CompareProgress,
 ) -> Result<Round, String> {
-    use super::peer::{self, PeerRunConfig};
-    let run_cfg = PeerRunConfig {
-        clients: cfg.clients,
-        warmup: cfg.warmup,
-        measure: cfg.round_seconds(),
-        // The seeds sluice's session gives its runs (1, 2, …): the same input streams.
-        seed: round as u64 + 1,
-        run_tag: round as u64 + 1,
-    };
     let never = std::sync::atomic::AtomicBool::new(false);
-    let r = peer::run(p, *shape, &run_cfg, &|_| {}, &never, |f| progress.tick(f))?;
+    let r = super::peer::run(p, *shape, run_cfg, &|_| {}, &never, |f| progress.tick(f))?;
     *committed_total += r.committed_total;
-    let c = p.check(Some(*committed_total))?;
+    let c = p.check(expected_rows(*committed_total))?;
     Ok(Round {
         committed: r.committed,
         seconds: r.seconds,
@@ -431,19 +524,12 @@ fn peer_round<P: super::peer::TpcbPeer>(
 fn peer_tatp_round<P: super::peer::TatpPeer>(
     p: &P,
     cfg: &CompareConfig,
-    round: usize,
+    run_cfg: &super::peer::PeerRunConfig,
     progress: &mut dyn CompareProgress,
 ) -> Result<Round, String> {
     use crate::workloads::tatp::{self, TatpGenerator, TatpKeys};
     let gen = TatpGenerator::new(cfg.subscribers, TatpKeys::NuRand, None)?;
-    let run_cfg = super::peer::PeerRunConfig {
-        clients: cfg.clients,
-        warmup: cfg.warmup,
-        measure: cfg.round_seconds(),
-        seed: round as u64 + 1,
-        run_tag: round as u64 + 1,
-    };
-    let r = super::peer::run_tatp(p, &gen, &run_cfg, |f| progress.tick(f))?;
+    let r = super::peer::run_tatp(p, &gen, run_cfg, |f| progress.tick(f))?;
     Ok(Round {
         committed: r.committed,
         seconds: r.seconds,
@@ -454,18 +540,29 @@ fn peer_tatp_round<P: super::peer::TatpPeer>(
     })
 }
 
+/// Runs one turn in one round: `loaded`'s engine at `clients` (sluice: at its own
+/// `--clients`, which `clients` is).
 #[allow(clippy::too_many_arguments)]
 fn run_round(
     cfg: &CompareConfig,
-    c: &mut Contestant,
+    loaded: &mut Loaded,
+    clients: usize,
     round: usize,
     shape: &TpcbShape,
-    cluster: Option<&mut Cluster>,
-    committed_total: &mut u64,
+    cluster: Option<&Cluster>,
     row: &mut CompareRow,
     progress: &mut dyn CompareProgress,
 ) -> Result<Round, String> {
-    match c {
+    let Loaded {
+        contestant,
+        committed_total,
+        counted,
+        runs,
+    } = loaded;
+    // What the history check expects, when known.
+    let expected_rows = |total: u64| counted.then_some(total);
+    let _ = (round, shape, &runs);
+    match contestant {
         Contestant::Sluice(s) => {
             let r = s
                 .run(&sluice_spec(cfg), |f| progress.tick(f))
@@ -495,36 +592,53 @@ fn run_round(
         }
         #[cfg(feature = "peers")]
         Contestant::Sqlite(p) => {
-            row.threads = cfg.clients;
-            peer_round(p, cfg, round, shape, committed_total, progress)
+            let run_cfg = peer_run_config(cfg, runs, clients, round);
+            peer_round(
+                p,
+                &run_cfg,
+                shape,
+                committed_total,
+                &expected_rows,
+                progress,
+            )
         }
         #[cfg(feature = "peers")]
         Contestant::Rocksdb(p) => {
-            row.threads = cfg.clients;
-            peer_round(p, cfg, round, shape, committed_total, progress)
+            let run_cfg = peer_run_config(cfg, runs, clients, round);
+            peer_round(
+                p,
+                &run_cfg,
+                shape,
+                committed_total,
+                &expected_rows,
+                progress,
+            )
         }
         #[cfg(feature = "peers")]
         Contestant::SqliteTatp(p) => {
-            row.threads = cfg.clients;
-            peer_tatp_round(p, cfg, round, progress)
+            let run_cfg = peer_run_config(cfg, runs, clients, round);
+            peer_tatp_round(p, cfg, &run_cfg, progress)
         }
         #[cfg(feature = "peers")]
         Contestant::RocksdbTatp(p) => {
-            row.threads = cfg.clients;
-            peer_tatp_round(p, cfg, round, progress)
+            let run_cfg = peer_run_config(cfg, runs, clients, round);
+            peer_tatp_round(p, cfg, &run_cfg, progress)
         }
         Contestant::Postgres(v) => {
-            let _ = (round, shape, committed_total);
+            let v = *v;
+            let threads = pgbench_threads(clients);
             let cl = cluster.ok_or("no cluster")?;
             let warm = cfg.warmup.as_secs_f64().round() as u64;
             if warm > 0 {
                 progress.tick(0.0);
-                cl.pgbench(*v, cfg.clients, threads(cfg), warm, false)?;
+                let r = cl.pgbench(v, clients, threads, warm, false)?;
+                *committed_total += r.committed;
             }
             let secs = cfg.round_seconds().as_secs_f64().round().max(1.0) as u64;
             progress.tick(warm as f64 / (warm + secs) as f64);
-            let r = cl.pgbench(*v, cfg.clients, threads(cfg), secs, true)?;
-            let c = cl.check(*v)?;
+            let r = cl.pgbench(v, clients, threads, secs, true)?;
+            *committed_total += r.committed;
+            let c = cl.check(v, expected_rows(*committed_total))?;
             Ok(Round {
                 committed: r.committed,
                 seconds: r.seconds,
@@ -537,11 +651,11 @@ fn run_round(
 }
 
 impl Tracker {
-    fn new(row: CompareRow, c: Contestant) -> Tracker {
+    fn new(row: CompareRow, loaded: usize, clients: usize) -> Tracker {
         Tracker {
             row,
-            contestant: Some(c),
-            committed_total: 0,
+            loaded: Some(loaded),
+            clients,
             p50: Vec::new(),
             p99: Vec::new(),
         }
@@ -550,13 +664,12 @@ impl Tracker {
     fn gone(row: CompareRow) -> Tracker {
         Tracker {
             row,
-            contestant: None,
-            committed_total: 0,
+            loaded: None,
+            clients: 0,
             p50: Vec::new(),
             p99: Vec::new(),
         }
     }
-
     fn add(&mut self, m: Round) {
         let r = &mut self.row;
         r.rounds += 1;
@@ -585,5 +698,71 @@ impl Tracker {
             };
         }
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(peer_clients: &[usize]) -> CompareConfig {
+        CompareConfig {
+            workload: CompareWorkload::Tpcb,
+            engines: vec![
+                Engine::Sluice,
+                Engine::Sqlite,
+                Engine::Rocksdb,
+                Engine::Postgres,
+            ],
+            clients: 64,
+            peer_clients: peer_clients.to_vec(),
+            scale: 10,
+            subscribers: 100_000,
+            seconds: Duration::from_secs(10),
+            warmup: Duration::from_secs(1),
+            rounds: 2,
+            dir: None,
+        }
+    }
+
+    #[test]
+    fn peer_client_counts_are_one_to_a_thousand_each_named_once() {
+        assert_eq!(config(&[1, 4, 16, 64]).validate(), Ok(()));
+        let err = |counts: &[usize]| config(counts).validate().unwrap_err();
+        assert!(err(&[]).contains("--peer-clients"), "{}", err(&[]));
+        assert!(err(&[1, 0]).contains("--peer-clients"), "{}", err(&[1, 0]));
+        assert!(
+            err(&[1_001]).contains("--peer-clients"),
+            "{}",
+            err(&[1_001])
+        );
+        assert_eq!(err(&[4, 1, 4]), "--peer-clients names 4 twice");
+    }
+
+    #[test]
+    fn every_peer_and_postgres_variant_gets_a_turn_per_count_and_sluice_one() {
+        // sluice 1 + SQLite 4 + RocksDB 4 + PostgreSQL 2 variants × 4.
+        assert_eq!(config(&[1, 4, 16, 64]).turns(), 17);
+        assert_eq!(config(&[8]).turns(), 5);
+        let tatp = CompareConfig {
+            workload: CompareWorkload::Tatp,
+            ..config(&[1, 2])
+        };
+        assert_eq!(tatp.turns(), 5, "pgbench has no TATP");
+    }
+
+    #[test]
+    fn rounds_alternate_over_all_turns() {
+        assert_eq!(turn_order(4, 0), [0, 1, 2, 3]);
+        assert_eq!(turn_order(4, 1), [3, 2, 1, 0]);
+        assert_eq!(turn_order(4, 2), [0, 1, 2, 3]);
+        // Over two rounds every turn's mean position is the same: drift falls evenly.
+        let mut sum = [0; 5];
+        for round in 0..2 {
+            for (pos, turn) in turn_order(5, round).into_iter().enumerate() {
+                sum[turn] += pos;
+            }
+        }
+        assert!(sum.iter().all(|&s| s == 4), "{sum:?}");
     }
 }
