@@ -116,7 +116,9 @@ fn why_no_best<'a>(rows: impl Iterator<Item = &'a CompareRow>) -> String {
         }
     }
     let mut parts = Vec::new();
-    let reasons: [(&str, fn(&CompareRow) -> bool); 4] = [
+    // What a row that does not count is, and how to tell.
+    type Reason = (&'static str, fn(&CompareRow) -> bool);
+    let reasons: [Reason; 4] = [
         ("failed", |r| !r.available),
         ("inconsistent", |r| r.available && !r.consistent),
         ("not durable", |r| r.available && r.consistent && !r.durable),

@@ -160,20 +160,22 @@ impl CompareRow {
 
     /// The row as table cells.
     pub fn cells(&self) -> Vec<String> {
-        let clients = self
-            .clients
-            .map(|c| c.to_string())
-            .unwrap_or_else(|| "-".into());
         if !self.available {
-            let mut c = vec![self.engine.to_string(), self.variant.clone(), clients];
-            c.push(if self.failed { "FAILED" } else { "unavailable" }.into());
+            // The word in the first column after the engine that has nothing to say: the
+            // clients of an engine that ran at no count, else the threads.
+            let how = if self.failed { "FAILED" } else { "unavailable" };
+            let mut c = vec![self.engine.to_string(), self.variant.clone()];
+            match self.clients {
+                Some(n) => c.extend([n.to_string(), how.into()]),
+                None => c.extend([how.into(), "-".into()]),
+            }
             c.extend(std::iter::repeat_n("-".to_string(), 8));
             return c;
         }
         vec![
             self.engine.to_string(),
             self.variant.clone(),
-            clients,
+            self.clients.map_or_else(|| "-".into(), |c| c.to_string()),
             self.threads.to_string(),
             thousands(self.tps),
             self.latency.p50_us.to_string(),
@@ -304,11 +306,21 @@ mod tests {
         )
         .into_failed();
         assert!(f.failed && !f.available);
-        assert_eq!(f.cells()[3], "FAILED");
+        assert_eq!(f.cells()[2], "FAILED");
         let u =
             CompareRow::unavailable(CompareWorkload::Tpcb, Engine::Sqlite, "", None, "y".into());
         assert!(!u.failed);
-        assert_eq!(u.cells()[3], "unavailable");
+        assert_eq!(u.cells()[2], "unavailable");
+        // A turn that failed keeps its client count.
+        let t = CompareRow::unavailable(
+            CompareWorkload::Tpcb,
+            Engine::Sqlite,
+            "",
+            Some(64),
+            "z".into(),
+        )
+        .into_failed();
+        assert_eq!(t.cells()[2..4], ["64", "FAILED"]);
     }
 
     #[test]

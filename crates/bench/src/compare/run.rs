@@ -197,7 +197,7 @@ fn pgbench_threads(clients: usize) -> usize {
 /// The order of round `round` (0-based) over `turns` turns: forwards in even rounds,
 /// backwards in odd ones.
 fn turn_order(turns: usize, round: usize) -> Vec<usize> {
-    if round % 2 == 0 {
+    if round.is_multiple_of(2) {
         (0..turns).collect()
     } else {
         (0..turns).rev().collect()
