@@ -503,14 +503,12 @@ fn peer_round<P: super::peer::TpcbPeer>(
     p: &P,
     run_cfg: &super::peer::PeerRunConfig,
     shape: &TpcbShape,
-    committed_total: &mut u64,
-    expected_rows: &dyn Fn(u64) -> Option<u64>,
+    count: &mut dyn FnMut(u64) -> Option<u64>,
     progress: &mut dyn CompareProgress,
 ) -> Result<Round, String> {
     let never = std::sync::atomic::AtomicBool::new(false);
     let r = super::peer::run(p, *shape, run_cfg, &|_| {}, &never, |f| progress.tick(f))?;
-    *committed_total += r.committed_total;
-    let c = p.check(expected_rows(*committed_total))?;
+    let c = p.check(count(r.committed_total))?;
     Ok(Round {
         committed: r.committed,
         seconds: r.seconds,
@@ -559,9 +557,16 @@ fn run_round(
         counted,
         runs,
     } = loaded;
-    // What the history check expects, when known.
-    let expected_rows = |total: u64| counted.then_some(total);
-    let _ = (round, shape, &runs);
+    // Adds a run's commits (warm-up included) to the database's total; returns the
+    // history rows the check then expects, when known.
+    let mut count = |committed: u64| {
+        *committed_total += committed;
+        counted.then_some(*committed_total)
+    };
+    #[cfg(feature = "peers")]
+    let mut next_run = || peer_run_config(cfg, runs, clients, round);
+    #[cfg(not(feature = "peers"))]
+    let _ = (round, shape, runs);
     match contestant {
         Contestant::Sluice(s) => {
             let r = s
@@ -591,39 +596,13 @@ fn run_round(
             })
         }
         #[cfg(feature = "peers")]
-        Contestant::Sqlite(p) => {
-            let run_cfg = peer_run_config(cfg, runs, clients, round);
-            peer_round(
-                p,
-                &run_cfg,
-                shape,
-                committed_total,
-                &expected_rows,
-                progress,
-            )
-        }
+        Contestant::Sqlite(p) => peer_round(p, &next_run(), shape, &mut count, progress),
         #[cfg(feature = "peers")]
-        Contestant::Rocksdb(p) => {
-            let run_cfg = peer_run_config(cfg, runs, clients, round);
-            peer_round(
-                p,
-                &run_cfg,
-                shape,
-                committed_total,
-                &expected_rows,
-                progress,
-            )
-        }
+        Contestant::Rocksdb(p) => peer_round(p, &next_run(), shape, &mut count, progress),
         #[cfg(feature = "peers")]
-        Contestant::SqliteTatp(p) => {
-            let run_cfg = peer_run_config(cfg, runs, clients, round);
-            peer_tatp_round(p, cfg, &run_cfg, progress)
-        }
+        Contestant::SqliteTatp(p) => peer_tatp_round(p, cfg, &next_run(), progress),
         #[cfg(feature = "peers")]
-        Contestant::RocksdbTatp(p) => {
-            let run_cfg = peer_run_config(cfg, runs, clients, round);
-            peer_tatp_round(p, cfg, &run_cfg, progress)
-        }
+        Contestant::RocksdbTatp(p) => peer_tatp_round(p, cfg, &next_run(), progress),
         Contestant::Postgres(v) => {
             let v = *v;
             let threads = pgbench_threads(clients);
@@ -631,14 +610,12 @@ fn run_round(
             let warm = cfg.warmup.as_secs_f64().round() as u64;
             if warm > 0 {
                 progress.tick(0.0);
-                let r = cl.pgbench(v, clients, threads, warm, false)?;
-                *committed_total += r.committed;
+                count(cl.pgbench(v, clients, threads, warm, false)?.committed);
             }
             let secs = cfg.round_seconds().as_secs_f64().round().max(1.0) as u64;
             progress.tick(warm as f64 / (warm + secs) as f64);
             let r = cl.pgbench(v, clients, threads, secs, true)?;
-            *committed_total += r.committed;
-            let c = cl.check(v, expected_rows(*committed_total))?;
+            let c = cl.check(v, count(r.committed))?;
             Ok(Round {
                 committed: r.committed,
                 seconds: r.seconds,
