@@ -2,7 +2,10 @@
 //! PostgreSQL: each pgbench variant runs at both client counts in every round, every
 //! row is consistent and durable, each variant's best is its faster row, and the
 //! summary gives sluice's tps ÷ that row's. Needs PostgreSQL's server programs (as
-//! `sluice compare` finds them); without them the test fails and says how to get them.
+//! `sluice compare` finds them). Without them it says so on stderr and checks nothing —
+//! unless `SLUICE_REQUIRE_POSTGRES` is set, as CI sets it after installing PostgreSQL
+//! (`.ci/run`): then it fails, saying how to get them. (The README's test command must
+//! pass on a fresh machine, which has no PostgreSQL.)
 
 use crate::common;
 use common::json_lines;
@@ -10,6 +13,13 @@ use common::json_lines;
 #[test]
 fn compare_picks_each_postgres_variants_best_client_count() {
     if let Err(why) = sluice_bench::compare::postgres::find_bin() {
+        if std::env::var_os("SLUICE_REQUIRE_POSTGRES").is_none() {
+            eprintln!(
+                "SKIPPED: no PostgreSQL here ({why}); set SLUICE_REQUIRE_POSTGRES=1 to make \
+                 this a failure"
+            );
+            return;
+        }
         panic!(
             "this test runs a real PostgreSQL and cannot here: {why}. \
              Install it (Debian/Ubuntu: apt-get install postgresql) or point SLUICE_PG_BIN \

@@ -26,11 +26,19 @@ struct Pending {
     /// The failed operation with the lowest index, and its error (a cancelled one,
     /// `ECANCELED`, gives way to the failure that cancelled it).
     failed: Option<(usize, io::Error)>,
+    /// Times the chain's rest was submitted again after the kernel cancelled it.
+    resubmitted: u32,
 }
+
+/// How often a chain cancelled by nobody's failure is submitted again before the
+/// cancellation counts as its failure.
+const MAX_RESUBMITS: u32 = 64;
 
 /// See the module docs.
 pub(crate) struct UringRing {
     ring: IoUring,
+    /// Chains whose rest was submitted again after a cancellation (see `drain`).
+    resubmits: u64,
     next_chain: u64,
     pending: HashMap<u64, Pending>,
     done: VecDeque<RingDone>,
@@ -64,6 +72,7 @@ impl UringRing {
         }
         Ok(UringRing {
             ring,
+            resubmits: 0,
             next_chain: 0,
             pending: HashMap::new(),
             done: VecDeque::new(),
@@ -73,6 +82,7 @@ impl UringRing {
     /// Moves the completion queue's entries into `pending`, and finished chains into
     /// `done`.
     fn drain(&mut self) {
+        let mut finished = Vec::new();
         let mut cq = self.ring.completion();
         cq.sync();
         for cqe in &mut cq {
@@ -113,18 +123,48 @@ impl UringRing {
             }
             p.left -= 1;
             if p.left == 0 {
-                let p = self.pending.remove(&chain).expect("present");
-                let (succeeded, result) = match p.failed {
-                    // Linked: everything before the failed operation succeeded.
-                    Some((i, e)) => (i, Err(e)),
-                    None => (p.ops.len(), Ok(())),
-                };
-                self.done.push_back(RingDone {
-                    tag: p.tag,
-                    succeeded,
-                    result,
-                });
+                finished.push(chain);
             }
+        }
+        drop(cq);
+        for chain in finished {
+            let p = self.pending.get_mut(&chain).expect("present");
+            // io_uring cancels the work a thread submitted when that thread exits (a
+            // committer that submitted a round and ended): nothing failed, the operations
+            // from the cancelled one on simply did not run. They are idempotent (the
+            // same bytes at the same offsets, a sync), so the rest of the chain is
+            // submitted again, from this live thread.
+            let cancelled_only = matches!(&p.failed, Some((_, e)) if crate::raw_os_error(e) == Some(libc::ECANCELED));
+            if cancelled_only && p.resubmitted < MAX_RESUBMITS {
+                let from = p.failed.take().expect("cancelled").0;
+                p.resubmitted += 1;
+                self.resubmits += 1;
+                let ops = std::mem::take(&mut p.ops);
+                let queued = self.push_chain(chain, &ops, from);
+                let p = self.pending.get_mut(&chain).expect("present");
+                p.ops = ops;
+                match queued {
+                    Ok(n) if n > 0 => {
+                        p.left = n;
+                        // Submitted at the next enter (a reap that waits enters at once).
+                        let _ = self.enter(0);
+                        continue;
+                    }
+                    Ok(_) => {}
+                    Err(e) => p.failed = Some((from, e)),
+                }
+            }
+            let p = self.pending.remove(&chain).expect("present");
+            let (succeeded, result) = match p.failed {
+                // Linked: everything before the failed operation succeeded.
+                Some((i, e)) => (i, Err(e)),
+                None => (p.ops.len(), Ok(())),
+            };
+            self.done.push_back(RingDone {
+                tag: p.tag,
+                succeeded,
+                result,
+            });
         }
     }
 
@@ -144,22 +184,16 @@ impl UringRing {
     }
 }
 
-impl IoRing for UringRing {
-    fn submit(&mut self, tag: u64, ops: Vec<RingOp>) -> io::Result<()> {
-        if ops.is_empty() || ops.len() > MAX_OPS || ops.len() > ENTRIES as usize {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("a chain of {} operations (1 to {ENTRIES})", ops.len()),
-            ));
-        }
-        let fds = descriptors(&ops)?;
-        let chain = self.next_chain;
-        self.next_chain += 1;
-        let entries: Vec<squeue::Entry> = ops
+impl UringRing {
+    /// Queues the entries of `ops[from..]` (those that submit something) as one linked
+    /// chain with user data `chain`; returns how many it queued (0: only failure points).
+    fn push_chain(&mut self, chain: u64, ops: &[RingOp], from: usize) -> io::Result<usize> {
+        let fds = descriptors(&ops[from..])?;
+        let entries: Vec<squeue::Entry> = ops[from..]
             .iter()
             .zip(&fds)
             .enumerate()
-            .filter_map(|(i, (op, fd))| Some((i, op, (*fd)?)))
+            .filter_map(|(i, (op, fd))| Some((from + i, op, (*fd)?)))
             .map(|(i, op, fd)| {
                 let entry = match op {
                     RingOp::Write {
@@ -196,6 +230,43 @@ impl IoRing for UringRing {
             })
             .collect();
         if entries.is_empty() {
+            return Ok(0);
+        }
+        let full = || {
+            io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "the io_uring submission queue is full",
+            )
+        };
+        let mut sq = self.ring.submission();
+        if sq.capacity() - sq.len() < entries.len() {
+            drop(sq);
+            self.enter(0)?;
+            sq = self.ring.submission();
+            if sq.capacity() - sq.len() < entries.len() {
+                return Err(full());
+            }
+        }
+        // SAFETY: every buffer an entry points into (`data`) and every descriptor
+        // (`file`) is owned by `ops`, which `pending` keeps until the chain's last
+        // completion is reaped.
+        unsafe { sq.push_multiple(&entries) }.map_err(|_| full())?;
+        Ok(entries.len())
+    }
+}
+
+impl IoRing for UringRing {
+    fn submit(&mut self, tag: u64, ops: Vec<RingOp>) -> io::Result<()> {
+        if ops.is_empty() || ops.len() > MAX_OPS || ops.len() > ENTRIES as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a chain of {} operations (1 to {ENTRIES})", ops.len()),
+            ));
+        }
+        let chain = self.next_chain;
+        self.next_chain += 1;
+        let queued = self.push_chain(chain, &ops, 0)?;
+        if queued == 0 {
             // Only failure points (no-ops on real files): done at once.
             self.done.push_back(RingDone {
                 tag,
@@ -204,36 +275,14 @@ impl IoRing for UringRing {
             });
             return Ok(());
         }
-        {
-            let mut sq = self.ring.submission();
-            if sq.capacity() - sq.len() < entries.len() {
-                drop(sq);
-                self.enter(0)?;
-                sq = self.ring.submission();
-                if sq.capacity() - sq.len() < entries.len() {
-                    return Err(io::Error::new(
-                        io::ErrorKind::WouldBlock,
-                        "the io_uring submission queue is full",
-                    ));
-                }
-            }
-            // SAFETY: every buffer an entry points into (`data`) and every descriptor
-            // (`file`) is owned by `ops`, which `pending` keeps until the chain's last
-            // completion is reaped.
-            unsafe { sq.push_multiple(&entries) }.map_err(|_| {
-                io::Error::new(
-                    io::ErrorKind::WouldBlock,
-                    "the io_uring submission queue is full",
-                )
-            })?;
-        }
         self.pending.insert(
             chain,
             Pending {
                 tag,
-                left: entries.len(),
+                left: queued,
                 ops,
                 failed: None,
+                resubmitted: 0,
             },
         );
         // The entries are in the queue: if the enter fails, the kernel may still take
@@ -411,6 +460,63 @@ mod tests {
         }
         tags.sort_unstable();
         assert_eq!(tags, vec![0, 1, 2, 3]);
+    }
+
+    /// io_uring cancels what a thread submitted when the thread exits (a committer that
+    /// submitted a round, then ended): the chain is submitted again by the thread that
+    /// reaps it, and completes, its bytes durable in place.
+    #[test]
+    fn a_chain_whose_submitter_exited_still_completes() {
+        let Ok(ring) = UringRing::new() else {
+            eprintln!("io_uring refused on this machine, nothing to test");
+            return;
+        };
+        let ring = std::sync::Arc::new(parking_lot::Mutex::new(ring));
+        let dir = tempfile::tempdir().unwrap();
+        let os = OsStorage::new();
+        let f: Arc<dyn FileHandle> = Arc::from(
+            os.open(&dir.path().join("seg"), OpenOptions::CREATE)
+                .unwrap(),
+        );
+        // Three chains per thread: the file's later syncs queue behind the first in the
+        // kernel's worker, and queued work is what an exiting thread's cancellation hits.
+        for round in 0..20u64 {
+            let (r, f2) = (ring.clone(), f.clone());
+            std::thread::spawn(move || {
+                let mut r = r.lock();
+                for k in 0..3 {
+                    let block = round * 3 + k;
+                    let data = Arc::new(vec![block as u8 + 1; 4096]);
+                    r.submit(
+                        block,
+                        vec![
+                            write(&f2, &data, block * 4096),
+                            RingOp::SyncData { file: f2.clone() },
+                        ],
+                    )
+                    .unwrap();
+                }
+            })
+            .join()
+            .unwrap();
+            let mut tags = Vec::new();
+            for _ in 0..3 {
+                let done = ring.lock().complete(true).unwrap().expect("in flight");
+                done.result.unwrap();
+                tags.push(done.tag);
+            }
+            tags.sort_unstable();
+            assert_eq!(tags, (round * 3..round * 3 + 3).collect::<Vec<_>>());
+        }
+        let mut back = vec![0u8; 60 * 4096];
+        f.read_exact_at(&mut back, 0).unwrap();
+        for (i, block) in back.chunks(4096).enumerate() {
+            assert!(block.iter().all(|&b| b == i as u8 + 1), "block {i}");
+        }
+        eprintln!(
+            "{} of 60 chains were cancelled and submitted again",
+            ring.lock().resubmits
+        );
     }
 
     #[test]
