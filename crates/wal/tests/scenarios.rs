@@ -25,6 +25,7 @@ mod crash_sweep_partitioned;
 mod extreme_segment_headers_are_corruption;
 mod failures;
 mod flush_paths;
+mod ring_review;
 mod horizontal_partitioning;
 mod new_segment_space_is_allocated_not_zero_filled;
 mod nozero_review;
