@@ -26,6 +26,7 @@ mod extreme_segment_headers_are_corruption;
 mod failures;
 mod flush_paths;
 mod ring_review;
+mod ring_review_fence;
 mod horizontal_partitioning;
 mod new_segment_space_is_allocated_not_zero_filled;
 mod nozero_review;
