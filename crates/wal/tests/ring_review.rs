@@ -506,3 +506,107 @@ fn real_io_uring_threads_acknowledge_only_what_reads_back() {
         let _ = Lsn(0);
     });
 }
+
+/// A power loss or a process kill at the `wal.flush.written` failure point, reached in a
+/// ring chain on whichever thread reaps it (a waiter, a polling callback owner, the
+/// backstop): nothing acknowledged is lost, on every reach of the point from the 1st to
+/// the 12th.
+#[test]
+fn a_halt_at_the_written_point_in_a_ring_chain_loses_nothing_acknowledged() {
+    use sluice_storage::{failpoint, FailAction};
+    for action in [FailAction::PowerLoss, FailAction::Kill] {
+        for nth in 1..=12u64 {
+            let (sim, storage) = sim(100 + nth);
+            let log = Arc::new(Log::open(storage.clone(), DIR, ring_options()).unwrap());
+            sim.set_failpoint(failpoint::LOG_WRITTEN, nth, action);
+            let acked = Arc::new(parking_lot::Mutex::new(BTreeSet::new()));
+            let threads: Vec<_> = (0..3u32)
+                .map(|t| {
+                    let (log, acked) = (log.clone(), acked.clone());
+                    std::thread::spawn(move || {
+                        for i in 0..30u32 {
+                            let Ok(a) = log.append(&payload(t, i, 400)) else {
+                                return;
+                            };
+                            let ok = if t == 0 {
+                                log.wait_durable(a.end).is_ok()
+                            } else {
+                                let (tx, rx) = mpsc::channel();
+                                log.on_durable(a.end, Box::new(move |r| drop(tx.send(r))));
+                                loop {
+                                    if t == 1 {
+                                        log.poll_flush();
+                                    }
+                                    match rx.recv_timeout(Duration::from_millis(1)) {
+                                        Ok(r) => break r.is_ok(),
+                                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                                        Err(_) => break false,
+                                    }
+                                }
+                            };
+                            if !ok {
+                                return;
+                            }
+                            acked.lock().insert((t, i));
+                        }
+                    })
+                })
+                .collect();
+            let l = log.clone();
+            within(Duration::from_secs(30), "the committers", move || {
+                for t in threads {
+                    t.join().unwrap();
+                }
+                let _ = l.close();
+            });
+            drop(log);
+            sim.clear_failpoints();
+            sim.crash();
+            let log = Log::open(storage, DIR, ring_options()).unwrap();
+            let found: BTreeSet<_> = log
+                .read_from(log.start_lsn())
+                .unwrap()
+                .map(|r| check_payload(&r.unwrap().payload, 400).expect("intact"))
+                .collect();
+            let acked = acked.lock();
+            let lost: Vec<_> = acked.difference(&found).collect();
+            assert!(lost.is_empty(), "{action:?} at reach {nth}: lost {lost:?}");
+        }
+    }
+}
+
+/// The same limit with the default group commit (L = 1 MiB, T = 1 ms, a 4 MiB buffer)
+/// and 64 KiB segments: a burst of appends with nobody waiting lets the backstop (woken
+/// at L) flush a round of ≥ 1 MiB, over ≥ 16 segments, ≥ 48 chain operations: the real
+/// io_uring refuses the chain and the log is poisoned with no device error at all.
+#[test]
+fn a_burst_with_default_group_commit_and_64k_segments_does_not_poison_a_real_io_uring_log() {
+    within(Duration::from_secs(60), "a 2 MiB burst", || {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> = Arc::new(OsStorage::new());
+        let options = LogOptions {
+            segment_bytes: 64 << 10,
+            flush: FlushPath::IoUring,
+            ..LogOptions::default()
+        };
+        let log = Log::open(storage, dir.path(), options).unwrap();
+        if log.flush_path().path != FlushPath::IoUring {
+            eprintln!("io_uring refused here; nothing to test: {}", log.flush_path());
+            return;
+        }
+        let record = vec![7u8; 4000];
+        let mut appended = 0;
+        for _ in 0..512 {
+            match log.append(&record) {
+                Ok(_) => appended += 1,
+                Err(e) => panic!("append {appended} refused: {e}"),
+            }
+        }
+        let r = log.sync();
+        assert!(
+            r.is_ok() && log.poisoned().is_none(),
+            "a 2 MiB burst poisoned the log: {r:?}"
+        );
+        log.close().unwrap();
+    });
+}
