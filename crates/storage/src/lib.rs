@@ -29,6 +29,8 @@ mod route;
 mod settle;
 mod sim;
 mod sync_fence;
+#[cfg(all(test, target_os = "linux"))]
+mod ring_review_tests;
 #[cfg(target_os = "linux")]
 mod uring;
 

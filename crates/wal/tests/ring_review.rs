@@ -18,7 +18,11 @@ use std::time::{Duration, Instant};
 
 /// Runs `body` on its own thread and fails the test if it does not finish in `limit`
 /// (a hang fails instead of hanging CI).
-fn within<T: Send + 'static>(limit: Duration, what: &str, body: impl FnOnce() -> T + Send + 'static) -> T {
+fn within<T: Send + 'static>(
+    limit: Duration,
+    what: &str,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> T {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(body());
@@ -93,7 +97,10 @@ fn a_round_over_many_small_segments_does_not_poison_a_real_io_uring_log() {
             };
             let log = Log::open(storage.clone(), dir.path(), options).unwrap();
             if flush == FlushPath::IoUring && log.flush_path().path != FlushPath::IoUring {
-                eprintln!("io_uring refused here; nothing to test: {}", log.flush_path());
+                eprintln!(
+                    "io_uring refused here; nothing to test: {}",
+                    log.flush_path()
+                );
                 return;
             }
             let mut last = None;
@@ -160,7 +167,15 @@ fn a_waiter_below_the_group_commit_thresholds_sleeps_instead_of_polling() {
     }
     eprintln!("{report:?}");
     let ring = &report[1];
-    let switches: u64 = ring.split(", ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let switches: u64 = ring
+        .split(", ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(
         switches < 200,
         "the ring path's waiter polled instead of sleeping until the round: {report:?}"
@@ -350,13 +365,15 @@ fn a_write_failing_at_completion_fails_the_callback_and_publishes_nothing() {
         let (tx, rx) = mpsc::channel();
         log.on_durable(b.end, Box::new(move |r| drop(tx.send(r))));
         let l = log.clone();
-        let r = within(Duration::from_secs(20), "the failed callback", move || loop {
-            l.poll_flush();
-            if let Ok(r) = rx.try_recv() {
-                return r;
+        let r = within(Duration::from_secs(20), "the failed callback", move || {
+            loop {
+                l.poll_flush();
+                if let Ok(r) = rx.try_recv() {
+                    return r;
+                }
+                l.wait_flush();
+                std::thread::sleep(Duration::from_micros(200));
             }
-            l.wait_flush();
-            std::thread::sleep(Duration::from_micros(200));
         });
         assert!(r.is_err(), "{kind:?}: acknowledged a failed write: {r:?}");
         assert!(log.durable_lsn() < b.end);
@@ -384,13 +401,15 @@ fn a_callback_that_closes_the_log_on_a_reaping_thread_does_not_deadlock() {
             }),
         );
         let l = log.clone();
-        let (r, closed) = within(Duration::from_secs(20), "close in a callback", move || loop {
-            l.poll_flush();
-            if let Ok(x) = rx.try_recv() {
-                return x;
+        let (r, closed) = within(Duration::from_secs(20), "close in a callback", move || {
+            loop {
+                l.poll_flush();
+                if let Ok(x) = rx.try_recv() {
+                    return x;
+                }
+                l.wait_flush();
+                std::thread::sleep(Duration::from_micros(100));
             }
-            l.wait_flush();
-            std::thread::sleep(Duration::from_micros(100));
         });
         assert!(r.unwrap() >= a.end);
         assert!(closed.unwrap() >= a.end, "seed {seed}");
@@ -591,7 +610,10 @@ fn a_burst_with_default_group_commit_and_64k_segments_does_not_poison_a_real_io_
         };
         let log = Log::open(storage, dir.path(), options).unwrap();
         if log.flush_path().path != FlushPath::IoUring {
-            eprintln!("io_uring refused here; nothing to test: {}", log.flush_path());
+            eprintln!(
+                "io_uring refused here; nothing to test: {}",
+                log.flush_path()
+            );
             return;
         }
         let record = vec![7u8; 4000];

@@ -11,8 +11,8 @@
 use crate::common::*;
 use parking_lot::{Condvar, Mutex};
 use sluice_storage::{
-    DirIdentity, FaultKind, FaultOp, FaultPlan, FileHandle, FileLayer, FileOp, IoRing,
-    LockGuard, OpenOptions, Storage,
+    DirIdentity, FaultKind, FaultOp, FaultPlan, FileHandle, FileLayer, FileOp, IoRing, LockGuard,
+    OpenOptions, Storage,
 };
 use sluice_wal::{FlushPath, Log, Lsn, Preallocate};
 use std::io;
@@ -86,7 +86,9 @@ impl File {
             g.writer_pending = Some(self.path.clone());
             cv.notify_all();
         }
-        wait_for(&self.disk.stage, Duration::from_secs(1), |s| s.preparer_failed);
+        wait_for(&self.disk.stage, Duration::from_secs(1), |s| {
+            s.preparer_failed
+        });
         let mut g = m.lock();
         if !g.preparer_failed {
             g.writer_pending = None;
@@ -205,7 +207,12 @@ fn attempt(seed: u64, preallocate: Preallocate) -> bool {
     options.preallocate = preallocate;
     options.flush = FlushPath::IoUring;
     let log = Log::open(storage, dir, options).unwrap();
-    assert_eq!(log.flush_path().path, FlushPath::IoUring, "{}", log.flush_path());
+    assert_eq!(
+        log.flush_path().path,
+        FlushPath::IoUring,
+        "{}",
+        log.flush_path()
+    );
     let mut acknowledged: Vec<(Lsn, Vec<u8>)> = Vec::new();
     for seq in 0..2000 {
         let p = payload(1, seq, 200);
@@ -244,6 +251,9 @@ fn attempt(seed: u64, preallocate: Preallocate) -> bool {
 fn a_failed_extension_sync_fails_the_rings_next_sync() {
     for preallocate in [Preallocate::Allocate, Preallocate::Zeros] {
         let staged = (0..5).filter(|i| attempt(61 + i, preallocate)).count();
-        assert!(staged > 0, "the staged interleaving never happened ({preallocate:?})");
+        assert!(
+            staged > 0,
+            "the staged interleaving never happened ({preallocate:?})"
+        );
     }
 }
