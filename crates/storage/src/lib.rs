@@ -25,12 +25,12 @@ mod identity;
 mod layer;
 mod os;
 mod ring;
+#[cfg(all(test, target_os = "linux"))]
+mod ring_review_tests;
 mod route;
 mod settle;
 mod sim;
 mod sync_fence;
-#[cfg(all(test, target_os = "linux"))]
-mod ring_review_tests;
 #[cfg(target_os = "linux")]
 mod uring;
 

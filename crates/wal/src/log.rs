@@ -431,13 +431,20 @@ impl Log {
                 // the one in flight. With nothing to drive (bytes below `lsn` not
                 // released yet, an insert still copying them; or a group-commit threshold
                 // not reached) it parks briefly and looks again.
+                let longest = s.options.group_commit.max_delay.max(RELEASE_WAIT);
+                let mut nap = RELEASE_WAIT;
                 while !(s.buffer.durable() >= lsn
                     || s.health.is_poisoned()
                     || s.daemon_gone()
                     || ring.stopped())
                 {
-                    if !ring.drive(s, Drive::Wait) && !ring.busy() {
-                        std::thread::park_timeout(RELEASE_WAIT);
+                    if ring.drive(s, Drive::Wait) || ring.busy() {
+                        nap = RELEASE_WAIT;
+                    } else {
+                        // Nothing to drive: naps doubling up to the group-commit delay
+                        // (by then the delay makes a round due), not a poll every 50 µs.
+                        std::thread::park_timeout(nap);
+                        nap = (nap * 2).min(longest);
                     }
                 }
             }
@@ -733,6 +740,10 @@ impl Log {
             }
         }
         s.buffer.stop();
+        // What is durable is answered as durable, even if the thread that completed its
+        // round has not run its callbacks yet (on the ring path it runs them after
+        // letting go of the driver); only the rest is failed.
+        let _ = s.waiters.on_durable(s.buffer.durable());
         s.waiters.fail_all(&WalError::Closed);
         s.sync_done_parker.notify_all();
         let mut spares = Ok(());

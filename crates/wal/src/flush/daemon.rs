@@ -186,7 +186,10 @@ impl FlushDaemon {
         self.staging.clear();
         s.buffer.copy_out(from, to, &mut self.staging);
         s.buffer.mark_written(to);
-        let steps = self.writer.plan(&s, from, to)?;
+        let steps = self
+            .writer
+            .plan(&s, from, to, true)?
+            .expect("a plan that may wait is always made");
         steps::run(&s, &steps, &self.staging)?;
         steps::finish(&s, &steps, from, to);
         let parked = s.waiters.parked();

@@ -29,6 +29,7 @@
 use super::due::{flush_due, FlushWants};
 use super::steps::{self, SegmentWriter, Step};
 use crate::error::{Result, WalError};
+use crate::segments::segment;
 use crate::shared::Shared;
 use crate::sync::Ordering;
 use crate::Lsn;
@@ -37,6 +38,11 @@ use sluice_storage::{IoRing, RingOp};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Segments one round writes at most: a round's chain has a write and a sync per
+/// segment (the failure points submit nothing), well inside the ring's queue; the rest
+/// of the released bytes go in the next round.
+pub(crate) const MAX_ROUND_SEGMENTS: u64 = 8;
 
 /// How a caller drives the ring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +130,9 @@ impl RingDriver {
             self.wanted.store(false, Ordering::SeqCst);
             // Wait in the kernel only for a round this call has not already seen end.
             let wait = how != Drive::Poll && !completed;
-            let outcome = self.step(s, &mut st, wait);
+            // Only a caller that waits anyway may wait for the segment preparer: a poll
+            // (an agent between transactions, a callback's registration) never does.
+            let outcome = self.step(s, &mut st, wait, how == Drive::Wait);
             drop(st);
             match outcome {
                 Ok(Some(to)) => {
@@ -152,6 +160,7 @@ impl RingDriver {
         s: &Shared,
         st: &mut MutexGuard<'_, DriverState>,
         wait: bool,
+        may_wait: bool,
     ) -> Result<Option<Lsn>> {
         if s.health.is_poisoned() {
             return Ok(None);
@@ -169,7 +178,7 @@ impl RingDriver {
             }
         }
         if st.round.is_none() && !st.stopped && self.due(s, st) {
-            self.start(s, st)?;
+            self.start(s, st, may_wait)?;
         }
         Ok(durable)
     }
@@ -201,25 +210,37 @@ impl RingDriver {
         )
     }
 
-    /// Copies the released bytes out and submits their round.
-    fn start(&self, s: &Shared, st: &mut DriverState) -> Result<()> {
-        // Before the bytes: every sync asked for so far is served by this round.
-        let sync_ticket = s.sync_requested.load(Ordering::Acquire);
+    /// Plans the round of the released bytes (at most [`MAX_ROUND_SEGMENTS`] segments'
+    /// worth), copies them out and submits it. `wait`: the caller may wait for the
+    /// segment preparer; if it may not and would have to, nothing starts (the backstop,
+    /// which may, is asked to) and this returns `Ok(false)`.
+    fn start(&self, s: &Shared, st: &mut DriverState, wait: bool) -> Result<bool> {
+        // Before the bytes: every sync asked for so far is served by a round that takes
+        // every byte released now.
+        let ticket = s.sync_requested.load(Ordering::Acquire);
         let from = s.buffer.written();
-        let to = s.buffer.released();
+        let released = s.buffer.released();
+        let seg_bytes = s.segments.segment_bytes;
+        let cap = segment::segment_start(from, seg_bytes).add(MAX_ROUND_SEGMENTS * seg_bytes);
+        let to = released.min(cap);
+        let sync_ticket = if to == released { ticket } else { 0 };
+        // Planned before the bytes are taken: a plan that would wait leaves them pending.
+        let Some(steps) = st.writer.plan(s, from, to, wait)? else {
+            s.request_flush();
+            return Ok(false);
+        };
         let staging = Arc::get_mut(&mut st.staging).expect("no round holds the staging");
         staging.clear();
         s.buffer.copy_out(from, to, staging);
         s.buffer.mark_written(to);
         st.pending_since = None;
-        let steps = st.writer.plan(s, from, to)?;
         let tag = st.next_tag;
         st.next_tag += 1;
         if steps.is_empty() {
             // A sync of a log that has no segment yet: nothing to write or sync.
             steps::finish(s, &steps, from, to);
             s.sync_done.fetch_max(sync_ticket, Ordering::AcqRel);
-            return Ok(());
+            return Ok(true);
         }
         let ops: Vec<RingOp> = steps.iter().map(|p| p.ring_op(&st.staging)).collect();
         st.ring.submit(tag, ops).map_err(WalError::from)?;
@@ -234,7 +255,7 @@ impl RingDriver {
         // A backstop asleep without a timer must take a timer now: the thread that
         // submitted may never reap (a callback's owner that does not poll).
         s.buffer.core.flush.wake_if_idle();
-        Ok(())
+        Ok(true)
     }
 
     /// The backstop's last look as the log closes: if nothing is pending, in flight or

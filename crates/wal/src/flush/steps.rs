@@ -65,8 +65,15 @@ impl SegmentWriter {
     /// nothing to write, the current (or newest) segment, so that the request still
     /// reaches the disk. Obtains the next segment from the preparer when the range
     /// crosses a boundary, and reserves the space it writes (both may wait for the
-    /// preparer).
-    pub(crate) fn plan(&mut self, s: &Shared, from: Lsn, to: Lsn) -> Result<Vec<Step>> {
+    /// preparer — unless `wait` is false: then `Ok(None)` where they would, the segment
+    /// or extension asked for, and nothing planned; planning again later is safe).
+    pub(crate) fn plan(
+        &mut self,
+        s: &Shared,
+        from: Lsn,
+        to: Lsn,
+        wait: bool,
+    ) -> Result<Option<Vec<Step>>> {
         let seg_bytes = s.segments.segment_bytes;
         let mut steps = Vec::new();
         let mut finished: Vec<(Lsn, Arc<dyn FileHandle>)> = Vec::new();
@@ -75,8 +82,10 @@ impl SegmentWriter {
         while at < to {
             let seg = segment::segment_start(at, seg_bytes);
             if self.current.as_ref().map(|c| c.0) != Some(seg) {
-                let next: Arc<dyn FileHandle> =
-                    Arc::from(s.preparer.obtain(s.prepare_context(), seg)?);
+                let Some(next) = s.preparer.obtain(s.prepare_context(), seg, wait)? else {
+                    return Ok(None);
+                };
+                let next: Arc<dyn FileHandle> = Arc::from(next);
                 if let Some(old) = self.current.replace((seg, next)) {
                     // A finished segment written this round: synced after the writes,
                     // before the current one (two of them in one round: the older at
@@ -90,8 +99,12 @@ impl SegmentWriter {
             }
             let piece = (seg.0 + seg_bytes).min(to.0) - at.0;
             // Never write past the file's allocated, synced extent (the preparer's).
-            s.preparer
-                .reserve(s.prepare_context(), seg, at.0 + piece - seg.0)?;
+            if !s
+                .preparer
+                .reserve(s.prepare_context(), seg, at.0 + piece - seg.0, wait)?
+            {
+                return Ok(None);
+            }
             let file = self.current.as_ref().expect("obtained above").1.clone();
             steps.push(Step::Write {
                 file: file.clone(),
@@ -120,7 +133,7 @@ impl SegmentWriter {
                 file: file.clone(),
             });
         }
-        Ok(steps)
+        Ok(Some(steps))
     }
 }
 

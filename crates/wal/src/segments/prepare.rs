@@ -123,7 +123,16 @@ impl Preparer {
     /// The file of segment `start`, which the daemon is about to write: prepared ahead, or
     /// created now by the preparer (the daemon parks meanwhile). Its extent becomes the
     /// current one.
-    pub(crate) fn obtain(&self, cx: PrepareContext<'_>, start: Lsn) -> Result<Box<dyn FileHandle>> {
+    ///
+    /// With `wait` false it never waits: `Ok(None)` if the segment is not made yet (it
+    /// is asked for), for a caller that may not wait for the preparer's I/O (a
+    /// committing thread on the io_uring path).
+    pub(crate) fn obtain(
+        &self,
+        cx: PrepareContext<'_>,
+        start: Lsn,
+        wait: bool,
+    ) -> Result<Option<Box<dyn FileHandle>>> {
         let mut s = self.state.lock();
         // The preparer notes a segment as existing once it is whole and durable.
         while !cx.segments.existing_segment(start) {
@@ -133,11 +142,14 @@ impl Preparer {
                 let extent = segment::initial_extent(cx.segments.segment_bytes);
                 let f = cx.segments.create(start, extent)?;
                 cx.segments.note_segment(start);
-                return self.adopt(cx, start, f);
+                return self.adopt(cx, start, f).map(Some);
             }
             if !creating && s.create.map(|c| c.0) != Some(start) {
                 s.create = Some((start, segment::initial_extent(cx.segments.segment_bytes)));
                 self.cv.notify_all();
+            }
+            if !wait {
+                return Ok(None);
             }
             s = self.wait(cx, s)?;
         }
@@ -146,7 +158,7 @@ impl Preparer {
         }
         drop(s);
         let f = segment::open(&*cx.segments.storage, cx.segments.dir_of(start), start)?;
-        self.adopt(cx, start, f)
+        self.adopt(cx, start, f).map(Some)
     }
 
     /// Makes `start`, open as `f`, the current segment, with the extent its file has.
@@ -168,7 +180,16 @@ impl Preparer {
     /// Returns once the current segment `start` is extended past `end` of its data bytes
     /// (the end of the daemon's next write into it), parking if the preparer is behind;
     /// asks for the next extension, and for the next segment, ahead of need.
-    pub(crate) fn reserve(&self, cx: PrepareContext<'_>, start: Lsn, end: u64) -> Result<()> {
+    ///
+    /// With `wait` false it never waits: `Ok(false)` if the extent is short (the
+    /// extension is asked for).
+    pub(crate) fn reserve(
+        &self,
+        cx: PrepareContext<'_>,
+        start: Lsn,
+        end: u64,
+        wait: bool,
+    ) -> Result<bool> {
         let segment_bytes = cx.segments.segment_bytes;
         assert!(
             end <= segment_bytes,
@@ -202,9 +223,12 @@ impl Preparer {
         loop {
             let (_, extent) = s.current.expect("still the current segment");
             if extent >= end {
-                return Ok(());
+                return Ok(true);
             }
             let extending = matches!(s.busy, Some(Job::Extend { .. }));
+            if !wait && !s.stop {
+                return Ok(false);
+            }
             if s.stop && !extending {
                 // Closing, and the preparer is gone: extend here.
                 let to = s.target.max(end);
