@@ -3,7 +3,7 @@
 //! `options.rs`.
 
 use crate::error::{io_context, Result, WalError};
-use crate::flush::{Drive, FlushDaemon};
+use crate::flush::{Drive, FlushDaemon, RingDriver};
 use crate::notify::{DurableCallback, DurableFuture};
 use crate::options::FlushPath;
 use crate::options::LogOptions;
@@ -149,6 +149,11 @@ pub struct Log {
     recovery: RecoveryInfo,
     /// Opened by [`Log::open_read_only`]: no threads, no appends, no disk changes.
     read_only: bool,
+    /// The ring the committing threads drive, on the io_uring path (`flush/ring.rs`);
+    /// `None` on the daemon's.
+    ring: Option<Arc<RingDriver>>,
+    /// Why the log is on the daemon's path although it asked for io_uring.
+    ring_refused: Option<String>,
 }
 
 impl Log {
@@ -263,14 +268,17 @@ impl Log {
             )?),
             None => None,
         };
-        let ring = open_ring(&*storage, &options);
-        let shared = Shared::new(storage, dirs, options, &rec, Some(lock), archiver, ring)?;
+        let (ring, ring_refused) = match open_ring(&*storage, &options) {
+            Ok(r) => (r.map(|r| Arc::new(RingDriver::new(r))), None),
+            Err(why) => (None, Some(why)),
+        };
+        let shared = Shared::new(storage, dirs, options, &rec, Some(lock), archiver)?;
         let p = shared.clone();
         let preparer = std::thread::Builder::new()
             .name("sluice-prepare".into())
             .spawn(move || p.preparer.run(p.prepare_context(), |e| p.poison(e)))
             .map_err(WalError::from)?;
-        let d = FlushDaemon::new(shared.clone());
+        let d = FlushDaemon::new(shared.clone(), ring.clone());
         let handle = std::thread::Builder::new()
             .name("sluice-flush".into())
             .spawn(move || d.run())
@@ -302,6 +310,8 @@ impl Log {
             archiver: crate::sync::Mutex::new(archiver),
             recovery: rec.info,
             read_only: false,
+            ring,
+            ring_refused,
         })
     }
 
@@ -359,7 +369,7 @@ impl Log {
         };
         dirs.check_markers(&*storage, |d| segment::has_segments(&*storage, d), true)?;
         let rec = recovery::recover(&storage, &dirs, options.segment_bytes, true)?;
-        let shared = Shared::new(storage, dirs, options, &rec, lock, None, Ok(None))?;
+        let shared = Shared::new(storage, dirs, options, &rec, lock, None)?;
         Ok(Log {
             shared,
             daemon: crate::sync::Mutex::new(None),
@@ -367,6 +377,8 @@ impl Log {
             archiver: crate::sync::Mutex::new(None),
             recovery: rec.info,
             read_only: true,
+            ring: None,
+            ring_refused: None,
         })
     }
 
@@ -425,7 +437,7 @@ impl Log {
         self.refuse_if_read_only()?;
         s.check_wait()?;
         s.waiters.outstanding.fetch_add(1, Ordering::SeqCst);
-        match &s.ring {
+        match &self.ring {
             Some(ring) => {
                 // This thread drives: it starts the round, or waits in the kernel for
                 // the one in flight. With nothing to drive (bytes below `lsn` not
@@ -479,7 +491,7 @@ impl Log {
             return callback(Err(e));
         }
         s.waiters.register(lsn, callback);
-        match &s.ring {
+        match &self.ring {
             // Start the round now if none is in flight; never wait.
             Some(ring) => {
                 ring.drive(s, Drive::Poll);
@@ -501,7 +513,7 @@ impl Log {
     /// a no-op on the daemon's path. A thread that registers [`Log::on_durable`]
     /// callbacks and has other work (an agent) calls it between pieces of that work.
     pub fn poll_flush(&self) {
-        if let Some(ring) = &self.shared.ring {
+        if let Some(ring) = &self.ring {
             ring.drive(&self.shared, Drive::Poll);
         }
     }
@@ -511,7 +523,7 @@ impl Log {
     /// returns true if this thread waited. An agent with nothing else to do calls it
     /// instead of parking. Always false on the daemon's path.
     pub fn wait_flush(&self) -> bool {
-        match &self.shared.ring {
+        match &self.ring {
             Some(ring) if ring.busy() => ring.drive(&self.shared, Drive::ReapIfFree),
             _ => false,
         }
@@ -519,15 +531,14 @@ impl Log {
 
     /// The flush path this log runs, and why (if io_uring was asked for and refused).
     pub fn flush_path(&self) -> FlushInfo {
-        let s = &*self.shared;
         FlushInfo {
-            path: if s.ring.is_some() {
+            path: if self.ring.is_some() {
                 FlushPath::IoUring
             } else {
                 FlushPath::Daemon
             },
-            ring: s.ring.as_ref().map(|r| r.describe.clone()),
-            fallback: s.ring_refused.clone(),
+            ring: self.ring.as_ref().map(|r| r.describe.clone()),
+            fallback: self.ring_refused.clone(),
         }
     }
 
@@ -550,7 +561,7 @@ impl Log {
         let s = &*self.shared;
         s.check()?;
         let ticket = s.sync_requested.fetch_add(1, Ordering::AcqRel) + 1;
-        if let Some(ring) = &s.ring {
+        if let Some(ring) = &self.ring {
             // This thread drives the rounds that serve it (the next one to start does).
             while s.sync_done.load(Ordering::Acquire) < ticket
                 && !s.health.is_poisoned()

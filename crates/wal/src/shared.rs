@@ -5,7 +5,6 @@
 
 use crate::buffer::{BufferOptions, LogBuffer};
 use crate::error::{Result, WalError};
-use crate::flush::RingDriver;
 use crate::health::Health;
 use crate::notify::Waiters;
 use crate::options::LogOptions;
@@ -14,7 +13,7 @@ use crate::segments::dirs::LogDirs;
 use crate::segments::{Archiver, PrepareContext, Preparer, SegmentSet};
 use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::wait::Parker;
-use sluice_storage::{IoRing, LockGuard, Storage};
+use sluice_storage::{LockGuard, Storage};
 use std::sync::Arc;
 
 /// Counters kept by the log (the segment files' are in [`SegmentSet`], the archiver's in
@@ -44,11 +43,6 @@ pub(crate) struct Shared {
     pub(crate) archiver: Option<Archiver>,
     /// The directory lock; released by `close` so the directory can be reopened at once.
     pub(crate) lock: Mutex<Option<Box<dyn LockGuard>>>,
-    /// The ring the committing threads drive, on the io_uring path (`flush/ring.rs`);
-    /// `None` on the daemon's.
-    pub(crate) ring: Option<Arc<RingDriver>>,
-    /// Why the log is on the daemon's path although it asked for io_uring.
-    pub(crate) ring_refused: Option<String>,
 }
 
 impl Shared {
@@ -60,12 +54,7 @@ impl Shared {
         rec: &recovery::Recovered,
         lock: Option<Box<dyn LockGuard>>,
         archiver: Option<Archiver>,
-        ring: std::result::Result<Option<Box<dyn IoRing>>, String>,
     ) -> Result<Arc<Shared>> {
-        let (ring, ring_refused) = match ring {
-            Ok(r) => (r.map(|r| Arc::new(RingDriver::new(r))), None),
-            Err(why) => (None, Some(why)),
-        };
         let buffer = LogBuffer::new(
             &BufferOptions {
                 capacity: options.buffer_bytes,
@@ -100,8 +89,6 @@ impl Shared {
             preparer: Preparer::default(),
             archiver,
             lock: Mutex::new(lock),
-            ring,
-            ring_refused,
         }))
     }
 

@@ -23,6 +23,9 @@ use std::time::{Duration, Instant};
 
 pub(crate) struct FlushDaemon {
     shared: std::sync::Arc<Shared>,
+    /// The ring the committing threads drive, on the io_uring path: the daemon is then
+    /// their backstop.
+    ring: Option<std::sync::Arc<RingDriver>>,
     staging: Vec<u8>,
     /// The segment being appended to.
     writer: SegmentWriter,
@@ -35,9 +38,13 @@ pub(crate) struct FlushDaemon {
 }
 
 impl FlushDaemon {
-    pub(crate) fn new(shared: std::sync::Arc<Shared>) -> Self {
+    pub(crate) fn new(
+        shared: std::sync::Arc<Shared>,
+        ring: Option<std::sync::Arc<RingDriver>>,
+    ) -> Self {
         FlushDaemon {
             shared,
+            ring,
             staging: Vec::with_capacity(1 << 20),
             writer: SegmentWriter::default(),
             pending_since: None,
@@ -47,7 +54,7 @@ impl FlushDaemon {
     }
 
     pub(crate) fn run(mut self) {
-        if let Some(ring) = self.shared.ring.clone() {
+        if let Some(ring) = self.ring.clone() {
             return self.run_backstop(&ring);
         }
         if self.shared.options.group_commit.adaptive {
