@@ -46,11 +46,11 @@ pub struct Common {
     /// JSON's `zero_fill_bytes_per_txn` shows what it wrote.
     #[arg(long, default_value_t = Preallocate::default())]
     preallocate: Preallocate,
-    /// How the log's rounds reach the disk: io-uring (the committing threads submit
-    /// writes and syncs to an io_uring and reap them between transactions; no flush
-    /// thread on the commit path) or daemon (a flush thread writes and syncs). Where the
-    /// kernel refuses io_uring the log takes the daemon and says so once; the JSON's
-    /// `flush` is the path taken.
+    /// How the log's rounds reach the disk: daemon (a flush thread writes and syncs;
+    /// the default, the faster on a small machine) or io-uring (the committing threads
+    /// submit writes and syncs to an io_uring and reap them between transactions; no
+    /// flush thread on the commit path). Where the kernel refuses io_uring the log takes
+    /// the daemon and says so once; the JSON's `flush` is the path taken.
     #[arg(long, default_value_t = FlushPath::default())]
     flush: FlushPath,
     /// Zipf skew of key choice (0 = uniform; TPC-B: accounts, tellers, branches).

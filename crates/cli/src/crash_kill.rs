@@ -26,6 +26,7 @@ use sluice_bench::workloads::driver::DriverConfig;
 use sluice_bench::workloads::setup::{self, Setup};
 use sluice_bench::workloads::tpcb::{self, TpcbGenerator, TpcbShape, TpcbTables};
 use sluice_bench::workloads::tpcb_partitioned::Parted;
+use sluice_wal::FlushPath;
 use sluice_wal::InsertVariant;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::ops::Bound::{Excluded, Included};
@@ -59,6 +60,11 @@ pub struct KillArgs {
     /// transactions committed by the coordinator.
     #[arg(long, default_value_t = 0)]
     log_managers: usize,
+    /// How the child's log reaches the disk: daemon (a flush thread, the default) or
+    /// io-uring (the committing threads submit and reap; no flush thread on the commit
+    /// path).
+    #[arg(long, default_value_t = FlushPath::default())]
+    flush: FlushPath,
     /// TPC-B scale factor (branches).
     #[arg(long, default_value_t = 1)]
     scale: u32,
@@ -91,6 +97,8 @@ pub struct ChildArgs {
     propagation: Strategy,
     #[arg(long, default_value_t = 0)]
     log_managers: usize,
+    #[arg(long, default_value_t = FlushPath::default())]
+    flush: FlushPath,
     #[arg(long)]
     scale: u32,
     #[arg(long)]
@@ -108,7 +116,12 @@ const CHECKPOINT_LOG_BYTES: u64 = 16 << 20;
 
 /// The database's options (the benchmarks' setup, with the run's protocol and
 /// propagation strategy).
-fn db_options(scale: u32, commit: CommitProtocol, propagation: Strategy) -> Options {
+fn db_options(
+    scale: u32,
+    commit: CommitProtocol,
+    propagation: Strategy,
+    flush: FlushPath,
+) -> Options {
     Options {
         commit,
         propagation,
@@ -119,7 +132,7 @@ fn db_options(scale: u32, commit: CommitProtocol, propagation: Strategy) -> Opti
             pool_pages: scale as usize * 2_500 + 4_096,
             checkpoint_log_bytes: CHECKPOINT_LOG_BYTES,
             adaptive_group_commit: true,
-            flush: Default::default(),
+            flush,
             preallocate: Default::default(),
         })
     }
@@ -132,6 +145,7 @@ struct Layout {
     commit: CommitProtocol,
     propagation: Strategy,
     log_managers: usize,
+    flush: FlushPath,
 }
 
 /// The database under test, open.
@@ -142,7 +156,7 @@ enum Target {
 
 impl Layout {
     fn options(&self) -> Options {
-        db_options(self.scale, self.commit, self.propagation)
+        db_options(self.scale, self.commit, self.propagation, self.flush)
     }
 
     /// Opens (recovering) the database in `dir`.
@@ -274,6 +288,7 @@ pub fn child(a: ChildArgs) -> Result<(), Failure> {
         commit: a.commit,
         propagation: a.propagation,
         log_managers: a.log_managers,
+        flush: a.flush,
     };
     let target = layout.open(&a.dir)?;
     let gen =
@@ -350,6 +365,8 @@ struct Report {
     runs: u64,
     commit: String,
     propagation: String,
+    /// The log's flush path (`daemon` or `io-uring`).
+    flush: String,
     log_managers: usize,
     seed: u64,
     acknowledged: u64,
@@ -450,6 +467,8 @@ fn run_child(
             &a.propagation.to_string(),
             "--log-managers",
             &a.log_managers.to_string(),
+            "--flush",
+            a.flush.name(),
             "--scale",
             &a.scale.to_string(),
             "--accounts-per-branch",
@@ -577,6 +596,7 @@ pub fn kill(a: KillArgs) -> Result<(), Failure> {
         commit: a.commit,
         propagation: a.propagation,
         log_managers: a.log_managers,
+        flush: a.flush,
     };
     layout
         .load(&dir, &shape(a.scale, a.accounts_per_branch))?
@@ -637,6 +657,7 @@ pub fn kill(a: KillArgs) -> Result<(), Failure> {
         runs,
         commit: a.commit.name().to_string(),
         propagation: a.propagation.to_string(),
+        flush: a.flush.name().to_string(),
         log_managers: a.log_managers,
         seed,
         acknowledged,
@@ -650,6 +671,7 @@ pub fn kill(a: KillArgs) -> Result<(), Failure> {
     let mut t = Table::new([
         "commit",
         "propagation",
+        "flush",
         "log managers",
         "runs",
         "acknowledged",
@@ -662,6 +684,7 @@ pub fn kill(a: KillArgs) -> Result<(), Failure> {
     t.row([
         report.commit.clone(),
         report.propagation.clone(),
+        report.flush.clone(),
         report.log_managers.to_string(),
         report.runs.to_string(),
         thousands(report.acknowledged as f64),

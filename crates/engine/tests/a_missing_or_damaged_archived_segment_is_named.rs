@@ -41,7 +41,10 @@ fn setup(seed: u64) -> Setup {
     archived.sort();
     assert!(
         archived.len() >= 4,
-        "the load must fill several segments past the backup"
+        "the load must fill several segments past the backup (end {}): archived {archived:?} \
+         of {segment_bytes} bytes each, {} commits",
+        label.end_lsn,
+        rec.commits.lock().len()
     );
     Setup {
         storage,

@@ -33,8 +33,8 @@ pub struct Setup {
     /// How the log makes new segment space (`LogOptions::preallocate`: allocated, the
     /// default, or zero-filled).
     pub preallocate: sluice_wal::Preallocate,
-    /// How the log's rounds reach the disk (`LogOptions::flush`: io_uring from the
-    /// committing threads, the default, or a flush daemon).
+    /// How the log's rounds reach the disk (`LogOptions::flush`: a flush daemon, the
+    /// default, or io_uring from the committing threads).
     pub flush: sluice_wal::FlushPath,
 }
 
