@@ -27,8 +27,23 @@ fn setup(seed: u64) -> Setup {
     let rec = Recorded::default();
     preload(&db, &rec);
     let label = db.backup_to("/backup").unwrap();
-    run_load(&db, 2, 300, seed, &AtomicBool::new(false), &rec);
     let segment_bytes = db.log().segment_bytes();
+    // Enough load to fill several segments past the backup: how many bytes a load logs
+    // depends on when its checkpoints (and so its full-page images) come, which timing
+    // decides — so load again until the log is far enough.
+    for round in 0..20 {
+        run_load(
+            &db,
+            2,
+            300,
+            seed + round * 100,
+            &AtomicBool::new(false),
+            &rec,
+        );
+        if db.log().durable_lsn().0 >= label.end_lsn.0 + 6 * segment_bytes {
+            break;
+        }
+    }
     wait_archived(&db);
     db.close().unwrap();
     let mut archived: Vec<Lsn> = storage
